@@ -1,0 +1,348 @@
+package webhooks
+
+// Redis schema. P is Options.KeyPrefix; s is the event's shard, shardOf(event id) in [0, shardCount).
+// Every key of one event's deliveries carries the hash tag {P:s}, so every script below touches one
+// hash slot, and the shards spread the load over the masters of a Redis Cluster. Keys are built in Go
+// and passed in KEYS; ids follow the tag, so no id can change which slot a key hashes to.
+//
+//	{P:s}:claim:<webhook_id>:<event_id>  string  the delivery id that owns the pair       TTL Retention
+//	{P:s}:dlv:<delivery_id>              hash    the delivery record (fields below)        TTL Retention
+//	{P:s}:evt:<event_id>                 string  the request body, stored once per event   TTL ≥ every record of the event
+//	{P:s}:sched                          zset    delivery id -> next attempt or lease end (ms); pending only
+//	{P:s}:idx:<webhook_id>               zset    delivery id -> record expiry (ms); pruned on write, TTL ≥ newest member
+//	{P:registry}:webhooks                hash    webhook id -> webhook JSON (with secrets)
+//	{P:registry}:sub:<pattern>           hash    webhook id -> webhook JSON, enabled subscribers of pattern only
+//
+// UNIQUE (webhook_id, event_id): the claim key is written with SET NX in the same script that creates
+// the record, its schedule entry and its index entry, and it carries the record's expiry; Redeliver
+// extends both in one script. A delivery id encodes its shard and follows from the pair:
+// "dlv_" + the shard as two hex digits + 24 hex digits of SHA-256(webhook id, 0, event id).
+//
+// Record fields: w webhook id, e event id, t event type, s status, n attempts ever made, r retry step
+// (index into Options.RetrySchedule of the next failure's delay; Redeliver resets it), next next attempt
+// (ms), code last status code, err last error, c created (ms), u updated (ms), x expiry (ms), l lease
+// token of the attempt in flight, h<k> the k-th attempt (JSON), only the last maxHistory kept.
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// shardCount is the number of event shards; fixed, because delivery ids and keys encode it.
+	shardCount = 16
+	// maxHistory is how many attempts a record keeps.
+	maxHistory = 10
+	// maxHistoryBody is how much of a response body an attempt keeps.
+	maxHistoryBody = 1 << 10
+	deliveryIDPrefix = "dlv_"
+)
+
+// Status is the state of a delivery.
+type Status string
+
+// The states of a delivery. A pending delivery has an attempt due or in flight; success and failed are
+// final until Redeliver resets a failed one.
+const (
+	StatusPending Status = "pending"
+	StatusSuccess Status = "success"
+	StatusFailed  Status = "failed"
+)
+
+// Delivery is one (webhook, event) pair's delivery: every attempt to send that event to that webhook.
+type Delivery struct {
+	ID             string    `json:"id"`
+	WebhookID      string    `json:"webhook_id"`
+	EventID        string    `json:"event_id"`
+	EventType      string    `json:"event_type"`
+	Status         Status    `json:"status"`
+	Attempts       int       `json:"attempts"`
+	NextAttemptAt  time.Time `json:"next_attempt_at,omitzero"`
+	LastStatusCode int       `json:"last_status_code,omitempty"`
+	LastError      string    `json:"last_error,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	// ExpiresAt is when the record and its claim expire (Options.Retention after creation or the last
+	// Redeliver).
+	ExpiresAt time.Time `json:"expires_at"`
+	// History holds the most recent attempts, oldest first (at most 10).
+	History []Attempt `json:"history,omitempty"`
+}
+
+// Attempt is one HTTP attempt of a delivery.
+type Attempt struct {
+	At         time.Time     `json:"at"`
+	Duration   time.Duration `json:"duration"`
+	StatusCode int           `json:"status_code,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	// Response is the start of the response body (at most 1 KiB).
+	Response string `json:"response,omitempty"`
+}
+
+// attemptEntry is an Attempt as a record field: compact JSON.
+type attemptEntry struct {
+	At       int64  `json:"t"`
+	Duration int64  `json:"d"` // microseconds
+	Code     int    `json:"c,omitempty"`
+	Err      string `json:"e,omitempty"`
+	Body     string `json:"b,omitempty"`
+}
+
+// keyspace builds every key of one KeyPrefix.
+type keyspace struct{ prefix string }
+
+func (k keyspace) tag(shard int) string { return "{" + k.prefix + ":" + strconv.Itoa(shard) + "}" }
+
+func (k keyspace) claimKey(shard int, webhookID, eventID string) string {
+	return k.tag(shard) + ":claim:" + webhookID + ":" + eventID
+}
+func (k keyspace) deliveryKey(shard int, deliveryID string) string {
+	return k.tag(shard) + ":dlv:" + deliveryID
+}
+func (k keyspace) eventKey(shard int, eventID string) string {
+	return k.tag(shard) + ":evt:" + eventID
+}
+func (k keyspace) scheduleKey(shard int) string { return k.tag(shard) + ":sched" }
+func (k keyspace) indexKey(shard int, webhookID string) string {
+	return k.tag(shard) + ":idx:" + webhookID
+}
+func (k keyspace) registryTag() string   { return "{" + k.prefix + ":registry}" }
+func (k keyspace) webhooksKey() string   { return k.registryTag() + ":webhooks" }
+func (k keyspace) subscribersKey(pattern string) string {
+	return k.registryTag() + ":sub:" + pattern
+}
+
+// shardOf is the shard of an event id.
+func shardOf(eventID string) int {
+	h := fnv.New32a()
+	h.Write([]byte(eventID))
+	return int(h.Sum32() % shardCount)
+}
+
+// deliveryIDFor is the id of a (webhook, event) pair's delivery: its shard, then 96 bits of a hash of
+// the pair. Because it follows from the pair, the claim script can be handed the record key of a pair
+// whether or not the pair was claimed before.
+func deliveryIDFor(webhookID, eventID string) string {
+	h := sha256.New()
+	h.Write([]byte(webhookID))
+	h.Write([]byte{0})
+	h.Write([]byte(eventID))
+	return fmt.Sprintf("%s%02x%x", deliveryIDPrefix, shardOf(eventID), h.Sum(nil)[:12])
+}
+
+// randomHex returns n random bytes, hex encoded.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
+
+// shardOfDelivery reads the shard out of a delivery id.
+func shardOfDelivery(id string) (int, error) {
+	rest, ok := strings.CutPrefix(id, deliveryIDPrefix)
+	if !ok || len(rest) != 26 {
+		return 0, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
+	}
+	b, err := hex.DecodeString(rest[:2])
+	if err != nil || int(b[0]) >= shardCount {
+		return 0, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
+	}
+	return int(b[0]), nil
+}
+
+// errCorruptRecord marks a record that cannot be decoded.
+var errCorruptRecord = errors.New("webhooks: corrupt delivery record")
+
+// record is a delivery record as read from Redis.
+type record struct {
+	Delivery
+	step  int    // retry step
+	lease string // lease token, "" when no attempt is in flight
+}
+
+// parseRecord decodes a record hash.
+func parseRecord(id string, f map[string]string) (*record, error) {
+	r := &record{Delivery: Delivery{
+		ID:        id,
+		WebhookID: f["w"],
+		EventID:   f["e"],
+		EventType: f["t"],
+		Status:    Status(f["s"]),
+		LastError: f["err"],
+	}, lease: f["l"]}
+	if r.WebhookID == "" || r.EventID == "" {
+		return nil, fmt.Errorf("%w: %s lacks webhook or event id", errCorruptRecord, id)
+	}
+	switch r.Status {
+	case StatusPending, StatusSuccess, StatusFailed:
+	default:
+		return nil, fmt.Errorf("%w: %s has status %q", errCorruptRecord, id, r.Status)
+	}
+	var attempts, step, next, code, created, updated, expires int64
+	for field, dst := range map[string]*int64{"n": &attempts, "r": &step, "next": &next, "code": &code, "c": &created, "u": &updated, "x": &expires} {
+		v, ok := f[field]
+		if !ok || v == "" {
+			continue
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s field %s=%q", errCorruptRecord, id, field, v)
+		}
+		*dst = n
+	}
+	r.Attempts, r.step, r.LastStatusCode = int(attempts), int(step), int(code)
+	r.NextAttemptAt, r.CreatedAt, r.UpdatedAt, r.ExpiresAt = msTime(next), msTime(created), msTime(updated), msTime(expires)
+	if r.Status != StatusPending {
+		r.NextAttemptAt = time.Time{}
+	}
+	for k := max(1, r.Attempts-maxHistory+1); k <= r.Attempts; k++ {
+		raw, ok := f["h"+strconv.Itoa(k)]
+		if !ok {
+			continue
+		}
+		var a attemptEntry
+		if json.Unmarshal([]byte(raw), &a) != nil {
+			continue // history is informational; a bad entry does not make the record unusable
+		}
+		r.History = append(r.History, a.attempt())
+	}
+	return r, nil
+}
+
+func (a attemptEntry) attempt() Attempt {
+	return Attempt{At: msTime(a.At), Duration: time.Duration(a.Duration) * time.Microsecond, StatusCode: a.Code, Error: a.Err, Response: a.Body}
+}
+
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// pairs turns a flat HGETALL reply into a map.
+func pairs(flat []any) map[string]string {
+	m := make(map[string]string, len(flat)/2)
+	for i := 0; i+1 < len(flat); i += 2 {
+		k, _ := flat[i].(string)
+		v, _ := flat[i+1].(string)
+		m[k] = v
+	}
+	return m
+}
+
+// DeliveryRepo reads delivery records.
+type DeliveryRepo struct {
+	rdb  redis.UniversalClient
+	keys keyspace
+}
+
+// Get returns a delivery by id, or an error wrapping ErrNotFound.
+func (r *DeliveryRepo) Get(ctx context.Context, id string) (*Delivery, error) {
+	rec, err := r.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return &rec.Delivery, nil
+}
+
+func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
+	shard, err := shardOfDelivery(id)
+	if err != nil {
+		return nil, err
+	}
+	f, err := r.rdb.HGetAll(ctx, r.keys.deliveryKey(shard, id)).Result()
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: read delivery %s: %w", id, err)
+	}
+	if len(f) == 0 {
+		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
+	}
+	return parseRecord(id, f)
+}
+
+// Find returns the delivery of a (webhook, event) pair, or an error wrapping ErrNotFound.
+func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*Delivery, error) {
+	id, err := r.rdb.Get(ctx, r.keys.claimKey(shardOf(eventID), webhookID, eventID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("%w: no delivery of event %q to webhook %q", ErrNotFound, eventID, webhookID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: find delivery: %w", err)
+	}
+	return r.Get(ctx, id)
+}
+
+// List returns up to n of a webhook's retained deliveries, most recently created or redelivered
+// first. It merges the webhook's per-shard indexes; entries whose record is gone are skipped.
+func (r *DeliveryRepo) List(ctx context.Context, webhookID string, n int) ([]*Delivery, error) {
+	if n <= 0 {
+		return nil, nil
+	}
+	now := time.Now().UnixMilli()
+	pipe := r.rdb.Pipeline()
+	ranges := make([]*redis.ZSliceCmd, shardCount)
+	for s := range shardCount {
+		ranges[s] = pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
+			Key: r.keys.indexKey(s, webhookID), Start: "+inf", Stop: "(" + strconv.FormatInt(now, 10),
+			ByScore: true, Rev: true, Count: int64(n),
+		})
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("webhooks: list deliveries: %w", err)
+	}
+	type entry struct {
+		id    string
+		shard int
+		score float64
+	}
+	var all []entry
+	for s, cmd := range ranges {
+		for _, z := range cmd.Val() {
+			id, _ := z.Member.(string)
+			all = append(all, entry{id, s, z.Score})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].score != all[j].score {
+			return all[i].score > all[j].score
+		}
+		return all[i].id > all[j].id
+	})
+	all = all[:min(n, len(all))]
+	pipe = r.rdb.Pipeline()
+	gets := make([]*redis.MapStringStringCmd, len(all))
+	for i, e := range all {
+		gets[i] = pipe.HGetAll(ctx, r.keys.deliveryKey(e.shard, e.id))
+	}
+	if len(all) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("webhooks: list deliveries: %w", err)
+		}
+	}
+	out := make([]*Delivery, 0, len(all))
+	for i, e := range all {
+		f := gets[i].Val()
+		if len(f) == 0 {
+			continue
+		}
+		rec, err := parseRecord(e.id, f)
+		if err != nil {
+			continue
+		}
+		out = append(out, &rec.Delivery)
+	}
+	return out, nil
+}

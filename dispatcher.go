@@ -1,0 +1,567 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Defaults of Options.
+const (
+	DefaultKeyPrefix   = "webhooks"
+	DefaultRetention   = 7 * 24 * time.Hour
+	DefaultTimeout     = 15 * time.Second
+	DefaultConcurrency = 64
+)
+
+const (
+	// maxTimeout bounds Options.Timeout.
+	maxTimeout = 5 * time.Minute
+	// maxResponseBody is how much of a response body an attempt reads before it stops.
+	maxResponseBody = 64 << 10
+	// maxRetryAfter bounds how far a Retry-After header can push a retry beyond its scheduled delay.
+	maxRetryAfter = time.Hour
+	// retryJitter spreads each scheduled delay by ±20%.
+	retryJitter = 0.2
+	userAgent   = "smartdrop-webhooks/1"
+)
+
+// DefaultRetrySchedule returns the default delays after each failed attempt: 5s, 5m, 30m, 2h, 5h, 10h,
+// 10h (about 27.6 hours in all, eight attempts), each spread by ±20%.
+func DefaultRetrySchedule() []time.Duration {
+	return []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+}
+
+// Options configure a Dispatcher. The zero value of every field means its default.
+type Options struct {
+	// KeyPrefix starts every Redis key; default "webhooks". It must not contain '{' or '}'.
+	KeyPrefix string
+	// Retention is the life of a delivery record and of its claim: a pair dispatched again within it is
+	// a duplicate. Default 7 days; it must cover the whole retry schedule.
+	Retention time.Duration
+	// RetrySchedule are the delays after each failed attempt; default DefaultRetrySchedule().
+	RetrySchedule []time.Duration
+	// Timeout bounds one HTTP attempt; default 15s, at most 5 minutes. Leases derive from it.
+	Timeout time.Duration
+	// HTTPClient is used for attempts when set; its transport gets the egress guard (it must then be
+	// an *http.Transport), and redirects are never followed.
+	HTTPClient *http.Client
+	// AllowPrivateNetworks turns the egress guard off: tests and local demos only.
+	AllowPrivateNetworks bool
+	// AllowedNetworks are ranges the egress guard lets through although they are private.
+	AllowedNetworks []netip.Prefix
+	// RequireHTTPS refuses webhook URLs that are not https.
+	RequireHTTPS bool
+	// MaxPayloadBytes bounds an encoded request body; default 256 KiB.
+	MaxPayloadBytes int
+	// Concurrency bounds the attempts one worker pass makes at once; default 64.
+	Concurrency int
+	// Logger receives the library's logs; default none.
+	Logger *slog.Logger
+}
+
+// Result is the outcome of a Dispatch for one subscribed webhook.
+type Result struct {
+	WebhookID string
+	// Delivery is the pair's delivery: after this call's first attempt when it created it, or the
+	// existing record when Duplicate is set.
+	Delivery *Delivery
+	// Duplicate is set when the pair had been dispatched before: nothing was sent.
+	Duplicate bool
+	// Err is this target's own failure (Redis unavailable, outcome not recorded, context ended); an HTTP
+	// failure is not an error here but a pending Delivery with LastError.
+	Err error
+}
+
+// Dispatcher delivers events to the webhooks that subscribe to them. It is safe for concurrent use, and
+// any number of Dispatchers (in one process or many) may share one Redis.
+type Dispatcher struct {
+	rdb        redis.UniversalClient
+	opts       Options
+	keys       keyspace
+	client     *http.Client
+	lease      time.Duration
+	log        *slog.Logger
+	webhooks   *WebhookRepo
+	deliveries *DeliveryRepo
+	now        func() time.Time
+	nextShard  uint32 // where the next worker pass starts; guarded by shardMu
+	shardMu    sync.Mutex
+}
+
+// leaseFor is how long an attempt holds its delivery: the attempt's timeout, plus as much again (at
+// least a second) for recording its outcome and for clock differences between replicas.
+func leaseFor(timeout time.Duration) time.Duration {
+	return timeout + max(timeout, time.Second)
+}
+
+// retryHorizon is the longest a delivery can stay pending: every delay at its jittered maximum, raised
+// by Retry-After, plus a lease per attempt.
+func retryHorizon(schedule []time.Duration, lease time.Duration) time.Duration {
+	var h time.Duration
+	for _, d := range schedule {
+		h += time.Duration(float64(d)*(1+retryJitter)) + maxRetryAfter + lease
+	}
+	return h + lease
+}
+
+// New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client).
+func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
+	if rdb == nil {
+		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOptions)
+	}
+	if opts.KeyPrefix == "" {
+		opts.KeyPrefix = DefaultKeyPrefix
+	}
+	if strings.ContainsAny(opts.KeyPrefix, "{}") {
+		return nil, fmt.Errorf("%w: KeyPrefix must not contain '{' or '}'", ErrInvalidOptions)
+	}
+	if opts.Retention == 0 {
+		opts.Retention = DefaultRetention
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Timeout < 0 || opts.Timeout > maxTimeout {
+		return nil, fmt.Errorf("%w: Timeout must be in (0, %s]", ErrInvalidOptions, maxTimeout)
+	}
+	if opts.RetrySchedule == nil {
+		opts.RetrySchedule = DefaultRetrySchedule()
+	}
+	for _, d := range opts.RetrySchedule {
+		if d <= 0 {
+			return nil, fmt.Errorf("%w: RetrySchedule delays must be positive", ErrInvalidOptions)
+		}
+	}
+	lease := leaseFor(opts.Timeout)
+	if h := retryHorizon(opts.RetrySchedule, lease); opts.Retention < h {
+		return nil, fmt.Errorf("%w: Retention %s is shorter than the retry horizon %s", ErrInvalidOptions, opts.Retention, h)
+	}
+	if opts.MaxPayloadBytes == 0 {
+		opts.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	if opts.MaxPayloadBytes < 0 {
+		return nil, fmt.Errorf("%w: MaxPayloadBytes must be positive", ErrInvalidOptions)
+	}
+	if opts.Concurrency == 0 {
+		opts.Concurrency = DefaultConcurrency
+	}
+	if opts.Concurrency < 0 {
+		return nil, fmt.Errorf("%w: Concurrency must be positive", ErrInvalidOptions)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	policy := egressPolicy{allowPrivate: opts.AllowPrivateNetworks, allowed: opts.AllowedNetworks}
+	client, err := newHTTPClient(opts.HTTPClient, opts.Timeout, policy)
+	if err != nil {
+		return nil, err
+	}
+	keys := keyspace{prefix: opts.KeyPrefix}
+	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now}
+	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
+		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}}
+	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys}
+	return d, nil
+}
+
+// Webhooks returns the webhook registry.
+func (d *Dispatcher) Webhooks() *WebhookRepo { return d.webhooks }
+
+// Deliveries returns the delivery records.
+func (d *Dispatcher) Deliveries() *DeliveryRepo { return d.deliveries }
+
+// wireEvent is the request body.
+type wireEvent struct {
+	ID        string    `json:"id"`
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      any       `json:"data"`
+}
+
+func (d *Dispatcher) encode(evt Event) ([]byte, error) {
+	at := evt.Time
+	if at.IsZero() {
+		at = d.now()
+	}
+	body, err := json.Marshal(wireEvent{ID: evt.ID, Type: evt.Type, Timestamp: at.UTC(), Data: evt.Data})
+	if err != nil {
+		return nil, fmt.Errorf("%w: encode data: %w", ErrInvalidEvent, err)
+	}
+	if len(body) > d.opts.MaxPayloadBytes {
+		return nil, fmt.Errorf("%w: encoded body is %d bytes, more than %d", ErrInvalidEvent, len(body), d.opts.MaxPayloadBytes)
+	}
+	return body, nil
+}
+
+// Dispatch delivers evt to every enabled webhook that subscribes to its type, once per (webhook, event
+// id) pair. For each pair it creates, it makes the first attempt before it returns, concurrently across
+// targets and each bounded by Options.Timeout; a pair dispatched before is returned as it stands with
+// Duplicate set, and nothing is sent, whatever its status. A failed attempt leaves the delivery pending
+// with its next attempt scheduled for the worker (Run).
+//
+// Dispatch returns an error only for an invalid event (ErrInvalidEvent) or when the subscribers cannot
+// be resolved; each target's own failure is in its Result.
+func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) ([]Result, error) {
+	if err := evt.validate(); err != nil {
+		return nil, err
+	}
+	body, err := d.encode(evt)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := d.webhooks.subscribers(ctx, evt.Type)
+	if err != nil {
+		return nil, err
+	}
+	return d.deliver(ctx, evt.ID, evt.Type, body, targets), nil
+}
+
+// SendTest sends a `webhook.test` event with a fresh id (`test_` + random) to one webhook, whatever its
+// subscriptions and even when it is disabled. It is never a duplicate of anything.
+func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery, error) {
+	s, _, err := d.webhooks.load(ctx, webhookID)
+	if err != nil {
+		return nil, err
+	}
+	evt := Event{Type: TestEventType, ID: "test_" + randomHex(12), Data: map[string]string{"webhook_id": webhookID}}
+	body, err := d.encode(evt)
+	if err != nil {
+		return nil, err
+	}
+	res := d.deliver(ctx, evt.ID, evt.Type, body, []*storedWebhook{s})[0]
+	return res.Delivery, res.Err
+}
+
+// deliver claims the pairs of one event and makes the first attempt of every fresh one.
+func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, body []byte, targets []*storedWebhook) []Result {
+	results := make([]Result, len(targets))
+	if len(targets) == 0 {
+		return results
+	}
+	shard := shardOf(eventID)
+	now := d.now()
+	keys := make([]string, 2, 2+3*len(targets))
+	keys[0], keys[1] = d.keys.eventKey(shard, eventID), d.keys.scheduleKey(shard)
+	args := make([]any, 6, 6+3*len(targets))
+	args[0], args[1], args[2] = now.UnixMilli(), d.opts.Retention.Milliseconds(), now.Add(d.lease).UnixMilli()
+	args[3], args[4], args[5] = body, eventID, eventType
+	tokens := make([]string, len(targets))
+	for i, t := range targets {
+		id := deliveryIDFor(t.ID, eventID)
+		tokens[i] = randomHex(8)
+		keys = append(keys, d.keys.claimKey(shard, t.ID, eventID), d.keys.deliveryKey(shard, id), d.keys.indexKey(shard, t.ID))
+		args = append(args, t.ID, id, tokens[i])
+		results[i].WebhookID = t.ID
+	}
+	reply, err := claimScript.Run(ctx, d.rdb, keys, args...).Slice()
+	if err == nil && len(reply) != 1+len(targets) {
+		err = fmt.Errorf("unexpected reply of %d items", len(reply))
+	}
+	if err != nil {
+		for i := range results {
+			results[i].Err = fmt.Errorf("webhooks: claim event %s: %w", eventID, err)
+		}
+		return results
+	}
+	if stored, ok := reply[0].(string); ok {
+		body = []byte(stored) // the event was stored by an earlier Dispatch: deliver what it stored
+	}
+	var fresh []int
+	for i := range targets {
+		item, _ := reply[1+i].([]any)
+		created, _ := item[0].(int64)
+		id, _ := item[1].(string)
+		if created == 1 {
+			results[i].Delivery = &Delivery{ID: id, WebhookID: targets[i].ID, EventID: eventID, EventType: eventType,
+				Status: StatusPending, NextAttemptAt: now.Add(d.lease), CreatedAt: msTime(now.UnixMilli()),
+				UpdatedAt: msTime(now.UnixMilli()), ExpiresAt: msTime(now.Add(d.opts.Retention).UnixMilli())}
+			fresh = append(fresh, i)
+			continue
+		}
+		results[i].Duplicate = true
+		if len(item) <= 2 {
+			results[i].Err = fmt.Errorf("%w: pair (%s, %s) is claimed by %s whose record is gone", ErrNotFound, targets[i].ID, eventID, id)
+			continue
+		}
+		rec, err := parseRecord(id, pairs(item[2:]))
+		if err != nil {
+			results[i].Err = err
+			continue
+		}
+		results[i].Delivery = &rec.Delivery
+	}
+	if len(fresh) == 0 {
+		return results
+	}
+	outcomes := make([]outcome, len(fresh))
+	var wg sync.WaitGroup
+	for j, i := range fresh {
+		wg.Go(func() {
+			rec := &record{Delivery: *results[i].Delivery, lease: tokens[i]}
+			res := d.attempt(ctx, targets[i], rec.ID, body)
+			outcomes[j] = d.decide(rec, res)
+		})
+	}
+	wg.Wait()
+	d.settle(ctx, shard, outcomes, func(j int, err error) {
+		i := fresh[j]
+		if err != nil {
+			results[i].Err = err
+			return
+		}
+		rec := &record{Delivery: *results[i].Delivery}
+		rec.apply(outcomes[j])
+		results[i].Delivery = &rec.Delivery
+	})
+	return results
+}
+
+// attemptResult is what one HTTP attempt saw.
+type attemptResult struct {
+	at         time.Time
+	dur        time.Duration
+	code       int
+	err        string
+	body       string
+	retryAfter time.Duration
+	canceled   bool // the caller's context ended: not an outcome to record
+}
+
+// attempt sends one signed request.
+func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, deliveryID string, body []byte) attemptResult {
+	start := d.now()
+	res := attemptResult{at: start}
+	secrets, err := wh.secrets(start)
+	if err != nil {
+		res.err = "webhook secret is unusable: " + err.Error()
+		return res
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wh.URL, strings.NewReader(string(body)))
+	if err != nil {
+		res.err = "bad request: " + err.Error()
+		return res
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	setSignedHeaders(req.Header, deliveryID, start, body, secrets...)
+	resp, err := d.client.Do(req)
+	res.dur = d.now().Sub(start)
+	if err != nil {
+		res.canceled = parent.Err() != nil
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL may carry credentials in its query: keep it out of records
+		}
+		res.err = err.Error()
+		return res
+	}
+	defer resp.Body.Close()
+	res.code = resp.StatusCode
+	head := make([]byte, maxHistoryBody)
+	n, _ := io.ReadFull(resp.Body, head)
+	res.body = string(head[:n])
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody-int64(n)))
+	res.dur = d.now().Sub(start)
+	switch {
+	case res.code >= 200 && res.code < 300:
+	case res.code >= 300 && res.code < 400:
+		res.err = fmt.Sprintf("HTTP %d redirect to %q not followed", res.code, resp.Header.Get("Location"))
+	default:
+		res.err = "HTTP " + strconv.Itoa(res.code)
+		if res.code == http.StatusTooManyRequests || res.code == http.StatusServiceUnavailable {
+			res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), start)
+		}
+	}
+	return res
+}
+
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
+		return time.Duration(min(s, int(maxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), maxRetryAfter)
+	}
+	return 0
+}
+
+// outcome is what an attempt (or a refusal to attempt) does to a delivery record.
+type outcome struct {
+	id, token  string
+	status     Status
+	next       time.Time // pending only
+	step       int
+	code       int
+	err        string
+	attempted  bool
+	entry      attemptEntry
+	disable    bool // 410 Gone: disable the webhook
+	webhookID  string
+	unrecorded bool // the caller's context ended mid-attempt: leave it to the lease
+}
+
+// decide turns an attempt into the record's next state, by the retry schedule.
+func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
+	o := outcome{id: rec.ID, token: rec.lease, code: res.code, err: res.err, attempted: true, step: rec.step,
+		webhookID: rec.WebhookID, unrecorded: res.canceled,
+		entry: attemptEntry{At: res.at.UnixMilli(), Duration: res.dur.Microseconds(), Code: res.code, Err: res.err, Body: res.body}}
+	switch {
+	case res.code >= 200 && res.code < 300 && res.err == "":
+		o.status = StatusSuccess
+	case res.code == http.StatusGone:
+		o.status, o.disable = StatusFailed, true
+		o.err = "HTTP 410 Gone: the webhook was disabled"
+	case rec.step < len(d.opts.RetrySchedule):
+		delay := jitter(d.opts.RetrySchedule[rec.step])
+		if res.retryAfter > delay {
+			delay = min(res.retryAfter, maxRetryAfter)
+		}
+		o.status, o.next, o.step = StatusPending, d.now().Add(delay), rec.step+1
+	default:
+		o.status = StatusFailed
+	}
+	return o
+}
+
+// refuse is the outcome of a due delivery that is not attempted: it fails for the given reason.
+func refuse(rec *record, reason string) outcome {
+	return outcome{id: rec.ID, token: rec.lease, status: StatusFailed, step: rec.step, code: rec.LastStatusCode,
+		err: reason, webhookID: rec.WebhookID}
+}
+
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (1 - retryJitter + 2*retryJitter*rand.Float64()))
+}
+
+// apply updates an in-memory record as settle recorded o.
+func (r *record) apply(o outcome) {
+	now := time.Now()
+	if o.attempted {
+		r.Attempts++
+		r.History = append(r.History, o.entry.attempt())
+		if len(r.History) > maxHistory {
+			r.History = r.History[len(r.History)-maxHistory:]
+		}
+		now = msTime(o.entry.At + o.entry.Duration/1000)
+	}
+	r.Status, r.step, r.LastStatusCode, r.LastError, r.lease = o.status, o.step, o.code, o.err, ""
+	r.NextAttemptAt = o.next
+	r.UpdatedAt = now
+}
+
+// outcomeScript records the outcomes of attempts on deliveries of one shard, each only if the delivery
+// is still leased by the token its attempt was made under, so a worker whose lease expired cannot
+// overwrite a newer attempt's outcome. Every lease is checked before the first write.
+//
+// KEYS[1] -> {P:s}:sched
+// KEYS[1+i] (i = 1..n) -> delivery key of outcome i
+// ARGV[1] -> now (ms)
+// ARGV[2+7(i-1)] .. ARGV[8+7(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
+// pending only), retry step, status code, error; ARGV[1+7n+i] -> outcome i's attempt as JSON ("" when
+// no attempt was made)
+// returns per outcome 1 when recorded, 0 when its lease was lost (nothing written)
+var outcomeScript = redis.NewScript(`
+local n = #KEYS - 1
+local held = {}
+for i = 1, n do
+  held[i] = redis.call('HGET', KEYS[1 + i], 'l') == ARGV[3 + 7 * (i - 1)]
+end
+local reply = {}
+for i = 1, n do
+  reply[i] = 0
+  if held[i] then
+    local key, a = KEYS[1 + i], 1 + 7 * (i - 1)
+    local id, status, next = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4]
+    local entry = ARGV[1 + 7 * n + i]
+    if entry ~= '' then
+      local k = redis.call('HINCRBY', key, 'n', 1)
+      redis.call('HSET', key, 'h' .. k, entry)
+      if k > ` + strconv.Itoa(maxHistory) + ` then redis.call('HDEL', key, 'h' .. (k - ` + strconv.Itoa(maxHistory) + `)) end
+    end
+    redis.call('HSET', key, 's', status, 'next', next, 'r', ARGV[a + 5], 'code', ARGV[a + 6], 'err', ARGV[a + 7], 'u', ARGV[1])
+    redis.call('HDEL', key, 'l')
+    if status == 'pending' then
+      redis.call('ZADD', KEYS[1], next, id)
+    else
+      redis.call('ZREM', KEYS[1], id)
+    end
+    reply[i] = 1
+  end
+end
+return reply
+`)
+
+// errLeaseLost is set on an outcome that could not be recorded because another attempt took over the
+// delivery after this one's lease expired.
+var errLeaseLost = errors.New("webhooks: lease lost: a newer attempt owns the delivery")
+
+// settle records outcomes of one shard in one round trip, then reports each (nil when recorded) to done.
+// Outcomes whose attempt the caller abandoned are left to their lease.
+func (d *Dispatcher) settle(ctx context.Context, shard int, outcomes []outcome, done func(i int, err error)) {
+	keys := []string{d.keys.scheduleKey(shard)}
+	args := []any{d.now().UnixMilli()}
+	var entries []any
+	var idx []int
+	for i, o := range outcomes {
+		if o.unrecorded {
+			done(i, fmt.Errorf("webhooks: delivery %s: attempt abandoned (%s); a worker retries it after its lease: %w", o.id, o.err, context.Canceled))
+			continue
+		}
+		var next int64
+		if o.status == StatusPending {
+			next = o.next.UnixMilli()
+		}
+		entry := ""
+		if o.attempted {
+			b, _ := json.Marshal(o.entry)
+			entry = string(b)
+		}
+		keys = append(keys, d.keys.deliveryKey(shard, o.id))
+		args = append(args, o.id, o.token, string(o.status), next, o.step, o.code, o.err)
+		entries = append(entries, entry)
+		idx = append(idx, i)
+	}
+	if len(idx) == 0 {
+		return
+	}
+	// The attempt is over whatever the caller's context says now: record it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.lease)
+	defer cancel()
+	reply, err := outcomeScript.Run(ctx, d.rdb, keys, append(args, entries...)...).Int64Slice()
+	for j, i := range idx {
+		switch {
+		case err != nil:
+			done(i, fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, err))
+		case j >= len(reply) || reply[j] != 1:
+			done(i, fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, errLeaseLost))
+		default:
+			if outcomes[i].disable {
+				if derr := d.webhooks.setDisabled(ctx, outcomes[i].webhookID, true); derr != nil && !errors.Is(derr, ErrNotFound) {
+					d.log.Error("webhooks: disable webhook after 410 Gone", "webhook_id", outcomes[i].webhookID, "error", derr)
+				}
+			}
+			done(i, nil)
+		}
+	}
+}

@@ -1,0 +1,439 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDispatchSequentialDuplicateSendsOnce(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc1, rc2, rcOther := newReceiver(t), newReceiver(t), newReceiver(t)
+	w1 := mustCreate(t, d, rc1, "pool.created")
+	w2 := mustCreate(t, d, rc2, "pool.*")
+	mustCreate(t, d, rcOther, "account.*")
+
+	evt := Event{Type: "pool.created", ID: "evt-1", Data: map[string]any{"pool": 7}}
+	first, err := d.Dispatch(ctx, evt)
+	require.NoError(t, err)
+	require.Len(t, first, 2)
+	second, err := d.Dispatch(ctx, evt)
+	require.NoError(t, err)
+	require.Len(t, second, 2)
+
+	assert.Equal(t, 1, rc1.count(), "one request to the first subscriber")
+	assert.Equal(t, 1, rc2.count(), "one request to the second subscriber")
+	assert.Equal(t, 0, rcOther.count(), "nothing to a webhook that does not subscribe")
+
+	byHook := map[string]Result{}
+	for i, r := range first {
+		require.NoError(t, r.Err)
+		assert.False(t, r.Duplicate)
+		require.NotNil(t, r.Delivery)
+		assert.Equal(t, StatusSuccess, r.Delivery.Status)
+		assert.Equal(t, 1, r.Delivery.Attempts)
+		assert.Equal(t, 200, r.Delivery.LastStatusCode)
+		dup := second[i]
+		require.NoError(t, dup.Err)
+		assert.True(t, dup.Duplicate, "the repeated call is a duplicate")
+		require.NotNil(t, dup.Delivery)
+		assert.Equal(t, r.Delivery.ID, dup.Delivery.ID, "the duplicate returns the original record")
+		assert.Equal(t, StatusSuccess, dup.Delivery.Status)
+		assert.Equal(t, 1, dup.Delivery.Attempts)
+		byHook[r.WebhookID] = r
+	}
+	require.Contains(t, byHook, w1.ID)
+	require.Contains(t, byHook, w2.ID)
+
+	for _, w := range []*Webhook{w1, w2} {
+		list, err := d.Deliveries().List(ctx, w.ID, 10)
+		require.NoError(t, err)
+		require.Len(t, list, 1, "one delivery record per pair")
+		assert.Equal(t, byHook[w.ID].Delivery.ID, list[0].ID)
+		found, err := d.Deliveries().Find(ctx, w.ID, evt.ID)
+		require.NoError(t, err)
+		assert.Equal(t, list[0].ID, found.ID)
+	}
+
+	// The request is what Standard Webhooks receivers expect.
+	req := rc1.requests()[0]
+	assert.Equal(t, byHook[w1.ID].Delivery.ID, req.Header.Get("webhook-id"))
+	require.NoError(t, Verify(w1.Secret, req.Header, req.Body))
+	var body map[string]any
+	require.NoError(t, json.Unmarshal(req.Body, &body))
+	assert.Equal(t, "evt-1", body["id"])
+	assert.Equal(t, "pool.created", body["type"])
+	assert.Equal(t, map[string]any{"pool": float64(7)}, body["data"])
+	assert.NotEmpty(t, body["timestamp"])
+	verifyWithOfficial(t, w1.Secret, rc1.requests())
+	verifyWithOfficial(t, w2.Secret, rc2.requests())
+}
+
+func TestSubscriptionMatching(t *testing.T) {
+	cases := []struct {
+		pattern, eventType string
+		match              bool
+	}{
+		{"pool.created", "pool.created", true},
+		{"pool.created", "pool.created.v2", false},
+		{"pool.created", "pool", false},
+		{"pool.*", "pool.created", true},
+		{"pool.*", "pool.assets.locked", true},
+		{"pool.*", "pool", false},
+		{"pool.*", "pooled.created", false},
+		{"pool.assets.*", "pool.assets.locked", true},
+		{"pool.assets.*", "pool.created", false},
+		{"*", "anything.at.all", true},
+		{"*", "x", true},
+	}
+	for _, c := range cases {
+		t.Run(c.pattern+"~"+c.eventType, func(t *testing.T) {
+			assert.Equal(t, c.match, matchPattern(c.pattern, c.eventType))
+			// The index lookup selects exactly the patterns that match.
+			assert.Equal(t, c.match, contains(patternsFor(c.eventType), c.pattern))
+		})
+	}
+
+	// End to end: the registry index resolves the same set.
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	want := map[string]bool{}
+	for _, c := range []struct {
+		pattern string
+		match   bool
+	}{{"pool.assets.locked", true}, {"pool.*", true}, {"pool.assets.*", true}, {"*", true}, {"pool.created", false}, {"pool.assets.locked.*", false}, {"account.*", false}} {
+		w := mustCreate(t, d, rc, c.pattern)
+		want[w.ID] = c.match
+	}
+	res, err := d.Dispatch(ctx, Event{Type: "pool.assets.locked", ID: "e-match"})
+	require.NoError(t, err)
+	got := map[string]bool{}
+	for _, r := range res {
+		require.NoError(t, r.Err)
+		got[r.WebhookID] = true
+	}
+	for id, m := range want {
+		assert.Equal(t, m, got[id], "webhook %s", id)
+	}
+	assert.Equal(t, 4, rc.count())
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestDisabledWebhookGetsNoDeliveryUntilReenabled(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	w := mustCreate(t, d, rc, "pool.*")
+	w.Disabled = true
+	_, err := d.Webhooks().Update(ctx, *w)
+	require.NoError(t, err)
+
+	res, err := d.Dispatch(ctx, Event{Type: "pool.created", ID: "e1"})
+	require.NoError(t, err)
+	assert.Empty(t, res, "a disabled webhook is not a target")
+	_, err = d.Deliveries().Find(ctx, w.ID, "e1")
+	require.ErrorIs(t, err, ErrNotFound)
+
+	w.Disabled = false
+	_, err = d.Webhooks().Update(ctx, *w)
+	require.NoError(t, err)
+	res, err = d.Dispatch(ctx, Event{Type: "pool.created", ID: "e1"})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	assert.False(t, res[0].Duplicate, "the first delivery after re-enabling is fresh")
+	assert.Equal(t, StatusSuccess, res[0].Delivery.Status)
+	assert.Equal(t, 1, rc.count())
+}
+
+func TestSendTestNeverCollapses(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{})
+	d.now = clock.Now // the same millisecond for both sends
+	rc := newReceiver(t)
+	w := mustCreate(t, d, rc, "pool.created")
+	w.Disabled = true
+	_, err := d.Webhooks().Update(ctx, *w)
+	require.NoError(t, err)
+
+	a, err := d.SendTest(ctx, w.ID)
+	require.NoError(t, err)
+	b, err := d.SendTest(ctx, w.ID)
+	require.NoError(t, err)
+	assert.NotEqual(t, a.ID, b.ID)
+	assert.NotEqual(t, a.EventID, b.EventID)
+	assert.True(t, strings.HasPrefix(a.EventID, "test_"))
+	assert.Equal(t, TestEventType, a.EventType)
+	assert.Equal(t, StatusSuccess, a.Status)
+	assert.Equal(t, StatusSuccess, b.Status)
+	assert.Len(t, rc.perDelivery(), 2, "two test sends, two requests, even to a disabled webhook")
+
+	_, err = d.SendTest(ctx, "wh_missing")
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+func TestFailedAttemptIsPendingAndScheduled(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	w := mustCreate(t, d, rc, "pool.created")
+
+	before := time.Now()
+	res, err := d.Dispatch(ctx, Event{Type: "pool.created", ID: "e-fail"})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	require.NoError(t, res[0].Err)
+	dl := res[0].Delivery
+	assert.Equal(t, StatusPending, dl.Status)
+	assert.Equal(t, 1, dl.Attempts)
+	assert.Equal(t, 500, dl.LastStatusCode)
+	assert.Equal(t, "HTTP 500", dl.LastError)
+	first := DefaultRetrySchedule()[0]
+	assert.WithinRange(t, dl.NextAttemptAt, before.Add(time.Duration(float64(first)*0.8)), time.Now().Add(time.Duration(float64(first)*1.2)))
+
+	stored, err := d.Deliveries().Get(ctx, dl.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusPending, stored.Status)
+	assert.Equal(t, dl.NextAttemptAt.UnixMilli(), stored.NextAttemptAt.UnixMilli())
+	require.Len(t, stored.History, 1)
+	assert.Equal(t, 500, stored.History[0].StatusCode)
+	assert.Equal(t, "ok", stored.History[0].Response)
+
+	score, err := tr.rdb.ZScore(ctx, d.keys.scheduleKey(shardOf("e-fail")), dl.ID).Result()
+	require.NoError(t, err, "the retry is durably scheduled")
+	assert.Equal(t, float64(dl.NextAttemptAt.UnixMilli()), score)
+	assert.Equal(t, w.ID, stored.WebhookID)
+}
+
+func TestClaimAndRecordShareTheirExpiry(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{Retention: 50 * time.Hour, RetrySchedule: []time.Duration{time.Minute}})
+	rc := newReceiver(t)
+	w := mustCreate(t, d, rc, "pool.created")
+	res, err := d.Dispatch(ctx, Event{Type: "pool.created", ID: "e-ttl"})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+
+	s := shardOf("e-ttl")
+	claimTTL, err := tr.rdb.PTTL(ctx, d.keys.claimKey(s, w.ID, "e-ttl")).Result()
+	require.NoError(t, err)
+	recordTTL, err := tr.rdb.PTTL(ctx, d.keys.deliveryKey(s, res[0].Delivery.ID)).Result()
+	require.NoError(t, err)
+	assert.Greater(t, claimTTL, 49*time.Hour)
+	assert.InDelta(t, claimTTL.Milliseconds(), recordTTL.Milliseconds(), 50, "claim and record expire together")
+	for _, k := range []string{d.keys.eventKey(s, "e-ttl"), d.keys.indexKey(s, w.ID)} {
+		ttl, err := tr.rdb.PTTL(ctx, k).Result()
+		require.NoError(t, err)
+		assert.InDelta(t, claimTTL.Milliseconds(), ttl.Milliseconds(), 50, "%s lives as long as the record", k)
+	}
+	claimed, err := tr.rdb.Get(ctx, d.keys.claimKey(s, w.ID, "e-ttl")).Result()
+	require.NoError(t, err)
+	assert.Equal(t, res[0].Delivery.ID, claimed, "the claim names its delivery")
+	assert.WithinDuration(t, time.Now().Add(50*time.Hour), res[0].Delivery.ExpiresAt, time.Minute)
+}
+
+func TestInvalidEventClaimsNothing(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{MaxPayloadBytes: 1024})
+	rc := newReceiver(t)
+	mustCreate(t, d, rc, "*")
+	registryKeys := len(tr.keys(t))
+	cases := []struct {
+		name string
+		evt  Event
+	}{
+		{"empty type", Event{ID: "x"}},
+		{"empty id", Event{Type: "a.b"}},
+		{"type with space", Event{Type: "a b", ID: "x"}},
+		{"type with empty segment", Event{Type: "a..b", ID: "x"}},
+		{"type ending in dot", Event{Type: "a.", ID: "x"}},
+		{"type too long", Event{Type: strings.Repeat("a", 257), ID: "x"}},
+		{"id too long", Event{Type: "a", ID: strings.Repeat("i", 257)}},
+		{"id with newline", Event{Type: "a", ID: "x\ny"}},
+		{"id with NUL", Event{Type: "a", ID: "x\x00"}},
+		{"id not UTF-8", Event{Type: "a", ID: "\xff\xfe"}},
+		{"data not encodable", Event{Type: "a", ID: "x", Data: func() {}}},
+		{"payload too large", Event{Type: "a", ID: "x", Data: strings.Repeat("p", 2048)}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := d.Dispatch(ctx, c.evt)
+			require.ErrorIs(t, err, ErrInvalidEvent)
+			assert.Nil(t, res)
+		})
+	}
+	assert.Len(t, tr.keys(t), registryKeys, "no key was written for an invalid event")
+	assert.Equal(t, 0, rc.count())
+}
+
+func TestOddEventIDsAreDeliveredOnceEach(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	mustCreate(t, d, rc, "*")
+	ids := []string{"a:b", "{tag}", "}{", "with space", "ünïcødé-事件", "a:b:", "0", strings.Repeat("z", 256), `"quoted"\`}
+	for _, id := range ids {
+		for range 2 {
+			res, err := d.Dispatch(ctx, Event{Type: "odd.id", ID: id})
+			require.NoError(t, err, id)
+			require.Len(t, res, 1)
+			require.NoError(t, res[0].Err, id)
+		}
+	}
+	per := rc.perDelivery()
+	assert.Len(t, per, len(ids), "one delivery per distinct id")
+	for id, n := range per {
+		assert.Equal(t, 1, n, id)
+	}
+}
+
+func TestNewValidatesOptions(t *testing.T) {
+	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer rdb.Close()
+	cases := []struct {
+		name string
+		opts Options
+	}{
+		{"retention shorter than the retry horizon", Options{Retention: time.Hour}},
+		{"negative timeout", Options{Timeout: -time.Second}},
+		{"huge timeout", Options{Timeout: time.Hour}},
+		{"brace in prefix", Options{KeyPrefix: "a{b"}},
+		{"zero delay", Options{RetrySchedule: []time.Duration{0}}},
+		{"negative payload bound", Options{MaxPayloadBytes: -1}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := New(rdb, c.opts)
+			require.ErrorIs(t, err, ErrInvalidOptions)
+		})
+	}
+	_, err := New(nil, Options{})
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	d, err := New(rdb, Options{})
+	require.NoError(t, err)
+	assert.Greater(t, d.lease, d.opts.Timeout, "a lease outlives the attempt it covers")
+}
+
+func TestRegistryCRUD(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	repo := d.Webhooks()
+	w, err := repo.Create(ctx, Webhook{URL: "https://example.com/hook", Events: []string{"a.b", "a.*"}, Description: "mine"})
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(w.Secret, "whsec_"))
+	raw, err := decodeSecret(w.Secret)
+	require.NoError(t, err)
+	assert.GreaterOrEqual(t, len(raw), 24)
+	assert.False(t, w.CreatedAt.IsZero())
+	assert.NotContains(t, w.String(), w.Secret)
+
+	got, err := repo.Get(ctx, w.ID)
+	require.NoError(t, err)
+	assert.Equal(t, w.Secret, got.Secret)
+	got.URL, got.Events = "https://example.org/new", []string{"*"}
+	up, err := repo.Update(ctx, *got)
+	require.NoError(t, err)
+	assert.Equal(t, "https://example.org/new", up.URL)
+	assert.Equal(t, w.Secret, up.Secret, "update keeps the secret")
+	list, err := repo.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.NoError(t, repo.Delete(ctx, w.ID))
+	_, err = repo.Get(ctx, w.ID)
+	require.ErrorIs(t, err, ErrNotFound)
+	require.ErrorIs(t, repo.Delete(ctx, w.ID), ErrNotFound)
+	_, err = repo.Update(ctx, Webhook{ID: "wh_nope", URL: "https://x.y", Events: []string{"*"}})
+	require.ErrorIs(t, err, ErrNotFound)
+	subs, err := repo.subscribers(ctx, "a.b")
+	require.NoError(t, err)
+	assert.Empty(t, subs, "a deleted webhook leaves every subscriber index")
+
+	for _, bad := range []Webhook{
+		{URL: "ftp://x.y", Events: []string{"*"}},
+		{URL: "https://x.y"},
+		{URL: "https://x.y", Events: []string{"a..b"}},
+		{URL: "https://x.y", Events: []string{"a.*.b"}},
+		{URL: "/relative", Events: []string{"*"}},
+		{URL: "https://x.y/" + strings.Repeat("p", 2048), Events: []string{"*"}},
+	} {
+		_, err := repo.Create(ctx, bad)
+		require.ErrorIs(t, err, ErrInvalidWebhook, "%+v", bad)
+	}
+}
+
+func TestRegistryChangesReachOtherReplicasWithinASecond(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	a := newTestDispatcher(t, tr, Options{})
+	b := newTestDispatcherOn(t, tr.newClient(t), tr, Options{})
+	rc := newReceiver(t)
+	// b has resolved (and cached) the type before the webhook exists.
+	res, err := b.Dispatch(ctx, Event{Type: "x.y", ID: "before"})
+	require.NoError(t, err)
+	assert.Empty(t, res)
+	mustCreate(t, a, rc, "x.*")
+	time.Sleep(subscriberCacheTTL)
+	res, err = b.Dispatch(ctx, Event{Type: "x.y", ID: "after"})
+	require.NoError(t, err)
+	require.Len(t, res, 1, "b sees a's webhook once its cache is a second old")
+	assert.Equal(t, 1, rc.count())
+}
+
+func TestDispatchReportsRedisFailurePerTarget(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcherOn(t, tr.newClient(t), tr, Options{})
+	rc := newReceiver(t)
+	mustCreate(t, d, rc, "a.*")
+	mustCreate(t, d, rc, "a.*")
+	_, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "warm"}) // caches the subscribers
+	require.NoError(t, err)
+	fail := errors.New("injected")
+	d.rdb.AddHook(failingHook{err: fail})
+	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "cold"})
+	require.NoError(t, err, "a Redis failure is each target's own")
+	require.Len(t, res, 2)
+	for _, r := range res {
+		require.ErrorIs(t, r.Err, fail)
+	}
+	assert.Equal(t, 2, rc.count(), "nothing was sent for the unclaimed event")
+}
+
+// failingHook fails every command.
+type failingHook struct{ err error }
+
+func (h failingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h failingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { cmd.SetErr(h.err); return h.err }
+}
+func (h failingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { return h.err }
+}

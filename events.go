@@ -1,0 +1,130 @@
+package webhooks
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits on what an Event may carry.
+const (
+	// MaxEventTypeLen is the longest event type, in bytes.
+	MaxEventTypeLen = 256
+	// MaxEventIDLen is the longest event id, in bytes.
+	MaxEventIDLen = 256
+	// DefaultMaxPayloadBytes is the default bound on an encoded request body.
+	DefaultMaxPayloadBytes = 256 << 10
+)
+
+// TestEventType is the type of the event SendTest sends.
+const TestEventType = "webhook.test"
+
+// ErrInvalidEvent is returned (wrapped) by Dispatch for an event that fails validation or cannot be
+// encoded; nothing is claimed for it.
+var ErrInvalidEvent = errors.New("webhooks: invalid event")
+
+// ErrInvalidWebhook is returned (wrapped) for a webhook whose URL or subscriptions are not acceptable.
+var ErrInvalidWebhook = errors.New("webhooks: invalid webhook")
+
+// ErrNotFound is returned (wrapped) by every call that takes an id the library does not know.
+var ErrNotFound = errors.New("webhooks: not found")
+
+// Event is one domain event. Type names what happened (`pool.created`); ID is the caller's own id for
+// this occurrence and, with the webhook id, the unit of idempotency: an (webhook, event id) pair is
+// delivered once however often it is dispatched. Data is encoded with encoding/json.
+//
+// An event id names one event: the type, data and time of the first Dispatch that creates a delivery
+// for it are what every later delivery of that id carries.
+type Event struct {
+	Type string
+	ID   string
+	Data any
+	// Time is when the event happened; the zero value means the time of Dispatch.
+	Time time.Time
+}
+
+// validateEventType reports whether t is 1–256 bytes of `[A-Za-z0-9_-]+` segments separated by dots.
+func validateEventType(t string) error {
+	if len(t) == 0 || len(t) > MaxEventTypeLen {
+		return fmt.Errorf("%w: type must be 1-%d bytes", ErrInvalidEvent, MaxEventTypeLen)
+	}
+	for _, seg := range strings.Split(t, ".") {
+		if seg == "" || !isNameSegment(seg) {
+			return fmt.Errorf("%w: type %q must be [A-Za-z0-9_-] segments separated by '.'", ErrInvalidEvent, t)
+		}
+	}
+	return nil
+}
+
+// validateEventID reports whether id is 1–256 bytes of printable UTF-8.
+func validateEventID(id string) error {
+	if len(id) == 0 || len(id) > MaxEventIDLen {
+		return fmt.Errorf("%w: id must be 1-%d bytes", ErrInvalidEvent, MaxEventIDLen)
+	}
+	if !utf8.ValidString(id) {
+		return fmt.Errorf("%w: id is not valid UTF-8", ErrInvalidEvent)
+	}
+	for _, r := range id {
+		if unicode.IsControl(r) || !unicode.IsPrint(r) && r != ' ' {
+			return fmt.Errorf("%w: id contains a control or unprintable character", ErrInvalidEvent)
+		}
+	}
+	return nil
+}
+
+func (e Event) validate() error {
+	if err := validateEventType(e.Type); err != nil {
+		return err
+	}
+	return validateEventID(e.ID)
+}
+
+func isNameSegment(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// validatePattern accepts a subscription pattern: an exact type (`pool.created`), a prefix wildcard
+// (`pool.*`, matching every type under `pool.` at any depth) or `*` (every type).
+func validatePattern(p string) error {
+	if p == "*" {
+		return nil
+	}
+	exact := strings.TrimSuffix(p, ".*")
+	if err := validateEventType(exact); err != nil {
+		return fmt.Errorf("%w: subscription %q must be a type, a type prefix followed by .*, or *", ErrInvalidWebhook, p)
+	}
+	return nil
+}
+
+// matchPattern reports whether a subscription pattern selects an event type.
+func matchPattern(pattern, eventType string) bool {
+	if pattern == "*" {
+		return true
+	}
+	if prefix, ok := strings.CutSuffix(pattern, ".*"); ok {
+		return strings.HasPrefix(eventType, prefix+".")
+	}
+	return pattern == eventType
+}
+
+// patternsFor lists every subscription pattern that selects eventType: the type itself, each of its
+// prefixes followed by `.*`, and `*`. Resolving subscribers reads these few index entries, so its cost
+// does not grow with the number of registered webhooks.
+func patternsFor(eventType string) []string {
+	out := []string{eventType}
+	for i := len(eventType) - 1; i > 0; i-- {
+		if eventType[i] == '.' {
+			out = append(out, eventType[:i]+".*")
+		}
+	}
+	return append(out, "*")
+}

@@ -1,0 +1,391 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// idleWait is the longest Run waits between passes when nothing is due.
+	idleWait = 250 * time.Millisecond
+	// minWait keeps Run from spinning on a due time that is a hair away.
+	minWait = 5 * time.Millisecond
+	// maxErrorBackoff bounds Run's wait after a pass that failed.
+	maxErrorBackoff = 5 * time.Second
+)
+
+// leaseScript leases due deliveries of one shard: each candidate still due has its schedule entry moved
+// to the lease's end and the lease token written on its record, so no other worker takes it until the
+// lease expires. Every candidate is checked before the first write.
+//
+// KEYS[1] -> {P:s}:sched
+// KEYS[1+i] (i = 1..n) -> delivery key of candidate i
+// ARGV[1] -> now (ms)
+// ARGV[2] -> lease end (ms)
+// ARGV[1+2i], ARGV[2+2i] -> candidate i's delivery id and lease token
+// returns per candidate: 0 when it is not due any more (another worker leased it), "gone" when its record
+// has expired, "corrupt" when its key is not a hash (the schedule entry of both is removed), or the
+// record's fields once leased
+var leaseScript = redis.NewScript(`
+local now, leaseEnd = tonumber(ARGV[1]), ARGV[2]
+local n = #KEYS - 1
+local state = {}
+for i = 1, n do
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[1 + 2 * i])
+  if not score or tonumber(score) > now then
+    state[i] = 0
+  else
+    local t = redis.call('TYPE', KEYS[1 + i])['ok']
+    if t == 'hash' then state[i] = 'lease' elseif t == 'none' then state[i] = 'gone' else state[i] = 'corrupt' end
+  end
+end
+local reply = {}
+for i = 1, n do
+  local id = ARGV[1 + 2 * i]
+  if state[i] == 'lease' then
+    redis.call('ZADD', KEYS[1], leaseEnd, id)
+    redis.call('HSET', KEYS[1 + i], 'l', ARGV[2 + 2 * i])
+    reply[i] = redis.call('HGETALL', KEYS[1 + i])
+  else
+    if state[i] ~= 0 then redis.call('ZREM', KEYS[1], id) end
+    reply[i] = state[i]
+  end
+end
+return reply
+`)
+
+// unscheduleScript removes a leased delivery from the schedule without recording an attempt: for a
+// record that cannot be decoded, or that is not pending.
+//
+// KEYS[1] -> {P:s}:sched
+// KEYS[2] -> delivery key
+// ARGV[1] -> delivery id
+// ARGV[2] -> lease token
+// returns 1 when removed, 0 when the lease was lost
+var unscheduleScript = redis.NewScript(`
+if redis.call('HGET', KEYS[2], 'l') ~= ARGV[2] then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], 'l')
+return 1
+`)
+
+// leasedDelivery is a due delivery this worker holds the lease of.
+type leasedDelivery struct {
+	shard int
+	rec   *record
+}
+
+// ProcessDue makes one pass of the retry worker: it leases up to Options.Concurrency due deliveries
+// across all shards, attempts them concurrently and records each outcome. It returns how many
+// deliveries it settled. Records that cannot be decoded are taken off the schedule, and reported in the
+// error (wrapped) while the others go on.
+func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
+	n, _, err := d.processDue(ctx)
+	return n, err
+}
+
+// processDue is ProcessDue that also returns the earliest due time it saw in the future (zero if none).
+func (d *Dispatcher) processDue(ctx context.Context) (int, time.Time, error) {
+	now := d.now()
+	limit := d.opts.Concurrency
+	d.shardMu.Lock()
+	first := int(d.nextShard)
+	d.nextShard = (d.nextShard + 1) % shardCount
+	d.shardMu.Unlock()
+
+	pipe := d.rdb.Pipeline()
+	heads := make([]*redis.ZSliceCmd, shardCount)
+	for k := range shardCount {
+		heads[k] = pipe.ZRangeWithScores(ctx, d.keys.scheduleKey((first+k)%shardCount), 0, int64(limit-1))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return 0, time.Time{}, fmt.Errorf("webhooks: read schedules: %w", err)
+	}
+
+	var (
+		nextDue time.Time
+		jobs    []leasedDelivery
+		errs    []error
+	)
+	for k, cmd := range heads {
+		shard := (first + k) % shardCount
+		var due []string
+		for _, z := range cmd.Val() {
+			if at := msTime(int64(z.Score)); z.Score > float64(now.UnixMilli()) {
+				if nextDue.IsZero() || at.Before(nextDue) {
+					nextDue = at
+				}
+				break
+			}
+			if len(jobs)+len(due) < limit {
+				id, _ := z.Member.(string)
+				due = append(due, id)
+			}
+		}
+		if len(due) == 0 {
+			continue
+		}
+		leased, err := d.leaseShard(ctx, shard, now, due)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		jobs = append(jobs, leased...)
+	}
+	if len(jobs) == 0 {
+		return 0, nextDue, errors.Join(errs...)
+	}
+
+	// The lease is taken: attempt even if ctx ends now, within the attempt's own timeout.
+	actx := context.WithoutCancel(ctx)
+	webhooks, bodies, err := d.loadTargets(actx, jobs)
+	if err != nil {
+		// Nothing attempted: the leases expire and a later pass takes the deliveries again.
+		return 0, nextDue, errors.Join(append(errs, err)...)
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, job := range jobs {
+		wg.Go(func() {
+			o := d.attemptLeased(actx, job.rec, webhooks[job.rec.WebhookID], bodies[i])
+			d.settle(actx, job.shard, []outcome{o}, func(_ int, err error) {
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			})
+		})
+	}
+	wg.Wait()
+	return len(jobs), nextDue, errors.Join(errs...)
+}
+
+// leaseShard leases the given due deliveries of one shard and decodes their records.
+func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, ids []string) ([]leasedDelivery, error) {
+	keys := make([]string, 1, 1+len(ids))
+	keys[0] = d.keys.scheduleKey(shard)
+	args := make([]any, 2, 2+2*len(ids))
+	args[0], args[1] = now.UnixMilli(), now.Add(d.lease).UnixMilli()
+	tokens := make([]string, len(ids))
+	for i, id := range ids {
+		tokens[i] = randomHex(8)
+		keys = append(keys, d.keys.deliveryKey(shard, id))
+		args = append(args, id, tokens[i])
+	}
+	reply, err := leaseScript.Run(ctx, d.rdb, keys, args...).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: lease shard %d: %w", shard, err)
+	}
+	var out []leasedDelivery
+	var errs []error
+	for i, item := range reply {
+		switch v := item.(type) {
+		case []any:
+			rec, err := parseRecord(ids[i], pairs(v))
+			if err == nil && rec.Status != StatusPending {
+				err = fmt.Errorf("%w: %s is scheduled but %s", errCorruptRecord, ids[i], rec.Status)
+			}
+			if err != nil {
+				d.log.Error("webhooks: skipping undecodable delivery", "delivery_id", ids[i], "error", err)
+				errs = append(errs, err)
+				if _, uerr := unscheduleScript.Run(ctx, d.rdb, []string{keys[0], keys[1+i]}, ids[i], tokens[i]).Result(); uerr != nil {
+					errs = append(errs, fmt.Errorf("webhooks: unschedule %s: %w", ids[i], uerr))
+				}
+				continue
+			}
+			rec.lease = tokens[i]
+			out = append(out, leasedDelivery{shard: shard, rec: rec})
+		case string:
+			if v == "corrupt" {
+				err := fmt.Errorf("%w: %s is not a hash", errCorruptRecord, ids[i])
+				d.log.Error("webhooks: dropped undecodable delivery from the schedule", "delivery_id", ids[i], "error", err)
+				errs = append(errs, err)
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// loadTargets reads, in one round trip, the webhooks and request bodies of leased deliveries. A deleted
+// webhook maps to nil, an expired body to nil.
+func (d *Dispatcher) loadTargets(ctx context.Context, jobs []leasedDelivery) (map[string]*storedWebhook, [][]byte, error) {
+	ids := make([]string, 0, len(jobs))
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if !seen[j.rec.WebhookID] {
+			seen[j.rec.WebhookID] = true
+			ids = append(ids, j.rec.WebhookID)
+		}
+	}
+	pipe := d.rdb.Pipeline()
+	whs := pipe.HMGet(ctx, d.keys.webhooksKey(), ids...)
+	gets := make([]*redis.StringCmd, len(jobs))
+	for i, j := range jobs {
+		gets[i] = pipe.Get(ctx, d.keys.eventKey(j.shard, j.rec.EventID))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("webhooks: load webhooks and events: %w", err)
+	}
+	webhooks, err := d.webhooks.decodeMany(ids, whs.Val())
+	if err != nil {
+		return nil, nil, err
+	}
+	bodies := make([][]byte, len(jobs))
+	for i, g := range gets {
+		if g.Err() == nil {
+			bodies[i] = []byte(g.Val())
+		}
+	}
+	return webhooks, bodies, nil
+}
+
+// attemptLeased attempts a leased delivery, or refuses to when its webhook is gone or disabled.
+func (d *Dispatcher) attemptLeased(ctx context.Context, rec *record, wh *storedWebhook, body []byte) outcome {
+	switch {
+	case wh == nil:
+		return refuse(rec, "webhook deleted: not attempted")
+	case wh.Disabled:
+		return refuse(rec, "webhook disabled: not attempted")
+	case body == nil:
+		return refuse(rec, "event body expired: not attempted")
+	}
+	o := d.decide(rec, d.attempt(ctx, wh, rec.ID, body))
+	o.unrecorded = false // a worker's attempt is never abandoned: it runs under a context that does not end
+	return o
+}
+
+// Run is the retry worker: it makes passes (ProcessDue) while deliveries are due and waits briefly
+// (at most 250ms, less when the next retry is sooner) when none are. Any number of replicas may run it
+// at once; each due attempt is made by one of them. It returns nil when ctx ends, after the attempts in
+// flight have finished and been recorded.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	backoff := 100 * time.Millisecond
+	for {
+		n, next, err := d.processDue(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := idleWait
+		switch {
+		case err != nil && n == 0:
+			d.log.Warn("webhooks: worker pass failed", "error", err)
+			wait, backoff = backoff, min(2*backoff, maxErrorBackoff)
+		case err != nil:
+			d.log.Warn("webhooks: worker pass had errors", "settled", n, "error", err)
+			fallthrough
+		default:
+			backoff = 100 * time.Millisecond
+			if n >= d.opts.Concurrency {
+				wait = 0 // a full pass: more may be due
+			} else if !next.IsZero() {
+				wait = min(wait, max(next.Sub(d.now()), minWait))
+			}
+		}
+		if wait == 0 {
+			continue
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// redeliverScript resets a failed delivery for a new series of attempts: status pending, retry step 0,
+// leased for the attempt Redeliver makes at once, and the record, its claim, its index entry and the
+// event body all extended to now + retention. History and the attempt count are kept. A delivery that
+// is not failed is left as it is.
+//
+// KEYS[1] -> {P:s}:dlv:<delivery_id>
+// KEYS[2] -> {P:s}:claim:<webhook_id>:<event_id>
+// KEYS[3] -> {P:s}:sched
+// KEYS[4] -> {P:s}:evt:<event_id>
+// KEYS[5] -> {P:s}:idx:<webhook_id>
+// ARGV[1] -> now (ms)
+// ARGV[2] -> retention (ms)
+// ARGV[3] -> lease end (ms)
+// ARGV[4] -> delivery id
+// ARGV[5] -> lease token
+// returns {} when the record is gone; otherwise {1 if reset else 0, event body or false, field, value, ...}
+var redeliverScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local status = redis.call('HGET', KEYS[1], 's')
+if status ~= 'failed' then
+  local reply = {0, false}
+  for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
+  return reply
+end
+local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
+local expiry = now + retention
+redis.call('HSET', KEYS[1], 's', 'pending', 'r', 0, 'next', ARGV[3], 'l', ARGV[5], 'x', expiry, 'u', now)
+redis.call('PEXPIRE', KEYS[1], retention)
+redis.call('SET', KEYS[2], ARGV[4], 'PX', retention)
+if redis.call('PTTL', KEYS[4]) < retention then redis.call('PEXPIRE', KEYS[4], retention) end
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[5], expiry, ARGV[4])
+if redis.call('PTTL', KEYS[5]) < retention then redis.call('PEXPIRE', KEYS[5], retention) end
+local reply = {1, redis.call('GET', KEYS[4])}
+for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
+return reply
+`)
+
+// Redeliver re-sends a failed delivery: the one way a failed delivery is sent again. It keeps the
+// delivery's id, event and history, gives it the whole retry schedule again, extends its record and its
+// claim to Options.Retention from now, and makes the first attempt before it returns. A pending or
+// successful delivery is returned unchanged; concurrent calls reset a delivery once.
+func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID string) (*Delivery, error) {
+	rec, err := d.deliveries.get(ctx, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	if rec.Status != StatusFailed {
+		return &rec.Delivery, nil
+	}
+	shard, _ := shardOfDelivery(deliveryID)
+	now := d.now()
+	token := randomHex(8)
+	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.claimKey(shard, rec.WebhookID, rec.EventID),
+		d.keys.scheduleKey(shard), d.keys.eventKey(shard, rec.EventID), d.keys.indexKey(shard, rec.WebhookID)}
+	reply, err := redeliverScript.Run(ctx, d.rdb, keys, now.UnixMilli(), d.opts.Retention.Milliseconds(),
+		now.Add(d.lease).UnixMilli(), deliveryID, token).Slice()
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
+	}
+	if len(reply) < 2 {
+		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, deliveryID)
+	}
+	rec, err = parseRecord(deliveryID, pairs(reply[2:]))
+	if err != nil {
+		return nil, err
+	}
+	if reset, _ := reply[0].(int64); reset != 1 {
+		return &rec.Delivery, nil
+	}
+	rec.lease = token
+	var body []byte
+	if s, ok := reply[1].(string); ok {
+		body = []byte(s)
+	}
+	whs, err := d.webhooks.loadMany(ctx, []string{rec.WebhookID})
+	if err != nil {
+		// Leased and scheduled: a worker attempts it when the lease ends.
+		return &rec.Delivery, err
+	}
+	o := d.attemptLeased(ctx, rec, whs[rec.WebhookID], body)
+	o.unrecorded = o.attempted && ctx.Err() != nil
+	var serr error
+	d.settle(ctx, shard, []outcome{o}, func(_ int, err error) { serr = err })
+	if serr != nil {
+		return &rec.Delivery, serr
+	}
+	rec.apply(o)
+	return &rec.Delivery, nil
+}

@@ -1,0 +1,423 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// failFirst makes a receiver answer 500 to the first request of every delivery and 200 after.
+func failFirst(rc *receiver) {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	rc.setHook(func(r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		id := r.Header.Get("webhook-id")
+		if !seen[id] {
+			seen[id] = true
+			panic(http.ErrAbortHandler) // the connection drops: a failed attempt
+		}
+	})
+}
+
+// TestReplicasRetryEachDeliveryOnce: 4 replicas run the worker over 60 events × 2 webhooks whose first
+// attempt fails; every pair gets exactly two requests.
+func TestReplicasRetryEachDeliveryOnce(t *testing.T) {
+	const events, replicas = 60, 4
+	tr := newTestRedis(t)
+	opts := Options{RetrySchedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}}
+	var ds []*Dispatcher
+	for range replicas {
+		ds = append(ds, newTestDispatcherOn(t, tr.newClient(t), tr, opts))
+	}
+	rc := newReceiver(t)
+	failFirst(rc)
+	mustCreate(t, ds[0], rc, "retry.*")
+	mustCreate(t, ds[0], rc, "*")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		wg.Go(func() { assert.NoError(t, d.Run(ctx)) })
+	}
+	for e := range events {
+		res, err := ds[e%replicas].Dispatch(context.Background(), Event{Type: "retry.me", ID: fmt.Sprintf("r-%d", e)})
+		require.NoError(t, err)
+		for _, r := range res {
+			require.NoError(t, r.Err)
+			require.Equal(t, StatusPending, r.Delivery.Status)
+		}
+	}
+	eventually(t, 20*time.Second, func() bool { return rc.count() >= events*2*2 }, "every pair retried")
+	time.Sleep(300 * time.Millisecond) // one more idle pass of every worker: nothing further may be sent
+	cancel()
+	wg.Wait()
+
+	per := rc.perDelivery()
+	assert.Len(t, per, events*2)
+	for id, n := range per {
+		assert.Equal(t, 2, n, "requests for %s", id)
+	}
+	list, err := ds[0].Deliveries().List(context.Background(), mustList(t, ds[0])[0].ID, 100)
+	require.NoError(t, err)
+	require.Len(t, list, events)
+	for _, dl := range list {
+		assert.Equal(t, StatusSuccess, dl.Status)
+		assert.Equal(t, 2, dl.Attempts)
+	}
+}
+
+func mustList(t *testing.T, d *Dispatcher) []*Webhook {
+	t.Helper()
+	ws, err := d.Webhooks().List(context.Background())
+	require.NoError(t, err)
+	return ws
+}
+
+// TestFailedStaysFailedUntilRedeliver runs the schedule out, then checks that a re-dispatch sends
+// nothing and that Redeliver sends once, however many callers race it.
+func TestFailedStaysFailedUntilRedeliver(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Hour}})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	mustCreate(t, d, rc, "pay.*")
+	evt := Event{Type: "pay.done", ID: "p-1"}
+	res, err := d.Dispatch(ctx, evt)
+	require.NoError(t, err)
+	id := res[0].Delivery.ID
+
+	for _, step := range []time.Duration{time.Minute, time.Hour} {
+		n, err := d.ProcessDue(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 0, n, "nothing is due before its time")
+		clock.Advance(time.Duration(float64(step)*1.2) + time.Second)
+		n, err = d.ProcessDue(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 1, n)
+	}
+	dl, err := d.Deliveries().Get(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, StatusFailed, dl.Status)
+	assert.Equal(t, 3, dl.Attempts, "every attempt is counted")
+	assert.True(t, dl.NextAttemptAt.IsZero())
+	assert.Len(t, dl.History, 3)
+	_, err = tr.rdb.ZScore(ctx, d.keys.scheduleKey(shardOf(evt.ID)), id).Result()
+	require.Error(t, err, "a failed delivery has no schedule entry")
+
+	clock.Advance(24 * time.Hour)
+	n, err := d.ProcessDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n)
+	res, err = d.Dispatch(ctx, evt)
+	require.NoError(t, err)
+	require.True(t, res[0].Duplicate)
+	assert.Equal(t, StatusFailed, res[0].Delivery.Status)
+	assert.Equal(t, 3, rc.count(), "a re-dispatch of a failed pair sends nothing")
+
+	rc.status.Store(http.StatusOK)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			got, err := d.Redeliver(ctx, id)
+			if assert.NoError(t, err) {
+				assert.Equal(t, id, got.ID)
+				assert.NotEqual(t, StatusFailed, got.Status, "every caller sees the reset delivery")
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, 4, rc.count(), "8 concurrent Redeliver calls send once")
+	dl, err = d.Deliveries().Get(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, dl.Status)
+	assert.Equal(t, 4, dl.Attempts, "attempts keep counting across a redelivery")
+	assert.Len(t, dl.History, 4, "history is kept")
+	for _, r := range rc.requests() {
+		assert.Equal(t, id, r.Header.Get("webhook-id"), "the webhook-id is stable across retries and redeliveries")
+	}
+
+	again, err := d.Redeliver(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, again.Status, "a successful delivery is returned unchanged")
+	assert.Equal(t, 4, rc.count())
+	_, err = d.Redeliver(ctx, "dlv_00000000000000000000000000")
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = d.Redeliver(ctx, "bogus")
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// TestRedeliverExtendsClaimAndRecordTogether reads both expiries after a Redeliver.
+func TestRedeliverExtendsClaimAndRecordTogether(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusBadRequest)
+	w := mustCreate(t, d, rc, "x")
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "ext"})
+	require.NoError(t, err)
+	id := res[0].Delivery.ID
+	clock.Advance(2 * time.Minute)
+	_, err = d.ProcessDue(ctx)
+	require.NoError(t, err)
+	s := shardOf("ext")
+	// Shorten both so an extension is visible.
+	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.claimKey(s, w.ID, "ext"), time.Hour).Err())
+	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.deliveryKey(s, id), time.Hour).Err())
+	_, err = d.Redeliver(ctx, id)
+	require.NoError(t, err)
+	claimTTL := tr.rdb.PTTL(ctx, d.keys.claimKey(s, w.ID, "ext")).Val()
+	recTTL := tr.rdb.PTTL(ctx, d.keys.deliveryKey(s, id)).Val()
+	assert.Greater(t, claimTTL, DefaultRetention-time.Minute)
+	assert.InDelta(t, claimTTL.Milliseconds(), recTTL.Milliseconds(), 50)
+	evtTTL := tr.rdb.PTTL(ctx, d.keys.eventKey(s, "ext")).Val()
+	assert.InDelta(t, claimTTL.Milliseconds(), evtTTL.Milliseconds(), 50)
+}
+
+// TestStaleLeaseCannotClobber: an attempt outlives its lease, a second worker takes the delivery over
+// and succeeds; the first attempt's late failure must not overwrite that outcome.
+func TestStaleLeaseCannotClobber(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Minute}})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	mustCreate(t, d, rc, "x")
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "stale"})
+	require.NoError(t, err)
+	id := res[0].Delivery.ID
+
+	held, release := make(chan struct{}), make(chan struct{})
+	var calls atomic.Int32
+	rc.setHook(func(r *http.Request) {
+		if calls.Add(1) == 1 {
+			close(held)
+			<-release // the first worker's attempt hangs; it then fails with 500
+		} else {
+			rc.status.Store(http.StatusOK)
+		}
+	})
+	clock.Advance(2 * time.Minute)
+	staleErr := make(chan error, 1)
+	go func() {
+		_, err := d.ProcessDue(ctx)
+		staleErr <- err
+	}()
+	<-held
+	clock.Advance(d.lease + time.Second) // the first lease has expired
+	n, err := d.ProcessDue(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "a second worker takes the delivery over")
+	close(release)
+	err = <-staleErr
+	require.ErrorIs(t, err, errLeaseLost, "the stale worker is told its outcome was not recorded")
+
+	dl, err := d.Deliveries().Get(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, dl.Status, "the newer attempt's outcome stands")
+	assert.Equal(t, 200, dl.LastStatusCode)
+	assert.Equal(t, 2, dl.Attempts)
+}
+
+// TestCorruptRecordIsSkipped: undecodable entries in the schedule are reported and removed; the due
+// delivery beside them is delivered.
+func TestCorruptRecordIsSkipped(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	mustCreate(t, d, rc, "x")
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "good"})
+	require.NoError(t, err)
+	good := res[0].Delivery.ID
+
+	s := shardOf("good")
+	sched := d.keys.scheduleKey(s)
+	notHash, badHash, gone := fmt.Sprintf("dlv_%02x%024d", s, 1), fmt.Sprintf("dlv_%02x%024d", s, 2), fmt.Sprintf("dlv_%02x%024d", s, 3)
+	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, notHash), "garbage", time.Hour).Err())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.deliveryKey(s, badHash), "s", "pending", "n", "many").Err())
+	due := float64(clock.Now().UnixMilli())
+	for _, id := range []string{notHash, badHash, gone} {
+		require.NoError(t, tr.rdb.ZAdd(ctx, sched, redis.Z{Score: due, Member: id}).Err())
+	}
+
+	rc.status.Store(http.StatusOK)
+	clock.Advance(2 * time.Minute)
+	n, err := d.ProcessDue(ctx)
+	require.ErrorIs(t, err, errCorruptRecord, "corrupt records are reported")
+	assert.Equal(t, 1, n, "the good delivery went on")
+	dl, err := d.Deliveries().Get(ctx, good)
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, dl.Status)
+	left, err := tr.rdb.ZRange(ctx, sched, 0, -1).Result()
+	require.NoError(t, err)
+	assert.Empty(t, left, "corrupt and expired entries leave the schedule")
+	n, err = d.ProcessDue(ctx)
+	require.NoError(t, err, "and are not reported again")
+	assert.Equal(t, 0, n)
+}
+
+// TestDeletedOrDisabledWebhookFailsItsPendingDeliveries, and Redeliver revives them once re-enabled.
+func TestDeletedOrDisabledWebhookFailsItsPendingDeliveries(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	wDisabled := mustCreate(t, d, rc, "x")
+	wDeleted := mustCreate(t, d, rc, "x")
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "e"})
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	wDisabled.Disabled = true
+	_, err = d.Webhooks().Update(ctx, *wDisabled)
+	require.NoError(t, err)
+	require.NoError(t, d.Webhooks().Delete(ctx, wDeleted.ID))
+
+	clock.Advance(2 * time.Minute)
+	n, err := d.ProcessDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.Equal(t, 2, rc.count(), "neither was attempted again")
+	for _, r := range res {
+		dl, err := d.Deliveries().Get(ctx, r.Delivery.ID)
+		require.NoError(t, err)
+		assert.Equal(t, StatusFailed, dl.Status)
+		assert.Equal(t, 1, dl.Attempts, "a refusal is not an attempt")
+		if r.WebhookID == wDeleted.ID {
+			assert.Contains(t, dl.LastError, "deleted")
+		} else {
+			assert.Contains(t, dl.LastError, "disabled")
+		}
+	}
+
+	rc.status.Store(http.StatusOK)
+	wDisabled.Disabled = false
+	_, err = d.Webhooks().Update(ctx, *wDisabled)
+	require.NoError(t, err)
+	dl, err := d.Deliveries().Find(ctx, wDisabled.ID, "e")
+	require.NoError(t, err)
+	dl, err = d.Redeliver(ctx, dl.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, dl.Status, "Redeliver revives it once the webhook is enabled")
+	assert.Equal(t, 3, rc.count())
+}
+
+// TestRotatedURLAndSecretApplyToTheNextAttempt: a retry goes to the webhook as it is now.
+func TestRotatedURLAndSecretApplyToTheNextAttempt(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	d.now = clock.Now
+	oldRC, newRC := newReceiver(t), newReceiver(t)
+	oldRC.status.Store(http.StatusInternalServerError)
+	w := mustCreate(t, d, oldRC, "x")
+	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "moving"})
+	require.NoError(t, err)
+
+	w.URL = newRC.srv.URL
+	_, err = d.Webhooks().Update(ctx, *w)
+	require.NoError(t, err)
+	rotated, err := d.Webhooks().RotateSecret(ctx, w.ID, 0)
+	require.NoError(t, err)
+	require.NotEqual(t, w.Secret, rotated.Secret)
+
+	clock.Advance(2 * time.Minute)
+	_, err = d.ProcessDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, oldRC.count())
+	require.Equal(t, 1, newRC.count(), "the retry goes to the new URL")
+	req := newRC.requests()[0]
+	require.NoError(t, verifyAt(rotated.Secret, req.Header, req.Body, clock.Now()), "signed with the new secret")
+	require.ErrorIs(t, verifyAt(w.Secret, req.Header, req.Body, clock.Now()), ErrInvalidSignature, "and not the old one")
+}
+
+func TestRetryAfterAndGone(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Second}})
+	throttle := newReceiver(t)
+	throttle.srv.Config.Handler = http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		rw.Header().Set("Retry-After", "120")
+		rw.WriteHeader(http.StatusTooManyRequests)
+	})
+	mustCreate(t, d, throttle, "x")
+	before := time.Now()
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "slow-down"})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	assert.Equal(t, StatusPending, res[0].Delivery.Status)
+	assert.WithinRange(t, res[0].Delivery.NextAttemptAt, before.Add(120*time.Second), time.Now().Add(121*time.Second), "Retry-After is honoured")
+
+	gone := newReceiver(t)
+	gone.status.Store(http.StatusGone)
+	w2, err := d.Webhooks().Create(ctx, Webhook{URL: gone.srv.URL, Events: []string{"y"}})
+	require.NoError(t, err)
+	res, err = d.Dispatch(ctx, Event{Type: "y", ID: "gone"})
+	require.NoError(t, err)
+	assert.Equal(t, StatusFailed, res[0].Delivery.Status, "410 fails the delivery at once")
+	got, err := d.Webhooks().Get(ctx, w2.ID)
+	require.NoError(t, err)
+	assert.True(t, got.Disabled, "410 disables the webhook")
+}
+
+func TestRunStopsWithItsContext(t *testing.T) {
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- d.Run(ctx) }()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
+
+// TestExpiredRecordLeavesTheSchedule: a schedule entry whose record has expired is dropped quietly.
+func TestExpiredRecordLeavesTheSchedule(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	mustCreate(t, d, rc, "x")
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "exp"})
+	require.NoError(t, err)
+	s := shardOf("exp")
+	require.NoError(t, tr.rdb.Del(ctx, d.keys.deliveryKey(s, res[0].Delivery.ID)).Err()) // as if expired
+	clock.Advance(2 * time.Minute)
+	n, err := d.ProcessDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n)
+	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.scheduleKey(s)).Val())
+	assert.Equal(t, 1, rc.count())
+}
