@@ -10,6 +10,8 @@ package webhooks
 //	{P:s}:evt:<event_id>                 string  the request body, stored once per event   TTL ≥ every record of the event
 //	{P:s}:sched                          zset    delivery id -> next attempt or lease end (ms); pending only
 //	{P:s}:idx:<webhook_id>               zset    delivery id -> record expiry (ms); pruned on write, TTL ≥ newest member
+//	{P:s}:health                         hash    <webhook_id>:ok -> last success (ms), <webhook_id>:fail -> start of
+//	                                             the current run of failures (ms); TTL Retention from the last attempt
 //	{P:registry}:webhooks                hash    webhook id -> webhook JSON (with secrets)
 //	{P:registry}:sub:<pattern>           hash    webhook id -> webhook JSON, enabled subscribers of pattern only
 //
@@ -46,7 +48,7 @@ const (
 	// maxHistory is how many attempts a record keeps.
 	maxHistory = 10
 	// maxHistoryBody is how much of a response body an attempt keeps.
-	maxHistoryBody = 1 << 10
+	maxHistoryBody   = 1 << 10
 	deliveryIDPrefix = "dlv_"
 )
 
@@ -118,8 +120,9 @@ func (k keyspace) scheduleKey(shard int) string { return k.tag(shard) + ":sched"
 func (k keyspace) indexKey(shard int, webhookID string) string {
 	return k.tag(shard) + ":idx:" + webhookID
 }
-func (k keyspace) registryTag() string   { return "{" + k.prefix + ":registry}" }
-func (k keyspace) webhooksKey() string   { return k.registryTag() + ":webhooks" }
+func (k keyspace) healthKey(shard int) string { return k.tag(shard) + ":health" }
+func (k keyspace) registryTag() string        { return "{" + k.prefix + ":registry}" }
+func (k keyspace) webhooksKey() string        { return k.registryTag() + ":webhooks" }
 func (k keyspace) subscribersKey(pattern string) string {
 	return k.registryTag() + ":sub:" + pattern
 }
@@ -161,6 +164,8 @@ func shardOfDelivery(id string) (int, error) {
 	}
 	return int(b[0]), nil
 }
+
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }
 
 // errCorruptRecord marks a record that cannot be decoded.
 var errCorruptRecord = errors.New("webhooks: corrupt delivery record")

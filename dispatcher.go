@@ -69,8 +69,15 @@ type Options struct {
 	MaxPayloadBytes int
 	// Concurrency bounds the attempts one worker pass makes at once; default 64.
 	Concurrency int
-	// Logger receives the library's logs; default none.
+	// Logger receives the library's logs; default none. Secrets and bodies are never logged.
 	Logger *slog.Logger
+	// Hooks are callbacks on delivery outcomes.
+	Hooks Hooks
+	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
+	// between: when an attempt fails, its webhook's failures started at least DisableAfter ago and no
+	// delivery to it succeeded within DisableAfter, it is disabled. Default DefaultDisableAfter (5
+	// days); negative never.
+	DisableAfter time.Duration
 }
 
 // Result is the outcome of a Dispatch for one subscribed webhook.
@@ -161,6 +168,14 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	if opts.Concurrency < 0 {
 		return nil, fmt.Errorf("%w: Concurrency must be positive", ErrInvalidOptions)
+	}
+	if opts.DisableAfter == 0 {
+		opts.DisableAfter = DefaultDisableAfter
+	}
+	for _, p := range opts.AllowedNetworks {
+		if !p.IsValid() {
+			return nil, fmt.Errorf("%w: AllowedNetworks has an invalid prefix", ErrInvalidOptions)
+		}
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
@@ -308,25 +323,21 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 		return results
 	}
 	outcomes := make([]outcome, len(fresh))
+	recs := make([]*record, len(fresh))
 	var wg sync.WaitGroup
 	for j, i := range fresh {
+		recs[j] = &record{Delivery: *results[i].Delivery, lease: tokens[i]}
+		results[i].Delivery = &recs[j].Delivery // settle applies the outcome to it
 		wg.Go(func() {
-			rec := &record{Delivery: *results[i].Delivery, lease: tokens[i]}
-			res := d.attempt(ctx, targets[i], rec.ID, body)
-			outcomes[j] = d.decide(rec, res)
+			outcomes[j] = d.decide(recs[j], d.attempt(ctx, targets[i], recs[j].ID, body))
 		})
 	}
 	wg.Wait()
-	d.settle(ctx, shard, outcomes, func(j int, err error) {
-		i := fresh[j]
+	for j, err := range d.settle(ctx, shard, recs, outcomes) {
 		if err != nil {
-			results[i].Err = err
-			return
+			results[fresh[j]].Err = err
 		}
-		rec := &record{Delivery: *results[i].Delivery}
-		rec.apply(outcomes[j])
-		results[i].Delivery = &rec.Delivery
-	})
+	}
 	return results
 }
 
@@ -417,15 +428,14 @@ type outcome struct {
 	attempted  bool
 	entry      attemptEntry
 	disable    bool // 410 Gone: disable the webhook
-	webhookID  string
 	unrecorded bool // the caller's context ended mid-attempt: leave it to the lease
 }
 
 // decide turns an attempt into the record's next state, by the retry schedule.
 func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
 	o := outcome{id: rec.ID, token: rec.lease, code: res.code, err: res.err, attempted: true, step: rec.step,
-		webhookID: rec.WebhookID, unrecorded: res.canceled,
-		entry: attemptEntry{At: res.at.UnixMilli(), Duration: res.dur.Microseconds(), Code: res.code, Err: res.err, Body: res.body}}
+		unrecorded: res.canceled,
+		entry:      attemptEntry{At: res.at.UnixMilli(), Duration: res.dur.Microseconds(), Code: res.code, Err: res.err, Body: res.body}}
 	switch {
 	case res.code >= 200 && res.code < 300 && res.err == "":
 		o.status = StatusSuccess
@@ -447,7 +457,7 @@ func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
 // refuse is the outcome of a due delivery that is not attempted: it fails for the given reason.
 func refuse(rec *record, reason string) outcome {
 	return outcome{id: rec.ID, token: rec.lease, status: StatusFailed, step: rec.step, code: rec.LastStatusCode,
-		err: reason, webhookID: rec.WebhookID}
+		err: reason}
 }
 
 func jitter(d time.Duration) time.Duration {
@@ -472,32 +482,45 @@ func (r *record) apply(o outcome) {
 
 // outcomeScript records the outcomes of attempts on deliveries of one shard, each only if the delivery
 // is still leased by the token its attempt was made under, so a worker whose lease expired cannot
-// overwrite a newer attempt's outcome. Every lease is checked before the first write.
+// overwrite a newer attempt's outcome. It also keeps the shard's view of each webhook's health: the
+// time of its last success, and the start of its current run of failures. Every lease is checked
+// before the first write.
 //
 // KEYS[1] -> {P:s}:sched
-// KEYS[1+i] (i = 1..n) -> delivery key of outcome i
+// KEYS[2] -> {P:s}:health
+// KEYS[2+i] (i = 1..n) -> delivery key of outcome i
 // ARGV[1] -> now (ms)
-// ARGV[2+7(i-1)] .. ARGV[8+7(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
-// pending only), retry step, status code, error; ARGV[1+7n+i] -> outcome i's attempt as JSON ("" when
-// no attempt was made)
-// returns per outcome 1 when recorded, 0 when its lease was lost (nothing written)
+// ARGV[2] -> retention (ms): the health hash's expiry
+// ARGV[3+8(i-1)] .. ARGV[10+8(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
+// pending only), retry step, status code, error, webhook id; ARGV[2+8n+i] -> outcome i's attempt as
+// JSON ("" when no attempt was made)
+// returns per outcome two integers: 1 when recorded (0 when its lease was lost and nothing was
+// written), and the start (ms) of the webhook's run of failures in this shard (0 if none)
 var outcomeScript = redis.NewScript(`
-local n = #KEYS - 1
+local n = #KEYS - 2
 local held = {}
 for i = 1, n do
-  held[i] = redis.call('HGET', KEYS[1 + i], 'l') == ARGV[3 + 7 * (i - 1)]
+  held[i] = redis.call('HGET', KEYS[2 + i], 'l') == ARGV[4 + 8 * (i - 1)]
 end
 local reply = {}
 for i = 1, n do
-  reply[i] = 0
+  reply[2 * i - 1], reply[2 * i] = 0, 0
   if held[i] then
-    local key, a = KEYS[1 + i], 1 + 7 * (i - 1)
-    local id, status, next = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4]
-    local entry = ARGV[1 + 7 * n + i]
+    local key, a = KEYS[2 + i], 2 + 8 * (i - 1)
+    local id, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 8]
+    local entry = ARGV[2 + 8 * n + i]
     if entry ~= '' then
       local k = redis.call('HINCRBY', key, 'n', 1)
       redis.call('HSET', key, 'h' .. k, entry)
       if k > ` + strconv.Itoa(maxHistory) + ` then redis.call('HDEL', key, 'h' .. (k - ` + strconv.Itoa(maxHistory) + `)) end
+      if status == 'success' then
+        redis.call('HSET', KEYS[2], wid .. ':ok', ARGV[1])
+        redis.call('HDEL', KEYS[2], wid .. ':fail')
+      else
+        redis.call('HSETNX', KEYS[2], wid .. ':fail', ARGV[1])
+        reply[2 * i] = tonumber(redis.call('HGET', KEYS[2], wid .. ':fail'))
+      end
+      redis.call('PEXPIRE', KEYS[2], ARGV[2])
     end
     redis.call('HSET', key, 's', status, 'next', next, 'r', ARGV[a + 5], 'code', ARGV[a + 6], 'err', ARGV[a + 7], 'u', ARGV[1])
     redis.call('HDEL', key, 'l')
@@ -506,7 +529,7 @@ for i = 1, n do
     else
       redis.call('ZREM', KEYS[1], id)
     end
-    reply[i] = 1
+    reply[2 * i - 1] = 1
   end
 end
 return reply
@@ -516,16 +539,18 @@ return reply
 // delivery after this one's lease expired.
 var errLeaseLost = errors.New("webhooks: lease lost: a newer attempt owns the delivery")
 
-// settle records outcomes of one shard in one round trip, then reports each (nil when recorded) to done.
-// Outcomes whose attempt the caller abandoned are left to their lease.
-func (d *Dispatcher) settle(ctx context.Context, shard int, outcomes []outcome, done func(i int, err error)) {
-	keys := []string{d.keys.scheduleKey(shard)}
-	args := []any{d.now().UnixMilli()}
+// settle records the outcomes of attempts on deliveries of one shard in one round trip, applies each
+// recorded outcome to its in-memory record and runs the hooks. It returns one error per outcome, nil
+// when recorded. An outcome whose attempt the caller abandoned is left to its lease.
+func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outcomes []outcome) []error {
+	errs := make([]error, len(outcomes))
+	keys := []string{d.keys.scheduleKey(shard), d.keys.healthKey(shard)}
+	args := []any{d.now().UnixMilli(), d.opts.Retention.Milliseconds()}
 	var entries []any
 	var idx []int
 	for i, o := range outcomes {
 		if o.unrecorded {
-			done(i, fmt.Errorf("webhooks: delivery %s: attempt abandoned (%s); a worker retries it after its lease: %w", o.id, o.err, context.Canceled))
+			errs[i] = fmt.Errorf("webhooks: delivery %s: attempt abandoned (%s); a worker retries it after its lease: %w", o.id, o.err, context.Canceled)
 			continue
 		}
 		var next int64
@@ -538,30 +563,30 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, outcomes []outcome, 
 			entry = string(b)
 		}
 		keys = append(keys, d.keys.deliveryKey(shard, o.id))
-		args = append(args, o.id, o.token, string(o.status), next, o.step, o.code, o.err)
+		args = append(args, o.id, o.token, string(o.status), next, o.step, o.code, o.err, recs[i].WebhookID)
 		entries = append(entries, entry)
 		idx = append(idx, i)
 	}
 	if len(idx) == 0 {
-		return
+		return errs
 	}
 	// The attempt is over whatever the caller's context says now: record it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.lease)
 	defer cancel()
 	reply, err := outcomeScript.Run(ctx, d.rdb, keys, append(args, entries...)...).Int64Slice()
+	if err == nil && len(reply) != 2*len(idx) {
+		err = fmt.Errorf("unexpected reply of %d items", len(reply))
+	}
 	for j, i := range idx {
 		switch {
 		case err != nil:
-			done(i, fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, err))
-		case j >= len(reply) || reply[j] != 1:
-			done(i, fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, errLeaseLost))
+			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, err)
+		case reply[2*j] != 1:
+			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, errLeaseLost)
 		default:
-			if outcomes[i].disable {
-				if derr := d.webhooks.setDisabled(ctx, outcomes[i].webhookID, true); derr != nil && !errors.Is(derr, ErrNotFound) {
-					d.log.Error("webhooks: disable webhook after 410 Gone", "webhook_id", outcomes[i].webhookID, "error", derr)
-				}
-			}
-			done(i, nil)
+			recs[i].apply(outcomes[i])
+			d.afterOutcome(ctx, recs[i], outcomes[i], msTime(reply[2*j+1]))
 		}
 	}
+	return errs
 }

@@ -345,10 +345,10 @@ func FuzzValidateWebhookURL(f *testing.F) {
 
 // --- real clients ---------------------------------------------------------------------------------
 
-// fakeDNS answers the queries of a Go resolver in process: its Dial returns one end of a net.Pipe, so
+// egressFakeDNS answers the queries of a Go resolver in process: its Dial returns one end of a net.Pipe, so
 // no DNS packet ever reaches the network. Names are lower-case FQDNs ("a.test."); unknown names get
 // fallback, or NXDOMAIN when fallback is empty.
-type fakeDNS struct {
+type egressFakeDNS struct {
 	names    map[string][]netip.Addr
 	fallback []netip.Addr
 
@@ -356,7 +356,7 @@ type fakeDNS struct {
 	queried []string
 }
 
-func (f *fakeDNS) resolver() *net.Resolver {
+func (f *egressFakeDNS) resolver() *net.Resolver {
 	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		client, server := net.Pipe()
 		go f.serve(server)
@@ -364,14 +364,14 @@ func (f *fakeDNS) resolver() *net.Resolver {
 	}}
 }
 
-func (f *fakeDNS) queries() []string {
+func (f *egressFakeDNS) queries() []string {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]string(nil), f.queried...)
 }
 
 // serve answers the DNS-over-stream queries (2-byte length prefix) of one connection.
-func (f *fakeDNS) serve(c net.Conn) {
+func (f *egressFakeDNS) serve(c net.Conn) {
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
 	for range 4 { // the Go resolver sends one query per connection; bounded anyway
@@ -394,7 +394,7 @@ func (f *fakeDNS) serve(c net.Conn) {
 }
 
 // answer builds the response to query q, or returns nil for a query it cannot parse.
-func (f *fakeDNS) answer(q []byte) []byte {
+func (f *egressFakeDNS) answer(q []byte) []byte {
 	if len(q) < 12 || binary.BigEndian.Uint16(q[4:6]) != 1 {
 		return nil
 	}
@@ -457,53 +457,53 @@ func (f *fakeDNS) answer(q []byte) []byte {
 	return append(resp, answers...)
 }
 
-// fuse refuses, before connect, every address outside 127.0.0.0/8 and ::1 and records it: a second
+// egressFuse refuses, before connect, every address outside 127.0.0.0/8 and ::1 and records it: a second
 // line of defence that keeps these tests on loopback even when the guard under test is broken.
-type fuse struct {
+type egressFuse struct {
 	mu      sync.Mutex
 	refused []netip.AddrPort
 }
 
-var errFuse = errors.New("test fuse: refused a non-loopback connect")
+var errEgressFuse = errors.New("test fuse: refused a non-loopback connect")
 
-func (f *fuse) check(ap netip.AddrPort) error {
+func (f *egressFuse) check(ap netip.AddrPort) error {
 	if ip := ap.Addr().WithZone("").Unmap(); ip.Is4() && ip.As4()[0] == 127 || ip == netip.IPv6Loopback() {
 		return nil
 	}
 	f.mu.Lock()
 	f.refused = append(f.refused, ap)
 	f.mu.Unlock()
-	return fmt.Errorf("%w: %s", errFuse, ap)
+	return fmt.Errorf("%w: %s", errEgressFuse, ap)
 }
 
-func (f *fuse) attempts() []netip.AddrPort {
+func (f *egressFuse) attempts() []netip.AddrPort {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]netip.AddrPort(nil), f.refused...)
 }
 
-// testPolicy returns a guarded policy wired to dns and a fresh fuse.
-func testPolicy(dns *fakeDNS, allowed ...netip.Prefix) (egressPolicy, *fuse) {
+// egressTestPolicy returns a guarded policy wired to dns and a fresh fuse.
+func egressTestPolicy(dns *egressFakeDNS, allowed ...netip.Prefix) (egressPolicy, *egressFuse) {
 	if dns == nil {
-		dns = &fakeDNS{}
+		dns = &egressFakeDNS{}
 	}
-	fz := &fuse{}
+	fz := &egressFuse{}
 	return egressPolicy{allowed: allowed, resolver: dns.resolver(), fuse: fz.check}, fz
 }
 
-type countingServer struct {
+type egressServer struct {
 	*httptest.Server
 	hits *atomic.Int64
 	port string
 }
 
-// startServer starts a counting HTTP server on addr ("127.0.0.1:0" or "[::1]:0"); ok is false when
+// startEgressServer starts a counting HTTP server on addr ("127.0.0.1:0" or "[::1]:0"); ok is false when
 // that address cannot be listened on.
-func startServer(t *testing.T, addr string, hits *atomic.Int64, h http.HandlerFunc) (countingServer, bool) {
+func startEgressServer(t *testing.T, addr string, hits *atomic.Int64, h http.HandlerFunc) (egressServer, bool) {
 	t.Helper()
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return countingServer{}, false
+		return egressServer{}, false
 	}
 	if h == nil {
 		h = func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") }
@@ -516,10 +516,10 @@ func startServer(t *testing.T, addr string, hits *atomic.Int64, h http.HandlerFu
 	t.Cleanup(srv.Close)
 	_, port, err := net.SplitHostPort(ln.Addr().String())
 	require.NoError(t, err)
-	return countingServer{Server: srv, hits: hits, port: port}, true
+	return egressServer{Server: srv, hits: hits, port: port}, true
 }
 
-func get(t *testing.T, c *http.Client, u string) (*http.Response, error) {
+func egressGet(t *testing.T, c *http.Client, u string) (*http.Response, error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -533,30 +533,30 @@ func get(t *testing.T, c *http.Client, u string) (*http.Response, error) {
 	return resp, err
 }
 
-// requireGuarded stops the test unless c refuses the literal 0.0.0.0 (blocked by every policy used
+// requireEgressGuarded stops the test unless c refuses the literal 0.0.0.0 (blocked by every policy used
 // here), so that no request involving a host name is made by an unguarded client, which would use
 // the system resolver instead of the fake DNS. Without the guard the probe only reaches port on this
 // machine.
-func requireGuarded(t *testing.T, c *http.Client, port string) {
+func requireEgressGuarded(t *testing.T, c *http.Client, port string) {
 	t.Helper()
-	_, err := get(t, c, "http://0.0.0.0:"+port)
+	_, err := egressGet(t, c, "http://0.0.0.0:"+port)
 	require.ErrorIs(t, err, ErrBlockedAddress, "the egress guard is not installed; stopping before any DNS use")
 }
 
 func TestGuardedClientRefusesLoopback(t *testing.T) {
 	var hits atomic.Int64
-	srv, ok := startServer(t, "127.0.0.1:0", &hits, nil)
+	srv, ok := startEgressServer(t, "127.0.0.1:0", &hits, nil)
 	require.True(t, ok)
-	srv6, has6 := startServer(t, "[::1]:0", &hits, nil)
+	srv6, has6 := startEgressServer(t, "[::1]:0", &hits, nil)
 	port := srv.port
 
 	// A hostile DNS: every name it is asked about resolves to loopback. Names in /etc/hosts (localhost)
 	// never reach it.
-	dns := &fakeDNS{fallback: []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}}
-	p, fz := testPolicy(dns)
+	dns := &egressFakeDNS{fallback: []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.IPv6Loopback()}}
+	p, fz := egressTestPolicy(dns)
 	c, err := newHTTPClient(nil, 5*time.Second, p)
 	require.NoError(t, err)
-	requireGuarded(t, c, port)
+	requireEgressGuarded(t, c, port)
 
 	tests := []struct {
 		url   string
@@ -583,7 +583,7 @@ func TestGuardedClientRefusesLoopback(t *testing.T) {
 				t.Skip("no IPv6 loopback")
 			}
 			before := hits.Load()
-			_, err := get(t, c, tt.url)
+			_, err := egressGet(t, c, tt.url)
 			require.Error(t, err)
 			if tt.preDial {
 				var dnsErr *net.DNSError
@@ -593,7 +593,7 @@ func TestGuardedClientRefusesLoopback(t *testing.T) {
 			} else {
 				assert.ErrorIs(t, err, ErrBlockedAddress)
 			}
-			assert.NotErrorIs(t, err, errFuse)
+			assert.NotErrorIs(t, err, errEgressFuse)
 			assert.Equal(t, before, hits.Load(), "the receiver must see no request")
 		})
 	}
@@ -605,53 +605,53 @@ func TestGuardedClientRefusesLoopback(t *testing.T) {
 
 func TestGuardedClientReachesAllowedNetworks(t *testing.T) {
 	var hits atomic.Int64
-	srv, ok := startServer(t, "127.0.0.1:0", &hits, nil)
+	srv, ok := startEgressServer(t, "127.0.0.1:0", &hits, nil)
 	require.True(t, ok)
 
 	t.Run("AllowPrivateNetworks", func(t *testing.T) {
 		c, err := newHTTPClient(nil, 5*time.Second, egressPolicy{allowPrivate: true})
 		require.NoError(t, err)
 		before := hits.Load()
-		resp, err := get(t, c, srv.URL) // a 127.0.0.1 literal: no DNS
+		resp, err := egressGet(t, c, srv.URL) // a 127.0.0.1 literal: no DNS
 		require.NoError(t, err)
 		assert.Equal(t, http.StatusOK, resp.StatusCode)
 		assert.Equal(t, before+1, hits.Load())
 	})
 
 	t.Run("AllowedNetworks 127/8", func(t *testing.T) {
-		dns := &fakeDNS{names: map[string][]netip.Addr{"hooks.example.test.": {netip.MustParseAddr("127.0.0.1")}}}
-		p, fz := testPolicy(dns, netip.MustParsePrefix("127.0.0.0/8"))
+		dns := &egressFakeDNS{names: map[string][]netip.Addr{"hooks.example.test.": {netip.MustParseAddr("127.0.0.1")}}}
+		p, fz := egressTestPolicy(dns, netip.MustParsePrefix("127.0.0.0/8"))
 		c, err := newHTTPClient(nil, 5*time.Second, p)
 		require.NoError(t, err)
-		requireGuarded(t, c, srv.port)
+		requireEgressGuarded(t, c, srv.port)
 		for _, u := range []string{
 			srv.URL,
 			"http://hooks.example.test:" + srv.port,
 			"http://[::ffff:127.0.0.1]:" + srv.port,
 		} {
 			before := hits.Load()
-			resp, err := get(t, c, u)
+			resp, err := egressGet(t, c, u)
 			require.NoError(t, err, u)
 			assert.Equal(t, http.StatusOK, resp.StatusCode, u)
 			assert.Equal(t, before+1, hits.Load(), u)
 		}
 		// ::1 is not in 127.0.0.0/8.
-		_, err = get(t, c, "http://[::1]:"+srv.port)
+		_, err = egressGet(t, c, "http://[::1]:"+srv.port)
 		assert.ErrorIs(t, err, ErrBlockedAddress)
 		assert.Empty(t, fz.attempts())
 	})
 }
 
 func TestGuardedClientRefusesNameResolvingToPrivate(t *testing.T) {
-	dns := &fakeDNS{names: map[string][]netip.Addr{
+	dns := &egressFakeDNS{names: map[string][]netip.Addr{
 		"internal.example.test.": {netip.MustParseAddr("10.0.0.1")},
 		"meta.example.test.":     {netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254")},
 	}}
 	// Even though 127/8 is allowed, names resolving elsewhere in private space stay blocked.
-	p, fz := testPolicy(dns, netip.MustParsePrefix("127.0.0.0/8"))
+	p, fz := egressTestPolicy(dns, netip.MustParsePrefix("127.0.0.0/8"))
 	c, err := newHTTPClient(nil, 5*time.Second, p)
 	require.NoError(t, err)
-	requireGuarded(t, c, "9") // nothing listens there; the guard refuses before connect anyway
+	requireEgressGuarded(t, c, "9") // nothing listens there; the guard refuses before connect anyway
 
 	for _, tt := range []struct {
 		url string
@@ -661,10 +661,10 @@ func TestGuardedClientRefusesNameResolvingToPrivate(t *testing.T) {
 		{"https://internal.example.test/hook", []string{"10.0.0.1"}},
 		{"http://meta.example.test/latest/meta-data/", []string{"169.254.169.254", "fd00:ec2::254"}},
 	} {
-		_, err := get(t, c, tt.url)
+		_, err := egressGet(t, c, tt.url)
 		require.Error(t, err, tt.url)
 		assert.ErrorIs(t, err, ErrBlockedAddress, tt.url)
-		assert.NotErrorIs(t, err, errFuse, tt.url)
+		assert.NotErrorIs(t, err, errEgressFuse, tt.url)
 		assert.True(t, slices.ContainsFunc(tt.ips, func(ip string) bool { return strings.Contains(err.Error(), ip) }),
 			"%v names none of %v", err, tt.ips)
 	}
@@ -675,21 +675,21 @@ func TestGuardedClientRefusesNameResolvingToPrivate(t *testing.T) {
 
 func TestGuardedClientDoesNotFollowRedirects(t *testing.T) {
 	var hitsA, hitsB atomic.Int64
-	srvB, ok := startServer(t, "127.0.0.1:0", &hitsB, nil)
+	srvB, ok := startEgressServer(t, "127.0.0.1:0", &hitsB, nil)
 	require.True(t, ok)
-	srvA, ok := startServer(t, "127.0.0.1:0", &hitsA, func(w http.ResponseWriter, r *http.Request) {
+	srvA, ok := startEgressServer(t, "127.0.0.1:0", &hitsA, func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, srvB.URL+"/elsewhere", http.StatusFound)
 	})
 	require.True(t, ok)
 
 	for name, p := range map[string]egressPolicy{
-		"allowed 127/8": func() egressPolicy { p, _ := testPolicy(nil, netip.MustParsePrefix("127.0.0.0/8")); return p }(),
+		"allowed 127/8": func() egressPolicy { p, _ := egressTestPolicy(nil, netip.MustParsePrefix("127.0.0.0/8")); return p }(),
 		"allowPrivate":  {allowPrivate: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c, err := newHTTPClient(nil, 5*time.Second, p)
 			require.NoError(t, err)
-			resp, err := get(t, c, srvA.URL)
+			resp, err := egressGet(t, c, srvA.URL)
 			require.NoError(t, err)
 			assert.Equal(t, http.StatusFound, resp.StatusCode)
 			assert.Equal(t, srvB.URL+"/elsewhere", resp.Header.Get("Location"))
@@ -699,12 +699,12 @@ func TestGuardedClientDoesNotFollowRedirects(t *testing.T) {
 	assert.Zero(t, hitsB.Load(), "the redirect target must never be contacted")
 }
 
-type roundTripperFunc func(*http.Request) (*http.Response, error)
+type egressRoundTripperFunc func(*http.Request) (*http.Response, error)
 
-func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+func (f egressRoundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestNewHTTPClientDefaults(t *testing.T) {
-	p, _ := testPolicy(nil)
+	p, _ := egressTestPolicy(nil)
 	c, err := newHTTPClient(nil, 7*time.Second, p)
 	require.NoError(t, err)
 	assert.Equal(t, 7*time.Second, c.Timeout)
@@ -729,14 +729,14 @@ func TestNewHTTPClientDefaults(t *testing.T) {
 
 func TestNewHTTPClientUserClient(t *testing.T) {
 	var hits atomic.Int64
-	srv, ok := startServer(t, "127.0.0.1:0", &hits, nil)
+	srv, ok := startEgressServer(t, "127.0.0.1:0", &hits, nil)
 	require.True(t, ok)
 	proxy := func(*http.Request) (*url.URL, error) { return url.Parse("http://127.0.0.1:1") }
 
 	t.Run("own *http.Transport keeps its settings and gets the guard", func(t *testing.T) {
 		userTr := &http.Transport{MaxIdleConnsPerHost: 7, ResponseHeaderTimeout: 3 * time.Second, Proxy: proxy}
 		user := &http.Client{Transport: userTr, Timeout: 42 * time.Second}
-		p, fz := testPolicy(nil)
+		p, fz := egressTestPolicy(nil)
 		c, err := newHTTPClient(user, 5*time.Second, p)
 		require.NoError(t, err)
 		assert.NotSame(t, user, c)
@@ -751,31 +751,31 @@ func TestNewHTTPClientUserClient(t *testing.T) {
 		assert.NotNil(t, userTr.Proxy, "the user's transport is not modified")
 		assert.Nil(t, userTr.DialContext, "the user's transport is not modified")
 
-		_, err = get(t, c, srv.URL)
+		_, err = egressGet(t, c, srv.URL)
 		assert.ErrorIs(t, err, ErrBlockedAddress)
 		assert.Zero(t, hits.Load())
 		assert.Empty(t, fz.attempts())
 	})
 
 	t.Run("nil Transport means http.DefaultTransport and is guarded", func(t *testing.T) {
-		p, _ := testPolicy(nil)
+		p, _ := egressTestPolicy(nil)
 		c, err := newHTTPClient(&http.Client{}, 5*time.Second, p)
 		require.NoError(t, err)
 		assert.Equal(t, 5*time.Second, c.Timeout)
-		_, err = get(t, c, srv.URL)
+		_, err = egressGet(t, c, srv.URL)
 		assert.ErrorIs(t, err, ErrBlockedAddress)
 		assert.Zero(t, hits.Load())
 	})
 
 	t.Run("custom RoundTripper", func(t *testing.T) {
-		rt := roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("unused") })
-		p, _ := testPolicy(nil)
+		rt := egressRoundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("unused") })
+		p, _ := egressTestPolicy(nil)
 		_, err := newHTTPClient(&http.Client{Transport: rt}, time.Second, p)
 		assert.ErrorIs(t, err, ErrInvalidOptions)
 
 		c, err := newHTTPClient(&http.Client{Transport: rt}, time.Second, egressPolicy{allowPrivate: true})
 		require.NoError(t, err)
-		_, isFunc := c.Transport.(roundTripperFunc)
+		_, isFunc := c.Transport.(egressRoundTripperFunc)
 		assert.True(t, isFunc, "kept as is")
 		assert.ErrorIs(t, c.CheckRedirect(nil, nil), http.ErrUseLastResponse)
 	})
@@ -784,7 +784,7 @@ func TestNewHTTPClientUserClient(t *testing.T) {
 		tr := &http.Transport{DialTLSContext: func(context.Context, string, string) (net.Conn, error) {
 			return nil, errors.New("unused")
 		}}
-		p, _ := testPolicy(nil)
+		p, _ := egressTestPolicy(nil)
 		_, err := newHTTPClient(&http.Client{Transport: tr}, time.Second, p)
 		assert.ErrorIs(t, err, ErrInvalidOptions)
 		_, err = newHTTPClient(&http.Client{Transport: tr}, time.Second, egressPolicy{allowPrivate: true})
@@ -797,10 +797,10 @@ func TestNewHTTPClientUserClient(t *testing.T) {
 			called.Store(true)
 			return nil, errors.New("unused")
 		}}
-		p, _ := testPolicy(nil)
+		p, _ := egressTestPolicy(nil)
 		c, err := newHTTPClient(&http.Client{Transport: tr}, time.Second, p)
 		require.NoError(t, err)
-		_, err = get(t, c, srv.URL)
+		_, err = egressGet(t, c, srv.URL)
 		assert.ErrorIs(t, err, ErrBlockedAddress)
 		assert.False(t, called.Load())
 		assert.Zero(t, hits.Load())

@@ -202,13 +202,22 @@ func (r *WebhookRepo) RotateSecret(ctx context.Context, id string, grace time.Du
 	})
 }
 
-// setDisabled disables or enables a webhook (used by the worker on 410 Gone).
-func (r *WebhookRepo) setDisabled(ctx context.Context, id string, disabled bool) error {
+// errUnchanged tells modify that a change had nothing to do.
+var errUnchanged = errors.New("webhooks: unchanged")
+
+// disable disables a webhook; it reports whether it was enabled until now.
+func (r *WebhookRepo) disable(ctx context.Context, id string) (bool, error) {
 	_, err := r.modify(ctx, id, func(s *storedWebhook) error {
-		s.Disabled = disabled
+		if s.Disabled {
+			return errUnchanged
+		}
+		s.Disabled = true
 		return nil
 	})
-	return err
+	if errors.Is(err, errUnchanged) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // Delete removes a webhook. Its pending deliveries fail when next due; its records expire with their
@@ -220,11 +229,24 @@ func (r *WebhookRepo) Delete(ctx context.Context, id string) error {
 			return err
 		}
 		err = r.saveRaw(ctx, id, old, raw, nil)
-		if !errors.Is(err, errConflict) {
-			return err
+		if errors.Is(err, errConflict) {
+			continue
 		}
+		if err == nil {
+			r.forgetHealth(ctx, id)
+		}
+		return err
 	}
 	return fmt.Errorf("webhooks: delete webhook %s: %w", id, errConflict)
+}
+
+// forgetHealth drops a deleted webhook's health entries (best effort: they expire with Retention).
+func (r *WebhookRepo) forgetHealth(ctx context.Context, id string) {
+	pipe := r.rdb.Pipeline()
+	for s := range shardCount {
+		pipe.HDel(ctx, r.keys.healthKey(s), id+":ok", id+":fail")
+	}
+	_, _ = pipe.Exec(ctx)
 }
 
 // List returns every registered webhook, secrets included, ordered by creation.
@@ -411,4 +433,3 @@ func compactPatterns(ps []string) []string {
 	}
 	return out
 }
-

@@ -152,13 +152,11 @@ func (d *Dispatcher) processDue(ctx context.Context) (int, time.Time, error) {
 	for i, job := range jobs {
 		wg.Go(func() {
 			o := d.attemptLeased(actx, job.rec, webhooks[job.rec.WebhookID], bodies[i])
-			d.settle(actx, job.shard, []outcome{o}, func(_ int, err error) {
-				if err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			})
+			if err := d.settle(actx, job.shard, []*record{job.rec}, []outcome{o})[0]; err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
 		})
 	}
 	wg.Wait()
@@ -381,11 +379,6 @@ func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID string) (*Deliver
 	}
 	o := d.attemptLeased(ctx, rec, whs[rec.WebhookID], body)
 	o.unrecorded = o.attempted && ctx.Err() != nil
-	var serr error
-	d.settle(ctx, shard, []outcome{o}, func(_ int, err error) { serr = err })
-	if serr != nil {
-		return &rec.Delivery, serr
-	}
-	rec.apply(o)
-	return &rec.Delivery, nil
+	err = d.settle(ctx, shard, []*record{rec}, []outcome{o})[0]
+	return &rec.Delivery, err
 }

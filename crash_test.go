@@ -1,0 +1,83 @@
+package webhooks
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestCrashMidAttemptIsRecovered: a separate process dispatches an event and is killed with SIGKILL
+// while its first attempt is in flight. Nothing records that attempt; once its lease expires, a worker
+// in this process delivers the pair, and the record ends in success with the attempt counted. Needs a
+// Redis the helper process can reach, so it is skipped on miniredis.
+func TestCrashMidAttemptIsRecovered(t *testing.T) {
+	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" && os.Getenv("WEBHOOKS_REDIS_CLUSTER") == "" {
+		t.Skip("needs a real Redis shared with a helper process: set WEBHOOKS_REDIS_ADDR or WEBHOOKS_REDIS_CLUSTER")
+	}
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	bin := filepath.Join(t.TempDir(), "crashdispatch")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/crashdispatch")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "build the helper: %s", out)
+
+	rc := newReceiver(t)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var calls atomic.Int32
+	rc.setHook(func(r *http.Request) {
+		if calls.Add(1) == 1 {
+			close(arrived)
+			<-release // hold the helper's attempt until the helper is dead
+		}
+	})
+	d := newTestDispatcher(t, tr, Options{Timeout: 5 * time.Second})
+	w := mustCreate(t, d, rc, "crash.*")
+
+	helper := exec.Command(bin, tr.prefix, "crash-1")
+	helper.Env = os.Environ()
+	require.NoError(t, helper.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- helper.Wait() }()
+	select {
+	case <-arrived:
+	case err := <-exited:
+		t.Fatalf("the helper exited before its attempt arrived: %v", err)
+	case <-time.After(30 * time.Second):
+		_ = helper.Process.Kill()
+		t.Fatal("the helper's attempt never arrived")
+	}
+	require.NoError(t, helper.Process.Kill()) // SIGKILL mid-attempt
+	<-exited
+
+	dl, err := d.Deliveries().Find(ctx, w.ID, "crash-1")
+	require.NoError(t, err, "the claim and the record were created before the attempt")
+	assert.Equal(t, StatusPending, dl.Status, "the crashed attempt was never recorded")
+	assert.Equal(t, 0, dl.Attempts)
+
+	n, err := d.ProcessDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, n, "while the dead process's lease runs, no worker takes the delivery")
+
+	clock := newTestClock()
+	clock.Advance(d.lease + time.Second)
+	d.now = clock.Now
+	n, err = d.ProcessDue(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "after the lease a worker attempts it")
+	dl, err = d.Deliveries().Get(ctx, dl.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, dl.Status)
+	assert.Equal(t, 1, dl.Attempts, "the worker's attempt is counted")
+	assert.Equal(t, int32(2), calls.Load(), "the receiver saw the lost attempt and the recovery")
+	per := rc.perDelivery()
+	assert.Equal(t, map[string]int{dl.ID: 2}, per, "both requests carry the same webhook-id, so the receiver can deduplicate")
+}

@@ -1,0 +1,79 @@
+// Package webhooks delivers signed webhooks idempotently: each (webhook, event id) pair is delivered
+// once, however often and however concurrently its event is dispatched, by any number of service
+// replicas sharing one Redis (or Redis Cluster).
+//
+//	d, err := webhooks.New(rdb, webhooks.Options{})
+//	w, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: "https://example.com/hooks", Events: []string{"pool.*"}})
+//	results, err := d.Dispatch(ctx, webhooks.Event{Type: "pool.created", ID: "pool-42", Data: pool})
+//	go d.Run(ctx) // the retry worker, in every replica
+//
+// # Guarantees
+//
+// Each is held by a test that fails when it breaks, on miniredis, a real Redis and a Redis Cluster.
+//
+//   - One delivery per pair. Dispatch claims every (webhook, event id) pair with SET NX in the same Lua
+//     script that creates the delivery record, its schedule entry and its index entry. Any number of
+//     calls, sequential or concurrent, from one process or many, make one record and one series of
+//     attempts per pair.
+//   - Duplicates return the original. A repeated call returns the existing Delivery with
+//     Result.Duplicate set, whatever its status, and sends nothing.
+//   - Failed stays failed. When the retry schedule is exhausted the delivery is failed, and Dispatch
+//     never sends it again; only Redeliver does, and concurrent Redeliver calls reset it once.
+//   - Claim and record live and die together: both carry the expiry Options.Retention, set in the
+//     same script, and Redeliver extends both in one script. The event body, the schedule entry and the
+//     per-webhook index entries never outlive the records they serve.
+//   - Crash safety. A delivery is created already leased for its first attempt. If the process dies
+//     before or during that attempt, a worker of any replica attempts it once the lease expires.
+//   - Replica safety. Workers lease due deliveries atomically; two workers never attempt the same due
+//     delivery at once, and an attempt whose lease expired cannot overwrite a newer attempt's outcome
+//     (outcomes are written only under the lease token they were attempted with).
+//   - Isolation. Dispatch returns a Result per target; one subscriber's failure or slowness does not
+//     hide another's outcome.
+//   - Safe egress. By default no request goes to loopback, private, link-local, metadata or other
+//     special addresses (checked on the resolved IP at connect time), redirects are not followed,
+//     response bodies are read up to 64 KiB, and every attempt has a timeout.
+//
+// Delivery is at least once under faults: an attempt whose outcome could not be recorded (the process
+// died, Redis failed) is attempted again after its lease. Every attempt of one delivery carries the
+// same webhook-id header, so receivers can drop the rare repeat.
+//
+// # The failed-delivery policy
+//
+// Dispatch of a pair whose delivery failed returns the failed record with Duplicate set and sends
+// nothing. Producers replay events for their own reasons (an indexer re-scans blocks, a queue
+// redelivers); a replay must not turn into a re-send the subscriber did not ask for, nor reset a retry
+// budget the subscriber already exhausted. Re-sending is an operator's decision: Redeliver gives the
+// delivery the whole retry schedule again, keeps its id, event and attempt history, and extends its
+// record and claim to Retention from then.
+//
+// # Retries
+//
+// A failed attempt (a non-2xx status, a redirect, a timeout, a connection error) leaves the delivery
+// pending with its next attempt after Options.RetrySchedule's next delay (default 5s, 5m, 30m, 2h, 5h,
+// 10h, 10h, each ±20%); a 429 or 503 with Retry-After waits at least that long (up to an hour). A 410
+// Gone fails the delivery and disables the webhook. Run, in every replica, makes the retries. A
+// webhook deleted or disabled while deliveries are pending makes them fail when next due, with a
+// LastError that says why; Redeliver can revive them.
+//
+// # Registry
+//
+// Webhooks live in Redis with an index by subscription pattern (`pool.created`, `pool.*` matching any
+// depth below pool, `*`), so resolving subscribers costs the same with ten webhooks or ten thousand.
+// A process keeps what it resolved for at most a second: a change made by any replica is seen by every
+// replica's next Dispatch within one second, and at once by the replica that made it. A webhook
+// disabled at dispatch time gets no delivery (a later dispatch after it is re-enabled creates its
+// first); a URL or secret changed while a delivery is pending applies to its next attempt.
+//
+// # Wire format
+//
+// Requests follow Standard Webhooks: a JSON body {"id", "type", "timestamp", "data"}, and the headers
+// webhook-id (the delivery id, stable across retries and redeliveries), webhook-timestamp and
+// webhook-signature. Receivers check them with Verify.
+//
+// # Key layout
+//
+// Keys of one event's deliveries share the hash tag {prefix:shard}, shard = FNV-1a(event id) mod 16,
+// so one script claims and creates every target of a Dispatch in one round trip, and the load spreads
+// over the masters of a cluster; the worker walks the 16 schedules. The schema comment in
+// delivery_repo.go lists every key, its type and its TTL.
+package webhooks

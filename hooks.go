@@ -1,0 +1,112 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+	"time"
+)
+
+// DefaultDisableAfter is how long a webhook's deliveries may all fail, with no success in between,
+// before the webhook is disabled.
+const DefaultDisableAfter = 5 * 24 * time.Hour
+
+// Hooks are callbacks on delivery outcomes, for metrics and alerts. Every field is optional. A hook
+// runs after the outcome is recorded, on the goroutine that made the attempt (inside Dispatch,
+// Redeliver or a worker pass), holding no lock or lease, so a slow hook delays only that call; keep
+// hooks fast. A panicking hook is recovered and logged.
+type Hooks struct {
+	// AttemptFinished is called once per recorded HTTP attempt.
+	AttemptFinished func(AttemptInfo)
+	// DeliverySucceeded is called when a delivery succeeds.
+	DeliverySucceeded func(Delivery)
+	// DeliveryFailed is called when a delivery fails for good: its retries ran out, its webhook
+	// answered 410 Gone, or its webhook was deleted or disabled.
+	DeliveryFailed func(Delivery)
+	// WebhookDisabled is called when the library disables a webhook (410 Gone, or failing for
+	// Options.DisableAfter).
+	WebhookDisabled func(webhookID, reason string)
+}
+
+// AttemptInfo describes one recorded attempt.
+type AttemptInfo struct {
+	// Delivery is the delivery as the attempt left it.
+	Delivery   Delivery
+	StatusCode int
+	Duration   time.Duration
+	// Error is why the attempt failed, "" on success.
+	Error string
+}
+
+// runHook calls f, recovering and logging a panic.
+func (d *Dispatcher) runHook(name string, f func()) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.log.Error("webhooks: hook panicked", "hook", name, "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
+		}
+	}()
+	f()
+}
+
+// afterOutcome runs the hooks for a recorded outcome, and disables the webhook when the outcome says
+// so (410 Gone) or when it has failed for Options.DisableAfter.
+func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome, failingSince time.Time) {
+	h := d.opts.Hooks
+	if o.attempted && h.AttemptFinished != nil {
+		info := AttemptInfo{Delivery: rec.Delivery, StatusCode: o.code, Duration: time.Duration(o.entry.Duration) * time.Microsecond, Error: o.err}
+		d.runHook("AttemptFinished", func() { h.AttemptFinished(info) })
+	}
+	switch {
+	case rec.Status == StatusSuccess && h.DeliverySucceeded != nil:
+		d.runHook("DeliverySucceeded", func() { h.DeliverySucceeded(rec.Delivery) })
+	case rec.Status == StatusFailed && h.DeliveryFailed != nil:
+		d.runHook("DeliveryFailed", func() { h.DeliveryFailed(rec.Delivery) })
+	}
+	reason := ""
+	switch {
+	case o.disable:
+		reason = "the endpoint answered 410 Gone"
+	case d.opts.DisableAfter > 0 && !failingSince.IsZero() && d.now().Sub(failingSince) >= d.opts.DisableAfter:
+		ok, err := d.failingEverywhere(ctx, rec.WebhookID, d.now().Add(-d.opts.DisableAfter))
+		if err != nil {
+			d.log.Warn("webhooks: check webhook health", "webhook_id", rec.WebhookID, "error", err)
+			return
+		}
+		if ok {
+			reason = fmt.Sprintf("every delivery failed for %s", d.opts.DisableAfter)
+		}
+	}
+	if reason == "" {
+		return
+	}
+	changed, err := d.webhooks.disable(ctx, rec.WebhookID)
+	if err != nil {
+		d.log.Error("webhooks: disable webhook", "webhook_id", rec.WebhookID, "reason", reason, "error", err)
+		return
+	}
+	if !changed {
+		return
+	}
+	d.log.Warn("webhooks: webhook disabled", "webhook_id", rec.WebhookID, "reason", reason)
+	if h.WebhookDisabled != nil {
+		d.runHook("WebhookDisabled", func() { h.WebhookDisabled(rec.WebhookID, reason) })
+	}
+}
+
+// failingEverywhere reports whether no shard has seen a success of the webhook since the given time.
+func (d *Dispatcher) failingEverywhere(ctx context.Context, webhookID string, since time.Time) (bool, error) {
+	pipe := d.rdb.Pipeline()
+	for s := range shardCount {
+		pipe.HGet(ctx, d.keys.healthKey(s), webhookID+":ok")
+	}
+	cmds, err := pipe.Exec(ctx)
+	if err != nil && !isNil(err) {
+		return false, err
+	}
+	for _, c := range cmds {
+		if ms, err := c.(interface{ Int64() (int64, error) }).Int64(); err == nil && ms >= since.UnixMilli() {
+			return false, nil
+		}
+	}
+	return true, nil
+}

@@ -1,0 +1,151 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// hookLog records hook calls.
+type hookLog struct {
+	mu        sync.Mutex
+	attempts  []AttemptInfo
+	succeeded []Delivery
+	failed    []Delivery
+	disabled  []string
+}
+
+func (l *hookLog) hooks() Hooks {
+	return Hooks{
+		AttemptFinished: func(a AttemptInfo) { l.mu.Lock(); l.attempts = append(l.attempts, a); l.mu.Unlock() },
+		DeliverySucceeded: func(d Delivery) {
+			l.mu.Lock()
+			l.succeeded = append(l.succeeded, d)
+			l.mu.Unlock()
+		},
+		DeliveryFailed:  func(d Delivery) { l.mu.Lock(); l.failed = append(l.failed, d); l.mu.Unlock() },
+		WebhookDisabled: func(id, reason string) { l.mu.Lock(); l.disabled = append(l.disabled, id); l.mu.Unlock() },
+	}
+}
+
+func TestHooksSeeEveryAttemptOnce(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	var log hookLog
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}, Hooks: log.hooks()})
+	d.now = clock.Now
+	ok, bad := newReceiver(t), newReceiver(t)
+	bad.status.Store(http.StatusInternalServerError)
+	wOK := mustCreate(t, d, ok, "h")
+	wBad := mustCreate(t, d, bad, "h")
+
+	_, err := d.Dispatch(ctx, Event{Type: "h", ID: "h1"})
+	require.NoError(t, err)
+	_, err = d.Dispatch(ctx, Event{Type: "h", ID: "h1"}) // a duplicate: no attempt, no hook
+	require.NoError(t, err)
+	clock.Advance(2 * time.Minute)
+	_, err = d.ProcessDue(ctx)
+	require.NoError(t, err)
+
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	require.Len(t, log.attempts, 3, "two first attempts and one retry")
+	codes := map[string][]int{}
+	for _, a := range log.attempts {
+		codes[a.Delivery.WebhookID] = append(codes[a.Delivery.WebhookID], a.StatusCode)
+		if a.StatusCode == 500 {
+			assert.Equal(t, "HTTP 500", a.Error)
+		}
+	}
+	assert.Equal(t, []int{200}, codes[wOK.ID])
+	assert.Equal(t, []int{500, 500}, codes[wBad.ID])
+	require.Len(t, log.succeeded, 1)
+	assert.Equal(t, wOK.ID, log.succeeded[0].WebhookID)
+	require.Len(t, log.failed, 1, "failed for good once its schedule ran out")
+	assert.Equal(t, wBad.ID, log.failed[0].WebhookID)
+	assert.Equal(t, 2, log.failed[0].Attempts)
+	assert.Empty(t, log.disabled)
+}
+
+func TestPanickingHookDoesNotBreakDelivery(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	var logs bytes.Buffer
+	d := newTestDispatcher(t, tr, Options{
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Hooks: Hooks{
+			AttemptFinished:   func(AttemptInfo) { panic("boom") },
+			DeliverySucceeded: func(Delivery) { panic("boom again") },
+		},
+	})
+	rc := newReceiver(t)
+	w := mustCreate(t, d, rc, "p")
+	res, err := d.Dispatch(ctx, Event{Type: "p", ID: "p1"})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	require.NoError(t, res[0].Err)
+	assert.Equal(t, StatusSuccess, res[0].Delivery.Status)
+	stored, err := d.Deliveries().Find(ctx, w.ID, "p1")
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, stored.Status)
+	assert.Contains(t, logs.String(), "hook panicked")
+	assert.NotContains(t, logs.String(), w.Secret, "secrets never reach the logs")
+}
+
+// TestAutoDisable: a webhook whose deliveries all fail for DisableAfter is disabled; one whose run of
+// failures is broken by a success is not.
+func TestAutoDisable(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	var log hookLog
+	d := newTestDispatcher(t, tr, Options{
+		RetrySchedule: []time.Duration{30 * time.Minute, 30 * time.Minute, 30 * time.Minute},
+		DisableAfter:  time.Hour,
+		Hooks:         log.hooks(),
+	})
+	d.now = clock.Now
+	dead, flaky := newReceiver(t), newReceiver(t)
+	dead.status.Store(http.StatusInternalServerError)
+	flaky.status.Store(http.StatusInternalServerError)
+	wDead := mustCreate(t, d, dead, "dead")
+	wFlaky := mustCreate(t, d, flaky, "flaky")
+
+	for _, typ := range []string{"dead", "flaky"} {
+		_, err := d.Dispatch(ctx, Event{Type: typ, ID: typ + "-1"})
+		require.NoError(t, err)
+	}
+	step := func() {
+		clock.Advance(40 * time.Minute)
+		_, err := d.ProcessDue(ctx)
+		require.NoError(t, err)
+	}
+	step() // t0+40m: both fail again
+	flaky.status.Store(http.StatusOK)
+	_, err := d.Dispatch(ctx, Event{Type: "flaky", ID: "flaky-2"}) // a success resets the flaky clock
+	require.NoError(t, err)
+	flaky.status.Store(http.StatusInternalServerError)
+	step() // t0+80m: dead has failed for 80m → disabled; flaky has not succeeded for only 40m
+
+	got, err := d.Webhooks().Get(ctx, wDead.ID)
+	require.NoError(t, err)
+	assert.True(t, got.Disabled, "failing for DisableAfter disables the webhook")
+	got, err = d.Webhooks().Get(ctx, wFlaky.ID)
+	require.NoError(t, err)
+	assert.False(t, got.Disabled, "a success in between resets the clock")
+	log.mu.Lock()
+	assert.Equal(t, []string{wDead.ID}, log.disabled, "the hook hears of it once")
+	log.mu.Unlock()
+
+	res, err := d.Dispatch(ctx, Event{Type: "dead", ID: "dead-2"})
+	require.NoError(t, err)
+	assert.Empty(t, res, "a disabled webhook is not a target")
+}
