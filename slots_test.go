@@ -1,0 +1,171 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// keySlot is the Redis Cluster hash slot of a key: CRC16 (XMODEM) of the key, or of its hash tag (the
+// part between the first '{' and the first '}' after it, when not empty), mod 16384.
+func keySlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	var crc uint16
+	for k := 0; k < len(key); k++ {
+		crc ^= uint16(key[k]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return int(crc) % 16384
+}
+
+func TestKeySlotMatchesRedis(t *testing.T) {
+	// Values from the Redis Cluster specification and CLUSTER KEYSLOT.
+	assert.Equal(t, 12739, keySlot("123456789"))
+	assert.Equal(t, keySlot("user1000"), keySlot("{user1000}.following"))
+	assert.Equal(t, keySlot("{}x"), keySlot("{}x")) // an empty tag hashes the whole key
+	assert.NotEqual(t, keySlot("{}a"), keySlot("{}b"))
+}
+
+// scriptKeys records the keys of every script call a client makes.
+type scriptKeys struct {
+	mu    sync.Mutex
+	calls map[string][][]string // script hash -> key lists
+}
+
+func (s *scriptKeys) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (s *scriptKeys) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		name := strings.ToLower(fmt.Sprint(args[0]))
+		if (name == "evalsha" || name == "eval") && len(args) >= 3 {
+			hash := fmt.Sprint(args[1])
+			if name == "eval" {
+				hash = redis.NewScript(hash).Hash()
+			}
+			n := 0
+			fmt.Sscan(fmt.Sprint(args[2]), &n)
+			keys := make([]string, 0, n)
+			for _, k := range args[3 : 3+n] {
+				keys = append(keys, fmt.Sprint(k))
+			}
+			s.mu.Lock()
+			s.calls[hash] = append(s.calls[hash], keys)
+			s.mu.Unlock()
+		}
+		return next(ctx, cmd)
+	}
+}
+func (s *scriptKeys) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			name := strings.ToLower(fmt.Sprint(c.Args()[0]))
+			if name == "eval" || name == "evalsha" {
+				panic("a script ran inside a pipeline, where it has no NOSCRIPT fallback")
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// randomID makes an id with characters that could break naive key tagging.
+func randomID(r *rand.Rand) string {
+	const alphabet = "abcXYZ019:{}-_ .é事/\\*?[]"
+	runes := []rune(alphabet)
+	var b strings.Builder
+	for range 1 + r.IntN(24) {
+		b.WriteRune(runes[r.IntN(len(runes))])
+	}
+	return b.String()
+}
+
+// TestEveryScriptIsSingleSlot drives every script of the library with many random ids and checks that
+// each call's keys hash to one Redis Cluster slot, and that no script runs inside a pipeline.
+func TestEveryScriptIsSingleSlot(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	rec := &scriptKeys{calls: map[string][][]string{}}
+	client := tr.newClient(t)
+	client.AddHook(rec)
+	clock := newTestClock()
+	d := newTestDispatcherOn(t, client, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	var hooks []*Webhook
+	for _, p := range []string{"slot.*", "*", "slot.test"} {
+		hooks = append(hooks, mustCreate(t, d, rc, p))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	var ids []string
+	for range 100 {
+		id := randomID(r)
+		ids = append(ids, id)
+		res, err := d.Dispatch(ctx, Event{Type: "slot.test", ID: id})
+		require.NoError(t, err)
+		for _, x := range res {
+			require.NoError(t, x.Err)
+		}
+	}
+	// A corrupt record exercises the unschedule script.
+	s := shardOf(ids[0])
+	corrupt := fmt.Sprintf("dlv_%02x%024d", s, 7)
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.deliveryKey(s, corrupt), "junk", "1").Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.scheduleKey(s), redis.Z{Score: 1, Member: corrupt}).Err())
+
+	clock.Advance(2 * time.Minute)
+	for range 20 {
+		n, _ := d.ProcessDue(ctx)
+		if n == 0 {
+			break
+		}
+	}
+	rc.status.Store(http.StatusOK)
+	for _, id := range ids[:20] {
+		dl, err := d.Deliveries().Find(ctx, hooks[0].ID, id)
+		require.NoError(t, err)
+		require.Equal(t, StatusFailed, dl.Status)
+		_, err = d.Redeliver(ctx, dl.ID)
+		require.NoError(t, err)
+	}
+	_, err := d.Webhooks().RotateSecret(ctx, hooks[1].ID, time.Hour)
+	require.NoError(t, err)
+	require.NoError(t, d.Webhooks().Delete(ctx, hooks[2].ID))
+
+	names := map[string]*redis.Script{
+		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
+		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript,
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	for name, script := range names {
+		calls := rec.calls[script.Hash()]
+		require.NotEmpty(t, calls, "script %s was exercised", name)
+		for _, keys := range calls {
+			require.NotEmpty(t, keys)
+			slot := keySlot(keys[0])
+			for _, k := range keys[1:] {
+				require.Equal(t, slot, keySlot(k), "script %s: keys %q and %q are in different slots", name, keys[0], k)
+			}
+		}
+	}
+	assert.Len(t, rec.calls, len(names), "every script the library runs is checked here")
+}
