@@ -1,0 +1,63 @@
+package webhooks
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// FuzzMatchPattern: matching never panics, and the registry index (patternsFor) selects exactly the
+// patterns that match, so resolution through the index and matching agree.
+func FuzzMatchPattern(f *testing.F) {
+	for _, s := range [][2]string{{"pool.*", "pool.created"}, {"*", "a"}, {"pool.created", "pool.created"}, {"a.b.*", "a.b"}, {"a.*", "ab.c"}} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, pattern, eventType string) {
+		got := matchPattern(pattern, eventType)
+		if validatePattern(pattern) != nil || validateEventType(eventType) != nil {
+			return
+		}
+		indexed := false
+		for _, p := range patternsFor(eventType) {
+			indexed = indexed || p == pattern
+		}
+		if got != indexed {
+			t.Fatalf("matchPattern(%q, %q) = %t but the index says %t", pattern, eventType, got, indexed)
+		}
+	})
+}
+
+// FuzzEventValidation: validation never panics; what it accepts is within the documented rules, and
+// every key built from an accepted id stays in its event's hash slot.
+func FuzzEventValidation(f *testing.F) {
+	for _, s := range [][2]string{{"pool.created", "evt-1"}, {"a", "{x}"}, {"a.b-c_d", "ünï:code}{"}, {"a..b", "x"}, {"a", "\x00"}} {
+		f.Add(s[0], s[1])
+	}
+	keys := keyspace{prefix: "fuzz"}
+	f.Fuzz(func(t *testing.T, eventType, id string) {
+		err := Event{Type: eventType, ID: id}.validate()
+		if err != nil {
+			return
+		}
+		if len(eventType) == 0 || len(eventType) > MaxEventTypeLen || len(id) == 0 || len(id) > MaxEventIDLen {
+			t.Fatalf("accepted out-of-bounds type %q or id %q", eventType, id)
+		}
+		if !utf8.ValidString(id) || strings.ContainsAny(id, "\x00\n\r\t") {
+			t.Fatalf("accepted id %q", id)
+		}
+		s := shardOf(id)
+		if s < 0 || s >= shardCount {
+			t.Fatalf("shard %d out of range", s)
+		}
+		did := deliveryIDFor("wh_1", id)
+		if got, err := shardOfDelivery(did); err != nil || got != s {
+			t.Fatalf("delivery id %q encodes shard %d (%v), want %d", did, got, err, s)
+		}
+		slot := keySlot(keys.scheduleKey(s))
+		for _, k := range []string{keys.claimKey(s, "wh_1", id), keys.eventKey(s, id), keys.deliveryKey(s, did), keys.indexKey(s, "wh_1")} {
+			if keySlot(k) != slot {
+				t.Fatalf("key %q left its event's slot", k)
+			}
+		}
+	})
+}
