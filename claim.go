@@ -5,7 +5,9 @@ import "github.com/redis/go-redis/v9"
 // claimScript claims the (webhook_id, event_id) pairs of one event and, for every pair it wins, creates
 // the delivery record, its schedule entry (the lease of the first attempt, so a crash during that attempt
 // is recovered by a worker) and its index entry, all in one atomic step. Every claim is checked before
-// the first write. All keys share the event's shard tag.
+// the first write. All keys share the event's shard tag. A pair whose record carries this call's own
+// lease token, unattempted, was created by this very call whose reply was lost: it is reported as
+// created again, so the caller can retry the script safely.
 //
 // KEYS[1] -> {P:s}:evt:<event_id>      the request body, stored once per event
 // KEYS[2] -> {P:s}:sched
@@ -17,17 +19,22 @@ import "github.com/redis/go-redis/v9"
 // ARGV[5] -> event id
 // ARGV[6] -> event type
 // ARGV[4+3i], ARGV[5+3i], ARGV[6+3i] (i = 1..n) -> target i's webhook id, delivery id, lease token
-// returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is {1, delivery id} when this
-// call created the delivery, or {0, delivery id, field, value, ...} with the existing record's fields
-// (no fields if the record is gone).
+// returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is {1} when this call created
+// the delivery, or {0, field, value, ...} with the existing record's fields (none if the record is gone)
 var claimScript = redis.NewScript(`
 local now, retention, leaseEnd = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local n = (#KEYS - 2) / 3
-local owners = {}
+local state = {}
 local fresh = 0
 for i = 1, n do
-  owners[i] = redis.call('GET', KEYS[3 * i])
-  if not owners[i] then fresh = fresh + 1 end
+  if redis.call('EXISTS', KEYS[3 * i]) == 0 then
+    state[i] = 'new'
+  elseif redis.call('HGET', KEYS[3 * i + 1], 'l') == ARGV[6 + 3 * i] and redis.call('HGET', KEYS[3 * i + 1], 'n') == '0' then
+    state[i] = 'mine'
+  else
+    state[i] = 'dup'
+  end
+  if state[i] ~= 'dup' then fresh = fresh + 1 end
 end
 local reply = {false}
 if fresh > 0 then
@@ -42,21 +49,23 @@ end
 local expiry = now + retention
 for i = 1, n do
   local claim, dlv, idx = KEYS[3 * i], KEYS[3 * i + 1], KEYS[3 * i + 2]
-  local wid, id, token = ARGV[4 + 3 * i], ARGV[5 + 3 * i], ARGV[6 + 3 * i]
-  if owners[i] then
-    local r = {0, owners[i]}
-    for _, v in ipairs(redis.call('HGETALL', dlv)) do r[#r + 1] = v end
-    reply[#reply + 1] = r
+  if state[i] == 'dup' then
+    local r = redis.call('HGETALL', dlv)
+    table.insert(r, 1, 0)
+    reply[i + 1] = r
   else
-    redis.call('SET', claim, id, 'NX', 'PX', retention)
-    redis.call('HSET', dlv, 'w', wid, 'e', ARGV[5], 't', ARGV[6], 's', 'pending', 'n', 0, 'r', 0,
-      'next', leaseEnd, 'c', now, 'u', now, 'x', expiry, 'l', token)
-    redis.call('PEXPIRE', dlv, retention)
-    redis.call('ZADD', KEYS[2], leaseEnd, id)
-    redis.call('ZREMRANGEBYSCORE', idx, '-inf', now)
-    redis.call('ZADD', idx, expiry, id)
-    if redis.call('PTTL', idx) < retention then redis.call('PEXPIRE', idx, retention) end
-    reply[#reply + 1] = {1, id}
+    if state[i] == 'new' then
+      local id = ARGV[5 + 3 * i]
+      redis.call('SET', claim, 1, 'NX', 'PX', retention)
+      redis.call('HSET', dlv, 'w', ARGV[4 + 3 * i], 'e', ARGV[5], 't', ARGV[6], 's', 'pending', 'n', 0, 'r', 0,
+        'next', leaseEnd, 'c', now, 'u', now, 'x', expiry, 'l', ARGV[6 + 3 * i])
+      redis.call('PEXPIRE', dlv, retention)
+      redis.call('ZADD', KEYS[2], leaseEnd, id)
+      redis.call('ZREMRANGEBYSCORE', idx, '-inf', now)
+      redis.call('ZADD', idx, expiry, id)
+      if redis.call('PTTL', idx) < retention then redis.call('PEXPIRE', idx, retention) end
+    end
+    reply[i + 1] = {1}
   end
 end
 return reply

@@ -5,8 +5,8 @@ package webhooks
 // hash slot, and the shards spread the load over the masters of a Redis Cluster. Keys are built in Go
 // and passed in KEYS; ids follow the tag, so no id can change which slot a key hashes to.
 //
-//	{P:s}:claim:<webhook_id>:<event_id>  string  the delivery id that owns the pair       TTL Retention
-//	{P:s}:dlv:<delivery_id>              hash    the delivery record (fields below)        TTL Retention
+//	{P:s}:claim:<h>                      string  the claim of the pair (value 1)           TTL Retention
+//	{P:s}:dlv:<h>                        hash    the pair's delivery record (fields below) TTL Retention
 //	{P:s}:evt:<event_id>                 string  the request body, stored once per event   TTL ≥ every record of the event
 //	{P:s}:sched                          zset    delivery id -> next attempt or lease end (ms); pending only
 //	{P:s}:idx:<webhook_id>               zset    delivery id -> record expiry (ms); pruned on write, TTL ≥ newest member
@@ -15,10 +15,11 @@ package webhooks
 //	{P:registry}:webhooks                hash    webhook id -> webhook JSON (with secrets)
 //	{P:registry}:sub:<pattern>           hash    webhook id -> webhook JSON, enabled subscribers of pattern only
 //
-// UNIQUE (webhook_id, event_id): the claim key is written with SET NX in the same script that creates
-// the record, its schedule entry and its index entry, and it carries the record's expiry; Redeliver
-// extends both in one script. A delivery id encodes its shard and follows from the pair:
-// "dlv_" + the shard as two hex digits + 24 hex digits of SHA-256(webhook id, 0, event id).
+// UNIQUE (webhook_id, event_id): h is 24 hex digits of SHA-256(webhook id, 0, event id), and the
+// delivery id is "dlv_" + the shard as two hex digits + h, so the pair names its claim, its record and
+// its id, with keys of bounded length whatever the ids. The claim key is written with SET NX in the same
+// script that creates the record, its schedule entry and its index entry, and it carries the record's
+// expiry; Redeliver extends both in one script.
 //
 // Record fields: w webhook id, e event id, t event type, s status, n attempts ever made, r retry step
 // (index into Options.RetrySchedule of the next failure's delay; Redeliver resets it), next next attempt
@@ -50,6 +51,7 @@ const (
 	// maxHistoryBody is how much of a response body an attempt keeps.
 	maxHistoryBody   = 1 << 10
 	deliveryIDPrefix = "dlv_"
+	deliveryIDLen    = len(deliveryIDPrefix) + 2 + 24
 )
 
 // Status is the state of a delivery.
@@ -107,11 +109,21 @@ type keyspace struct{ prefix string }
 
 func (k keyspace) tag(shard int) string { return "{" + k.prefix + ":" + strconv.Itoa(shard) + "}" }
 
-func (k keyspace) claimKey(shard int, webhookID, eventID string) string {
-	return k.tag(shard) + ":claim:" + webhookID + ":" + eventID
+// claimKey is the claim of a pair, named by the pair's delivery id (a hash of the pair), so its length
+// is bounded whatever the ids.
+func (k keyspace) claimKey(shard int, deliveryID string) string {
+	return k.tag(shard) + ":claim:" + deliveryHash(deliveryID)
 }
 func (k keyspace) deliveryKey(shard int, deliveryID string) string {
-	return k.tag(shard) + ":dlv:" + deliveryID
+	return k.tag(shard) + ":dlv:" + deliveryHash(deliveryID)
+}
+
+// deliveryHash is the part of a delivery id after its prefix and shard.
+func deliveryHash(deliveryID string) string {
+	if len(deliveryID) == deliveryIDLen {
+		return deliveryID[len(deliveryIDPrefix)+2:]
+	}
+	return deliveryID // not one of ours (a corrupt schedule entry): keep it whole
 }
 func (k keyspace) eventKey(shard int, eventID string) string {
 	return k.tag(shard) + ":evt:" + eventID
@@ -155,7 +167,7 @@ func randomHex(n int) string {
 // shardOfDelivery reads the shard out of a delivery id.
 func shardOfDelivery(id string) (int, error) {
 	rest, ok := strings.CutPrefix(id, deliveryIDPrefix)
-	if !ok || len(rest) != 26 {
+	if !ok || len(id) != deliveryIDLen {
 		return 0, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
 	}
 	b, err := hex.DecodeString(rest[:2])
@@ -280,14 +292,11 @@ func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
 
 // Find returns the delivery of a (webhook, event) pair, or an error wrapping ErrNotFound.
 func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*Delivery, error) {
-	id, err := r.rdb.Get(ctx, r.keys.claimKey(shardOf(eventID), webhookID, eventID)).Result()
-	if errors.Is(err, redis.Nil) {
+	d, err := r.Get(ctx, deliveryIDFor(webhookID, eventID))
+	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: no delivery of event %q to webhook %q", ErrNotFound, eventID, webhookID)
 	}
-	if err != nil {
-		return nil, fmt.Errorf("webhooks: find delivery: %w", err)
-	}
-	return r.Get(ctx, id)
+	return d, err
 }
 
 // List returns up to n of a webhook's retained deliveries, most recently created or redelivered

@@ -8,12 +8,15 @@ import (
 	"io"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -278,11 +281,16 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 	for i, t := range targets {
 		id := deliveryIDFor(t.ID, eventID)
 		tokens[i] = randomHex(8)
-		keys = append(keys, d.keys.claimKey(shard, t.ID, eventID), d.keys.deliveryKey(shard, id), d.keys.indexKey(shard, t.ID))
+		keys = append(keys, d.keys.claimKey(shard, id), d.keys.deliveryKey(shard, id), d.keys.indexKey(shard, t.ID))
 		args = append(args, t.ID, id, tokens[i])
 		results[i].WebhookID = t.ID
 	}
 	reply, err := claimScript.Run(ctx, d.rdb, keys, args...).Slice()
+	if err != nil && isTransient(err) && ctx.Err() == nil {
+		// The reply may be lost after the script ran: running it again with the same tokens is safe,
+		// and reports the pairs this call created as created.
+		reply, err = claimScript.Run(ctx, d.rdb, keys, args...).Slice()
+	}
 	if err == nil && len(reply) != 1+len(targets) {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))
 	}
@@ -296,23 +304,23 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 		body = []byte(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}
 	var fresh []int
-	for i := range targets {
+	for i, t := range targets {
 		item, _ := reply[1+i].([]any)
 		created, _ := item[0].(int64)
-		id, _ := item[1].(string)
+		id := deliveryIDFor(t.ID, eventID)
 		if created == 1 {
-			results[i].Delivery = &Delivery{ID: id, WebhookID: targets[i].ID, EventID: eventID, EventType: eventType,
+			results[i].Delivery = &Delivery{ID: id, WebhookID: t.ID, EventID: eventID, EventType: eventType,
 				Status: StatusPending, NextAttemptAt: now.Add(d.lease), CreatedAt: msTime(now.UnixMilli()),
 				UpdatedAt: msTime(now.UnixMilli()), ExpiresAt: msTime(now.Add(d.opts.Retention).UnixMilli())}
 			fresh = append(fresh, i)
 			continue
 		}
 		results[i].Duplicate = true
-		if len(item) <= 2 {
-			results[i].Err = fmt.Errorf("%w: pair (%s, %s) is claimed by %s whose record is gone", ErrNotFound, targets[i].ID, eventID, id)
+		if len(item) < 2 {
+			results[i].Err = fmt.Errorf("%w: pair (%s, %s) is claimed but its record is gone", ErrNotFound, t.ID, eventID)
 			continue
 		}
-		rec, err := parseRecord(id, pairs(item[2:]))
+		rec, err := parseRecord(id, pairs(item[1:]))
 		if err != nil {
 			results[i].Err = err
 			continue
@@ -339,6 +347,14 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 		}
 	}
 	return results
+}
+
+// isTransient reports whether a Redis call failed in transport (a timeout, a dropped connection), so
+// that it may or may not have run.
+func isTransient(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // attemptResult is what one HTTP attempt saw.

@@ -55,14 +55,15 @@ func TestScriptFlushKeepsWorking(t *testing.T) {
 	}
 }
 
-// lostReply runs the first claim script for real, then reports a timeout, as if the reply was lost.
-type lostReply struct{ fired atomic.Bool }
+// lostReply lets claim scripts run, then reports a timeout for the first `lose` of them, as if their
+// replies were lost.
+type lostReply struct{ lose atomic.Int32 }
 
 func (h *lostReply) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		if err == nil && isClaim(cmd) && h.fired.CompareAndSwap(false, true) {
+		if err == nil && isClaim(cmd) && h.lose.Add(-1) >= 0 {
 			err = fmt.Errorf("read tcp: i/o timeout: %w", os.ErrDeadlineExceeded)
 			cmd.SetErr(err)
 		}
@@ -73,20 +74,52 @@ func (h *lostReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 	return next
 }
 
-// TestClientTimeoutDuringClaim: the claim runs but its reply is lost. The caller retries Dispatch and
-// gets the record back; the pair is claimed once and, through the lease, delivered once.
+// TestClientTimeoutDuringClaim: a claim runs but its reply is lost. Dispatch runs the claim again
+// under the same lease tokens and recognises the pairs it created: one delivery, one request.
 func TestClientTimeoutDuringClaim(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	client := tr.newClient(t)
-	client.AddHook(&lostReply{})
+	lost := &lostReply{}
+	client.AddHook(lost)
+	d := newTestDispatcherOn(t, client, tr, Options{})
+	rc := newReceiver(t)
+	mustCreate(t, d, rc, "t")
+	mustCreate(t, d, rc, "t")
+
+	lost.lose.Store(1)
+	res, err := d.Dispatch(ctx, Event{Type: "t", ID: "timeout-1"})
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+		assert.False(t, r.Duplicate, "the retried claim knows its own pairs")
+		assert.Equal(t, StatusSuccess, r.Delivery.Status)
+	}
+	res, err = d.Dispatch(ctx, Event{Type: "t", ID: "timeout-1"})
+	require.NoError(t, err)
+	for _, r := range res {
+		assert.True(t, r.Duplicate)
+	}
+	assert.Equal(t, 2, rc.count(), "one request per pair")
+}
+
+// TestClientTimeoutDuringClaimTwice: both the claim and its retry lose their replies. The caller gets
+// the error; its own retry of Dispatch finds the claim, and the lease brings the pair to a worker,
+// which delivers it once.
+func TestClientTimeoutDuringClaimTwice(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	client := tr.newClient(t)
+	lost := &lostReply{}
+	client.AddHook(lost)
 	clock := newTestClock()
 	d := newTestDispatcherOn(t, client, tr, Options{})
 	d.now = clock.Now
 	rc := newReceiver(t)
 	w := mustCreate(t, d, rc, "t")
-	evt := Event{Type: "t", ID: "timeout-1"}
+	evt := Event{Type: "t", ID: "timeout-2"}
 
+	lost.lose.Store(2)
 	res, err := d.Dispatch(ctx, evt)
 	require.NoError(t, err)
 	require.ErrorIs(t, res[0].Err, os.ErrDeadlineExceeded, "the lost reply is the target's error")
@@ -95,7 +128,7 @@ func TestClientTimeoutDuringClaim(t *testing.T) {
 	res, err = d.Dispatch(ctx, evt)
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
-	assert.True(t, res[0].Duplicate, "the retry finds the claim the lost reply made")
+	assert.True(t, res[0].Duplicate, "a new call finds the claim the lost reply made")
 	assert.Equal(t, StatusPending, res[0].Delivery.Status)
 	assert.Equal(t, 0, rc.count())
 

@@ -31,7 +31,7 @@ func isClaim(cmd redis.Cmder) bool {
 		return false
 	}
 	name := strings.ToLower(fmt.Sprint(args[0]))
-	return (name == "evalsha" && args[1] == claimScript.Hash()) || (name == "eval" && strings.Contains(fmt.Sprint(args[1]), "owners"))
+	return (name == "evalsha" && args[1] == claimScript.Hash()) || (name == "eval" && redis.NewScript(fmt.Sprint(args[1])).Hash() == claimScript.Hash())
 }
 
 func (g *claimGate) DialHook(next redis.DialHook) redis.DialHook { return next }

@@ -149,7 +149,7 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 // returns the stored webhook, secret included.
 func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
 	now := r.now()
-	s := &storedWebhook{ID: "wh_" + randomHex(12), URL: w.URL, Secret: w.Secret, Description: w.Description,
+	s := &storedWebhook{ID: "wh_" + randomHex(8), URL: w.URL, Secret: w.Secret, Description: w.Description,
 		Events: compactPatterns(w.Events), Disabled: w.Disabled, Created: now.UnixMilli(), Updated: now.UnixMilli()}
 	if s.Secret == "" {
 		secret, err := newSecret()

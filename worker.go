@@ -302,8 +302,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // event body all extended to now + retention. History and the attempt count are kept. A delivery that
 // is not failed is left as it is.
 //
-// KEYS[1] -> {P:s}:dlv:<delivery_id>
-// KEYS[2] -> {P:s}:claim:<webhook_id>:<event_id>
+// KEYS[1] -> {P:s}:dlv:<h>
+// KEYS[2] -> {P:s}:claim:<h>
 // KEYS[3] -> {P:s}:sched
 // KEYS[4] -> {P:s}:evt:<event_id>
 // KEYS[5] -> {P:s}:idx:<webhook_id>
@@ -325,7 +325,7 @@ local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 local expiry = now + retention
 redis.call('HSET', KEYS[1], 's', 'pending', 'r', 0, 'next', ARGV[3], 'l', ARGV[5], 'x', expiry, 'u', now)
 redis.call('PEXPIRE', KEYS[1], retention)
-redis.call('SET', KEYS[2], ARGV[4], 'PX', retention)
+redis.call('SET', KEYS[2], 1, 'PX', retention)
 if redis.call('PTTL', KEYS[4]) < retention then redis.call('PEXPIRE', KEYS[4], retention) end
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 redis.call('ZADD', KEYS[5], expiry, ARGV[4])
@@ -350,7 +350,7 @@ func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID string) (*Deliver
 	shard, _ := shardOfDelivery(deliveryID)
 	now := d.now()
 	token := randomHex(8)
-	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.claimKey(shard, rec.WebhookID, rec.EventID),
+	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.claimKey(shard, deliveryID),
 		d.keys.scheduleKey(shard), d.keys.eventKey(shard, rec.EventID), d.keys.indexKey(shard, rec.WebhookID)}
 	reply, err := redeliverScript.Run(ctx, d.rdb, keys, now.UnixMilli(), d.opts.Retention.Milliseconds(),
 		now.Add(d.lease).UnixMilli(), deliveryID, token).Slice()

@@ -168,7 +168,7 @@ func TestRedeliverExtendsClaimAndRecordTogether(t *testing.T) {
 	d.now = clock.Now
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusBadRequest)
-	w := mustCreate(t, d, rc, "x")
+	mustCreate(t, d, rc, "x")
 	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "ext"})
 	require.NoError(t, err)
 	id := res[0].Delivery.ID
@@ -177,11 +177,11 @@ func TestRedeliverExtendsClaimAndRecordTogether(t *testing.T) {
 	require.NoError(t, err)
 	s := shardOf("ext")
 	// Shorten both so an extension is visible.
-	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.claimKey(s, w.ID, "ext"), time.Hour).Err())
+	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.claimKey(s, id), time.Hour).Err())
 	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.deliveryKey(s, id), time.Hour).Err())
 	_, err = d.Redeliver(ctx, id)
 	require.NoError(t, err)
-	claimTTL := tr.rdb.PTTL(ctx, d.keys.claimKey(s, w.ID, "ext")).Val()
+	claimTTL := tr.rdb.PTTL(ctx, d.keys.claimKey(s, id)).Val()
 	recTTL := tr.rdb.PTTL(ctx, d.keys.deliveryKey(s, id)).Val()
 	assert.Greater(t, claimTTL, DefaultRetention-time.Minute)
 	assert.InDelta(t, claimTTL.Milliseconds(), recTTL.Milliseconds(), 50)
