@@ -5,7 +5,8 @@ import "github.com/redis/go-redis/v9"
 // claimScript claims the (webhook_id, event_id) pairs of one event and, for every pair it wins, creates
 // the delivery record, its schedule entry (the lease of the first attempt, so a crash during that attempt
 // is recovered by a worker) and its index entry, all in one atomic step. Every claim is checked before
-// the first write. All keys share the event's shard tag. A pair whose record carries this call's own
+// the first write: a pair is claimed when its claim key exists (its record, created with it and
+// expiring with it, is read first, since a duplicate returns it). All keys share the event's shard tag. A pair whose record carries this call's own
 // lease token, unattempted, was created by this very call whose reply was lost: it is reported as
 // created again, so the caller can retry the script safely.
 //
@@ -24,16 +25,20 @@ import "github.com/redis/go-redis/v9"
 var claimScript = redis.NewScript(`
 local now, retention, leaseEnd = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local n = (#KEYS - 2) / 3
-local state = {}
+local state, records = {}, {}
 local fresh = 0
 for i = 1, n do
-  if redis.call('EXISTS', KEYS[3 * i]) == 0 then
-    state[i] = 'new'
-  elseif redis.call('HGET', KEYS[3 * i + 1], 'l') == ARGV[6 + 3 * i] and redis.call('HGET', KEYS[3 * i + 1], 'n') == '0' then
-    state[i] = 'mine'
+  local rec = redis.call('HGETALL', KEYS[3 * i + 1])
+  if #rec == 0 then
+    if redis.call('EXISTS', KEYS[3 * i]) == 0 then state[i] = 'new' else state[i] = 'dup' end
   else
-    state[i] = 'dup'
+    local lease, attempts
+    for j = 1, #rec, 2 do
+      if rec[j] == 'l' then lease = rec[j + 1] elseif rec[j] == 'n' then attempts = rec[j + 1] end
+    end
+    if lease == ARGV[6 + 3 * i] and attempts == '0' then state[i] = 'mine' else state[i] = 'dup' end
   end
+  records[i] = rec
   if state[i] ~= 'dup' then fresh = fresh + 1 end
 end
 local reply = {false}
@@ -50,9 +55,8 @@ local expiry = now + retention
 for i = 1, n do
   local claim, dlv, idx = KEYS[3 * i], KEYS[3 * i + 1], KEYS[3 * i + 2]
   if state[i] == 'dup' then
-    local r = redis.call('HGETALL', dlv)
-    table.insert(r, 1, 0)
-    reply[i + 1] = r
+    table.insert(records[i], 1, 0)
+    reply[i + 1] = records[i]
   else
     if state[i] == 'new' then
       local id = ARGV[5 + 3 * i]

@@ -108,6 +108,7 @@ type Dispatcher struct {
 	webhooks   *WebhookRepo
 	deliveries *DeliveryRepo
 	now        func() time.Time
+	scripts    *scriptBatcher
 	nextShard  uint32 // where the next worker pass starts; guarded by shardMu
 	shardMu    sync.Mutex
 }
@@ -189,7 +190,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		return nil, err
 	}
 	keys := keyspace{prefix: opts.KeyPrefix}
-	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now}
+	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
+		scripts: &scriptBatcher{rdb: rdb}}
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys}
@@ -285,11 +287,11 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 		args = append(args, t.ID, id, tokens[i])
 		results[i].WebhookID = t.ID
 	}
-	reply, err := claimScript.Run(ctx, d.rdb, keys, args...).Slice()
+	reply, err := d.scripts.run(ctx, claimScript, keys, args...).Slice()
 	if err != nil && isTransient(err) && ctx.Err() == nil {
 		// The reply may be lost after the script ran: running it again with the same tokens is safe,
 		// and reports the pairs this call created as created.
-		reply, err = claimScript.Run(ctx, d.rdb, keys, args...).Slice()
+		reply, err = d.scripts.run(ctx, claimScript, keys, args...).Slice()
 	}
 	if err == nil && len(reply) != 1+len(targets) {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))
@@ -589,7 +591,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	// The attempt is over whatever the caller's context says now: record it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.lease)
 	defer cancel()
-	reply, err := outcomeScript.Run(ctx, d.rdb, keys, append(args, entries...)...).Int64Slice()
+	reply, err := d.scripts.run(ctx, outcomeScript, keys, append(args, entries...)...).Int64Slice()
 	if err == nil && len(reply) != 2*len(idx) {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))
 	}

@@ -54,36 +54,38 @@ type scriptKeys struct {
 func (s *scriptKeys) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (s *scriptKeys) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
-		args := cmd.Args()
-		name := strings.ToLower(fmt.Sprint(args[0]))
-		if (name == "evalsha" || name == "eval") && len(args) >= 3 {
-			hash := fmt.Sprint(args[1])
-			if name == "eval" {
-				hash = redis.NewScript(hash).Hash()
-			}
-			n := 0
-			fmt.Sscan(fmt.Sprint(args[2]), &n)
-			keys := make([]string, 0, n)
-			for _, k := range args[3 : 3+n] {
-				keys = append(keys, fmt.Sprint(k))
-			}
-			s.mu.Lock()
-			s.calls[hash] = append(s.calls[hash], keys)
-			s.mu.Unlock()
-		}
+		s.record(cmd)
 		return next(ctx, cmd)
 	}
 }
 func (s *scriptKeys) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		for _, c := range cmds {
-			name := strings.ToLower(fmt.Sprint(c.Args()[0]))
-			if name == "eval" || name == "evalsha" {
-				panic("a script ran inside a pipeline, where it has no NOSCRIPT fallback")
-			}
+			s.record(c)
 		}
 		return next(ctx, cmds)
 	}
+}
+
+func (s *scriptKeys) record(cmd redis.Cmder) {
+	args := cmd.Args()
+	name := strings.ToLower(fmt.Sprint(args[0]))
+	if (name != "evalsha" && name != "eval") || len(args) < 3 {
+		return
+	}
+	hash := fmt.Sprint(args[1])
+	if name == "eval" {
+		hash = redis.NewScript(hash).Hash()
+	}
+	n := 0
+	fmt.Sscan(fmt.Sprint(args[2]), &n)
+	keys := make([]string, 0, n)
+	for _, k := range args[3 : 3+n] {
+		keys = append(keys, fmt.Sprint(k))
+	}
+	s.mu.Lock()
+	s.calls[hash] = append(s.calls[hash], keys)
+	s.mu.Unlock()
 }
 
 // randomID makes an id with characters that could break naive key tagging.
@@ -117,14 +119,23 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var ids []string
 	for range 100 {
-		id := randomID(r)
-		ids = append(ids, id)
-		res, err := d.Dispatch(ctx, Event{Type: "slot.test", ID: id})
-		require.NoError(t, err)
-		for _, x := range res {
-			require.NoError(t, x.Err)
-		}
+		ids = append(ids, randomID(r))
 	}
+	// Concurrent callers, so that scripts also run batched in pipelines.
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := w; i < len(ids); i += 8 {
+				res, err := d.Dispatch(ctx, Event{Type: "slot.test", ID: ids[i]})
+				if assert.NoError(t, err) {
+					for _, x := range res {
+						assert.NoError(t, x.Err)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
 	// A corrupt record exercises the unschedule script.
 	s := shardOf(ids[0])
 	corrupt := fmt.Sprintf("dlv_%02x%024d", s, 7)

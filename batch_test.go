@@ -1,0 +1,120 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var echoScript = redis.NewScript(`return ARGV[1]`)
+
+// roundTrips counts the client's round trips (a pipeline is one), and can hold them.
+type roundTrips struct {
+	n    atomic.Int32
+	hold atomic.Pointer[chan struct{}]
+}
+
+func (h *roundTrips) wait() {
+	if c := h.hold.Load(); c != nil {
+		<-*c
+	}
+}
+func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.n.Add(1)
+		h.wait()
+		return next(ctx, cmd)
+	}
+}
+func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.n.Add(1)
+		h.wait()
+		return next(ctx, cmds)
+	}
+}
+
+// TestScriptBatcherCoalescesConcurrentCalls: 64 concurrent calls, each answered with its own reply,
+// in far fewer round trips than calls, also when the server has lost its scripts.
+func TestScriptBatcherCoalescesConcurrentCalls(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	client := tr.newClient(t)
+	rt := &roundTrips{}
+	client.AddHook(rt)
+	b := &scriptBatcher{rdb: client}
+	for _, flush := range []bool{false, true} {
+		if flush {
+			require.NoError(t, tr.rdb.ScriptFlush(ctx).Err())
+		}
+		// Hold the first call so the others queue behind it.
+		gate := make(chan struct{})
+		rt.hold.Store(&gate)
+		rt.n.Store(0)
+		var wg sync.WaitGroup
+		for i := range 64 {
+			wg.Go(func() {
+				got, err := b.run(ctx, echoScript, []string{"{" + tr.prefix + ":0}:k"}, fmt.Sprint(i)).Text()
+				assert.NoError(t, err)
+				assert.Equal(t, fmt.Sprint(i), got, "each caller gets its own reply")
+			})
+		}
+		eventually(t, 5*time.Second, func() bool {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			return len(b.queue) >= 63
+		}, "callers queue behind the one in flight")
+		rt.hold.Store(nil)
+		close(gate)
+		wg.Wait()
+		assert.LessOrEqual(t, int(rt.n.Load()), 8, "64 calls in a handful of round trips (flushed scripts: %t)", flush)
+		assert.False(t, b.sending, "the batcher is idle again")
+	}
+}
+
+// TestScriptBatcherWaiterGivesUp: a caller whose context ends while queued returns at once; the queue
+// goes on without it.
+func TestScriptBatcherWaiterGivesUp(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	client := tr.newClient(t)
+	rt := &roundTrips{}
+	client.AddHook(rt)
+	b := &scriptBatcher{rdb: client}
+	gate := make(chan struct{})
+	rt.hold.Store(&gate)
+	key := []string{"{" + tr.prefix + ":0}:k"}
+
+	first := make(chan error, 1)
+	go func() { first <- b.run(ctx, echoScript, key, "first").Err() }()
+	eventually(t, 5*time.Second, func() bool { return rt.n.Load() == 1 }, "the first call is in flight")
+
+	cctx, cancel := context.WithCancel(ctx)
+	quitter := make(chan error, 1)
+	go func() { quitter <- b.run(cctx, echoScript, key, "quitter").Err() }()
+	stayer := make(chan error, 1)
+	go func() { stayer <- b.run(ctx, echoScript, key, "stayer").Err() }()
+	eventually(t, 5*time.Second, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return len(b.queue) == 2
+	}, "two callers queue")
+	cancel()
+	require.ErrorIs(t, <-quitter, context.Canceled, "the quitter returns without waiting for the batch")
+	rt.hold.Store(nil)
+	close(gate)
+	require.NoError(t, <-first)
+	require.NoError(t, <-stayer, "the caller behind the quitter is still served")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	assert.Empty(t, b.queue)
+	assert.False(t, b.sending)
+}
