@@ -198,6 +198,10 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	return d, nil
 }
 
+// CloseIdleConnections closes the idle keep-alive connections of the attempts' HTTP client, for a
+// clean shutdown (a Dispatcher holds no other resource; the Redis client is the caller's).
+func (d *Dispatcher) CloseIdleConnections() { d.client.CloseIdleConnections() }
+
 // Webhooks returns the webhook registry.
 func (d *Dispatcher) Webhooks() *WebhookRepo { return d.webhooks }
 

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"time"
 )
@@ -52,6 +53,7 @@ func (d *Dispatcher) runHook(name string, f func()) {
 // so (410 Gone) or when it has failed for Options.DisableAfter.
 func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome, failingSince time.Time) {
 	h := d.opts.Hooks
+	d.logOutcome(ctx, rec, o)
 	if o.attempted && h.AttemptFinished != nil {
 		info := AttemptInfo{Delivery: rec.Delivery, StatusCode: o.code, Duration: time.Duration(o.entry.Duration) * time.Microsecond, Error: o.err}
 		d.runHook("AttemptFinished", func() { h.AttemptFinished(info) })
@@ -91,6 +93,35 @@ func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome, f
 	if h.WebhookDisabled != nil {
 		d.runHook("WebhookDisabled", func() { h.WebhookDisabled(rec.WebhookID, reason) })
 	}
+}
+
+// logOutcome logs a recorded outcome with the delivery's ids and attempt number: a success at debug
+// level, a failed attempt at info, a delivery failed for good at warn. Secrets and bodies are never
+// logged.
+func (d *Dispatcher) logOutcome(ctx context.Context, rec *record, o outcome) {
+	level, msg := slog.LevelInfo, "webhooks: attempt failed"
+	switch {
+	case rec.Status == StatusSuccess:
+		level, msg = slog.LevelDebug, "webhooks: delivered"
+	case rec.Status == StatusFailed:
+		level, msg = slog.LevelWarn, "webhooks: delivery failed"
+	}
+	if !d.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("delivery_id", rec.ID), slog.String("webhook_id", rec.WebhookID),
+		slog.String("event_id", rec.EventID), slog.String("event_type", rec.EventType), slog.Int("attempt", rec.Attempts),
+		slog.String("status", string(rec.Status))}
+	if o.attempted {
+		attrs = append(attrs, slog.Int("status_code", o.code), slog.Duration("duration", time.Duration(o.entry.Duration)*time.Microsecond))
+	}
+	if o.err != "" {
+		attrs = append(attrs, slog.String("error", o.err))
+	}
+	if rec.Status == StatusPending {
+		attrs = append(attrs, slog.Time("next_attempt_at", rec.NextAttemptAt))
+	}
+	d.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
 // failingEverywhere reports whether no shard has seen a success of the webhook since the given time.

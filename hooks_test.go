@@ -3,8 +3,10 @@ package webhooks
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -148,4 +150,28 @@ func TestAutoDisable(t *testing.T) {
 	res, err := d.Dispatch(ctx, Event{Type: "dead", ID: "dead-2"})
 	require.NoError(t, err)
 	assert.Empty(t, res, "a disabled webhook is not a target")
+}
+
+// TestLogsCarryIDsAndNoSecrets: outcome logs name the delivery, webhook, event and attempt, and
+// never show the secret or the body.
+func TestLogsCarryIDsAndNoSecrets(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	var logs bytes.Buffer
+	d := newTestDispatcher(t, tr, Options{Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	w := mustCreate(t, d, rc, "l")
+	res, err := d.Dispatch(ctx, Event{Type: "l", ID: "log-1", Data: map[string]string{"card": "4111-secret-payload"}})
+	require.NoError(t, err)
+	var entry map[string]any
+	require.NoError(t, json.Unmarshal(logs.Bytes(), &entry), "one JSON log line: %s", logs.String())
+	assert.Equal(t, "INFO", entry["level"])
+	assert.Equal(t, res[0].Delivery.ID, entry["delivery_id"])
+	assert.Equal(t, w.ID, entry["webhook_id"])
+	assert.Equal(t, "log-1", entry["event_id"])
+	assert.Equal(t, float64(1), entry["attempt"])
+	assert.Equal(t, float64(500), entry["status_code"])
+	assert.NotContains(t, logs.String(), strings.TrimPrefix(w.Secret, "whsec_"))
+	assert.NotContains(t, logs.String(), "4111-secret-payload")
 }
