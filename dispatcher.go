@@ -283,10 +283,10 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 	args := make([]any, 6, 6+3*len(targets))
 	args[0], args[1], args[2] = now.UnixMilli(), d.opts.Retention.Milliseconds(), now.Add(d.lease).UnixMilli()
 	args[3], args[4], args[5] = body, eventID, eventType
-	tokens := make([]string, len(targets))
+	tokens, ids := make([]string, len(targets)), make([]string, len(targets))
 	for i, t := range targets {
 		id := deliveryIDFor(t.ID, eventID)
-		tokens[i] = randomHex(8)
+		ids[i], tokens[i] = id, randomHex(8)
 		keys = append(keys, d.keys.claimKey(shard, id), d.keys.deliveryKey(shard, id), d.keys.indexKey(shard, t.ID))
 		args = append(args, t.ID, id, tokens[i])
 		results[i].WebhookID = t.ID
@@ -311,10 +311,13 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 	}
 	var fresh []int
 	for i, t := range targets {
+		id := ids[i]
 		item, _ := reply[1+i].([]any)
-		created, _ := item[0].(int64)
-		id := deliveryIDFor(t.ID, eventID)
-		if created == 1 {
+		if len(item) == 0 {
+			results[i].Err = fmt.Errorf("webhooks: claim event %s: unexpected reply %v", eventID, reply[1+i])
+			continue
+		}
+		if created, _ := item[0].(int64); created == 1 {
 			results[i].Delivery = &Delivery{ID: id, WebhookID: t.ID, EventID: eventID, EventType: eventType,
 				Status: StatusPending, NextAttemptAt: now.Add(d.lease), CreatedAt: msTime(now.UnixMilli()),
 				UpdatedAt: msTime(now.UnixMilli()), ExpiresAt: msTime(now.Add(d.opts.Retention).UnixMilli())}
