@@ -489,20 +489,18 @@ func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (1 - retryJitter + 2*retryJitter*rand.Float64()))
 }
 
-// apply updates an in-memory record as settle recorded o.
-func (r *record) apply(o outcome) {
-	now := time.Now()
+// apply updates an in-memory record as settle recorded o at now.
+func (r *record) apply(o outcome, now time.Time) {
 	if o.attempted {
 		r.Attempts++
 		r.History = append(r.History, o.entry.attempt())
 		if len(r.History) > maxHistory {
 			r.History = r.History[len(r.History)-maxHistory:]
 		}
-		now = msTime(o.entry.At + o.entry.Duration/1000)
 	}
 	r.Status, r.step, r.LastStatusCode, r.LastError, r.lease = o.status, o.step, o.code, o.err, ""
 	r.NextAttemptAt = o.next
-	r.UpdatedAt = now
+	r.UpdatedAt = msTime(now.UnixMilli())
 }
 
 // outcomeScript records the outcomes of attempts on deliveries of one shard, each only if the delivery
@@ -570,7 +568,8 @@ var errLeaseLost = errors.New("webhooks: lease lost: a newer attempt owns the de
 func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outcomes []outcome) []error {
 	errs := make([]error, len(outcomes))
 	keys := []string{d.keys.scheduleKey(shard), d.keys.healthKey(shard)}
-	args := []any{d.now().UnixMilli(), d.opts.Retention.Milliseconds()}
+	now := d.now()
+	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds()}
 	var entries []any
 	var idx []int
 	for i, o := range outcomes {
@@ -609,7 +608,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		case reply[2*j] != 1:
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, errLeaseLost)
 		default:
-			recs[i].apply(outcomes[i])
+			recs[i].apply(outcomes[i], now)
 			d.afterOutcome(ctx, recs[i], outcomes[i], msTime(reply[2*j+1]))
 		}
 	}

@@ -335,17 +335,36 @@ for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
 return reply
 `)
 
+// ErrWebhookDisabled is returned (wrapped) by Redeliver for a delivery whose webhook is disabled:
+// enable the webhook (Update) first.
+var ErrWebhookDisabled = errors.New("webhooks: webhook disabled")
+
 // Redeliver re-sends a failed delivery: the one way a failed delivery is sent again. It keeps the
 // delivery's id, event and history, gives it the whole retry schedule again, extends its record and its
 // claim to Options.Retention from now, and makes the first attempt before it returns. A pending or
-// successful delivery is returned unchanged; concurrent calls reset a delivery once.
+// successful delivery is returned unchanged; concurrent calls reset a delivery once. A delivery whose
+// webhook was deleted gives an error wrapping ErrNotFound, one whose webhook is disabled an error
+// wrapping ErrWebhookDisabled, and the delivery is left as it is.
 func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID string) (*Delivery, error) {
+	dl, _, err := d.redeliver(ctx, deliveryID)
+	return dl, err
+}
+
+// redeliver is Redeliver that also reports whether this call reset the delivery.
+func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Delivery, bool, error) {
 	rec, err := d.deliveries.get(ctx, deliveryID)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if rec.Status != StatusFailed {
-		return &rec.Delivery, nil
+		return &rec.Delivery, false, nil
+	}
+	wh, _, err := d.webhooks.load(ctx, rec.WebhookID)
+	if err != nil {
+		return &rec.Delivery, false, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
+	}
+	if wh.Disabled {
+		return &rec.Delivery, false, fmt.Errorf("%w: redeliver %s: webhook %s", ErrWebhookDisabled, deliveryID, wh.ID)
 	}
 	shard, _ := shardOfDelivery(deliveryID)
 	now := d.now()
@@ -355,30 +374,25 @@ func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID string) (*Deliver
 	reply, err := redeliverScript.Run(ctx, d.rdb, keys, now.UnixMilli(), d.opts.Retention.Milliseconds(),
 		now.Add(d.lease).UnixMilli(), deliveryID, token).Slice()
 	if err != nil {
-		return nil, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
+		return nil, false, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
 	}
 	if len(reply) < 2 {
-		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, deliveryID)
+		return nil, false, fmt.Errorf("%w: delivery %q", ErrNotFound, deliveryID)
 	}
 	rec, err = parseRecord(deliveryID, pairs(reply[2:]))
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if reset, _ := reply[0].(int64); reset != 1 {
-		return &rec.Delivery, nil
+		return &rec.Delivery, false, nil
 	}
 	rec.lease = token
 	var body []byte
 	if s, ok := reply[1].(string); ok {
 		body = []byte(s)
 	}
-	whs, err := d.webhooks.loadMany(ctx, []string{rec.WebhookID})
-	if err != nil {
-		// Leased and scheduled: a worker attempts it when the lease ends.
-		return &rec.Delivery, err
-	}
-	o := d.attemptLeased(ctx, rec, whs[rec.WebhookID], body)
+	o := d.attemptLeased(ctx, rec, wh, body)
 	o.unrecorded = o.attempted && ctx.Err() != nil
 	err = d.settle(ctx, shard, []*record{rec}, []outcome{o})[0]
-	return &rec.Delivery, err
+	return &rec.Delivery, true, err
 }

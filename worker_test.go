@@ -313,6 +313,20 @@ func TestDeletedOrDisabledWebhookFailsItsPendingDeliveries(t *testing.T) {
 		}
 	}
 
+	for _, r := range res {
+		before, err := d.Deliveries().Get(ctx, r.Delivery.ID)
+		require.NoError(t, err)
+		_, err = d.Redeliver(ctx, r.Delivery.ID)
+		if r.WebhookID == wDeleted.ID {
+			require.ErrorIs(t, err, ErrNotFound, "a deleted webhook's delivery cannot be redelivered")
+		} else {
+			require.ErrorIs(t, err, ErrWebhookDisabled, "a disabled webhook's delivery waits for it to be enabled")
+		}
+		after, err := d.Deliveries().Get(ctx, r.Delivery.ID)
+		require.NoError(t, err)
+		assert.Equal(t, before, after, "a refused Redeliver leaves the record as it was")
+	}
+
 	rc.status.Store(http.StatusOK)
 	wDisabled.Disabled = false
 	_, err = d.Webhooks().Update(ctx, *wDisabled)

@@ -1,0 +1,404 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// pageDispatch dispatches n events of type page.test with ids prefix-000.. and returns the delivery id of
+// each for webhook wh. The clock moves 1ms after every tieEvery events (never when 0: all tie).
+func pageDispatch(t testing.TB, d *Dispatcher, clock *testClock, wh *Webhook, prefix string, n, tieEvery int) []string {
+	t.Helper()
+	ids := make([]string, 0, n)
+	for i := range n {
+		res, err := d.Dispatch(context.Background(), Event{Type: "page.test", ID: fmt.Sprintf("%s-%03d", prefix, i)})
+		require.NoError(t, err)
+		for _, r := range res {
+			require.NoError(t, r.Err)
+			if r.WebhookID == wh.ID {
+				ids = append(ids, r.Delivery.ID)
+			}
+		}
+		if tieEvery > 0 && (i+1)%tieEvery == 0 {
+			clock.Advance(time.Millisecond)
+		}
+	}
+	require.Len(t, ids, n)
+	return ids
+}
+
+// failPendingDue moves the clock past the one-step retry schedule and runs worker passes until nothing is due:
+// every pending delivery whose receiver still fails becomes failed.
+func failPendingDue(t testing.TB, d *Dispatcher, clock *testClock) {
+	t.Helper()
+	clock.Advance(2 * time.Minute)
+	for range 100 {
+		n, err := d.ProcessDue(context.Background())
+		require.NoError(t, err)
+		if n == 0 {
+			return
+		}
+	}
+	t.Fatal("worker passes did not settle")
+}
+
+// pageCollect follows a listing to its end (at most 1000 pages) and returns the delivery ids in order and
+// the number of pages; between runs after every page but the last.
+func pageCollect(t testing.TB, fetch func(cursor string) (*DeliveryPage, error), between func()) ([]string, int) {
+	t.Helper()
+	var ids []string
+	cursor := ""
+	for pages := 1; pages <= 1000; pages++ {
+		page, err := fetch(cursor)
+		require.NoError(t, err)
+		for _, dl := range page.Deliveries {
+			ids = append(ids, dl.ID)
+		}
+		if page.NextCursor == "" {
+			return ids, pages
+		}
+		require.NotEqual(t, cursor, page.NextCursor, "a cursor must move")
+		cursor = page.NextCursor
+		if between != nil {
+			between()
+		}
+	}
+	t.Fatal("listing did not end")
+	return nil, 0
+}
+
+// listingOrder sorts delivery ids the way a listing orders them: by index score (ExpiresAt), then id,
+// both descending.
+func listingOrder(t testing.TB, d *Dispatcher, ids []string) []string {
+	t.Helper()
+	type item struct {
+		id string
+		x  time.Time
+	}
+	items := make([]item, len(ids))
+	for i, id := range ids {
+		dl, err := d.Deliveries().Get(context.Background(), id)
+		require.NoError(t, err)
+		items[i] = item{id, dl.ExpiresAt}
+	}
+	slices.SortFunc(items, func(a, b item) int {
+		if c := b.x.Compare(a.x); c != 0 {
+			return c
+		}
+		return strings.Compare(b.id, a.id)
+	})
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = it.id
+	}
+	return out
+}
+
+// TestPageNeitherSkipsNorRepeats lists 60 deliveries page by page while new deliveries are written
+// between pages: the listing holds each of the 60 exactly once, in order, and none of the new ones.
+func TestPageNeitherSkipsNorRepeats(t *testing.T) {
+	cases := []struct {
+		name     string
+		tieEvery int // deliveries per millisecond; 0: all in one
+		limit    int
+	}{
+		{"one per ms, limit 7", 1, 7},
+		{"three per ms, limit 7", 3, 7},
+		{"all tied, limit 7", 0, 7},
+		{"all tied, limit 1", 0, 1},
+		{"three per ms, limit 2", 3, 2},
+		{"one per ms, limit 60", 1, 60},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			tr := newTestRedis(t)
+			clock := newTestClock()
+			d := newTestDispatcher(t, tr, Options{})
+			d.now = clock.Now
+			rc := newReceiver(t)
+			wh := mustCreate(t, d, rc, "page.*")
+			other := mustCreate(t, d, rc, "*") // its deliveries share the shards, not the listing
+			original := pageDispatch(t, d, clock, wh, "orig", 60, tc.tieEvery)
+			clock.Advance(time.Millisecond)
+
+			extra := 0
+			got, pages := pageCollect(t, func(cursor string) (*DeliveryPage, error) {
+				return d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Limit: tc.limit, Cursor: cursor})
+			}, func() {
+				pageDispatch(t, d, clock, wh, fmt.Sprintf("new%d", extra), 2, 1)
+				extra++
+			})
+			assert.Equal(t, listingOrder(t, d, original), got, "each original once, newest first, no new one")
+			assert.Equal(t, (60+tc.limit-1)/tc.limit, pages)
+
+			fresh, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Limit: MaxPageLimit})
+			require.NoError(t, err)
+			assert.Len(t, fresh.Deliveries, 60+2*extra, "a fresh listing shows the new ones")
+			assert.Empty(t, fresh.NextCursor)
+			otherPage, err := d.Deliveries().Page(ctx, other.ID, DeliveryQuery{Limit: MaxPageLimit})
+			require.NoError(t, err)
+			assert.Len(t, otherPage.Deliveries, 60+2*extra)
+		})
+	}
+}
+
+// scriptedReceiver answers each request by the event id in its body.
+func scriptedReceiver(t testing.TB, answer func(eventID string, w http.ResponseWriter)) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			ID string `json:"id"`
+		}
+		b, _ := io.ReadAll(r.Body)
+		_ = json.Unmarshal(b, &body)
+		answer(body.ID, w)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestPageStatusFilter lists interleaved failed, successful and pending deliveries by status.
+func TestPageStatusFilter(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	d.now = clock.Now
+	srv := scriptedReceiver(t, func(id string, w http.ResponseWriter) {
+		switch {
+		case strings.HasPrefix(id, "f"): // fails: pending, then failed after the worker's retry
+			w.WriteHeader(http.StatusInternalServerError)
+		case strings.HasPrefix(id, "p"): // fails with a long Retry-After: still pending after the retry pass
+			w.Header().Set("Retry-After", "3600")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			w.WriteHeader(http.StatusOK)
+		}
+	})
+	wh, err := d.Webhooks().Create(ctx, Webhook{URL: srv.URL, Events: []string{"*"}})
+	require.NoError(t, err)
+	want := map[Status][]string{}
+	for i := range 45 {
+		kind := []string{"f", "s", "p", "s", "s"}[i%5] // failures are sparse among successes
+		res, err := d.Dispatch(ctx, Event{Type: "filter.test", ID: fmt.Sprintf("%s%02d", kind, i)})
+		require.NoError(t, err)
+		status := map[string]Status{"f": StatusFailed, "s": StatusSuccess, "p": StatusPending}[kind]
+		want[status] = append(want[status], res[0].Delivery.ID)
+		clock.Advance(time.Millisecond)
+	}
+	failPendingDue(t, d, clock)
+
+	for _, status := range []Status{StatusFailed, StatusSuccess, StatusPending, ""} {
+		for _, limit := range []int{1, 4, 50} {
+			t.Run(fmt.Sprintf("%s/limit %d", status, limit), func(t *testing.T) {
+				got, _ := pageCollect(t, func(cursor string) (*DeliveryPage, error) {
+					page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Status: status, Limit: limit, Cursor: cursor})
+					if err == nil {
+						assert.LessOrEqual(t, len(page.Deliveries), limit)
+						for _, dl := range page.Deliveries {
+							if status != "" {
+								assert.Equal(t, status, dl.Status)
+							}
+						}
+					}
+					return page, err
+				}, nil)
+				expect := want[status]
+				if status == "" {
+					expect = slices.Concat(want[StatusFailed], want[StatusSuccess], want[StatusPending])
+				}
+				assert.Equal(t, listingOrder(t, d, expect), got)
+			})
+		}
+	}
+}
+
+// TestPageBoundedScan: a filtered page reads a bounded number of index batches. Behind 2,500 index
+// entries whose records are gone, the one failed delivery is found by following cursors, once.
+func TestPageBoundedScan(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	wh := mustCreate(t, d, rc, "*")
+	ids := pageDispatch(t, d, clock, wh, "real", 1, 1)
+	failPendingDue(t, d, clock)
+	real, err := d.Deliveries().Get(ctx, ids[0])
+	require.NoError(t, err)
+
+	const ghosts = 2500
+	pipe := tr.rdb.Pipeline()
+	for i := range ghosts {
+		s := i % shardCount
+		pipe.ZAdd(ctx, d.keys.indexKey(s, wh.ID), redis.Z{Score: float64(real.ExpiresAt.UnixMilli() + 1 + int64(i/7)),
+			Member: fmt.Sprintf("dlv_%02x%024x", s, i)})
+	}
+	_, err = pipe.Exec(ctx)
+	require.NoError(t, err)
+
+	first, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Status: StatusFailed, Limit: 1})
+	require.NoError(t, err)
+	assert.Empty(t, first.Deliveries, "the bound ends the first page before the real entry")
+	assert.NotEmpty(t, first.NextCursor)
+
+	for _, q := range []DeliveryQuery{{Status: StatusFailed, Limit: 1}, {Limit: 3}} {
+		got, pages := pageCollect(t, func(cursor string) (*DeliveryPage, error) {
+			q.Cursor = cursor
+			return d.Deliveries().Page(ctx, wh.ID, q)
+		}, nil)
+		assert.Equal(t, []string{real.ID}, got, "query %+v", q)
+		assert.Greater(t, pages, 1)
+	}
+}
+
+// TestPageSkipsExpiredEntries: an index entry whose score (expiry) has passed is not listed, even while
+// its record is still there.
+func TestPageSkipsExpiredEntries(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "*")
+	ids := pageDispatch(t, d, clock, wh, "exp", 5, 1)
+	old := ids[2]
+	shard, err := shardOfDelivery(old)
+	require.NoError(t, err)
+	require.NoError(t, tr.rdb.ZAddXX(ctx, d.keys.indexKey(shard, wh.ID),
+		redis.Z{Score: float64(time.Now().Add(-time.Second).UnixMilli()), Member: old}).Err())
+
+	page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{})
+	require.NoError(t, err)
+	got := make([]string, 0, len(page.Deliveries))
+	for _, dl := range page.Deliveries {
+		got = append(got, dl.ID)
+	}
+	assert.Equal(t, []string{ids[4], ids[3], ids[1], ids[0]}, got)
+	assert.Empty(t, page.NextCursor)
+}
+
+// TestPageRedeliveredMovesToTop: Redeliver re-indexes a delivery at its new expiry, so a fresh listing
+// shows it first.
+func TestPageRedeliveredMovesToTop(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	wh := mustCreate(t, d, rc, "*")
+	ids := pageDispatch(t, d, clock, wh, "top", 5, 1)
+	failPendingDue(t, d, clock)
+	_, err := d.Redeliver(ctx, ids[0])
+	require.NoError(t, err)
+	page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Limit: 2})
+	require.NoError(t, err)
+	require.Len(t, page.Deliveries, 2)
+	assert.Equal(t, ids[0], page.Deliveries[0].ID)
+	assert.Equal(t, ids[4], page.Deliveries[1].ID)
+	assert.NotEmpty(t, page.NextCursor)
+}
+
+// TestPageLimits: 0 means 50, more than 500 means 500, negative is invalid.
+func TestPageLimits(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "*")
+	pageDispatch(t, d, clock, wh, "lim", 60, 1)
+	cases := []struct {
+		limit, want int
+		more        bool
+	}{{0, 50, true}, {59, 59, true}, {60, 60, false}, {1000, 60, false}}
+	for _, tc := range cases {
+		page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Limit: tc.limit})
+		require.NoError(t, err)
+		assert.Len(t, page.Deliveries, tc.want, "limit %d", tc.limit)
+		assert.Equal(t, tc.more, page.NextCursor != "", "limit %d", tc.limit)
+	}
+	_, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Limit: -1})
+	require.ErrorIs(t, err, ErrInvalidQuery)
+}
+
+// TestPageRejectsBadInput: unknown webhooks, statuses and cursors.
+func TestPageRejectsBadInput(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "*")
+
+	_, err := d.Deliveries().Page(ctx, "wh_nope", DeliveryQuery{})
+	require.ErrorIs(t, err, ErrNotFound)
+	_, err = d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Status: "gone"})
+	require.ErrorIs(t, err, ErrInvalidQuery)
+	require.NotErrorIs(t, err, ErrInvalidCursor)
+
+	raw := func(version byte, score float64, id string) string {
+		b := append([]byte{version}, binary.BigEndian.AppendUint64(nil, math.Float64bits(score))...)
+		return base64.RawURLEncoding.EncodeToString(append(b, id...))
+	}
+	bad := map[string]string{
+		"not base64":    "!!!",
+		"padded":        base64.URLEncoding.EncodeToString([]byte("\x01abcdefghijklm")),
+		"std alphabet":  "+/+/+/+/+/+/+/",
+		"too short":     base64.RawURLEncoding.EncodeToString([]byte{1, 2, 3}),
+		"no id":         raw(1, 5, ""),
+		"wrong version": raw(2, 5, "dlv_x"),
+		"NaN score":     raw(1, math.NaN(), "dlv_x"),
+		"inf score":     raw(1, math.Inf(1), "dlv_x"),
+		"bad utf-8":     raw(1, 5, "\xff\xfe"),
+		"too long":      raw(1, 5, strings.Repeat("a", 300)),
+	}
+	for name, cursor := range bad {
+		_, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Cursor: cursor})
+		require.ErrorIs(t, err, ErrInvalidCursor, name)
+		require.ErrorIs(t, err, ErrInvalidQuery, name)
+	}
+	// A well-formed cursor far below everything is just an empty last page.
+	page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Cursor: raw(1, 5, "dlv_x")})
+	require.NoError(t, err)
+	assert.Empty(t, page.Deliveries)
+	assert.Empty(t, page.NextCursor)
+}
+
+// FuzzDecodeCursor: no input makes the cursor decoder panic, and what it accepts encodes back to itself.
+func FuzzDecodeCursor(f *testing.F) {
+	f.Add(pagePos{score: 1.7e12, id: "dlv_0a0123456789abcdef01234567"}.cursor())
+	f.Add("")
+	f.Add("AQ")
+	f.Fuzz(func(t *testing.T, c string) {
+		p, err := decodeCursor(c)
+		if err != nil {
+			return
+		}
+		if got := p.cursor(); got != c {
+			t.Fatalf("cursor %q decodes to %+v which encodes to %q", c, p, got)
+		}
+		_ = strconv.FormatFloat(p.score, 'f', -1, 64)
+	})
+}

@@ -1,0 +1,420 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+const (
+	// MaxRequestBody bounds the body of a request to Handler; a larger one gets 413.
+	MaxRequestBody = 64 << 10
+	// DefaultRotationGrace is how long a rotated secret keeps signing when a rotate-secret request does
+	// not say.
+	DefaultRotationGrace = 24 * time.Hour
+	// MaxRotationGrace is the longest grace period a rotate-secret request may ask for.
+	MaxRotationGrace = 30 * 24 * time.Hour
+)
+
+// errBadRequest marks a request the handler cannot use: bad JSON, a bad parameter.
+var errBadRequest = errors.New("invalid request")
+
+// Handler returns the admin JSON API of the dispatcher as an http.Handler. It has no authentication or
+// authorization of its own: mount it behind your own (it creates webhooks, reveals their secrets on
+// create and rotate, and re-sends deliveries). Its routes are relative to where it is mounted; to serve
+// it under a prefix, strip the prefix:
+//
+//	mux.Handle("/admin/", http.StripPrefix("/admin", d.Handler()))
+//
+// Routes (every body is JSON, every response application/json):
+//
+//	POST   /webhooks                      create: {url, events, description, disabled} -> 201, the webhook with its secret
+//	GET    /webhooks                      {"webhooks": [...]}, secrets omitted
+//	GET    /webhooks/{id}                 the webhook, secret omitted
+//	PATCH  /webhooks/{id}                 change the fields present of {url, events, description, disabled} -> the webhook, secret omitted
+//	DELETE /webhooks/{id}                 204
+//	POST   /webhooks/{id}/test            send a webhook.test event (SendTest) -> 201, the new delivery
+//	POST   /webhooks/{id}/rotate-secret   optional {"grace_seconds": N} (default 24h, at most 30 days) -> the webhook with its new secret
+//	GET    /webhooks/{id}/deliveries      ?status=&limit=&cursor= -> a DeliveryPage (without attempt history)
+//	POST   /webhooks/{id}/recover         ?since=&until=&limit= (RFC 3339; since required, until default now) -> {"redelivered": n}
+//	GET    /deliveries/{id}               the delivery with its attempt history
+//	POST   /deliveries/{id}/redeliver     Redeliver -> the delivery; idempotent: repeated or concurrent calls re-send it once
+//
+// Errors are {"error": {"code": ..., "message": ...}}: 400 invalid_request (malformed JSON, unknown
+// fields, an invalid webhook, query or cursor), 404 not_found (unknown id or route), 405
+// method_not_allowed, 409 conflict (a registry change lost repeated races with others; retry), 413
+// too_large (a body over 64 KiB), 500 internal (the cause is logged to Options.Logger, never sent).
+func (d *Dispatcher) Handler() http.Handler {
+	h := &adminHandler{d: d, mux: http.NewServeMux()}
+	h.mux.HandleFunc("POST /webhooks", h.createWebhook)
+	h.mux.HandleFunc("GET /webhooks", h.listWebhooks)
+	h.mux.HandleFunc("GET /webhooks/{id}", h.getWebhook)
+	h.mux.HandleFunc("PATCH /webhooks/{id}", h.patchWebhook)
+	h.mux.HandleFunc("DELETE /webhooks/{id}", h.deleteWebhook)
+	h.mux.HandleFunc("POST /webhooks/{id}/test", h.testWebhook)
+	h.mux.HandleFunc("POST /webhooks/{id}/rotate-secret", h.rotateSecret)
+	h.mux.HandleFunc("GET /webhooks/{id}/deliveries", h.listDeliveries)
+	h.mux.HandleFunc("POST /webhooks/{id}/recover", h.recoverWebhook)
+	h.mux.HandleFunc("GET /deliveries/{id}", h.getDelivery)
+	h.mux.HandleFunc("POST /deliveries/{id}/redeliver", h.redeliver)
+	return h
+}
+
+// adminHandler serves Dispatcher.Handler.
+type adminHandler struct {
+	d   *Dispatcher
+	mux *http.ServeMux
+}
+
+func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBody)
+	if _, pattern := h.mux.Handler(r); pattern == "" {
+		h.unrouted(w, r)
+		return
+	}
+	h.mux.ServeHTTP(w, r)
+}
+
+// unrouted answers a request no route takes with the mux's status (404, or 405 with Allow) as JSON.
+func (h *adminHandler) unrouted(w http.ResponseWriter, r *http.Request) {
+	mh, _ := h.mux.Handler(r)
+	c := &statusCapture{header: http.Header{}}
+	mh.ServeHTTP(c, r)
+	if c.code == http.StatusMethodNotAllowed {
+		if allow := c.header.Get("Allow"); allow != "" {
+			w.Header().Set("Allow", allow)
+		}
+		writeAPIError(w, http.StatusMethodNotAllowed, "method_not_allowed", "method "+r.Method+" is not allowed here")
+		return
+	}
+	writeAPIError(w, http.StatusNotFound, "not_found", "no such route")
+}
+
+// statusCapture records the status a handler writes and discards its body.
+type statusCapture struct {
+	header http.Header
+	code   int
+}
+
+func (c *statusCapture) Header() http.Header { return c.header }
+
+func (c *statusCapture) Write(b []byte) (int, error) {
+	c.WriteHeader(http.StatusOK)
+	return len(b), nil
+}
+
+func (c *statusCapture) WriteHeader(code int) {
+	if c.code == 0 {
+		c.code = code
+	}
+}
+
+// webhookBody is the body of POST /webhooks.
+type webhookBody struct {
+	URL         string   `json:"url"`
+	Events      []string `json:"events"`
+	Description string   `json:"description"`
+	Disabled    bool     `json:"disabled"`
+}
+
+// webhookPatch is the body of PATCH /webhooks/{id}: a nil field is left as it is.
+type webhookPatch struct {
+	URL         *string   `json:"url"`
+	Events      *[]string `json:"events"`
+	Description *string   `json:"description"`
+	Disabled    *bool     `json:"disabled"`
+}
+
+// rotateBody is the optional body of POST /webhooks/{id}/rotate-secret.
+type rotateBody struct {
+	GraceSeconds *int64 `json:"grace_seconds"`
+}
+
+func (h *adminHandler) createWebhook(w http.ResponseWriter, r *http.Request) {
+	var body webhookBody
+	if err := decodeBody(r, &body, false); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	wh, err := h.d.webhooks.Create(r.Context(), Webhook{URL: body.URL, Events: body.Events,
+		Description: body.Description, Disabled: body.Disabled})
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, r, http.StatusCreated, wh)
+}
+
+func (h *adminHandler) listWebhooks(w http.ResponseWriter, r *http.Request) {
+	list, err := h.d.webhooks.List(r.Context())
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, wh := range list {
+		wh.Secret = ""
+	}
+	h.write(w, r, http.StatusOK, struct {
+		Webhooks []*Webhook `json:"webhooks"`
+	}{list})
+}
+
+func (h *adminHandler) getWebhook(w http.ResponseWriter, r *http.Request) {
+	wh, err := h.d.webhooks.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	wh.Secret = ""
+	h.write(w, r, http.StatusOK, wh)
+}
+
+func (h *adminHandler) patchWebhook(w http.ResponseWriter, r *http.Request) {
+	var p webhookPatch
+	if err := decodeBody(r, &p, false); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	id := r.PathValue("id")
+	var (
+		wh  *Webhook
+		err error
+	)
+	if p.URL == nil && p.Events == nil && p.Description == nil && p.Disabled == nil {
+		wh, err = h.d.webhooks.Get(r.Context(), id)
+	} else {
+		// One read-modify-write of the registry, so concurrent patches of different fields all apply.
+		wh, err = h.d.webhooks.modify(r.Context(), id, func(s *storedWebhook) error {
+			if p.URL != nil {
+				s.URL = *p.URL
+			}
+			if p.Events != nil {
+				s.Events = compactPatterns(*p.Events)
+			}
+			if p.Description != nil {
+				s.Description = *p.Description
+			}
+			if p.Disabled != nil {
+				s.Disabled = *p.Disabled
+			}
+			return h.d.webhooks.validate(s)
+		})
+	}
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	wh.Secret = ""
+	h.write(w, r, http.StatusOK, wh)
+}
+
+func (h *adminHandler) deleteWebhook(w http.ResponseWriter, r *http.Request) {
+	if err := h.d.webhooks.Delete(r.Context(), r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *adminHandler) testWebhook(w http.ResponseWriter, r *http.Request) {
+	dl, err := h.d.SendTest(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, r, http.StatusCreated, dl)
+}
+
+func (h *adminHandler) rotateSecret(w http.ResponseWriter, r *http.Request) {
+	var body rotateBody
+	if err := decodeBody(r, &body, true); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	grace := DefaultRotationGrace
+	if body.GraceSeconds != nil {
+		s := *body.GraceSeconds
+		if s < 0 || s > int64(MaxRotationGrace/time.Second) {
+			h.fail(w, r, fmt.Errorf("%w: grace_seconds must be in [0, %d]", errBadRequest, int64(MaxRotationGrace/time.Second)))
+			return
+		}
+		grace = time.Duration(s) * time.Second
+	}
+	wh, err := h.d.webhooks.RotateSecret(r.Context(), r.PathValue("id"), grace)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, r, http.StatusOK, wh)
+}
+
+func (h *adminHandler) listDeliveries(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	q := DeliveryQuery{Status: Status(v.Get("status")), Cursor: v.Get("cursor")}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			h.fail(w, r, fmt.Errorf("%w: limit must be a positive integer", errBadRequest))
+			return
+		}
+		q.Limit = n
+	}
+	page, err := h.d.deliveries.Page(r.Context(), r.PathValue("id"), q)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	for _, dl := range page.Deliveries {
+		dl.History = nil // GET /deliveries/{id} has it
+	}
+	h.write(w, r, http.StatusOK, page)
+}
+
+func (h *adminHandler) recoverWebhook(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	if v.Get("since") == "" {
+		h.fail(w, r, fmt.Errorf("%w: since is required (RFC 3339)", errBadRequest))
+		return
+	}
+	since, err := time.Parse(time.RFC3339, v.Get("since"))
+	if err != nil {
+		h.fail(w, r, fmt.Errorf("%w: since must be an RFC 3339 time", errBadRequest))
+		return
+	}
+	until := h.d.now()
+	if s := v.Get("until"); s != "" {
+		if until, err = time.Parse(time.RFC3339, s); err != nil {
+			h.fail(w, r, fmt.Errorf("%w: until must be an RFC 3339 time", errBadRequest))
+			return
+		}
+	}
+	limit := 0
+	if s := v.Get("limit"); s != "" {
+		if limit, err = strconv.Atoi(s); err != nil || limit < 1 {
+			h.fail(w, r, fmt.Errorf("%w: limit must be a positive integer", errBadRequest))
+			return
+		}
+	}
+	n, err := h.d.Recover(r.Context(), r.PathValue("id"), since, until, limit)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, r, http.StatusOK, struct {
+		Redelivered int `json:"redelivered"`
+	}{n})
+}
+
+func (h *adminHandler) getDelivery(w http.ResponseWriter, r *http.Request) {
+	dl, err := h.d.deliveries.Get(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, r, http.StatusOK, dl)
+}
+
+func (h *adminHandler) redeliver(w http.ResponseWriter, r *http.Request) {
+	dl, err := h.d.Redeliver(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, r, http.StatusOK, dl)
+}
+
+// decodeBody decodes a request body holding exactly one JSON value into dst, refusing unknown fields.
+// An empty body is an error unless optional.
+func decodeBody(r *http.Request, dst any, optional bool) error {
+	dec := json.NewDecoder(r.Body)
+	dec.DisallowUnknownFields()
+	err := dec.Decode(dst)
+	if errors.Is(err, io.EOF) {
+		if optional {
+			return nil
+		}
+		return fmt.Errorf("%w: the body must be a JSON object", errBadRequest)
+	}
+	if err == nil {
+		if err = dec.Decode(&struct{}{}); errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err == nil {
+			err = errors.New("more than one JSON value")
+		}
+	}
+	if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+		return mbe
+	}
+	return fmt.Errorf("%w: malformed JSON body: %w", errBadRequest, err)
+}
+
+// classifyAPIError maps an error to a status, an error code and a message safe to send.
+func classifyAPIError(err error) (status int, code, message string) {
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)
+	case errors.Is(err, ErrNotFound):
+		return http.StatusNotFound, "not_found", err.Error()
+	case errors.Is(err, errBadRequest), errors.Is(err, ErrInvalidWebhook), errors.Is(err, ErrInvalidQuery):
+		return http.StatusBadRequest, "invalid_request", err.Error()
+	case errors.Is(err, errConflict):
+		return http.StatusConflict, "conflict", "the webhook was changed concurrently; try again"
+	case errors.Is(err, ErrWebhookDisabled):
+		return http.StatusConflict, "webhook_disabled", err.Error()
+	default:
+		return http.StatusInternalServerError, "internal", "internal error"
+	}
+}
+
+// fail answers with the error's status; the cause of a 500 is logged, not sent.
+func (h *adminHandler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status, code, message := classifyAPIError(err)
+	if status == http.StatusInternalServerError {
+		level := h.d.log.Error
+		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+			level = h.d.log.Debug // the client went away
+		}
+		level("webhooks: admin API request failed", "method", r.Method, "path", r.URL.Path, "error", err)
+	}
+	writeAPIError(w, status, code, message)
+}
+
+// write answers with v as JSON.
+func (h *adminHandler) write(w http.ResponseWriter, r *http.Request, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		h.fail(w, r, fmt.Errorf("webhooks: encode response: %w", err))
+		return
+	}
+	writeAPIJSON(w, status, b)
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func writeAPIError(w http.ResponseWriter, status int, code, message string) {
+	b, _ := json.Marshal(errorBody{errorDetail{code, message}}) // strings always encode
+	writeAPIJSON(w, status, b)
+}
+
+func writeAPIJSON(w http.ResponseWriter, status int, b []byte) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
