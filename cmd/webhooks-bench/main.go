@@ -1,0 +1,167 @@
+// Command webhooks-bench runs the workload of the performance issue end to end against a real Redis and
+// a loopback receiver, and prints one markdown table comparing, measured in the same run:
+//
+//  1. webhooks: this library (Dispatch from -concurrency goroutines, a retry worker replica running);
+//  2. hand-written loop: SET claim NX PX → signed POST → HSET record + PEXPIRE (MULTI/EXEC), no schedule;
+//  3. task queue: an asynq-style Redis task queue with unique locks, Lua enqueue/dequeue/complete, and
+//     -concurrency polling workers;
+//  4. loopback HTTP alone: the same signed POSTs, no Redis.
+//
+// The systems run interleaved (A B C D, A B C D, … for -runs) and the table shows medians; ratios are
+// computed within each run, then their median is taken. Each system gets its own key prefix, and its
+// keys are deleted (SCAN + UNLINK) before the next one runs.
+//
+//	go run ./cmd/webhooks-bench -redis 127.0.0.1:6379 [-events 5000 -webhooks 4 -payload 512 -concurrency 64 -runs 3]
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+type config struct {
+	redisAddr    string
+	events       int
+	webhooks     int
+	payload      int
+	concurrency  int
+	runs         int
+	pool         int
+	tqPoll       time.Duration
+	phaseTimeout time.Duration
+	worker       bool
+	retention    time.Duration
+}
+
+func main() {
+	var cfg config
+	flag.StringVar(&cfg.redisAddr, "redis", "127.0.0.1:6379", "address of the Redis to run against (keys under a random prefix, deleted afterwards)")
+	flag.IntVar(&cfg.events, "events", 5000, "events per phase")
+	flag.IntVar(&cfg.webhooks, "webhooks", 4, "webhooks subscribed to every event")
+	flag.IntVar(&cfg.payload, "payload", 512, "bytes of event data (JSON)")
+	flag.IntVar(&cfg.concurrency, "concurrency", 64, "goroutines dispatching (and task-queue workers)")
+	flag.IntVar(&cfg.runs, "runs", 3, "interleaved runs of every system; the table shows medians")
+	flag.IntVar(&cfg.pool, "redis-pool", 0, "go-redis PoolSize of every system's client (default 2×concurrency)")
+	flag.DurationVar(&cfg.tqPoll, "tq-poll", 2*time.Millisecond, "task-queue worker sleep when the queue is empty")
+	flag.DurationVar(&cfg.phaseTimeout, "phase-timeout", 2*time.Minute, "bound on every phase")
+	flag.BoolVar(&cfg.worker, "worker", true, "run a retry-worker replica (Dispatcher.Run, own Redis client) during the library's fresh phase")
+	flag.DurationVar(&cfg.retention, "retention", 7*24*time.Hour, "retention of records and claims (all systems)")
+	flag.Parse()
+	if cfg.events < 1 || cfg.webhooks < 1 || cfg.concurrency < 1 || cfg.runs < 1 || cfg.payload < 0 {
+		fmt.Fprintln(os.Stderr, "webhooks-bench: -events, -webhooks, -concurrency and -runs must be positive")
+		os.Exit(2)
+	}
+	if cfg.pool == 0 {
+		cfg.pool = 2 * cfg.concurrency
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Stdout, os.Stderr, cfg)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "webhooks-bench:", err)
+		os.Exit(1)
+	}
+}
+
+// env is what every system of a run shares.
+type env struct {
+	cfg    config
+	admin  *redis.Client // INFO, SCAN, UNLINK: never counted against a system's round trips
+	rcv    *receiver
+	prefix string // whbench-<random>
+	data   eventData
+	prog   *progress
+}
+
+func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
+	admin := redis.NewClient(&redis.Options{Addr: cfg.redisAddr})
+	defer admin.Close()
+	pctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err := admin.Ping(pctx).Err()
+	cancel()
+	if err != nil {
+		return fmt.Errorf("redis at %s: %w", cfg.redisAddr, err)
+	}
+	info, err := serverInfo(ctx, admin)
+	if err != nil {
+		return err
+	}
+	rcv, err := startReceiver(cfg.webhooks)
+	if err != nil {
+		return err
+	}
+	defer rcv.close()
+
+	var rnd [3]byte
+	_, _ = rand.Read(rnd[:])
+	e := &env{cfg: cfg, admin: admin, rcv: rcv, prefix: "whbench-" + hex.EncodeToString(rnd[:]),
+		data: newEventData(cfg.payload), prog: newProgress(errOut)}
+	defer e.prog.stop()
+	defer func() {
+		// Whatever happened, leave no key of ours behind.
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if n, err := deleteKeys(cctx, admin, "*"+e.prefix+"-*"); err != nil {
+			fmt.Fprintf(errOut, "webhooks-bench: cleanup of %s: %v (%d keys deleted)\n", e.prefix, err, n)
+		}
+	}()
+
+	systems := []system{
+		{name: sysLibrary, run: runLibrary},
+		{name: sysHand, run: runHandWritten},
+		{name: sysQueue, run: runTaskQueue},
+		{name: sysHTTP, run: runHTTPOnly},
+	}
+	results := map[string][]result{}
+	var background []float64
+	for r := 1; r <= cfg.runs; r++ {
+		bg, err := backgroundRate(ctx, admin, time.Second)
+		if err != nil {
+			return err
+		}
+		background = append(background, bg)
+		shared := newBaselineClient(cfg)
+		for _, s := range systems {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			e.prog.set(fmt.Sprintf("run %d/%d %s", r, cfg.runs, s.name), nil, 0)
+			res, err := s.run(ctx, e, r, shared)
+			if err != nil {
+				return fmt.Errorf("run %d, %s: %w", r, s.name, err)
+			}
+			res.system = s.name
+			results[s.name] = append(results[s.name], res)
+		}
+		shared.CloseIdleConnections()
+	}
+	e.prog.stop()
+	report(out, cfg, info, results, background, rcv)
+	if f := rcv.badSig.Load(); f > 0 {
+		return errors.New("some sampled requests failed signature verification")
+	}
+	return nil
+}
+
+type system struct {
+	name string
+	run  func(ctx context.Context, e *env, run int, shared *http.Client) (result, error)
+}
+
+const (
+	sysLibrary = "webhooks (this library)"
+	sysHand    = "hand-written loop"
+	sysQueue   = "task queue (asynq-style)"
+	sysHTTP    = "loopback HTTP alone"
+)

@@ -1,0 +1,304 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+)
+
+// per is a/b, NaN when b is 0.
+func per(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+func median(xs []float64) float64 {
+	var v []float64
+	for _, x := range xs {
+		if !math.IsNaN(x) {
+			v = append(v, x)
+		}
+	}
+	if len(v) == 0 {
+		return math.NaN()
+	}
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+// metric extracts one figure from a result.
+type metric func(r result) float64
+
+var (
+	deliveriesPerSec metric = func(r result) float64 { return per(float64(r.fresh.ok), r.fresh.elapsed.Seconds()) }
+	dupPerSec        metric = func(r result) float64 {
+		if !r.hasRedis {
+			return math.NaN()
+		}
+		return per(float64(r.dup.ok), r.dup.elapsed.Seconds())
+	}
+	memPerDelivery metric = func(r result) float64 {
+		if !r.hasRedis {
+			return math.NaN()
+		}
+		return per(float64(r.fresh.d.memory), float64(r.pairs))
+	}
+	memUsagePerDelivery metric = func(r result) float64 {
+		if !r.hasRedis {
+			return math.NaN()
+		}
+		return per(float64(r.memUsage), float64(r.retained))
+	}
+	redisCmdsPerDelivery metric = func(r result) float64 {
+		if !r.hasRedis {
+			return math.NaN()
+		}
+		return per(float64(r.fresh.d.cmds), float64(r.pairs))
+	}
+	clientCmdsPerDelivery metric = func(r result) float64 {
+		if !r.hasRedis {
+			return math.NaN()
+		}
+		return per(float64(r.fresh.cmds), float64(r.pairs))
+	}
+	tripsPerDelivery metric = func(r result) float64 {
+		if !r.hasRedis {
+			return math.NaN()
+		}
+		return per(float64(r.fresh.trips), float64(r.pairs))
+	}
+	tripsPerEvent metric = func(r result) float64 {
+		if !r.hasRedis {
+			return math.NaN()
+		}
+		return per(float64(r.fresh.trips), float64(r.events))
+	}
+	dupTripsPerEvent metric = func(r result) float64 {
+		if !r.hasRedis {
+			return math.NaN()
+		}
+		return per(float64(r.dup.trips), float64(r.events))
+	}
+	selfCPU       metric = func(r result) float64 { return r.fresh.d.selfCPU }
+	redisCPU      metric = func(r result) float64 { return r.fresh.d.redisCPU }
+	selfCPUPerDl  metric = func(r result) float64 { return 1e6 * per(r.fresh.d.selfSec, float64(r.fresh.ok)) }
+	redisCPUPerDl metric = func(r result) float64 {
+		if !r.hasRedis {
+			return math.NaN()
+		}
+		return 1e6 * per(r.fresh.d.redisSec, float64(r.fresh.ok))
+	}
+)
+
+func med(rs []result, m metric) float64 {
+	xs := make([]float64, len(rs))
+	for i, r := range rs {
+		xs[i] = m(r)
+	}
+	return median(xs)
+}
+
+func f0(x float64) string {
+	if math.IsNaN(x) {
+		return "—"
+	}
+	return withCommas(int64(math.Round(x)))
+}
+
+func f2(x float64) string {
+	if math.IsNaN(x) {
+		return "—"
+	}
+	return fmt.Sprintf("%.2f", x)
+}
+
+func withCommas(n int64) string {
+	s := fmt.Sprint(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+func report(w io.Writer, cfg config, facts redisFacts, results map[string][]result, background []float64, rcv *receiver) {
+	order := []string{sysLibrary, sysHand, sysQueue, sysHTTP}
+	fmt.Fprintf(w, "## webhooks-bench: %d events × %d webhooks, %d-byte payload, concurrency %d, %d interleaved runs (medians)\n\n",
+		cfg.events, cfg.webhooks, cfg.payload, cfg.concurrency, cfg.runs)
+	fmt.Fprintf(w, "Redis %s (%s) at %s; Go %s, GOMAXPROCS %d, %d CPUs; background traffic of other Redis clients ≈ %s commands/s.\n\n",
+		facts.version, facts.mode, cfg.redisAddr, runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), f0(median(background)))
+
+	fmt.Fprintln(w, "| system | deliveries/s end to end | duplicate pairs rejected/s | Redis memory per delivery (used_memory Δ) | Redis commands per delivery (commandstats, incl. inside scripts) | client commands per delivery (hook) | round trips per delivery (hook) | round trips per event: fresh / duplicate |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, name := range order {
+		rs := results[name]
+		if len(rs) == 0 {
+			continue
+		}
+		unit := ""
+		if name == sysHTTP {
+			unit = " requests/s"
+		}
+		mem := med(rs, memPerDelivery)
+		memS := "—"
+		if !math.IsNaN(mem) {
+			memS = f0(mem) + " B"
+		}
+		rt := "—"
+		if rs[0].hasRedis {
+			rt = f2(med(rs, tripsPerEvent)) + " / " + f2(med(rs, dupTripsPerEvent))
+		}
+		fmt.Fprintf(w, "| %s | %s%s | %s | %s | %s | %s | %s | %s |\n", name, f0(med(rs, deliveriesPerSec)), unit,
+			f0(med(rs, dupPerSec)), memS, f2(med(rs, redisCmdsPerDelivery)), f2(med(rs, clientCmdsPerDelivery)),
+			f2(med(rs, tripsPerDelivery)), rt)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Client commands and round trips are counted by a go-redis hook on each system's own client (a pipeline or MULTI/EXEC is one round trip; EVALSHA is one command). Redis commands are the server's INFO commandstats delta over the fresh phase, which counts every EVALSHA and every command a script calls (INFO itself excluded); it also counts other clients of a shared Redis (see background traffic) and, for the library, its retry-worker replica. Memory is the used_memory delta over the fresh phase ÷ fresh deliveries, measured before anything is deleted (records are retained for the retention period).")
+	fmt.Fprintln(w)
+
+	// Targets, by ratios within each run.
+	lib, hand, tq := results[sysLibrary], results[sysHand], results[sysQueue]
+	var vsTQ, vsHand []float64
+	fmt.Fprintln(w, "| run | webhooks ÷ task queue | webhooks ÷ hand-written | webhooks ÷ loopback HTTP | webhooks dup pairs/s | webhooks B/delivery | round trips per fresh / dup Dispatch, under load (amortised) | … made alone |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for i := range lib {
+		a := deliveriesPerSec(lib[i])
+		var q, h, x float64 = math.NaN(), math.NaN(), math.NaN()
+		if i < len(tq) {
+			q = per(a, deliveriesPerSec(tq[i]))
+		}
+		if i < len(hand) {
+			h = per(a, deliveriesPerSec(hand[i]))
+		}
+		if i < len(results[sysHTTP]) {
+			x = per(a, deliveriesPerSec(results[sysHTTP][i]))
+		}
+		vsTQ, vsHand = append(vsTQ, q), append(vsHand, h)
+		fmt.Fprintf(w, "| %d | %s× | %s | %s | %s | %s | %s / %s | %s / %s |\n", i+1, f2(q), f2(h), f2(x), f0(dupPerSec(lib[i])),
+			f0(memPerDelivery(lib[i])), f2(tripsPerEvent(lib[i])), f2(dupTripsPerEvent(lib[i])), f2(lib[i].loneTrips[0]), f2(lib[i].loneTrips[1]))
+	}
+	fmt.Fprintln(w)
+	verdict := func(ok bool) string {
+		if ok {
+			return "PASS"
+		}
+		return "MISS"
+	}
+	type target struct {
+		name, want string
+		got        float64
+		ok         bool
+		format     func(float64) string
+	}
+	rtFresh := med(lib, func(r result) float64 { return r.loneTrips[0] })
+	rtDup := med(lib, func(r result) float64 { return r.loneTrips[1] })
+	targets := []target{
+		{"deliveries/s: webhooks ÷ task queue (median of per-run ratios)", "≥ 2×", median(vsTQ), median(vsTQ) >= 2, f2},
+		{"deliveries/s: webhooks ÷ hand-written loop (median of per-run ratios)", "≥ 0.85", median(vsHand), median(vsHand) >= 0.85, f2},
+		{"duplicate pairs rejected/s (webhooks)", "≥ 80,000", med(lib, dupPerSec), med(lib, dupPerSec) >= 80000, f0},
+		{"Redis memory per retained delivery (webhooks, used_memory Δ)", "≤ 550 B", med(lib, memPerDelivery), med(lib, memPerDelivery) <= 550, f0},
+		{"round trips per fresh Dispatch made alone (webhooks, hook; amortised under load: " + f2(med(lib, tripsPerEvent)) + ")", "≤ 3", rtFresh, rtFresh <= 3, f2},
+		{"round trips per duplicate Dispatch made alone (webhooks, hook; amortised under load: " + f2(med(lib, dupTripsPerEvent)) + ")", "≤ 2", rtDup, rtDup <= 2, f2},
+	}
+	fmt.Fprintln(w, "| target | want | measured | verdict |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | --- |")
+	for _, t := range targets {
+		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", t.name, t.want, t.format(t.got), verdict(t.ok && !math.IsNaN(t.got)))
+	}
+	fmt.Fprintln(w)
+
+	fmt.Fprintln(w, "Details (medians of the fresh phase): CPU of this process (bench driver + loopback receiver + system under test) and of redis-server, in cores and in µs per delivery; MEMORY USAGE summed over the system's keys ÷ retained deliveries (warm-up included), a cross-check unaffected by other clients.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| system | process CPU (cores) | process CPU per delivery | Redis CPU (cores) | Redis CPU per delivery | duplicate phase: process / Redis CPU (cores) | MEMORY USAGE per delivery | keys per delivery |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, name := range order {
+		rs := results[name]
+		if len(rs) == 0 {
+			continue
+		}
+		mu, kpd := "—", "—"
+		if rs[0].hasRedis {
+			mu = f0(med(rs, memUsagePerDelivery)) + " B"
+			kpd = f2(med(rs, func(r result) float64 { return per(float64(r.keys), float64(r.retained)) }))
+		}
+		redisUs, dupCPU := "—", "—"
+		if rs[0].hasRedis {
+			redisUs = f0(med(rs, redisCPUPerDl)) + " µs"
+			dupCPU = f2(med(rs, func(r result) float64 { return r.dup.d.selfCPU })) + " / " +
+				f2(med(rs, func(r result) float64 { return r.dup.d.redisCPU }))
+		}
+		fmt.Fprintf(w, "| %s | %s | %s µs | %s | %s | %s | %s | %s |\n", name, f2(med(rs, selfCPU)), f0(med(rs, selfCPUPerDl)),
+			f2(med(rs, redisCPU)), redisUs, dupCPU, mu, kpd)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Per delivery, from the median run of each system: server commands by name (INFO commandstats, fresh phase), and MEMORY USAGE bytes by kind of key.")
+	fmt.Fprintln(w)
+	for _, name := range order {
+		rs := results[name]
+		if len(rs) == 0 || !rs[0].hasRedis {
+			continue
+		}
+		sorted := slices.Clone(rs)
+		slices.SortFunc(sorted, func(a, b result) int { return int(deliveriesPerSec(a) - deliveriesPerSec(b)) })
+		mid := sorted[len(sorted)/2]
+		fmt.Fprintf(w, "- %s: commands %s; memory %s\n", name, topCommands(mid.fresh.d.byCmd, mid.pairs, 20),
+			memoryByKind(mid.memByKind, mid.retained))
+	}
+	fmt.Fprintln(w)
+
+	// Correctness of what was measured.
+	var notes []string
+	for _, name := range order {
+		for i, r := range results[name] {
+			if r.fresh.failed > 0 {
+				notes = append(notes, fmt.Sprintf("%s run %d: %d fresh deliveries did not succeed (first error: %v)", name, i+1, r.fresh.failed, r.fresh.firstErr))
+			}
+			if r.hasRedis && r.dup.failed > 0 {
+				notes = append(notes, fmt.Sprintf("%s run %d: %d pairs of the duplicate phase were not rejected (first error: %v)", name, i+1, r.dup.failed, r.dup.firstErr))
+			}
+			if r.hasRedis && r.dup.received > 0 {
+				notes = append(notes, fmt.Sprintf("%s run %d: the receiver got %d requests during the duplicate phase", name, i+1, r.dup.received))
+			}
+			if r.fresh.received != int64(r.pairs) {
+				notes = append(notes, fmt.Sprintf("%s run %d: the receiver got %d requests for %d fresh pairs", name, i+1, r.fresh.received, r.pairs))
+			}
+		}
+	}
+	fmt.Fprintf(w, "Checks (each failure is listed below as a WARNING): every fresh pair delivered once with status success, no request during duplicate phases; %d sampled signatures verified with webhooks.Verify, %d failed.\n",
+		rcv.sampled.Load(), rcv.badSig.Load())
+	for _, n := range notes {
+		fmt.Fprintln(w, "- WARNING:", n)
+	}
+}
+
+// memoryByKind formats MEMORY USAGE by kind of key per delivery, largest first.
+func memoryByKind(byKind map[string]int64, deliveries int) string {
+	kinds := make([]string, 0, len(byKind))
+	for k := range byKind {
+		kinds = append(kinds, k)
+	}
+	slices.SortFunc(kinds, func(a, b string) int { return int(byKind[b] - byKind[a]) })
+	var parts []string
+	for _, k := range kinds {
+		if v := float64(byKind[k]) / float64(deliveries); v >= 0.5 {
+			parts = append(parts, fmt.Sprintf("%s %.0f B", k, v))
+		}
+	}
+	return strings.Join(parts, ", ")
+}

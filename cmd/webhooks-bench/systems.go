@@ -1,0 +1,353 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks"
+)
+
+// phaseOut is what one timed phase of one system measured.
+type phaseOut struct {
+	elapsed  time.Duration // first call to last return
+	ok       int           // deliveries made (fresh) or duplicate pairs rejected (duplicate phase)
+	failed   int
+	firstErr error
+	d        delta // Redis server counters, and CPU, over the phase
+	cmds     int64 // client commands (hook)
+	trips    int64 // round trips (hook)
+	received int64 // requests the receiver got
+}
+
+// result is one system's figures of one run.
+type result struct {
+	system     string
+	events     int
+	pairs      int // events × webhooks
+	fresh, dup phaseOut
+	memUsage   int64 // MEMORY USAGE sum over the system's keys after the fresh phase
+	memByKind  map[string]int64
+	retained   int // deliveries retained then (warm-up included)
+	keys       int
+	hasRedis   bool
+	// loneTrips are the round trips of one Dispatch made alone (no concurrent caller to batch with):
+	// fresh, then duplicate. Library only.
+	loneTrips [2]float64
+}
+
+// phase times body and takes the Redis, hook, receiver and CPU counters around it.
+func (e *env) phase(ctx context.Context, label string, ctr *counter, total int,
+	body func(ctx context.Context, done *atomic.Int64) (ok, failed int, err error)) (phaseOut, error) {
+	pctx, cancel := context.WithTimeout(ctx, e.cfg.phaseTimeout)
+	defer cancel()
+	var done atomic.Int64
+	e.prog.set(label, &done, total)
+	a, err := takeSnapshot(ctx, e.admin)
+	if err != nil {
+		return phaseOut{}, err
+	}
+	var c0, t0 int64
+	if ctr != nil {
+		c0, t0 = ctr.read()
+	}
+	r0 := e.rcv.count.Load()
+	start := time.Now()
+	var out phaseOut
+	out.ok, out.failed, out.firstErr = body(pctx, &done)
+	out.elapsed = time.Since(start)
+	out.received = e.rcv.count.Load() - r0
+	if ctr != nil {
+		c1, t1 := ctr.read()
+		out.cmds, out.trips = c1-c0, t1-t0
+	}
+	b, err := takeSnapshot(ctx, e.admin)
+	if err != nil {
+		return out, err
+	}
+	out.d = diff(a, b)
+	if pctx.Err() != nil {
+		return out, fmt.Errorf("%s: not finished within %s (%d/%d)", label, e.cfg.phaseTimeout, done.Load(), total)
+	}
+	return out, nil
+}
+
+// afterFresh measures what the system retains, before anything is deleted.
+func (e *env) afterFresh(ctx context.Context, res *result, pattern, prefix string, retained int) error {
+	e.prog.set("MEMORY USAGE of "+pattern, nil, 0)
+	mu, byKind, n, err := memoryUsage(ctx, e.admin, pattern, prefix)
+	if err != nil {
+		return fmt.Errorf("MEMORY USAGE: %w", err)
+	}
+	res.memUsage, res.memByKind, res.keys, res.retained, res.hasRedis = mu, byKind, n, retained, true
+	return nil
+}
+
+func (e *env) cleanup(pattern string) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e.prog.set("deleting "+pattern, nil, 0)
+	_, _ = deleteKeys(ctx, e.admin, pattern)
+}
+
+func (e *env) warmups() int { return 2 * e.cfg.concurrency }
+
+// runLibrary measures this library: Dispatch of every event from -concurrency goroutines.
+func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
+	cfg := e.cfg
+	prefix := fmt.Sprintf("%s-r%d-lib", e.prefix, run)
+	pattern := "{" + prefix + ":*"
+	defer e.cleanup(pattern)
+	res := result{events: cfg.events, pairs: cfg.events * cfg.webhooks}
+
+	rdb, ctr := newClient(cfg)
+	defer rdb.Close()
+	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention}
+	d, err := webhooks.New(rdb, opts)
+	if err != nil {
+		return res, err
+	}
+	secrets := make([]string, len(e.rcv.urls))
+	for i, u := range e.rcv.urls {
+		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{eventType}})
+		if err != nil {
+			return res, err
+		}
+		secrets[i] = wh.Secret
+	}
+	e.rcv.setSecrets(secrets)
+
+	// dispatch dispatches one event and counts its pairs that went as wanted.
+	dispatch := func(ctx context.Context, id string, wantDup bool) (ok, failed int, err error) {
+		results, err := d.Dispatch(ctx, webhooks.Event{Type: eventType, ID: id, Data: e.data})
+		if err != nil {
+			return 0, cfg.webhooks, err
+		}
+		if len(results) != cfg.webhooks {
+			return 0, cfg.webhooks, fmt.Errorf("event %s: %d targets, want %d", id, len(results), cfg.webhooks)
+		}
+		for _, r := range results {
+			switch {
+			case r.Err != nil:
+				failed++
+				err = r.Err
+			case r.Delivery == nil:
+				failed++
+				err = fmt.Errorf("event %s webhook %s: no delivery", id, r.WebhookID)
+			case wantDup && r.Duplicate, !wantDup && !r.Duplicate && r.Delivery.Status == webhooks.StatusSuccess:
+				ok++
+			default:
+				failed++
+				err = fmt.Errorf("event %s webhook %s: duplicate=%t status %s (%s)", id, r.WebhookID, r.Duplicate, r.Delivery.Status, r.Delivery.LastError)
+			}
+		}
+		return ok, failed, err
+	}
+	phase := func(label, idPrefix string, n int, wantDup bool) (phaseOut, error) {
+		return e.phase(ctx, label, ctr, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
+			var ok, failed atomic.Int64
+			_, err := parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
+				o, f, err := dispatch(ctx, idPrefix+strconv.Itoa(i), wantDup)
+				ok.Add(int64(o))
+				failed.Add(int64(f))
+				return err
+			})
+			return int(ok.Load()), int(failed.Load()), err
+		})
+	}
+
+	label := fmt.Sprintf("run %d/%d webhooks", run, cfg.runs)
+	if _, err := phase(label+" warm-up", prefix+"-warm-", e.warmups(), false); err != nil {
+		return res, err
+	}
+	stopWorker := func() {}
+	if cfg.worker {
+		// A replica's retry worker, on its own client: its Redis commands count in the server's
+		// commandstats, not in the round trips of Dispatch.
+		wrdb := redis.NewClient(&redis.Options{Addr: cfg.redisAddr, PoolSize: cfg.pool})
+		wd, err := webhooks.New(wrdb, opts)
+		if err != nil {
+			wrdb.Close()
+			return res, err
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); _ = wd.Run(wctx) }()
+		stopWorker = func() {
+			cancel()
+			select {
+			case <-stopped:
+			case <-time.After(30 * time.Second):
+			}
+			wrdb.Close()
+		}
+	}
+	res.fresh, err = phase(label+" fresh", prefix+"-evt-", cfg.events, false)
+	stopWorker()
+	if err != nil {
+		return res, err
+	}
+	if err := e.afterFresh(ctx, &res, pattern, prefix, (cfg.events+e.warmups())*cfg.webhooks); err != nil {
+		return res, err
+	}
+	if res.dup, err = phase(label+" duplicates", prefix+"-evt-", cfg.events, true); err != nil {
+		return res, err
+	}
+
+	// Round trips of one Dispatch alone: under concurrency the library coalesces the script calls of
+	// concurrent Dispatches into pipelines, so the figures above are amortised. One caller, in sequence:
+	e.prog.set(label+" round trips of a lone Dispatch", nil, 0)
+	const lone = 100
+	for pass, wantDup := range []bool{false, true} {
+		_, t0 := ctr.read()
+		for i := range lone {
+			if _, f, err := dispatch(ctx, prefix+"-lone-"+strconv.Itoa(i), wantDup); f > 0 {
+				return res, fmt.Errorf("lone Dispatch: %w", err)
+			}
+		}
+		_, t1 := ctr.read()
+		res.loneTrips[pass] = float64(t1-t0) / lone
+	}
+	return res, nil
+}
+
+// runHandWritten measures the loop a user writes by hand: per (webhook, event), SET claim NX PX; on a
+// win, POST the signed request, then HSET the record and PEXPIRE it in one MULTI/EXEC. No durable
+// schedule: a crash between the claim and the record loses the delivery.
+func runHandWritten(ctx context.Context, e *env, run int, hc *http.Client) (result, error) {
+	cfg := e.cfg
+	prefix := fmt.Sprintf("%s-r%d-hand", e.prefix, run)
+	pattern := prefix + ":*"
+	defer e.cleanup(pattern)
+	res := result{events: cfg.events, pairs: cfg.events * cfg.webhooks}
+	rdb, ctr := newClient(cfg)
+	defer rdb.Close()
+	hooks := newBaselineHooks(e.rcv)
+
+	// deliver is the whole hand-written dispatcher.
+	deliver := func(ctx context.Context, evtID string) (sent, skipped, failed int, err error) {
+		body, err := json.Marshal(wireEvent{ID: evtID, Type: eventType, Timestamp: time.Now().UTC(), Data: e.data})
+		if err != nil {
+			return 0, 0, len(hooks), err
+		}
+		for i := range hooks {
+			h := &hooks[i]
+			won, err := rdb.SetNX(ctx, prefix+":claim:"+h.id+":"+evtID, 1, cfg.retention).Result()
+			if err != nil {
+				return sent, skipped, failed + 1, err
+			}
+			if !won {
+				skipped++
+				continue
+			}
+			start := time.Now()
+			code, perr := post(ctx, hc, h, "msg_"+h.id+"_"+evtID, body)
+			status, lastErr := "success", ""
+			if perr != nil || code < 200 || code > 299 {
+				status, lastErr = "failed", fmt.Sprint(code, perr)
+			}
+			rec := prefix + ":dlv:" + h.id + ":" + evtID
+			_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+				p.HSet(ctx, rec, "webhook_id", h.id, "event_id", evtID, "event_type", eventType, "status", status,
+					"attempts", 1, "status_code", code, "error", lastErr, "created_at", start.UnixMilli(),
+					"duration_us", time.Since(start).Microseconds())
+				p.PExpire(ctx, rec, cfg.retention)
+				return nil
+			})
+			if err != nil || status != "success" {
+				failed++
+				if err == nil {
+					err = errors.New(lastErr)
+				}
+				continue
+			}
+			sent++
+		}
+		return sent, skipped, failed, err
+	}
+	phase := func(label, idPrefix string, n int, wantDup bool) (phaseOut, error) {
+		return e.phase(ctx, label, ctr, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
+			var ok, failed atomic.Int64
+			_, err := parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
+				s, k, f, err := deliver(ctx, idPrefix+strconv.Itoa(i))
+				if wantDup {
+					ok.Add(int64(k))
+					failed.Add(int64(s + f))
+				} else {
+					ok.Add(int64(s))
+					failed.Add(int64(k + f))
+				}
+				return err
+			})
+			return int(ok.Load()), int(failed.Load()), err
+		})
+	}
+	label := fmt.Sprintf("run %d/%d hand-written", run, cfg.runs)
+	if _, err := phase(label+" warm-up", prefix+"-warm-", e.warmups(), false); err != nil {
+		return res, err
+	}
+	var err error
+	if res.fresh, err = phase(label+" fresh", prefix+"-evt-", cfg.events, false); err != nil {
+		return res, err
+	}
+	if err := e.afterFresh(ctx, &res, pattern, prefix, (cfg.events+e.warmups())*cfg.webhooks); err != nil {
+		return res, err
+	}
+	res.dup, err = phase(label+" duplicates", prefix+"-evt-", cfg.events, true)
+	return res, err
+}
+
+// runHTTPOnly sends the same signed POSTs with no Redis at all.
+func runHTTPOnly(ctx context.Context, e *env, run int, hc *http.Client) (result, error) {
+	cfg := e.cfg
+	res := result{events: cfg.events, pairs: cfg.events * cfg.webhooks}
+	hooks := newBaselineHooks(e.rcv)
+	phase := func(label, idPrefix string, n int) (phaseOut, error) {
+		return e.phase(ctx, label, nil, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
+			var ok, failed atomic.Int64
+			_, err := parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
+				evtID := idPrefix + strconv.Itoa(i)
+				body, err := json.Marshal(wireEvent{ID: evtID, Type: eventType, Timestamp: time.Now().UTC(), Data: e.data})
+				if err != nil {
+					return err
+				}
+				var first error
+				for j := range hooks {
+					code, err := post(ctx, hc, &hooks[j], "msg_"+hooks[j].id+"_"+evtID, body)
+					if err != nil || code != http.StatusNoContent {
+						failed.Add(1)
+						first = cmpErr(first, err, code)
+						continue
+					}
+					ok.Add(1)
+				}
+				return first
+			})
+			return int(ok.Load()), int(failed.Load()), err
+		})
+	}
+	label := fmt.Sprintf("run %d/%d loopback HTTP", run, cfg.runs)
+	if _, err := phase(label+" warm-up", e.prefix+"-warm-", e.warmups()); err != nil {
+		return res, err
+	}
+	var err error
+	res.fresh, err = phase(label, e.prefix+"-evt-", cfg.events)
+	return res, err
+}
+
+func cmpErr(first, err error, code int) error {
+	if first != nil {
+		return first
+	}
+	if err != nil {
+		return err
+	}
+	return fmt.Errorf("HTTP %d", code)
+}
