@@ -2,8 +2,10 @@ package webhooks
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,7 +20,6 @@ import (
 // Each call is still one script run, atomic on its own; a batch is not a transaction.
 type scriptBatcher struct {
 	rdb redis.UniversalClient
-	off bool // every call on its own (to measure what batching gains)
 
 	mu      sync.Mutex
 	queue   []*scriptCall
@@ -41,12 +42,32 @@ type scriptCall struct {
 // maxScriptBatch bounds one pipeline.
 const maxScriptBatch = 128
 
+// scriptLanes is how many batches a Dispatcher keeps in flight at once, so that Redis runs one batch
+// while the client encodes the next and decodes the last.
+const scriptLanes = 4
+
+// laneBatcher spreads calls over several batchers, round robin.
+type laneBatcher struct {
+	lanes [scriptLanes]scriptBatcher
+	next  atomic.Uint32
+}
+
+func newLaneBatcher(rdb redis.UniversalClient) *laneBatcher {
+	l := &laneBatcher{}
+	for i := range l.lanes {
+		l.lanes[i].rdb = rdb
+	}
+	return l
+}
+
+// run runs script on the next lane.
+func (l *laneBatcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return l.lanes[l.next.Add(1)%scriptLanes].run(ctx, script, keys, args...)
+}
+
 // run runs script as script.Run would, batched with concurrent calls. The reply is read from the
 // returned *redis.Cmd.
 func (b *scriptBatcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	if b.off {
-		return script.Run(ctx, b.rdb, keys, args...)
-	}
 	c := &scriptCall{ctx: ctx, script: script, keys: keys, args: args, wake: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
@@ -86,30 +107,41 @@ func (b *scriptBatcher) wait(ctx context.Context, c *scriptCall) bool {
 	return false
 }
 
+// errBatchAborted is the reply of a call whose batch was cut short by a panic in the sending
+// goroutine (a go-redis hook, say).
+var errBatchAborted = errors.New("webhooks: script batch aborted")
+
 // lead sends the calls queued now, c (the head of the queue) among them, then wakes their callers and
-// hands the lead to the first caller that queued meanwhile.
+// hands the lead to the first caller that queued meanwhile. It does so even if sending panics, so that
+// no caller waits for ever; the panic then goes on up the leader's stack.
 func (b *scriptBatcher) lead(c *scriptCall) {
 	b.mu.Lock()
 	n := min(len(b.queue), maxScriptBatch)
 	batch := slices.Clone(b.queue[:n])
 	b.queue = b.queue[n:]
 	b.mu.Unlock()
-	b.send(batch)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	for _, x := range batch {
-		x.result = true
-		if x != c {
-			close(x.wake)
+	defer func() {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		for _, x := range batch {
+			if x.cmd == nil {
+				x.cmd = redis.NewCmd(x.ctx)
+				x.cmd.SetErr(errBatchAborted)
+			}
+			x.result = true
+			if x != c {
+				close(x.wake)
+			}
 		}
-	}
-	if len(b.queue) > 0 {
-		next := b.queue[0]
-		next.lead = true
-		close(next.wake)
-	} else {
-		b.sending = false
-	}
+		if len(b.queue) > 0 {
+			next := b.queue[0]
+			next.lead = true
+			close(next.wake)
+		} else {
+			b.sending = false
+		}
+	}()
+	b.send(batch)
 }
 
 // send runs a batch as one pipeline of EVALSHA, falling back to EVAL for the scripts the server

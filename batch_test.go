@@ -118,3 +118,39 @@ func TestScriptBatcherWaiterGivesUp(t *testing.T) {
 	assert.Empty(t, b.queue)
 	assert.False(t, b.sending)
 }
+
+// panicOnce panics in the first command or pipeline it sees.
+type panicOnce struct{ done atomic.Bool }
+
+func (h *panicOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *panicOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if h.done.CompareAndSwap(false, true) {
+			panic("hook exploded")
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *panicOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// TestScriptBatcherSurvivesAPanic: a panic while a batch is sent reaches the leader, and the batcher
+// goes on serving later calls instead of leaving them queued for ever.
+func TestScriptBatcherSurvivesAPanic(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	client := tr.newClient(t)
+	client.AddHook(&panicOnce{})
+	b := &scriptBatcher{rdb: client}
+	key := []string{"{" + tr.prefix + ":0}:k"}
+	func() {
+		defer func() { assert.Equal(t, "hook exploded", recover()) }()
+		b.run(ctx, echoScript, key, "boom")
+	}()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	got, err := b.run(cctx, echoScript, key, "after").Text()
+	require.NoError(t, err, "the batcher is not wedged")
+	assert.Equal(t, "after", got)
+}

@@ -24,7 +24,8 @@ package webhooks
 // Record fields: w webhook id, e event id, t event type, s status, n attempts ever made, r retry step
 // (index into Options.RetrySchedule of the next failure's delay; Redeliver resets it), next next attempt
 // (ms), code last status code, err last error, c created (ms), u updated (ms), x expiry (ms), l lease
-// token of the attempt in flight, h<k> the k-th attempt (JSON), only the last maxHistory kept.
+// token of the last attempt (token + "+" once its outcome is recorded), h<k> the k-th attempt (JSON),
+// only the last maxHistory kept.
 
 import (
 	"context"
@@ -179,14 +180,24 @@ func shardOfDelivery(id string) (int, error) {
 
 func isNil(err error) bool { return errors.Is(err, redis.Nil) }
 
-// errCorruptRecord marks a record that cannot be decoded.
-var errCorruptRecord = errors.New("webhooks: corrupt delivery record")
+func cmdersOf[C redis.Cmder](cmds []C) []redis.Cmder {
+	out := make([]redis.Cmder, len(cmds))
+	for i, c := range cmds {
+		out[i] = c
+	}
+	return out
+}
+
+// ErrCorruptRecord is reported (wrapped) for a delivery record that cannot be decoded; the worker
+// takes such a record off the schedule and goes on with the others.
+var ErrCorruptRecord = errors.New("webhooks: corrupt delivery record")
 
 // record is a delivery record as read from Redis.
 type record struct {
 	Delivery
-	step  int    // retry step
-	lease string // lease token, "" when no attempt is in flight
+	step     int       // retry step
+	lease    string    // lease token, "" when no attempt is in flight
+	leaseEnd time.Time // when the lease expires
 }
 
 // parseRecord decodes a record hash.
@@ -198,14 +209,14 @@ func parseRecord(id string, f map[string]string) (*record, error) {
 		EventType: f["t"],
 		Status:    Status(f["s"]),
 		LastError: f["err"],
-	}, lease: f["l"]}
+	}, lease: strings.TrimSuffix(f["l"], "+")}
 	if r.WebhookID == "" || r.EventID == "" {
-		return nil, fmt.Errorf("%w: %s lacks webhook or event id", errCorruptRecord, id)
+		return nil, fmt.Errorf("%w: %s lacks webhook or event id", ErrCorruptRecord, id)
 	}
 	switch r.Status {
 	case StatusPending, StatusSuccess, StatusFailed:
 	default:
-		return nil, fmt.Errorf("%w: %s has status %q", errCorruptRecord, id, r.Status)
+		return nil, fmt.Errorf("%w: %s has status %q", ErrCorruptRecord, id, r.Status)
 	}
 	var attempts, step, next, code, created, updated, expires int64
 	for field, dst := range map[string]*int64{"n": &attempts, "r": &step, "next": &next, "code": &code, "c": &created, "u": &updated, "x": &expires} {
@@ -215,7 +226,7 @@ func parseRecord(id string, f map[string]string) (*record, error) {
 		}
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %s field %s=%q", errCorruptRecord, id, field, v)
+			return nil, fmt.Errorf("%w: %s field %s=%q", ErrCorruptRecord, id, field, v)
 		}
 		*dst = n
 	}
@@ -300,7 +311,7 @@ func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*De
 }
 
 // List returns up to n of a webhook's retained deliveries, most recently created or redelivered
-// first. It merges the webhook's per-shard indexes; entries whose record is gone are skipped.
+// first, or an error wrapping ErrNotFound for an unknown webhook. It merges the webhook's per-shard indexes; entries whose record is gone are skipped.
 func (r *DeliveryRepo) List(ctx context.Context, webhookID string, n int) ([]*Delivery, error) {
 	if n <= 0 {
 		return nil, nil
@@ -314,8 +325,15 @@ func (r *DeliveryRepo) List(ctx context.Context, webhookID string, n int) ([]*De
 			ByScore: true, Rev: true, Count: int64(n),
 		})
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("webhooks: list deliveries: %w", err)
+	known := pipe.HExists(ctx, r.keys.webhooksKey(), webhookID)
+	_, _ = pipe.Exec(ctx) // read per command
+	for _, c := range append([]redis.Cmder{known}, cmdersOf(ranges)...) {
+		if err := c.Err(); err != nil && !isNil(err) {
+			return nil, fmt.Errorf("webhooks: list deliveries: %w", err)
+		}
+	}
+	if !known.Val() {
+		return nil, fmt.Errorf("%w: webhook %q", ErrNotFound, webhookID)
 	}
 	type entry struct {
 		id    string

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -108,7 +109,7 @@ type Dispatcher struct {
 	webhooks   *WebhookRepo
 	deliveries *DeliveryRepo
 	now        func() time.Time
-	scripts    *scriptBatcher
+	scripts    *laneBatcher
 	nextShard  uint32 // where the next worker pass starts; guarded by shardMu
 	shardMu    sync.Mutex
 }
@@ -191,7 +192,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	keys := keyspace{prefix: opts.KeyPrefix}
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		scripts: &scriptBatcher{rdb: rdb}}
+		scripts: newLaneBatcher(rdb)}
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys}
@@ -343,10 +344,10 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 	recs := make([]*record, len(fresh))
 	var wg sync.WaitGroup
 	for j, i := range fresh {
-		recs[j] = &record{Delivery: *results[i].Delivery, lease: tokens[i]}
+		recs[j] = &record{Delivery: *results[i].Delivery, lease: tokens[i], leaseEnd: now.Add(d.lease)}
 		results[i].Delivery = &recs[j].Delivery // settle applies the outcome to it
 		wg.Go(func() {
-			outcomes[j] = d.decide(recs[j], d.attempt(ctx, targets[i], recs[j].ID, body))
+			outcomes[j] = d.decide(recs[j], d.attempt(ctx, targets[i], recs[j], body))
 		})
 	}
 	wg.Wait()
@@ -374,29 +375,42 @@ type attemptResult struct {
 	err        string
 	body       string
 	retryAfter time.Duration
-	canceled   bool // the caller's context ended: not an outcome to record
+	canceled   bool // not attempted in time, or the caller's context ended: not an outcome to record
 }
 
-// attempt sends one signed request.
-func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, deliveryID string, body []byte) attemptResult {
+// minAttemptBudget is the least time left on a lease for an attempt to start under it.
+const minAttemptBudget = 100 * time.Millisecond
+
+// responseHeads holds the buffers that keep the start of a response body.
+var responseHeads = sync.Pool{New: func() any { return new([maxHistoryBody]byte) }}
+
+// attempt sends one signed request for a leased delivery. The attempt ends within Options.Timeout, and
+// with a margin before the lease ends, however late it starts: a worker that takes the delivery over
+// after the lease can never overlap it.
+func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record, body []byte) attemptResult {
 	start := d.now()
 	res := attemptResult{at: start}
+	budget := min(d.opts.Timeout, rec.leaseEnd.Sub(start)-(d.lease-d.opts.Timeout)/2)
+	if budget < min(minAttemptBudget, d.opts.Timeout) {
+		res.err, res.canceled = "too little of the lease was left to attempt it", true
+		return res
+	}
 	secrets, err := wh.secrets(start)
 	if err != nil {
 		res.err = "webhook secret is unusable: " + err.Error()
 		return res
 	}
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, budget)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wh.URL, strings.NewReader(string(body)))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wh.URL, bytes.NewReader(body))
 	if err != nil {
 		res.err = "bad request: " + err.Error()
 		return res
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", userAgent)
-	setSignedHeaders(req.Header, deliveryID, start, body, secrets...)
+	setSignedHeaders(req.Header, rec.ID, start, body, secrets...)
 	resp, err := d.client.Do(req)
 	res.dur = d.now().Sub(start)
 	if err != nil {
@@ -410,9 +424,10 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, deliveryID 
 	}
 	defer resp.Body.Close()
 	res.code = resp.StatusCode
-	head := make([]byte, maxHistoryBody)
-	n, _ := io.ReadFull(resp.Body, head)
+	head := responseHeads.Get().(*[maxHistoryBody]byte)
+	n, _ := io.ReadFull(resp.Body, head[:])
 	res.body = string(head[:n])
+	responseHeads.Put(head)
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody-int64(n)))
 	res.dur = d.now().Sub(start)
 	switch {
@@ -505,7 +520,9 @@ func (r *record) apply(o outcome, now time.Time) {
 
 // outcomeScript records the outcomes of attempts on deliveries of one shard, each only if the delivery
 // is still leased by the token its attempt was made under, so a worker whose lease expired cannot
-// overwrite a newer attempt's outcome. It also keeps the shard's view of each webhook's health: the
+// overwrite a newer attempt's outcome. A recorded outcome leaves its token marked as settled (token
+// + "+"), so that the same call run again (a client retrying a request whose reply was lost) reports
+// it recorded instead of lost, and writes nothing twice. It also keeps the shard's view of each webhook's health: the
 // time of its last success, and the start of its current run of failures. Every lease is checked
 // before the first write.
 //
@@ -517,18 +534,20 @@ func (r *record) apply(o outcome, now time.Time) {
 // ARGV[3+8(i-1)] .. ARGV[10+8(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
 // pending only), retry step, status code, error, webhook id; ARGV[2+8n+i] -> outcome i's attempt as
 // JSON ("" when no attempt was made)
-// returns per outcome two integers: 1 when recorded (0 when its lease was lost and nothing was
-// written), and the start (ms) of the webhook's run of failures in this shard (0 if none)
+// returns per outcome two integers: 1 when recorded (now or by an earlier run of the same call; 0 when
+// its lease was lost and nothing was written), and the start (ms) of the webhook's run of failures in this shard (0 if none)
 var outcomeScript = redis.NewScript(`
 local n = #KEYS - 2
 local held = {}
 for i = 1, n do
-  held[i] = redis.call('HGET', KEYS[2 + i], 'l') == ARGV[4 + 8 * (i - 1)]
+  local lease, token = redis.call('HGET', KEYS[2 + i], 'l'), ARGV[4 + 8 * (i - 1)]
+  if lease == token then held[i] = 'yes' elseif lease == token .. '+' then held[i] = 'done' else held[i] = 'no' end
 end
 local reply = {}
 for i = 1, n do
   reply[2 * i - 1], reply[2 * i] = 0, 0
-  if held[i] then
+  if held[i] == 'done' then reply[2 * i - 1] = 1 end
+  if held[i] == 'yes' then
     local key, a = KEYS[2 + i], 2 + 8 * (i - 1)
     local id, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 8]
     local entry = ARGV[2 + 8 * n + i]
@@ -546,7 +565,7 @@ for i = 1, n do
       redis.call('PEXPIRE', KEYS[2], ARGV[2])
     end
     redis.call('HSET', key, 's', status, 'next', next, 'r', ARGV[a + 5], 'code', ARGV[a + 6], 'err', ARGV[a + 7], 'u', ARGV[1])
-    redis.call('HDEL', key, 'l')
+    redis.call('HSET', key, 'l', ARGV[a + 2] .. '+')
     if status == 'pending' then
       redis.call('ZADD', KEYS[1], next, id)
     else
@@ -558,9 +577,14 @@ end
 return reply
 `)
 
-// errLeaseLost is set on an outcome that could not be recorded because another attempt took over the
+// ErrDeferred is the Result.Err (wrapped) of a delivery whose attempt was not made or not recorded
+// by this call (its context ended, or its claim's reply came too late to attempt within the lease):
+// the delivery is scheduled, and a worker attempts it once the lease expires.
+var ErrDeferred = errors.New("webhooks: attempt deferred to the worker")
+
+// ErrLeaseLost is the error (wrapped) of an outcome that could not be recorded because another attempt took over the
 // delivery after this one's lease expired.
-var errLeaseLost = errors.New("webhooks: lease lost: a newer attempt owns the delivery")
+var ErrLeaseLost = errors.New("webhooks: lease lost: a newer attempt owns the delivery")
 
 // settle records the outcomes of attempts on deliveries of one shard in one round trip, applies each
 // recorded outcome to its in-memory record and runs the hooks. It returns one error per outcome, nil
@@ -574,7 +598,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	var idx []int
 	for i, o := range outcomes {
 		if o.unrecorded {
-			errs[i] = fmt.Errorf("webhooks: delivery %s: attempt abandoned (%s); a worker retries it after its lease: %w", o.id, o.err, context.Canceled)
+			errs[i] = fmt.Errorf("webhooks: delivery %s: %s; a worker attempts it after its lease: %w", o.id, o.err, ErrDeferred)
 			continue
 		}
 		var next int64
@@ -606,7 +630,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		case err != nil:
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, err)
 		case reply[2*j] != 1:
-			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, errLeaseLost)
+			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
 		default:
 			recs[i].apply(outcomes[i], now)
 			d.afterOutcome(ctx, recs[i], outcomes[i], msTime(reply[2*j+1]))

@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // DefaultDisableAfter is how long a webhook's deliveries may all fail, with no success in between,
@@ -69,13 +71,20 @@ func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome, f
 	case o.disable:
 		reason = "the endpoint answered 410 Gone"
 	case d.opts.DisableAfter > 0 && !failingSince.IsZero() && d.now().Sub(failingSince) >= d.opts.DisableAfter:
-		ok, err := d.failingEverywhere(ctx, rec.WebhookID, d.now().Add(-d.opts.DisableAfter))
+		lastOK, err := d.lastSuccess(ctx, rec.WebhookID)
 		if err != nil {
 			d.log.Warn("webhooks: check webhook health", "webhook_id", rec.WebhookID, "error", err)
 			return
 		}
-		if ok {
-			reason = fmt.Sprintf("every delivery failed for %s", d.opts.DisableAfter)
+		if lastOK.Before(failingSince) {
+			reason = fmt.Sprintf("every attempt failed for %s", d.opts.DisableAfter)
+			break
+		}
+		// A success in another shard came after this shard's run of failures began: the run that
+		// counts starts now. (Only this shard's start is known, so the clock restarts late, never early.)
+		shard, _ := shardOfDelivery(rec.ID)
+		if err := d.rdb.HSet(ctx, d.keys.healthKey(shard), rec.WebhookID+":fail", d.now().UnixMilli()).Err(); err != nil {
+			d.log.Warn("webhooks: reset webhook health", "webhook_id", rec.WebhookID, "error", err)
 		}
 	}
 	if reason == "" {
@@ -124,20 +133,21 @@ func (d *Dispatcher) logOutcome(ctx context.Context, rec *record, o outcome) {
 	d.log.LogAttrs(ctx, level, msg, attrs...)
 }
 
-// failingEverywhere reports whether no shard has seen a success of the webhook since the given time.
-func (d *Dispatcher) failingEverywhere(ctx context.Context, webhookID string, since time.Time) (bool, error) {
+// lastSuccess is the latest success of the webhook any shard has seen (zero if none is retained).
+func (d *Dispatcher) lastSuccess(ctx context.Context, webhookID string) (time.Time, error) {
 	pipe := d.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, shardCount)
 	for s := range shardCount {
-		pipe.HGet(ctx, d.keys.healthKey(s), webhookID+":ok")
+		cmds[s] = pipe.HGet(ctx, d.keys.healthKey(s), webhookID+":ok")
 	}
-	cmds, err := pipe.Exec(ctx)
-	if err != nil && !isNil(err) {
-		return false, err
-	}
+	_, _ = pipe.Exec(ctx) // read per command: a missing field is not an error
+	var last int64
 	for _, c := range cmds {
-		if ms, err := c.(interface{ Int64() (int64, error) }).Int64(); err == nil && ms >= since.UnixMilli() {
-			return false, nil
+		ms, err := c.Int64()
+		if err != nil && !isNil(err) {
+			return time.Time{}, err
 		}
+		last = max(last, ms)
 	}
-	return true, nil
+	return msTime(last), nil
 }

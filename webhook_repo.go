@@ -18,6 +18,9 @@ import (
 // that made it).
 const subscriberCacheTTL = time.Second
 
+// minSecretBytes is the least a caller-supplied secret must decode to.
+const minSecretBytes = 24
+
 // maxDescriptionLen bounds Webhook.Description.
 const maxDescriptionLen = 1024
 
@@ -92,6 +95,7 @@ type WebhookRepo struct {
 
 	mu    sync.Mutex
 	cache map[string]subscriberEntry // event type -> subscribers
+	gen   uint64                     // bumped by every registry change this process makes
 }
 
 type subscriberEntry struct {
@@ -157,8 +161,8 @@ func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
 			return nil, err
 		}
 		s.Secret = secret
-	} else if _, err := decodeSecret(s.Secret); err != nil {
-		return nil, fmt.Errorf("%w: secret must be whsec_ followed by base64", ErrInvalidWebhook)
+	} else if raw, err := decodeSecret(s.Secret); err != nil || len(raw) < minSecretBytes {
+		return nil, fmt.Errorf("%w: secret must be whsec_ followed by the base64 of at least %d bytes", ErrInvalidWebhook, minSecretBytes)
 	}
 	if err := r.validate(s); err != nil {
 		return nil, err
@@ -350,6 +354,7 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 func (r *WebhookRepo) invalidate() {
 	r.mu.Lock()
 	clear(r.cache)
+	r.gen++
 	r.mu.Unlock()
 }
 
@@ -359,6 +364,7 @@ func (r *WebhookRepo) subscribers(ctx context.Context, eventType string) ([]*sto
 	now := time.Now()
 	r.mu.Lock()
 	e, ok := r.cache[eventType]
+	gen := r.gen
 	r.mu.Unlock()
 	if ok && now.Sub(e.at) < subscriberCacheTTL {
 		return e.list, nil
@@ -392,35 +398,33 @@ func (r *WebhookRepo) subscribers(ctx context.Context, eventType string) ([]*sto
 	if len(r.cache) > 4096 {
 		clear(r.cache) // bounded: event types are few, but callers choose them
 	}
-	r.cache[eventType] = subscriberEntry{at: now, list: list}
+	if r.gen == gen { // a change made meanwhile by this process may postdate what was read
+		r.cache[eventType] = subscriberEntry{at: now, list: list}
+	}
 	r.mu.Unlock()
 	return list, nil
 }
 
-// loadMany reads webhooks by id with one round trip; a missing id maps to nil.
-func (r *WebhookRepo) loadMany(ctx context.Context, ids []string) (map[string]*storedWebhook, error) {
-	vals, err := r.rdb.HMGet(ctx, r.keys.webhooksKey(), ids...).Result()
-	if err != nil {
-		return nil, fmt.Errorf("webhooks: read webhooks: %w", err)
-	}
-	return r.decodeMany(ids, vals)
-}
-
-// decodeMany decodes an HMGET reply of the registry; a missing id maps to nil.
-func (r *WebhookRepo) decodeMany(ids []string, vals []any) (map[string]*storedWebhook, error) {
-	out := make(map[string]*storedWebhook, len(ids))
+// decodeMany decodes an HMGET reply of the registry: a missing id is left out, and an id whose JSON
+// cannot be decoded is reported in broken.
+func (r *WebhookRepo) decodeMany(ids []string, vals []any) (found map[string]*storedWebhook, broken map[string]error) {
+	found = make(map[string]*storedWebhook, len(ids))
 	for i, v := range vals {
 		raw, ok := v.(string)
-		if !ok {
+		if !ok || i >= len(ids) {
 			continue
 		}
 		var s storedWebhook
 		if err := json.Unmarshal([]byte(raw), &s); err != nil {
-			return nil, fmt.Errorf("webhooks: decode webhook %s: %w", ids[i], err)
+			if broken == nil {
+				broken = map[string]error{}
+			}
+			broken[ids[i]] = fmt.Errorf("webhooks: decode webhook %s: %w", ids[i], err)
+			continue
 		}
-		out[ids[i]] = &s
+		found[ids[i]] = &s
 	}
-	return out, nil
+	return found, broken
 }
 
 // compactPatterns drops duplicate patterns, keeping order.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -142,16 +143,23 @@ func (d *Dispatcher) processDue(ctx context.Context) (int, time.Time, error) {
 
 	// The lease is taken: attempt even if ctx ends now, within the attempt's own timeout.
 	actx := context.WithoutCancel(ctx)
-	webhooks, bodies, err := d.loadTargets(actx, jobs)
+	targets, err := d.loadTargets(actx, jobs)
 	if err != nil {
 		// Nothing attempted: the leases expire and a later pass takes the deliveries again.
 		return 0, nextDue, errors.Join(append(errs, err)...)
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
+	settled := len(jobs)
 	for i, job := range jobs {
+		if err := targets.broken[job.rec.WebhookID]; err != nil {
+			// Left leased: it is taken again once the webhook can be read.
+			errs = append(errs, fmt.Errorf("webhooks: delivery %s not attempted: %w", job.rec.ID, err))
+			settled--
+			continue
+		}
 		wg.Go(func() {
-			o := d.attemptLeased(actx, job.rec, webhooks[job.rec.WebhookID], bodies[i])
+			o := d.attemptLeased(actx, job.rec, targets.webhooks[job.rec.WebhookID], targets.bodies[i])
 			if err := d.settle(actx, job.shard, []*record{job.rec}, []outcome{o})[0]; err != nil {
 				mu.Lock()
 				errs = append(errs, err)
@@ -160,7 +168,7 @@ func (d *Dispatcher) processDue(ctx context.Context) (int, time.Time, error) {
 		})
 	}
 	wg.Wait()
-	return len(jobs), nextDue, errors.Join(errs...)
+	return settled, nextDue, errors.Join(errs...)
 }
 
 // leaseShard leases the given due deliveries of one shard and decodes their records.
@@ -176,6 +184,9 @@ func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, i
 		args = append(args, id, tokens[i])
 	}
 	reply, err := leaseScript.Run(ctx, d.rdb, keys, args...).Slice()
+	if err == nil && len(reply) != len(ids) {
+		err = fmt.Errorf("unexpected reply of %d items for %d deliveries", len(reply), len(ids))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: lease shard %d: %w", shard, err)
 	}
@@ -186,7 +197,7 @@ func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, i
 		case []any:
 			rec, err := parseRecord(ids[i], pairs(v))
 			if err == nil && rec.Status != StatusPending {
-				err = fmt.Errorf("%w: %s is scheduled but %s", errCorruptRecord, ids[i], rec.Status)
+				err = fmt.Errorf("%w: %s is scheduled but %s", ErrCorruptRecord, ids[i], rec.Status)
 			}
 			if err != nil {
 				d.log.Error("webhooks: skipping undecodable delivery", "delivery_id", ids[i], "error", err)
@@ -196,11 +207,11 @@ func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, i
 				}
 				continue
 			}
-			rec.lease = tokens[i]
+			rec.lease, rec.leaseEnd = tokens[i], now.Add(d.lease)
 			out = append(out, leasedDelivery{shard: shard, rec: rec})
 		case string:
 			if v == "corrupt" {
-				err := fmt.Errorf("%w: %s is not a hash", errCorruptRecord, ids[i])
+				err := fmt.Errorf("%w: %s is not a hash", ErrCorruptRecord, ids[i])
 				d.log.Error("webhooks: dropped undecodable delivery from the schedule", "delivery_id", ids[i], "error", err)
 				errs = append(errs, err)
 			}
@@ -209,9 +220,16 @@ func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, i
 	return out, errors.Join(errs...)
 }
 
-// loadTargets reads, in one round trip, the webhooks and request bodies of leased deliveries. A deleted
-// webhook maps to nil, an expired body to nil.
-func (d *Dispatcher) loadTargets(ctx context.Context, jobs []leasedDelivery) (map[string]*storedWebhook, [][]byte, error) {
+// leasedTargets are the webhooks and request bodies of leased deliveries.
+type leasedTargets struct {
+	webhooks map[string]*storedWebhook // a deleted webhook is missing
+	broken   map[string]error          // webhooks whose stored JSON cannot be decoded
+	bodies   [][]byte                  // per job; nil when the event body has expired
+}
+
+// loadTargets reads, in one round trip, the webhooks and request bodies of leased deliveries (each
+// event's body once).
+func (d *Dispatcher) loadTargets(ctx context.Context, jobs []leasedDelivery) (*leasedTargets, error) {
 	ids := make([]string, 0, len(jobs))
 	seen := map[string]bool{}
 	for _, j := range jobs {
@@ -222,24 +240,29 @@ func (d *Dispatcher) loadTargets(ctx context.Context, jobs []leasedDelivery) (ma
 	}
 	pipe := d.rdb.Pipeline()
 	whs := pipe.HMGet(ctx, d.keys.webhooksKey(), ids...)
-	gets := make([]*redis.StringCmd, len(jobs))
-	for i, j := range jobs {
-		gets[i] = pipe.Get(ctx, d.keys.eventKey(j.shard, j.rec.EventID))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, fmt.Errorf("webhooks: load webhooks and events: %w", err)
-	}
-	webhooks, err := d.webhooks.decodeMany(ids, whs.Val())
-	if err != nil {
-		return nil, nil, err
-	}
-	bodies := make([][]byte, len(jobs))
-	for i, g := range gets {
-		if g.Err() == nil {
-			bodies[i] = []byte(g.Val())
+	gets := map[string]*redis.StringCmd{}
+	for _, j := range jobs {
+		key := d.keys.eventKey(j.shard, j.rec.EventID)
+		if gets[key] == nil {
+			gets[key] = pipe.Get(ctx, key)
 		}
 	}
-	return webhooks, bodies, nil
+	_, _ = pipe.Exec(ctx) // errors are read per command: a missing body is not one
+	if err := whs.Err(); err != nil {
+		return nil, fmt.Errorf("webhooks: load webhooks: %w", err)
+	}
+	t := &leasedTargets{bodies: make([][]byte, len(jobs))}
+	t.webhooks, t.broken = d.webhooks.decodeMany(ids, whs.Val())
+	for i, j := range jobs {
+		g := gets[d.keys.eventKey(j.shard, j.rec.EventID)]
+		switch err := g.Err(); {
+		case err == nil:
+			t.bodies[i] = []byte(g.Val())
+		case !isNil(err):
+			return nil, fmt.Errorf("webhooks: load event bodies: %w", err)
+		}
+	}
+	return t, nil
 }
 
 // attemptLeased attempts a leased delivery, or refuses to when its webhook is gone or disabled.
@@ -247,14 +270,17 @@ func (d *Dispatcher) attemptLeased(ctx context.Context, rec *record, wh *storedW
 	switch {
 	case wh == nil:
 		return refuse(rec, "webhook deleted: not attempted")
-	case wh.Disabled:
+	case wh.Disabled && !isTestDelivery(rec):
 		return refuse(rec, "webhook disabled: not attempted")
 	case body == nil:
 		return refuse(rec, "event body expired: not attempted")
 	}
-	o := d.decide(rec, d.attempt(ctx, wh, rec.ID, body))
-	o.unrecorded = false // a worker's attempt is never abandoned: it runs under a context that does not end
-	return o
+	return d.decide(rec, d.attempt(ctx, wh, rec, body))
+}
+
+// isTestDelivery reports whether a delivery was made by SendTest, which reaches disabled webhooks too.
+func isTestDelivery(rec *record) bool {
+	return rec.EventType == TestEventType && strings.HasPrefix(rec.EventID, "test_")
 }
 
 // Run is the retry worker: it makes passes (ProcessDue) while deliveries are due and waits briefly
@@ -386,13 +412,12 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	if reset, _ := reply[0].(int64); reset != 1 {
 		return &rec.Delivery, false, nil
 	}
-	rec.lease = token
+	rec.lease, rec.leaseEnd = token, now.Add(d.lease)
 	var body []byte
 	if s, ok := reply[1].(string); ok {
 		body = []byte(s)
 	}
 	o := d.attemptLeased(ctx, rec, wh, body)
-	o.unrecorded = o.attempted && ctx.Err() != nil
 	err = d.settle(ctx, shard, []*record{rec}, []outcome{o})[0]
 	return &rec.Delivery, true, err
 }

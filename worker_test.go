@@ -227,7 +227,7 @@ func TestStaleLeaseCannotClobber(t *testing.T) {
 	require.Equal(t, 1, n, "a second worker takes the delivery over")
 	close(release)
 	err = <-staleErr
-	require.ErrorIs(t, err, errLeaseLost, "the stale worker is told its outcome was not recorded")
+	require.ErrorIs(t, err, ErrLeaseLost, "the stale worker is told its outcome was not recorded")
 
 	dl, err := d.Deliveries().Get(ctx, id)
 	require.NoError(t, err)
@@ -264,7 +264,7 @@ func TestCorruptRecordIsSkipped(t *testing.T) {
 	rc.status.Store(http.StatusOK)
 	clock.Advance(2 * time.Minute)
 	n, err := d.ProcessDue(ctx)
-	require.ErrorIs(t, err, errCorruptRecord, "corrupt records are reported")
+	require.ErrorIs(t, err, ErrCorruptRecord, "corrupt records are reported")
 	assert.Equal(t, 1, n, "the good delivery went on")
 	dl, err := d.Deliveries().Get(ctx, good)
 	require.NoError(t, err)

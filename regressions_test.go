@@ -1,0 +1,360 @@
+package webhooks
+
+// Regression tests for defects found in review: each failed before its fix.
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// slowClaimReply delays the reply of claim scripts (after they ran).
+type slowClaimReply struct{ delay time.Duration }
+
+func (h *slowClaimReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *slowClaimReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if isClaim(cmd) {
+			time.Sleep(h.delay)
+		}
+		return err
+	}
+}
+func (h *slowClaimReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// the first-attempt lease starts before the claim round trip; a slow claim reply eats the margin
+// and a worker attempts the same delivery concurrently with Dispatch.
+func TestSlowClaimReplyDoesNotDoubleSend(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	slowClient := tr.newClient(t)
+	slowClient.AddHook(&slowClaimReply{delay: 1500 * time.Millisecond})
+	a := newTestDispatcherOn(t, slowClient, tr, Options{Timeout: 200 * time.Millisecond})
+	b := newTestDispatcherOn(t, tr.newClient(t), tr, Options{Timeout: 200 * time.Millisecond})
+	t.Logf("lease %s", a.lease)
+	rc := newReceiver(t)
+	mustCreate(t, a, rc, "x")
+	done := make(chan []Result, 1)
+	go func() {
+		res, err := a.Dispatch(ctx, Event{Type: "x", ID: "slow-claim"})
+		assert.NoError(t, err)
+		done <- res
+	}()
+	rctx, stop := context.WithCancel(ctx)
+	go func() { _ = b.Run(rctx) }()
+	res := <-done
+	time.Sleep(300 * time.Millisecond)
+	stop()
+	t.Logf("dispatch result: dup=%v err=%v", res[0].Duplicate, res[0].Err)
+	assert.Equal(t, 1, rc.count(), "one request for one pair (got %d)", rc.count())
+}
+
+// one undecodable webhook in the registry makes every worker pass that leases any of its
+// deliveries fail, so the other webhooks' due deliveries in that pass are never attempted.
+func TestUndecodableWebhookDoesNotWedgeTheWorker(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Minute}})
+	d.now = clock.Now
+	good, bad := newReceiver(t), newReceiver(t)
+	good.status.Store(500)
+	bad.status.Store(500)
+	mustCreate(t, d, good, "x")
+	wBad := mustCreate(t, d, bad, "x")
+	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "e1"})
+	require.NoError(t, err)
+	require.Equal(t, 1, good.count())
+	good.status.Store(200)
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.webhooksKey(), wBad.ID, "{not json").Err())
+	for range 5 {
+		clock.Advance(2*time.Minute + d.lease)
+		n, err := d.ProcessDue(ctx)
+		t.Logf("pass: n=%d err=%v", n, err)
+	}
+	assert.Equal(t, 2, good.count(), "the good webhook's retry is made despite the bad one")
+}
+
+// DeliveryRepo.List on an unknown webhook id.
+func TestListUnknownWebhook(t *testing.T) {
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	l, err := d.Deliveries().List(context.Background(), "wh_nope", 10)
+	t.Logf("list=%v err=%v", l, err)
+	assert.ErrorIs(t, err, ErrNotFound)
+}
+
+// Redeliver drops a completed 2xx attempt when ctx ends during the body read; the worker re-sends.
+func TestRedeliverKeepsACompletedAttempt(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}})
+	d.now = clock.Now
+	var reqs atomic.Int32
+	var mode atomic.Int32 // 0: 500, 1: 200 with a slow body, 2: 200
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		reqs.Add(1)
+		switch mode.Load() {
+		case 0:
+			w.WriteHeader(500)
+		case 1:
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			time.Sleep(400 * time.Millisecond)
+			fmt.Fprint(w, "ok")
+		default:
+			w.WriteHeader(200)
+		}
+	}))
+	defer srv.Close()
+	w, err := d.Webhooks().Create(ctx, Webhook{URL: srv.URL, Events: []string{"x"}})
+	require.NoError(t, err)
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "rd"})
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, res[0].Delivery.Status)
+	_ = w
+	mode.Store(1)
+	cctx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+	defer cancel()
+	dl, err := d.Redeliver(cctx, res[0].Delivery.ID)
+	t.Logf("redeliver: status=%v err=%v", dl.Status, err)
+	mode.Store(2)
+	clock.Advance(d.lease + time.Second)
+	n, err := d.ProcessDue(ctx)
+	t.Logf("worker: n=%d err=%v", n, err)
+	assert.Equal(t, int32(2), reqs.Load(), "receiver answered 200 to the redelivery; it must not get it again")
+}
+
+// auto-disable after one failure: a failure run start in one shard is never cleared by successes
+// in other shards.
+func TestAutoDisableNeedsALongRunOfFailures(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}, DisableAfter: time.Hour})
+	d.now = clock.Now
+	var status atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(int(status.Load()))
+	}))
+	defer srv.Close()
+	w, err := d.Webhooks().Create(ctx, Webhook{URL: srv.URL, Events: []string{"x"}})
+	require.NoError(t, err)
+	sameShard := func(base string, s int) string {
+		for i := 0; ; i++ {
+			id := fmt.Sprintf("%s-%d", base, i)
+			if shardOf(id) == s {
+				return id
+			}
+		}
+	}
+	status.Store(400) // one poison event rejected
+	_, err = d.Dispatch(ctx, Event{Type: "x", ID: sameShard("a", 3)})
+	require.NoError(t, err)
+	status.Store(200) // then many successes, elsewhere
+	for i := range 5 {
+		_, err = d.Dispatch(ctx, Event{Type: "x", ID: sameShard(fmt.Sprint("ok", i), 5)})
+		require.NoError(t, err)
+	}
+	clock.Advance(61 * time.Minute) // quiet
+	status.Store(503)               // one transient failure
+	_, err = d.Dispatch(ctx, Event{Type: "x", ID: sameShard("c", 3)})
+	require.NoError(t, err)
+	got, err := d.Webhooks().Get(ctx, w.ID)
+	require.NoError(t, err)
+	assert.False(t, got.Disabled, "one failure after a success and a quiet hour must not disable")
+}
+
+// holdSubs holds the subscribers pipeline after it read, once armed.
+type holdSubs struct {
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (h *holdSubs) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *holdSubs) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return next
+}
+func (h *holdSubs) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		if len(cmds) > 0 && strings.EqualFold(cmds[0].Name(), "hgetall") && strings.Contains(fmt.Sprint(cmds[0].Args()), ":sub:") && h.armed.CompareAndSwap(true, false) {
+			close(h.entered)
+			<-h.release
+		}
+		return err
+	}
+}
+
+// the replica that disabled a webhook can still target it for up to a second.
+func TestOwnRegistryChangeIsSeenAtOnce(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	h := &holdSubs{entered: make(chan struct{}), release: make(chan struct{})}
+	c.AddHook(h)
+	d := newTestDispatcherOn(t, c, tr, Options{})
+	rc := newReceiver(t)
+	w := mustCreate(t, d, rc, "x")
+	h.armed.Store(true)
+	go func() { _, _ = d.Dispatch(ctx, Event{Type: "x", ID: "e0"}) }()
+	<-h.entered
+	w.Disabled = true
+	_, err := d.Webhooks().Update(ctx, *w)
+	require.NoError(t, err)
+	close(h.release)
+	time.Sleep(100 * time.Millisecond)
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "e1"})
+	require.NoError(t, err)
+	assert.Empty(t, res, "disabled on this replica: no target at once")
+}
+
+// dropProxy forwards TCP to Redis; when armed, it drops the next reply by closing the connection.
+type dropProxy struct {
+	ln    net.Listener
+	armed atomic.Bool
+}
+
+func newDropProxy(t *testing.T, target string) *dropProxy {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	p := &dropProxy{ln: ln}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			cc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			sc, err := net.Dial("tcp", target)
+			if err != nil {
+				cc.Close()
+				continue
+			}
+			go func() { _, _ = io.Copy(sc, cc); sc.Close() }()
+			go func() {
+				buf := make([]byte, 64<<10)
+				for {
+					n, err := sc.Read(buf)
+					if n > 0 {
+						if p.armed.CompareAndSwap(true, false) {
+							cc.Close()
+							sc.Close()
+							return
+						}
+						if _, werr := cc.Write(buf[:n]); werr != nil {
+							return
+						}
+					}
+					if err != nil {
+						cc.Close()
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return p
+}
+
+// armOnOutcome arms the proxy right before the outcome script is sent.
+type armOnOutcome struct {
+	p    *dropProxy
+	once atomic.Bool
+}
+
+func (h *armOnOutcome) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *armOnOutcome) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		if len(args) > 1 && strings.EqualFold(fmt.Sprint(args[0]), "evalsha") && args[1] == outcomeScript.Hash() && h.once.CompareAndSwap(false, true) {
+			h.p.armed.Store(true)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (h *armOnOutcome) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// go-redis re-sends a command whose reply was lost (MaxRetries); the outcome script is not
+// idempotent, so the recorded outcome is reported as a lost lease.
+func TestOutcomeRetriedByTheClientIsReportedRecorded(t *testing.T) {
+	addr := os.Getenv("WEBHOOKS_REDIS_ADDR")
+	if addr == "" {
+		t.Skip("real redis")
+	}
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	p := newDropProxy(t, addr)
+	c := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String()})
+	t.Cleanup(func() { c.Close() })
+	c.AddHook(&armOnOutcome{p: p})
+	d := newTestDispatcherOn(t, c, tr, Options{})
+	rc := newReceiver(t)
+	mustCreate(t, d, rc, "x")
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "o1"})
+	require.NoError(t, err)
+	t.Logf("result: status=%s err=%v", res[0].Delivery.Status, res[0].Err)
+	stored, err := d.Deliveries().Get(ctx, res[0].Delivery.ID)
+	require.NoError(t, err)
+	t.Logf("stored: status=%s attempts=%d", stored.Status, stored.Attempts)
+	assert.NoError(t, res[0].Err, "the outcome was recorded")
+	assert.Equal(t, stored.Status, res[0].Delivery.Status)
+}
+
+// longLeaseReply appends an extra item to lease script replies.
+type longLeaseReply struct{}
+
+func (h *longLeaseReply) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (h *longLeaseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		args := cmd.Args()
+		if err == nil && len(args) > 1 && (args[1] == leaseScript.Hash() || strings.Contains(fmt.Sprint(args[1]), "leaseEnd")) {
+			c := cmd.(*redis.Cmd)
+			v, _ := c.Val().([]any)
+			c.SetVal(append(v, "corrupt"))
+		}
+		return err
+	}
+}
+func (h *longLeaseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+
+// an unexpected lease reply length panics the worker.
+func TestUnexpectedLeaseReplyDoesNotPanic(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	clock := newTestClock()
+	d := newTestDispatcherOn(t, c, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	d.now = clock.Now
+	rc := newReceiver(t)
+	rc.status.Store(500)
+	mustCreate(t, d, rc, "x")
+	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "e"})
+	require.NoError(t, err)
+	c.AddHook(&longLeaseReply{})
+	clock.Advance(2 * time.Minute)
+	assert.NotPanics(t, func() { _, _ = d.ProcessDue(ctx) })
+}
