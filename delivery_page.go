@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -302,7 +303,7 @@ func (r *DeliveryRepo) fetchPage(ctx context.Context, webhookID string, entries 
 		if len(f) == 0 {
 			continue
 		}
-		if rec, err := parseRecord(e.id, f); err == nil && rec.WebhookID == webhookID {
+		if rec, err := parseRecord(e.id, maps.All(f)); err == nil && rec.WebhookID == webhookID {
 			out[i] = rec
 		}
 	}

@@ -29,6 +29,9 @@ package webhooks
 
 import (
 	"context"
+	"iter"
+	"maps"
+	"slices"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -200,16 +203,63 @@ type record struct {
 	leaseEnd time.Time // when the lease expires
 }
 
-// parseRecord decodes a record hash.
-func parseRecord(id string, f map[string]string) (*record, error) {
-	r := &record{Delivery: Delivery{
-		ID:        id,
-		WebhookID: f["w"],
-		EventID:   f["e"],
-		EventType: f["t"],
-		Status:    Status(f["s"]),
-		LastError: f["err"],
-	}, lease: strings.TrimSuffix(f["l"], "+")}
+// parseRecord decodes a record hash, given as its field-value pairs in any order.
+func parseRecord(id string, fields iter.Seq2[string, string]) (*record, error) {
+	r := &record{Delivery: Delivery{ID: id}}
+	var history []struct {
+		k   int
+		raw string
+	}
+	var err error
+	num := func(field, v string) int64 {
+		n, perr := strconv.ParseInt(v, 10, 64)
+		if perr != nil && v != "" && err == nil {
+			err = fmt.Errorf("%w: %s field %s=%q", ErrCorruptRecord, id, field, v)
+		}
+		return n
+	}
+	for field, v := range fields {
+		switch field {
+		case "w":
+			r.WebhookID = v
+		case "e":
+			r.EventID = v
+		case "t":
+			r.EventType = v
+		case "s":
+			r.Status = Status(v)
+		case "err":
+			r.LastError = v
+		case "l":
+			r.lease = strings.TrimSuffix(v, "+")
+		case "n":
+			r.Attempts = int(num(field, v))
+		case "r":
+			r.step = int(num(field, v))
+		case "code":
+			r.LastStatusCode = int(num(field, v))
+		case "next":
+			r.NextAttemptAt = msTime(num(field, v))
+		case "c":
+			r.CreatedAt = msTime(num(field, v))
+		case "u":
+			r.UpdatedAt = msTime(num(field, v))
+		case "x":
+			r.ExpiresAt = msTime(num(field, v))
+		default:
+			if k, ok := strings.CutPrefix(field, "h"); ok {
+				if n, perr := strconv.Atoi(k); perr == nil {
+					history = append(history, struct {
+						k   int
+						raw string
+					}{n, v})
+				}
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
 	if r.WebhookID == "" || r.EventID == "" {
 		return nil, fmt.Errorf("%w: %s lacks webhook or event id", ErrCorruptRecord, id)
 	}
@@ -218,30 +268,21 @@ func parseRecord(id string, f map[string]string) (*record, error) {
 	default:
 		return nil, fmt.Errorf("%w: %s has status %q", ErrCorruptRecord, id, r.Status)
 	}
-	var attempts, step, next, code, created, updated, expires int64
-	for field, dst := range map[string]*int64{"n": &attempts, "r": &step, "next": &next, "code": &code, "c": &created, "u": &updated, "x": &expires} {
-		v, ok := f[field]
-		if !ok || v == "" {
-			continue
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s field %s=%q", ErrCorruptRecord, id, field, v)
-		}
-		*dst = n
-	}
-	r.Attempts, r.step, r.LastStatusCode = int(attempts), int(step), int(code)
-	r.NextAttemptAt, r.CreatedAt, r.UpdatedAt, r.ExpiresAt = msTime(next), msTime(created), msTime(updated), msTime(expires)
 	if r.Status != StatusPending {
 		r.NextAttemptAt = time.Time{}
 	}
-	for k := max(1, r.Attempts-maxHistory+1); k <= r.Attempts; k++ {
-		raw, ok := f["h"+strconv.Itoa(k)]
-		if !ok {
+	slices.SortFunc(history, func(a, b struct {
+		k   int
+		raw string
+	}) int {
+		return a.k - b.k
+	})
+	for _, h := range history {
+		if h.k <= r.Attempts-maxHistory || h.k > r.Attempts {
 			continue
 		}
 		var a attemptEntry
-		if json.Unmarshal([]byte(raw), &a) != nil {
+		if json.Unmarshal([]byte(h.raw), &a) != nil {
 			continue // history is informational; a bad entry does not make the record unusable
 		}
 		r.History = append(r.History, a.attempt())
@@ -260,15 +301,17 @@ func msTime(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
-// pairs turns a flat HGETALL reply into a map.
-func pairs(flat []any) map[string]string {
-	m := make(map[string]string, len(flat)/2)
-	for i := 0; i+1 < len(flat); i += 2 {
-		k, _ := flat[i].(string)
-		v, _ := flat[i+1].(string)
-		m[k] = v
+// flatFields iterates over a flat HGETALL reply (field, value, field, value, ...).
+func flatFields(flat []any) iter.Seq2[string, string] {
+	return func(yield func(string, string) bool) {
+		for i := 0; i+1 < len(flat); i += 2 {
+			k, _ := flat[i].(string)
+			v, _ := flat[i+1].(string)
+			if !yield(k, v) {
+				return
+			}
+		}
 	}
-	return m
 }
 
 // DeliveryRepo reads delivery records.
@@ -298,7 +341,7 @@ func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
 	if len(f) == 0 {
 		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
 	}
-	return parseRecord(id, f)
+	return parseRecord(id, maps.All(f))
 }
 
 // Find returns the delivery of a (webhook, event) pair, or an error wrapping ErrNotFound.
@@ -370,7 +413,7 @@ func (r *DeliveryRepo) List(ctx context.Context, webhookID string, n int) ([]*De
 		if len(f) == 0 {
 			continue
 		}
-		rec, err := parseRecord(e.id, f)
+		rec, err := parseRecord(e.id, maps.All(f))
 		if err != nil {
 			continue
 		}

@@ -330,7 +330,7 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 			results[i].Err = fmt.Errorf("%w: pair (%s, %s) is claimed but its record is gone", ErrNotFound, t.ID, eventID)
 			continue
 		}
-		rec, err := parseRecord(id, pairs(item[1:]))
+		rec, err := parseRecord(id, flatFields(item[1:]))
 		if err != nil {
 			results[i].Err = err
 			continue

@@ -23,7 +23,8 @@
 //     same script, and Redeliver extends both in one script. The event body, the schedule entry and the
 //     per-webhook index entries never outlive the records they serve.
 //   - Crash safety. A delivery is created already leased for its first attempt. If the process dies
-//     before or during that attempt, a worker of any replica attempts it once the lease expires.
+//     before or during that attempt, a worker of any replica attempts it once the lease expires. Every
+//     attempt ends within what is left of its lease, so the two never overlap.
 //   - Replica safety. Workers lease due deliveries atomically; two workers never attempt the same due
 //     delivery at once, and an attempt whose lease expired cannot overwrite a newer attempt's outcome
 //     (outcomes are written only under the lease token they were attempted with).
@@ -53,7 +54,7 @@
 // 10h, 10h, each ±20%); a 429 or 503 with Retry-After waits at least that long (up to an hour). A 410
 // Gone fails the delivery and disables the webhook. Run, in every replica, makes the retries. A
 // webhook deleted or disabled while deliveries are pending makes them fail when next due, with a
-// LastError that says why; Redeliver can revive them.
+// LastError that says why; Redeliver can revive them once the webhook is enabled again.
 //
 // # Registry
 //

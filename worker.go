@@ -195,7 +195,7 @@ func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, i
 	for i, item := range reply {
 		switch v := item.(type) {
 		case []any:
-			rec, err := parseRecord(ids[i], pairs(v))
+			rec, err := parseRecord(ids[i], flatFields(v))
 			if err == nil && rec.Status != StatusPending {
 				err = fmt.Errorf("%w: %s is scheduled but %s", ErrCorruptRecord, ids[i], rec.Status)
 			}
@@ -405,7 +405,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	if len(reply) < 2 {
 		return nil, false, fmt.Errorf("%w: delivery %q", ErrNotFound, deliveryID)
 	}
-	rec, err = parseRecord(deliveryID, pairs(reply[2:]))
+	rec, err = parseRecord(deliveryID, flatFields(reply[2:]))
 	if err != nil {
 		return nil, false, err
 	}
