@@ -29,9 +29,6 @@ package webhooks
 
 import (
 	"context"
-	"iter"
-	"maps"
-	"slices"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -39,6 +36,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"iter"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
