@@ -17,6 +17,7 @@ var echoScript = redis.NewScript(`return ARGV[1]`)
 
 // roundTrips counts the client's round trips (a pipeline is one), and can hold them.
 type roundTrips struct {
+	passHook
 	n    atomic.Int32
 	hold atomic.Pointer[chan struct{}]
 }
@@ -26,7 +27,6 @@ func (h *roundTrips) wait() {
 		<-*c
 	}
 }
-func (h *roundTrips) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.n.Add(1)
@@ -120,9 +120,11 @@ func TestScriptBatcherWaiterGivesUp(t *testing.T) {
 }
 
 // panicOnce panics in the first command or pipeline it sees.
-type panicOnce struct{ done atomic.Bool }
+type panicOnce struct {
+	passHook
+	done atomic.Bool
+}
 
-func (h *panicOnce) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *panicOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if h.done.CompareAndSwap(false, true) {
@@ -130,9 +132,6 @@ func (h *panicOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
-}
-func (h *panicOnce) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // TestScriptBatcherSurvivesAPanic: a panic while a batch is sent reaches the leader, and the batcher

@@ -35,9 +35,11 @@ import (
 )
 
 // benchHook counts what a client sends to Redis.
-type benchHook struct{ cmds, trips atomic.Int64 }
+type benchHook struct {
+	passHook
+	cmds, trips atomic.Int64
+}
 
-func (h *benchHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *benchHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		h.trips.Add(1)

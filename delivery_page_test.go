@@ -177,9 +177,7 @@ func scriptedReceiver(t testing.TB, answer func(eventID string, w http.ResponseW
 func TestPageStatusFilter(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	srv := scriptedReceiver(t, func(id string, w http.ResponseWriter) {
 		switch {
 		case strings.HasPrefix(id, "f"): // fails: pending, then failed after the worker's retry
@@ -234,9 +232,7 @@ func TestPageStatusFilter(t *testing.T) {
 func TestPageBoundedScan(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
 	wh := mustCreate(t, d, rc, "*")
@@ -275,9 +271,7 @@ func TestPageBoundedScan(t *testing.T) {
 func TestPageSkipsExpiredEntries(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{})
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
 	ids := pageDispatch(t, d, clock, wh, "exp", 5, 1)
@@ -302,9 +296,7 @@ func TestPageSkipsExpiredEntries(t *testing.T) {
 func TestPageRedeliveredMovesToTop(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
 	wh := mustCreate(t, d, rc, "*")
@@ -324,9 +316,7 @@ func TestPageRedeliveredMovesToTop(t *testing.T) {
 func TestPageLimits(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{})
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
 	pageDispatch(t, d, clock, wh, "lim", 60, 1)

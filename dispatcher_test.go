@@ -426,9 +426,11 @@ func TestDispatchReportsRedisFailurePerTarget(t *testing.T) {
 }
 
 // failingHook fails every command.
-type failingHook struct{ err error }
+type failingHook struct {
+	passHook
+	err error
+}
 
-func (h failingHook) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h failingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error { cmd.SetErr(h.err); return h.err }
 }

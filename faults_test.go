@@ -23,9 +23,7 @@ import (
 func TestScriptFlushKeepsWorking(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	rc := newReceiver(t)
 	mustCreate(t, d, rc, "f.*")
 	flush := func() {
@@ -57,9 +55,11 @@ func TestScriptFlushKeepsWorking(t *testing.T) {
 
 // lostReply lets claim scripts run, then reports a timeout for the first `lose` of them, as if their
 // replies were lost.
-type lostReply struct{ lose atomic.Int32 }
+type lostReply struct {
+	passHook
+	lose atomic.Int32
+}
 
-func (h *lostReply) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
@@ -69,9 +69,6 @@ func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return err
 	}
-}
-func (h *lostReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // TestClientTimeoutDuringClaim: a claim runs but its reply is lost. Dispatch runs the claim again

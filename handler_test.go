@@ -180,9 +180,7 @@ func TestHandlerWebhookCRUD(t *testing.T) {
 // TestHandlerErrors: every route's error answers.
 func TestHandlerErrors(t *testing.T) {
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{})
 	api := newAPI(t, d)
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
@@ -375,9 +373,7 @@ func TestHandlerTestAndRotate(t *testing.T) {
 func TestHandlerDeliveries(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	api := newAPI(t, d)
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
@@ -427,9 +423,7 @@ func TestHandlerDeliveries(t *testing.T) {
 // TestHandlerConcurrentRedeliver: 10 concurrent redeliver requests for one failed delivery send it once.
 func TestHandlerConcurrentRedeliver(t *testing.T) {
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	api := newAPI(t, d)
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)

@@ -141,6 +141,15 @@ func newTestDispatcher(t testing.TB, tr *testRedis, opts Options) *Dispatcher {
 	return newTestDispatcherOn(t, tr.rdb, tr, opts)
 }
 
+// newClockedDispatcher is newTestDispatcher on a clock the test moves.
+func newClockedDispatcher(t testing.TB, tr *testRedis, opts Options) (*Dispatcher, *testClock) {
+	t.Helper()
+	clock := newTestClock()
+	d := newTestDispatcher(t, tr, opts)
+	d.now = clock.Now
+	return d, clock
+}
+
 func newTestDispatcherOn(t testing.TB, rdb redis.UniversalClient, tr *testRedis, opts Options) *Dispatcher {
 	t.Helper()
 	opts.KeyPrefix = tr.prefix
@@ -221,4 +230,14 @@ func eventually(t testing.TB, within time.Duration, cond func() bool, msg string
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// passHook is a go-redis hook that passes everything through; test hooks embed it and override what
+// they watch.
+type passHook struct{}
+
+func (passHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (passHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (passHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }

@@ -16,6 +16,7 @@ import (
 
 // claimGate holds the first claim script call that passes through it until released.
 type claimGate struct {
+	passHook
 	entered chan struct{}
 	release chan struct{}
 	once    atomic.Bool
@@ -34,7 +35,6 @@ func isClaim(cmd redis.Cmder) bool {
 	return (name == "evalsha" && args[1] == claimScript.Hash()) || (name == "eval" && redis.NewScript(fmt.Sprint(args[1])).Hash() == claimScript.Hash())
 }
 
-func (g *claimGate) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (g *claimGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		if isClaim(cmd) && g.once.CompareAndSwap(false, true) {
@@ -43,9 +43,6 @@ func (g *claimGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
-}
-func (g *claimGate) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // TestClaimInterleaving delays the first caller's claim until a second caller has dispatched the same

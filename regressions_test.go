@@ -21,9 +21,11 @@ import (
 )
 
 // slowClaimReply delays the reply of claim scripts (after they ran).
-type slowClaimReply struct{ delay time.Duration }
+type slowClaimReply struct {
+	passHook
+	delay time.Duration
+}
 
-func (h *slowClaimReply) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *slowClaimReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
@@ -32,9 +34,6 @@ func (h *slowClaimReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return err
 	}
-}
-func (h *slowClaimReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // the first-attempt lease starts before the claim round trip; a slow claim reply eats the margin
@@ -69,9 +68,7 @@ func TestSlowClaimReplyDoesNotDoubleSend(t *testing.T) {
 func TestUndecodableWebhookDoesNotWedgeTheWorker(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Minute}})
 	good, bad := newReceiver(t), newReceiver(t)
 	good.status.Store(500)
 	bad.status.Store(500)
@@ -103,9 +100,7 @@ func TestListUnknownWebhook(t *testing.T) {
 func TestRedeliverKeepsACompletedAttempt(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}})
 	var reqs atomic.Int32
 	var mode atomic.Int32 // 0: 500, 1: 200 with a slow body, 2: 200
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -147,9 +142,7 @@ func TestRedeliverKeepsACompletedAttempt(t *testing.T) {
 func TestAutoDisableNeedsALongRunOfFailures(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}, DisableAfter: time.Hour})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}, DisableAfter: time.Hour})
 	var status atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(int(status.Load()))
@@ -184,15 +177,12 @@ func TestAutoDisableNeedsALongRunOfFailures(t *testing.T) {
 
 // holdSubs holds the subscribers pipeline after it read, once armed.
 type holdSubs struct {
+	passHook
 	armed   atomic.Bool
 	entered chan struct{}
 	release chan struct{}
 }
 
-func (h *holdSubs) DialHook(next redis.DialHook) redis.DialHook { return next }
-func (h *holdSubs) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return next
-}
 func (h *holdSubs) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
 		err := next(ctx, cmds)
@@ -277,11 +267,11 @@ func newDropProxy(t *testing.T, target string) *dropProxy {
 
 // armOnOutcome arms the proxy right before the outcome script is sent.
 type armOnOutcome struct {
+	passHook
 	p    *dropProxy
 	once atomic.Bool
 }
 
-func (h *armOnOutcome) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *armOnOutcome) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
@@ -290,9 +280,6 @@ func (h *armOnOutcome) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return next(ctx, cmd)
 	}
-}
-func (h *armOnOutcome) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // go-redis re-sends a command whose reply was lost (MaxRetries); the outcome script is not
@@ -322,9 +309,8 @@ func TestOutcomeRetriedByTheClientIsReportedRecorded(t *testing.T) {
 }
 
 // longLeaseReply appends an extra item to lease script replies.
-type longLeaseReply struct{}
+type longLeaseReply struct{ passHook }
 
-func (h *longLeaseReply) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (h *longLeaseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
@@ -336,9 +322,6 @@ func (h *longLeaseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		}
 		return err
 	}
-}
-func (h *longLeaseReply) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return next
 }
 
 // an unexpected lease reply length panics the worker.

@@ -132,9 +132,7 @@ func TestSlowSubscriberTimesOut(t *testing.T) {
 func TestSecretRotation(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{})
 	rc := newReceiver(t)
 	old := mustCreate(t, d, rc, "k")
 	rotated, err := d.Webhooks().RotateSecret(ctx, old.ID, time.Hour)

@@ -47,11 +47,11 @@ func TestKeySlotMatchesRedis(t *testing.T) {
 
 // scriptKeys records the keys of every script call a client makes.
 type scriptKeys struct {
+	passHook
 	mu    sync.Mutex
 	calls map[string][][]string // script hash -> key lists
 }
 
-func (s *scriptKeys) DialHook(next redis.DialHook) redis.DialHook { return next }
 func (s *scriptKeys) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		s.record(cmd)

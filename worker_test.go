@@ -88,9 +88,7 @@ func mustList(t *testing.T, d *Dispatcher) []*Webhook {
 func TestFailedStaysFailedUntilRedeliver(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Hour}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Hour}})
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
 	mustCreate(t, d, rc, "pay.*")
@@ -163,9 +161,7 @@ func TestFailedStaysFailedUntilRedeliver(t *testing.T) {
 func TestRedeliverExtendsClaimAndRecordTogether(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusBadRequest)
 	mustCreate(t, d, rc, "x")
@@ -194,9 +190,7 @@ func TestRedeliverExtendsClaimAndRecordTogether(t *testing.T) {
 func TestStaleLeaseCannotClobber(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Minute}})
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
 	mustCreate(t, d, rc, "x")
@@ -241,9 +235,7 @@ func TestStaleLeaseCannotClobber(t *testing.T) {
 func TestCorruptRecordIsSkipped(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
 	mustCreate(t, d, rc, "x")
@@ -281,9 +273,7 @@ func TestCorruptRecordIsSkipped(t *testing.T) {
 func TestDeletedOrDisabledWebhookFailsItsPendingDeliveries(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
 	wDisabled := mustCreate(t, d, rc, "x")
@@ -343,9 +333,7 @@ func TestDeletedOrDisabledWebhookFailsItsPendingDeliveries(t *testing.T) {
 func TestRotatedURLAndSecretApplyToTheNextAttempt(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	oldRC, newRC := newReceiver(t), newReceiver(t)
 	oldRC.status.Store(http.StatusInternalServerError)
 	w := mustCreate(t, d, oldRC, "x")
@@ -418,9 +406,7 @@ func TestRunStopsWithItsContext(t *testing.T) {
 func TestExpiredRecordLeavesTheSchedule(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	clock := newTestClock()
-	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	d.now = clock.Now
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
 	mustCreate(t, d, rc, "x")
