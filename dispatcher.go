@@ -378,20 +378,18 @@ type attemptResult struct {
 	canceled   bool // not attempted in time, or the caller's context ended: not an outcome to record
 }
 
-// minAttemptBudget is the least time left on a lease for an attempt to start under it.
-const minAttemptBudget = 100 * time.Millisecond
-
 // responseHeads holds the buffers that keep the start of a response body.
 var responseHeads = sync.Pool{New: func() any { return new([maxHistoryBody]byte) }}
 
-// attempt sends one signed request for a leased delivery. The attempt ends within Options.Timeout, and
-// with a margin before the lease ends, however late it starts: a worker that takes the delivery over
-// after the lease can never overlap it.
+// attempt sends one signed request for a leased delivery. It is made only if a whole attempt
+// (Options.Timeout) still ends with a margin before the lease does, so a worker that takes the
+// delivery over after the lease can never overlap it.
 func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record, body []byte) attemptResult {
 	start := d.now()
 	res := attemptResult{at: start}
-	budget := min(d.opts.Timeout, rec.leaseEnd.Sub(start)-(d.lease-d.opts.Timeout)/2)
-	if budget < min(minAttemptBudget, d.opts.Timeout) {
+	if rec.leaseEnd.Sub(start)-(d.lease-d.opts.Timeout)/2 < d.opts.Timeout {
+		// A whole attempt no longer fits in the lease (the claim's reply, or the pass before it, was
+		// slow): leave it to a worker after the lease rather than cut it short.
 		res.err, res.canceled = "too little of the lease was left to attempt it", true
 		return res
 	}
@@ -401,7 +399,7 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record
 		return res
 	}
 	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, budget)
+	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wh.URL, bytes.NewReader(body))
 	if err != nil {

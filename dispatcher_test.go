@@ -437,3 +437,23 @@ func (h failingHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 func (h failingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error { return h.err }
 }
+
+// TestAnEventIDNamesOneEvent: the same event id dispatched again with other data reaches a webhook
+// that subscribed since with the body of the first dispatch, stored once for both.
+func TestAnEventIDNamesOneEvent(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	first, later := newReceiver(t), newReceiver(t)
+	mustCreate(t, d, first, "e.*")
+	_, err := d.Dispatch(ctx, Event{Type: "e.x", ID: "one", Data: "original"})
+	require.NoError(t, err)
+	mustCreate(t, d, later, "e.*")
+	res, err := d.Dispatch(ctx, Event{Type: "e.x", ID: "one", Data: "changed"})
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	require.Equal(t, 1, later.count())
+	assert.Equal(t, string(first.requests()[0].Body), string(later.requests()[0].Body), "both got the first body")
+	assert.Contains(t, string(later.requests()[0].Body), `"original"`)
+	assert.Equal(t, 1, first.count(), "and the first webhook got nothing more")
+}

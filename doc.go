@@ -20,8 +20,10 @@
 //   - Failed stays failed. When the retry schedule is exhausted the delivery is failed, and Dispatch
 //     never sends it again; only Redeliver does, and concurrent Redeliver calls reset it once.
 //   - Claim and record live and die together: both carry the expiry Options.Retention, set in the
-//     same script, and Redeliver extends both in one script. The event body, the schedule entry and the
-//     per-webhook index entries never outlive the records they serve.
+//     same script, and Redeliver extends both in one script. The event body lives exactly as long as
+//     its longest-lived record; a schedule entry whose record has expired is dropped by the worker; the
+//     per-webhook index keys expire with their newest record and drop expired entries whenever they
+//     are written, and listings skip them. No key that grows with the number of events lives forever.
 //   - Crash safety. A delivery is created already leased for its first attempt. If the process dies
 //     before or during that attempt, a worker of any replica attempts it once the lease expires. Every
 //     attempt ends within what is left of its lease, so the two never overlap.

@@ -223,6 +223,10 @@ func (h *adminHandler) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 
 func (h *adminHandler) testWebhook(w http.ResponseWriter, r *http.Request) {
 	dl, err := h.d.SendTest(r.Context(), r.PathValue("id"))
+	if errors.Is(err, ErrDeferred) && dl != nil {
+		h.write(w, r, http.StatusAccepted, dl) // created and scheduled; a worker makes the attempt
+		return
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -321,6 +325,10 @@ func (h *adminHandler) getDelivery(w http.ResponseWriter, r *http.Request) {
 
 func (h *adminHandler) redeliver(w http.ResponseWriter, r *http.Request) {
 	dl, err := h.d.Redeliver(r.Context(), r.PathValue("id"))
+	if errors.Is(err, ErrDeferred) && dl != nil {
+		h.write(w, r, http.StatusAccepted, dl) // reset and scheduled; a worker makes the attempt
+		return
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return

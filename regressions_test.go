@@ -59,7 +59,7 @@ func TestSlowClaimReplyDoesNotDoubleSend(t *testing.T) {
 	res := <-done
 	time.Sleep(300 * time.Millisecond)
 	stop()
-	t.Logf("dispatch result: dup=%v err=%v", res[0].Duplicate, res[0].Err)
+	require.ErrorIs(t, res[0].Err, ErrDeferred, "a claim answered too late to attempt within its lease is left to the worker")
 	assert.Equal(t, 1, rc.count(), "one request for one pair (got %d)", rc.count())
 }
 
@@ -340,4 +340,54 @@ func TestUnexpectedLeaseReplyDoesNotPanic(t *testing.T) {
 	c.AddHook(&longLeaseReply{})
 	clock.Advance(2 * time.Minute)
 	assert.NotPanics(t, func() { _, _ = d.ProcessDue(ctx) })
+}
+
+// A claim reply late enough that a whole attempt no longer fits in the lease (lease 1.2s, of which
+// 0.5s is margin; the reply takes 0.7s): the attempt is left to the worker, not cut short and charged
+// to the subscriber as a failure.
+func TestLateClaimDefersInsteadOfTruncating(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	c.AddHook(&slowClaimReply{delay: 700 * time.Millisecond})
+	d := newTestDispatcherOn(t, c, tr, Options{Timeout: 200 * time.Millisecond})
+	require.Equal(t, 1200*time.Millisecond, d.lease)
+	rc := newReceiver(t)
+	mustCreate(t, d, rc, "x")
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "b1"})
+	require.NoError(t, err)
+	require.ErrorIs(t, res[0].Err, ErrDeferred)
+	assert.Equal(t, 0, rc.count(), "no attempt was started")
+	stored, err := d.Deliveries().Get(ctx, res[0].Delivery.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusPending, stored.Status)
+	assert.Equal(t, 0, stored.Attempts, "nothing was charged to the subscriber")
+}
+
+// ProcessDue counts only outcomes it recorded, and reports the others, also alongside an undecodable
+// webhook's deliveries.
+func TestProcessDueCountsRecordedOutcomes(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Minute}})
+	good, bad := newReceiver(t), newReceiver(t)
+	good.status.Store(500)
+	bad.status.Store(500)
+	mustCreate(t, d, good, "x")
+	wBad := mustCreate(t, d, bad, "x")
+	for i := range 8 {
+		_, err := d.Dispatch(ctx, Event{Type: "x", ID: fmt.Sprintf("e%d", i)})
+		require.NoError(t, err)
+	}
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.webhooksKey(), wBad.ID, "{not json").Err())
+	good.setHook(func(r *http.Request) {
+		id := r.Header.Get("webhook-id")
+		s, _ := shardOfDelivery(id)
+		tr.rdb.HSet(context.Background(), d.keys.deliveryKey(s, id), "l", "stolen") // another worker's lease
+	})
+	clock.Advance(2*time.Minute + d.lease)
+	n, err := d.ProcessDue(ctx)
+	require.Equal(t, 0, n, "no outcome was recorded in this pass")
+	require.ErrorIs(t, err, ErrLeaseLost)
+
 }

@@ -150,20 +150,24 @@ func (d *Dispatcher) processDue(ctx context.Context) (int, time.Time, error) {
 	}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	settled := len(jobs)
+	settled := 0
 	for i, job := range jobs {
 		if err := targets.broken[job.rec.WebhookID]; err != nil {
 			// Left leased: it is taken again once the webhook can be read.
+			mu.Lock()
 			errs = append(errs, fmt.Errorf("webhooks: delivery %s not attempted: %w", job.rec.ID, err))
-			settled--
+			mu.Unlock()
 			continue
 		}
 		wg.Go(func() {
 			o := d.attemptLeased(actx, job.rec, targets.webhooks[job.rec.WebhookID], targets.bodies[i])
-			if err := d.settle(actx, job.shard, []*record{job.rec}, []outcome{o})[0]; err != nil {
-				mu.Lock()
+			err := d.settle(actx, job.shard, []*record{job.rec}, []outcome{o})[0]
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
 				errs = append(errs, err)
-				mu.Unlock()
+			} else {
+				settled++
 			}
 		})
 	}

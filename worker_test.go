@@ -421,3 +421,34 @@ func TestExpiredRecordLeavesTheSchedule(t *testing.T) {
 	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.scheduleKey(s)).Val())
 	assert.Equal(t, 1, rc.count())
 }
+
+// TestSendTestRetriesReachADisabledWebhook: a test delivery that failed is retried even though its
+// webhook is disabled; an ordinary delivery of that webhook is not.
+func TestSendTestRetriesReachADisabledWebhook(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	w := mustCreate(t, d, rc, "x")
+	ordinary, err := d.Dispatch(ctx, Event{Type: "x", ID: "ordinary"})
+	require.NoError(t, err)
+	w.Disabled = true
+	_, err = d.Webhooks().Update(ctx, *w)
+	require.NoError(t, err)
+	test, err := d.SendTest(ctx, w.ID)
+	require.NoError(t, err)
+	require.Equal(t, StatusPending, test.Status)
+
+	rc.status.Store(http.StatusOK)
+	clock.Advance(2 * time.Minute)
+	_, err = d.ProcessDue(ctx)
+	require.NoError(t, err)
+	got, err := d.Deliveries().Get(ctx, test.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, got.Status, "the test delivery's retry was sent")
+	got, err = d.Deliveries().Get(ctx, ordinary[0].Delivery.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusFailed, got.Status, "the ordinary delivery was not")
+	assert.Equal(t, 3, rc.count())
+}
