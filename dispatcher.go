@@ -79,7 +79,9 @@ type Options struct {
 	Hooks Hooks
 	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
 	// between: when an attempt fails, its webhook's failures started at least DisableAfter ago and no
-	// delivery to it succeeded within DisableAfter, it is disabled. Default DefaultDisableAfter (5
+	// delivery to it succeeded within DisableAfter, it is disabled. Runs of failures are tracked per
+	// event shard, so after a success the clock restarts at the first failure seen in each shard: the
+	// webhook may be disabled later than DisableAfter, never earlier. Default DefaultDisableAfter (5
 	// days); negative never.
 	DisableAfter time.Duration
 }
