@@ -100,6 +100,9 @@ func decodeCursor(c string) (pagePos, error) {
 	if math.IsNaN(p.score) || math.IsInf(p.score, 0) || !utf8.ValidString(p.id) {
 		return pagePos{}, fmt.Errorf("%w: unknown format", ErrInvalidCursor)
 	}
+	if p.cursor() != c { // the decoder skips line breaks: accept only the one spelling we issue
+		return pagePos{}, fmt.Errorf("%w: not canonical", ErrInvalidCursor)
+	}
 	return p, nil
 }
 
