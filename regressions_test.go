@@ -391,3 +391,47 @@ func TestProcessDueCountsRecordedOutcomes(t *testing.T) {
 	require.ErrorIs(t, err, ErrLeaseLost)
 
 }
+
+// runTwice runs the first redeliver script it sees twice and answers with the second run, as a client
+// does that sends a command again after losing its reply.
+type runTwice struct {
+	passHook
+	done atomic.Bool
+}
+
+func (h *runTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		args := cmd.Args()
+		isRedeliver := len(args) > 1 && (args[1] == redeliverScript.Hash() || redis.NewScript(fmt.Sprint(args[1])).Hash() == redeliverScript.Hash())
+		if !isRedeliver || h.done.Load() {
+			return next(ctx, cmd)
+		}
+		if err := next(ctx, cmd); err != nil {
+			return err // NOSCRIPT, say: the EVAL fallback comes through here again
+		}
+		h.done.Store(true)
+		return next(ctx, cmd) // the script ran; the client sends it again
+	}
+}
+
+// A Redeliver whose script ran twice (a client retry) still knows it reset the delivery, and sends it
+// once, at once.
+func TestRedeliverRetriedByTheClientStillSends(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	c.AddHook(&runTwice{})
+	d := newTestDispatcherOn(t, c, tr, Options{RetrySchedule: []time.Duration{}})
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	mustCreate(t, d, rc, "x")
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "twice"})
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, res[0].Delivery.Status)
+	rc.status.Store(http.StatusOK)
+	dl, reset, err := d.redeliver(ctx, res[0].Delivery.ID)
+	require.NoError(t, err)
+	assert.True(t, reset, "the retried script reports the reset")
+	assert.Equal(t, StatusSuccess, dl.Status)
+	assert.Equal(t, 2, rc.count(), "one new request")
+}

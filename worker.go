@@ -330,7 +330,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // redeliverScript resets a failed delivery for a new series of attempts: status pending, retry step 0,
 // leased for the attempt Redeliver makes at once, and the record, its claim, its index entry and the
 // event body all extended to now + retention. History and the attempt count are kept. A delivery that
-// is not failed is left as it is.
+// is not failed is left as it is, unless it is pending under this call's own lease token: the same call
+// run again by a client whose reply was lost, reported as reset again.
 //
 // KEYS[1] -> {P:s}:dlv:<h>
 // KEYS[2] -> {P:s}:claim:<h>
@@ -346,6 +347,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 var redeliverScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
 local status = redis.call('HGET', KEYS[1], 's')
+if status == 'pending' and redis.call('HGET', KEYS[1], 'l') == ARGV[5] then
+  -- This very call reset it already: its reply was lost and the client sent it again.
+  local reply = {1, redis.call('GET', KEYS[4])}
+  for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
+  return reply
+end
 if status ~= 'failed' then
   local reply = {0, false}
   for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
