@@ -39,7 +39,6 @@ import (
 	"iter"
 	"maps"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -182,14 +181,6 @@ func shardOfDelivery(id string) (int, error) {
 }
 
 func isNil(err error) bool { return errors.Is(err, redis.Nil) }
-
-func cmdersOf[C redis.Cmder](cmds []C) []redis.Cmder {
-	out := make([]redis.Cmder, len(cmds))
-	for i, c := range cmds {
-		out[i] = c
-	}
-	return out
-}
 
 // ErrCorruptRecord is reported (wrapped) for a delivery record that cannot be decoded; the worker
 // takes such a record off the schedule and goes on with the others.
@@ -354,70 +345,21 @@ func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*De
 }
 
 // List returns up to n of a webhook's retained deliveries, most recently created or redelivered
-// first, or an error wrapping ErrNotFound for an unknown webhook. It merges the webhook's per-shard indexes; entries whose record is gone are skipped.
+// first, or an error wrapping ErrNotFound for an unknown webhook. It is Page without a filter, read
+// until n deliveries or the end.
 func (r *DeliveryRepo) List(ctx context.Context, webhookID string, n int) ([]*Delivery, error) {
-	if n <= 0 {
-		return nil, nil
-	}
-	now := time.Now().UnixMilli()
-	pipe := r.rdb.Pipeline()
-	ranges := make([]*redis.ZSliceCmd, shardCount)
-	for s := range shardCount {
-		ranges[s] = pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
-			Key: r.keys.indexKey(s, webhookID), Start: "+inf", Stop: "(" + strconv.FormatInt(now, 10),
-			ByScore: true, Rev: true, Count: int64(n),
-		})
-	}
-	known := pipe.HExists(ctx, r.keys.webhooksKey(), webhookID)
-	_, _ = pipe.Exec(ctx) // read per command
-	for _, c := range append([]redis.Cmder{known}, cmdersOf(ranges)...) {
-		if err := c.Err(); err != nil && !isNil(err) {
-			return nil, fmt.Errorf("webhooks: list deliveries: %w", err)
-		}
-	}
-	if !known.Val() {
-		return nil, fmt.Errorf("%w: webhook %q", ErrNotFound, webhookID)
-	}
-	type entry struct {
-		id    string
-		shard int
-		score float64
-	}
-	var all []entry
-	for s, cmd := range ranges {
-		for _, z := range cmd.Val() {
-			id, _ := z.Member.(string)
-			all = append(all, entry{id, s, z.Score})
-		}
-	}
-	sort.Slice(all, func(i, j int) bool {
-		if all[i].score != all[j].score {
-			return all[i].score > all[j].score
-		}
-		return all[i].id > all[j].id
-	})
-	all = all[:min(n, len(all))]
-	pipe = r.rdb.Pipeline()
-	gets := make([]*redis.MapStringStringCmd, len(all))
-	for i, e := range all {
-		gets[i] = pipe.HGetAll(ctx, r.keys.deliveryKey(e.shard, e.id))
-	}
-	if len(all) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, fmt.Errorf("webhooks: list deliveries: %w", err)
-		}
-	}
-	out := make([]*Delivery, 0, len(all))
-	for i, e := range all {
-		f := gets[i].Val()
-		if len(f) == 0 {
-			continue
-		}
-		rec, err := parseRecord(e.id, maps.All(f))
+	var out []*Delivery
+	q := DeliveryQuery{Limit: min(max(n, 1), MaxPageLimit)}
+	for len(out) < n {
+		page, err := r.Page(ctx, webhookID, q)
 		if err != nil {
-			continue
+			return nil, err
 		}
-		out = append(out, &rec.Delivery)
+		out = append(out, page.Deliveries[:min(len(page.Deliveries), n-len(out))]...)
+		if page.NextCursor == "" {
+			break
+		}
+		q.Cursor = page.NextCursor
 	}
 	return out, nil
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -456,4 +458,95 @@ func TestAnEventIDNamesOneEvent(t *testing.T) {
 	assert.Equal(t, string(first.requests()[0].Body), string(later.requests()[0].Body), "both got the first body")
 	assert.Contains(t, string(later.requests()[0].Body), `"original"`)
 	assert.Equal(t, 1, first.count(), "and the first webhook got nothing more")
+}
+
+// commandCount counts the commands a client sends, pipelined or not, and the items of their replies.
+type commandCount struct {
+	passHook
+	n, items atomic.Int32
+}
+
+func (h *commandCount) add(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		h.n.Add(1)
+		switch c := c.(type) {
+		case *redis.MapStringStringCmd:
+			h.items.Add(int32(len(c.Val())))
+		case *redis.StringSliceCmd:
+			h.items.Add(int32(len(c.Val())))
+		case *redis.SliceCmd:
+			h.items.Add(int32(len(c.Val())))
+		}
+	}
+}
+
+func (h *commandCount) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		h.add(cmd)
+		return err
+	}
+}
+func (h *commandCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		err := next(ctx, cmds)
+		h.add(cmds...)
+		return err
+	}
+}
+
+// TestResolutionCostDoesNotGrowWithTheRegistry: resolving the subscribers of a type reads the same
+// commands whether 10 or 300 other webhooks are registered.
+func TestResolutionCostDoesNotGrowWithTheRegistry(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	client := tr.newClient(t)
+	count := &commandCount{}
+	client.AddHook(count)
+	d := newTestDispatcherOn(t, client, tr, Options{})
+	for i := range 4 {
+		_, err := d.Webhooks().Create(ctx, Webhook{URL: "https://example.com/" + strconv.Itoa(i), Events: []string{"pool.created"}})
+		require.NoError(t, err)
+	}
+	measure := func() [2]int32 {
+		d.webhooks.invalidate()
+		count.n.Store(0)
+		count.items.Store(0)
+		subs, err := d.webhooks.subscribers(ctx, "pool.created")
+		require.NoError(t, err)
+		require.Len(t, subs, 4)
+		return [2]int32{count.n.Load(), count.items.Load()}
+	}
+	grow := func(n int) {
+		for i := range n {
+			_, err := d.Webhooks().Create(ctx, Webhook{URL: "https://example.org/" + strconv.Itoa(i), Events: []string{"other" + strconv.Itoa(i) + ".*"}})
+			require.NoError(t, err)
+		}
+	}
+	grow(10)
+	measure() // the first read may open a connection, whose handshake the hook also counts
+	small := measure()
+	grow(290)
+	assert.Equal(t, small, measure(), "the same commands and reply items with 300 unrelated webhooks")
+	assert.Equal(t, [2]int32{int32(len(patternsFor("pool.created"))), 4}, small, "one read per pattern, returning only the 4 subscribers")
+}
+
+func TestRetryAfterIsBounded(t *testing.T) {
+	now := time.Now()
+	cases := []struct {
+		header string
+		want   time.Duration
+	}{
+		{"", 0},
+		{"120", 120 * time.Second},
+		{"86400", maxRetryAfter},
+		{"-5", 0},
+		{"soon", 0},
+		{now.Add(30 * time.Minute).UTC().Format(http.TimeFormat), 30 * time.Minute},
+		{now.Add(48 * time.Hour).UTC().Format(http.TimeFormat), maxRetryAfter},
+	}
+	for _, c := range cases {
+		got := parseRetryAfter(c.header, now)
+		assert.InDelta(t, c.want.Seconds(), got.Seconds(), 1, "Retry-After %q", c.header)
+	}
 }

@@ -167,7 +167,7 @@ func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
 	if err := r.validate(s); err != nil {
 		return nil, err
 	}
-	if err := r.save(ctx, s.ID, nil, s); err != nil {
+	if err := r.saveRaw(ctx, s.ID, nil, "", s); err != nil {
 		return nil, err
 	}
 	return s.webhook(), nil
@@ -312,10 +312,6 @@ func (r *WebhookRepo) load(ctx context.Context, id string) (*storedWebhook, stri
 		return nil, "", fmt.Errorf("webhooks: decode webhook %s: %w", id, err)
 	}
 	return &s, raw, nil
-}
-
-func (r *WebhookRepo) save(ctx context.Context, id string, old *storedWebhook, next *storedWebhook) error {
-	return r.saveRaw(ctx, id, old, "", next)
 }
 
 // saveRaw writes next (nil deletes) in place of old, whose stored JSON was raw.

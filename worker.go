@@ -346,18 +346,17 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // returns {} when the record is gone; otherwise {1 if reset else 0, event body or false, field, value, ...}
 var redeliverScript = redis.NewScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local function answer(reset, body)
+  local reply = {reset, body}
+  for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
+  return reply
+end
 local status = redis.call('HGET', KEYS[1], 's')
 if status == 'pending' and redis.call('HGET', KEYS[1], 'l') == ARGV[5] then
   -- This very call reset it already: its reply was lost and the client sent it again.
-  local reply = {1, redis.call('GET', KEYS[4])}
-  for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
-  return reply
+  return answer(1, redis.call('GET', KEYS[4]))
 end
-if status ~= 'failed' then
-  local reply = {0, false}
-  for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
-  return reply
-end
+if status ~= 'failed' then return answer(0, false) end
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 local expiry = now + retention
 redis.call('HSET', KEYS[1], 's', 'pending', 'r', 0, 'next', ARGV[3], 'l', ARGV[5], 'x', expiry, 'u', now)
@@ -367,9 +366,7 @@ if redis.call('PTTL', KEYS[4]) < retention then redis.call('PEXPIRE', KEYS[4], r
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 redis.call('ZADD', KEYS[5], expiry, ARGV[4])
 if redis.call('PTTL', KEYS[5]) < retention then redis.call('PEXPIRE', KEYS[5], retention) end
-local reply = {1, redis.call('GET', KEYS[4])}
-for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
-return reply
+return answer(1, redis.call('GET', KEYS[4]))
 `)
 
 // ErrWebhookDisabled is returned (wrapped) by Redeliver for a delivery whose webhook is disabled:
