@@ -6,7 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
+
 	"math"
 	"slices"
 	"strconv"
@@ -293,20 +293,20 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 // cannot be decoded or belongs to another webhook maps to nil.
 func (r *DeliveryRepo) fetchPage(ctx context.Context, webhookID string, entries []pageEntry) ([]*record, error) {
 	pipe := r.rdb.Pipeline()
-	gets := make([]*redis.MapStringStringCmd, len(entries))
+	gets := make([]*redis.StringCmd, len(entries))
 	for i, e := range entries {
-		gets[i] = pipe.HGetAll(ctx, r.keys.deliveryKey(e.shard, e.id))
+		gets[i] = pipe.Get(ctx, r.keys.deliveryKey(e.shard, e.id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("webhooks: page deliveries of %s: %w", webhookID, err)
 	}
 	out := make([]*record, len(entries))
 	for i, e := range entries {
-		f := gets[i].Val()
-		if len(f) == 0 {
-			continue
+		raw, err := gets[i].Result()
+		if err != nil {
+			continue // gone (redis.Nil), or not a record
 		}
-		if rec, err := parseRecord(e.id, maps.All(f)); err == nil && rec.WebhookID == webhookID {
+		if rec, err := parseRecord(e.id, raw); err == nil && rec.WebhookID == webhookID {
 			out[i] = rec
 		}
 	}

@@ -5,8 +5,7 @@ package webhooks
 // hash slot, and the shards spread the load over the masters of a Redis Cluster. Keys are built in Go
 // and passed in KEYS; ids follow the tag, so no id can change which slot a key hashes to.
 //
-//	{P:s}:claim:<h>                      string  the claim of the pair (value 1)           TTL Retention
-//	{P:s}:dlv:<h>                        hash    the pair's delivery record (fields below) TTL Retention
+//	{P:s}:dlv:<h>                        string  the pair's claim and delivery record (record.go)  TTL Retention
 //	{P:s}:evt:<event_id>                 string  the request body, stored once per event   TTL ≥ every record of the event
 //	{P:s}:sched                          zset    delivery id -> next attempt or lease end (ms); pending only
 //	{P:s}:idx:<webhook_id>               zset    delivery id -> record expiry (ms); pruned on write, TTL ≥ newest member
@@ -16,29 +15,22 @@ package webhooks
 //	{P:registry}:sub:<pattern>           hash    webhook id -> webhook JSON, enabled subscribers of pattern only
 //
 // UNIQUE (webhook_id, event_id): h is 24 hex digits of SHA-256(webhook id, 0, event id), and the
-// delivery id is "dlv_" + the shard as two hex digits + h, so the pair names its claim, its record and
-// its id, with keys of bounded length whatever the ids. The claim key is written with SET NX in the same
-// script that creates the record, its schedule entry and its index entry, and it carries the record's
-// expiry; Redeliver extends both in one script.
-//
-// Record fields: w webhook id, e event id, t event type, s status, n attempts ever made, r retry step
-// (index into Options.RetrySchedule of the next failure's delay; Redeliver resets it), next next attempt
-// (ms), code last status code, err last error, c created (ms), u updated (ms), x expiry (ms), l lease
-// token of the last attempt (token + "+" once its outcome is recorded), h<k> the k-th attempt (JSON),
-// only the last maxHistory kept.
+// delivery id is "dlv_" + the shard as two hex digits + h, so the pair names its record and its id,
+// with keys of bounded length whatever the ids. The record is the claim: the claim script creates it
+// with SET NX PX Retention, in the same step as its schedule entry and its index entry, so the claim
+// and the record are one key with one expiry (Redeliver extends it). A separate claim key would cost
+// about 130 bytes per delivery and could be evicted or expire apart from its record.
 
 import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+
 	"errors"
 	"fmt"
 	"hash/fnv"
-	"iter"
-	"maps"
-	"slices"
+
 	"strconv"
 	"strings"
 	"time"
@@ -98,25 +90,11 @@ type Attempt struct {
 	Response string `json:"response,omitempty"`
 }
 
-// attemptEntry is an Attempt as a record field: compact JSON.
-type attemptEntry struct {
-	At       int64  `json:"t"`
-	Duration int64  `json:"d"` // microseconds
-	Code     int    `json:"c,omitempty"`
-	Err      string `json:"e,omitempty"`
-	Body     string `json:"b,omitempty"`
-}
-
 // keyspace builds every key of one KeyPrefix.
 type keyspace struct{ prefix string }
 
 func (k keyspace) tag(shard int) string { return "{" + k.prefix + ":" + strconv.Itoa(shard) + "}" }
 
-// claimKey is the claim of a pair, named by the pair's delivery id (a hash of the pair), so its length
-// is bounded whatever the ids.
-func (k keyspace) claimKey(shard int, deliveryID string) string {
-	return k.tag(shard) + ":claim:" + deliveryHash(deliveryID)
-}
 func (k keyspace) deliveryKey(shard int, deliveryID string) string {
 	return k.tag(shard) + ":dlv:" + deliveryHash(deliveryID)
 }
@@ -186,125 +164,6 @@ func isNil(err error) bool { return errors.Is(err, redis.Nil) }
 // takes such a record off the schedule and goes on with the others.
 var ErrCorruptRecord = errors.New("webhooks: corrupt delivery record")
 
-// record is a delivery record as read from Redis.
-type record struct {
-	Delivery
-	step     int       // retry step
-	lease    string    // lease token, "" when no attempt is in flight
-	leaseEnd time.Time // when the lease expires
-}
-
-// parseRecord decodes a record hash, given as its field-value pairs in any order.
-func parseRecord(id string, fields iter.Seq2[string, string]) (*record, error) {
-	r := &record{Delivery: Delivery{ID: id}}
-	var history []struct {
-		k   int
-		raw string
-	}
-	var err error
-	num := func(field, v string) int64 {
-		n, perr := strconv.ParseInt(v, 10, 64)
-		if perr != nil && v != "" && err == nil {
-			err = fmt.Errorf("%w: %s field %s=%q", ErrCorruptRecord, id, field, v)
-		}
-		return n
-	}
-	for field, v := range fields {
-		switch field {
-		case "w":
-			r.WebhookID = v
-		case "e":
-			r.EventID = v
-		case "t":
-			r.EventType = v
-		case "s":
-			r.Status = Status(v)
-		case "err":
-			r.LastError = v
-		case "l":
-			r.lease = strings.TrimSuffix(v, "+")
-		case "n":
-			r.Attempts = int(num(field, v))
-		case "r":
-			r.step = int(num(field, v))
-		case "code":
-			r.LastStatusCode = int(num(field, v))
-		case "next":
-			r.NextAttemptAt = msTime(num(field, v))
-		case "c":
-			r.CreatedAt = msTime(num(field, v))
-		case "u":
-			r.UpdatedAt = msTime(num(field, v))
-		case "x":
-			r.ExpiresAt = msTime(num(field, v))
-		default:
-			if k, ok := strings.CutPrefix(field, "h"); ok {
-				if n, perr := strconv.Atoi(k); perr == nil {
-					history = append(history, struct {
-						k   int
-						raw string
-					}{n, v})
-				}
-			}
-		}
-	}
-	if err != nil {
-		return nil, err
-	}
-	if r.WebhookID == "" || r.EventID == "" {
-		return nil, fmt.Errorf("%w: %s lacks webhook or event id", ErrCorruptRecord, id)
-	}
-	switch r.Status {
-	case StatusPending, StatusSuccess, StatusFailed:
-	default:
-		return nil, fmt.Errorf("%w: %s has status %q", ErrCorruptRecord, id, r.Status)
-	}
-	if r.Status != StatusPending {
-		r.NextAttemptAt = time.Time{}
-	}
-	slices.SortFunc(history, func(a, b struct {
-		k   int
-		raw string
-	}) int {
-		return a.k - b.k
-	})
-	for _, h := range history {
-		if h.k <= r.Attempts-maxHistory || h.k > r.Attempts {
-			continue
-		}
-		var a attemptEntry
-		if json.Unmarshal([]byte(h.raw), &a) != nil {
-			continue // history is informational; a bad entry does not make the record unusable
-		}
-		r.History = append(r.History, a.attempt())
-	}
-	return r, nil
-}
-
-func (a attemptEntry) attempt() Attempt {
-	return Attempt{At: msTime(a.At), Duration: time.Duration(a.Duration) * time.Microsecond, StatusCode: a.Code, Error: a.Err, Response: a.Body}
-}
-
-func msTime(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
-}
-
-// flatFields iterates over a flat HGETALL reply (field, value, field, value, ...).
-func flatFields(flat []any) iter.Seq2[string, string] {
-	return func(yield func(string, string) bool) {
-		for i := 0; i+1 < len(flat); i += 2 {
-			k, _ := flat[i].(string)
-			v, _ := flat[i+1].(string)
-			if !yield(k, v) {
-				return
-			}
-		}
-	}
-}
-
 // DeliveryRepo reads delivery records.
 type DeliveryRepo struct {
 	rdb  redis.UniversalClient
@@ -325,14 +184,14 @@ func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
 	if err != nil {
 		return nil, err
 	}
-	f, err := r.rdb.HGetAll(ctx, r.keys.deliveryKey(shard, id)).Result()
+	raw, err := r.rdb.Get(ctx, r.keys.deliveryKey(shard, id)).Result()
+	if isNil(err) {
+		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: read delivery %s: %w", id, err)
 	}
-	if len(f) == 0 {
-		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
-	}
-	return parseRecord(id, maps.All(f))
+	return parseRecord(id, raw)
 }
 
 // Find returns the delivery of a (webhook, event) pair, or an error wrapping ErrNotFound.

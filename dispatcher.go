@@ -14,6 +14,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -281,17 +282,21 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 	}
 	shard := shardOf(eventID)
 	now := d.now()
-	keys := make([]string, 2, 2+3*len(targets))
+	keys := make([]string, 2, 2+2*len(targets))
 	keys[0], keys[1] = d.keys.eventKey(shard, eventID), d.keys.scheduleKey(shard)
-	args := make([]any, 6, 6+3*len(targets))
-	args[0], args[1], args[2] = now.UnixMilli(), d.opts.Retention.Milliseconds(), now.Add(d.lease).UnixMilli()
-	args[3], args[4], args[5] = body, eventID, eventType
-	tokens, ids := make([]string, len(targets)), make([]string, len(targets))
+	args := make([]any, 4, 4+2*len(targets))
+	args[0], args[1], args[2], args[3] = now.UnixMilli(), d.opts.Retention.Milliseconds(), now.Add(d.lease).UnixMilli(), body
+	recs := make([]*record, len(targets))
 	for i, t := range targets {
 		id := deliveryIDFor(t.ID, eventID)
-		ids[i], tokens[i] = id, randomHex(8)
-		keys = append(keys, d.keys.claimKey(shard, id), d.keys.deliveryKey(shard, id), d.keys.indexKey(shard, t.ID))
-		args = append(args, t.ID, id, tokens[i])
+		recs[i] = &record{Delivery: Delivery{ID: id, WebhookID: t.ID, EventID: eventID, EventType: eventType,
+			Status: StatusPending, NextAttemptAt: msTime(now.Add(d.lease).UnixMilli()), CreatedAt: msTime(now.UnixMilli()),
+			UpdatedAt: msTime(now.UnixMilli()), ExpiresAt: msTime(now.Add(d.opts.Retention).UnixMilli())},
+			leaseEnd: now.Add(d.lease)}
+		recs[i].lease = randomHex(tokenLen / 2)
+		recs[i].token, recs[i].leaseState = recs[i].lease, leaseHeld
+		keys = append(keys, d.keys.deliveryKey(shard, id), d.keys.indexKey(shard, t.ID))
+		args = append(args, id, recs[i].encode(recs[i].lease, leaseHeld))
 		results[i].WebhookID = t.ID
 	}
 	reply, err := d.scripts.run(ctx, claimScript, keys, args...).Slice()
@@ -313,47 +318,37 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 		body = []byte(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}
 	var fresh []int
-	for i, t := range targets {
-		id := ids[i]
-		item, _ := reply[1+i].([]any)
-		if len(item) == 0 {
-			results[i].Err = fmt.Errorf("webhooks: claim event %s: unexpected reply %v", eventID, reply[1+i])
-			continue
-		}
-		if created, _ := item[0].(int64); created == 1 {
-			results[i].Delivery = &Delivery{ID: id, WebhookID: t.ID, EventID: eventID, EventType: eventType,
-				Status: StatusPending, NextAttemptAt: now.Add(d.lease), CreatedAt: msTime(now.UnixMilli()),
-				UpdatedAt: msTime(now.UnixMilli()), ExpiresAt: msTime(now.Add(d.opts.Retention).UnixMilli())}
+	for i := range targets {
+		switch item := reply[1+i].(type) {
+		case int64:
+			results[i].Delivery = &recs[i].Delivery // settle applies the outcome to it
 			fresh = append(fresh, i)
-			continue
+		case string:
+			results[i].Duplicate = true
+			rec, err := parseRecord(recs[i].ID, item)
+			if err != nil {
+				results[i].Err = err
+				continue
+			}
+			results[i].Delivery = &rec.Delivery
+		default:
+			results[i].Err = fmt.Errorf("webhooks: claim event %s: unexpected reply %v", eventID, reply[1+i])
 		}
-		results[i].Duplicate = true
-		if len(item) < 2 {
-			results[i].Err = fmt.Errorf("%w: pair (%s, %s) is claimed but its record is gone", ErrNotFound, t.ID, eventID)
-			continue
-		}
-		rec, err := parseRecord(id, flatFields(item[1:]))
-		if err != nil {
-			results[i].Err = err
-			continue
-		}
-		results[i].Delivery = &rec.Delivery
 	}
 	if len(fresh) == 0 {
 		return results
 	}
 	outcomes := make([]outcome, len(fresh))
-	recs := make([]*record, len(fresh))
+	leased := make([]*record, len(fresh))
 	var wg sync.WaitGroup
 	for j, i := range fresh {
-		recs[j] = &record{Delivery: *results[i].Delivery, lease: tokens[i], leaseEnd: now.Add(d.lease)}
-		results[i].Delivery = &recs[j].Delivery // settle applies the outcome to it
+		leased[j] = recs[i]
 		wg.Go(func() {
-			outcomes[j] = d.decide(recs[j], d.attempt(ctx, targets[i], recs[j], body))
+			outcomes[j] = d.decide(recs[i], d.attempt(ctx, targets[i], recs[i], body))
 		})
 	}
 	wg.Wait()
-	for j, err := range d.settle(ctx, shard, recs, outcomes) {
+	for j, err := range d.settle(ctx, shard, leased, outcomes) {
 		if err != nil {
 			results[fresh[j]].Err = err
 		}
@@ -466,7 +461,7 @@ type outcome struct {
 	code       int
 	err        string
 	attempted  bool
-	entry      attemptEntry
+	attempt    Attempt
 	disable    bool // 410 Gone: disable the webhook
 	unrecorded bool // the caller's context ended mid-attempt: leave it to the lease
 }
@@ -475,7 +470,8 @@ type outcome struct {
 func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
 	o := outcome{id: rec.ID, token: rec.lease, code: res.code, err: res.err, attempted: true, step: rec.step,
 		unrecorded: res.canceled,
-		entry:      attemptEntry{At: res.at.UnixMilli(), Duration: res.dur.Microseconds(), Code: res.code, Err: res.err, Body: res.body}}
+		attempt: Attempt{At: msTime(res.at.UnixMilli()), Duration: res.dur.Truncate(time.Microsecond), StatusCode: res.code,
+			Error: res.err, Response: res.body}}
 	switch {
 	case res.code >= 200 && res.code < 300 && res.err == "":
 		o.status = StatusSuccess
@@ -504,57 +500,41 @@ func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (1 - retryJitter + 2*retryJitter*rand.Float64()))
 }
 
-// apply updates an in-memory record as settle recorded o at now.
-func (r *record) apply(o outcome, now time.Time) {
-	if o.attempted {
-		r.Attempts++
-		r.History = append(r.History, o.entry.attempt())
-		if len(r.History) > maxHistory {
-			r.History = r.History[len(r.History)-maxHistory:]
-		}
-	}
-	r.Status, r.step, r.LastStatusCode, r.LastError, r.lease = o.status, o.step, o.code, o.err, ""
-	r.NextAttemptAt = o.next
-	r.UpdatedAt = msTime(now.UnixMilli())
-}
-
 // outcomeScript records the outcomes of attempts on deliveries of one shard, each only if the delivery
 // is still leased by the token its attempt was made under, so a worker whose lease expired cannot
-// overwrite a newer attempt's outcome. A recorded outcome leaves its token marked as settled (token
-// + "+"), so that the same call run again (a client retrying a request whose reply was lost) reports
-// it recorded instead of lost, and writes nothing twice. It also keeps the shard's view of each webhook's health: the
-// time of its last success, and the start of its current run of failures. Every lease is checked
-// before the first write.
+// overwrite a newer attempt's outcome. The new record is computed in Go from the record the lease was
+// taken on (nothing else writes a record while it is leased), and marks the lease settled, so that the
+// same call run again (a client retrying a request whose reply was lost) reports it recorded instead
+// of lost, and writes nothing twice. It also keeps the shard's view of each webhook's health: the time
+// of its last success, and the start of its current run of failures. Every lease is checked before
+// the first write.
 //
 // KEYS[1] -> {P:s}:sched
 // KEYS[2] -> {P:s}:health
 // KEYS[2+i] (i = 1..n) -> delivery key of outcome i
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms): the health hash's expiry
-// ARGV[3+8(i-1)] .. ARGV[10+8(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
-// pending only), retry step, status code, error, webhook id; ARGV[2+8n+i] -> outcome i's attempt as
-// JSON ("" when no attempt was made)
+// ARGV[3+6(i-1)] .. ARGV[8+6(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
+// pending only), webhook id, 1 if an attempt was made (else 0); ARGV[2+6n+i] -> outcome i's new record
 // returns per outcome two integers: 1 when recorded (now or by an earlier run of the same call; 0 when
-// its lease was lost and nothing was written), and the start (ms) of the webhook's run of failures in this shard (0 if none)
+// its lease was lost and nothing was written), and the start (ms) of the webhook's run of failures in
+// this shard (0 if none)
 var outcomeScript = redis.NewScript(`
 local n = #KEYS - 2
 local held = {}
 for i = 1, n do
-  local lease, token = redis.call('HGET', KEYS[2 + i], 'l'), ARGV[4 + 8 * (i - 1)]
-  if lease == token then held[i] = 'yes' elseif lease == token .. '+' then held[i] = 'done' else held[i] = 'no' end
+  local rec, token = redis.call('GET', KEYS[2 + i]), ARGV[4 + 6 * (i - 1)]
+  local head = rec and string.sub(rec, 1, ` + strconv.Itoa(tokenLen+1) + `)
+  if head == token .. 'L' then held[i] = 'yes' elseif head == token .. '+' then held[i] = 'done' else held[i] = 'no' end
 end
 local reply = {}
 for i = 1, n do
   reply[2 * i - 1], reply[2 * i] = 0, 0
   if held[i] == 'done' then reply[2 * i - 1] = 1 end
   if held[i] == 'yes' then
-    local key, a = KEYS[2 + i], 2 + 8 * (i - 1)
-    local id, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 8]
-    local entry = ARGV[2 + 8 * n + i]
-    if entry ~= '' then
-      local k = redis.call('HINCRBY', key, 'n', 1)
-      redis.call('HSET', key, 'h' .. k, entry)
-      if k > ` + strconv.Itoa(maxHistory) + ` then redis.call('HDEL', key, 'h' .. (k - ` + strconv.Itoa(maxHistory) + `)) end
+    local a = 2 + 6 * (i - 1)
+    local id, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
+    if ARGV[a + 6] == '1' then
       if status == 'success' then
         redis.call('HSET', KEYS[2], wid .. ':ok', ARGV[1])
         redis.call('HDEL', KEYS[2], wid .. ':fail')
@@ -564,8 +544,7 @@ for i = 1, n do
       end
       redis.call('PEXPIRE', KEYS[2], ARGV[2])
     end
-    redis.call('HSET', key, 's', status, 'next', next, 'r', ARGV[a + 5], 'code', ARGV[a + 6], 'err', ARGV[a + 7], 'u', ARGV[1])
-    redis.call('HSET', key, 'l', ARGV[a + 2] .. '+')
+    redis.call('SET', KEYS[2 + i], ARGV[2 + 6 * n + i], 'KEEPTTL')
     if status == 'pending' then
       redis.call('ZADD', KEYS[1], next, id)
     else
@@ -594,25 +573,24 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	keys := []string{d.keys.scheduleKey(shard), d.keys.healthKey(shard)}
 	now := d.now()
 	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds()}
-	var entries []any
+	var values []any
 	var idx []int
+	next := make([]record, len(outcomes))
 	for i, o := range outcomes {
 		if o.unrecorded {
 			errs[i] = fmt.Errorf("webhooks: delivery %s: %s; a worker attempts it after its lease: %w", o.id, o.err, ErrDeferred)
 			continue
 		}
-		var next int64
-		if o.status == StatusPending {
-			next = o.next.UnixMilli()
-		}
-		entry := ""
+		next[i] = *recs[i]
+		next[i].History = slices.Clone(recs[i].History)
+		next[i].apply(o, now)
+		attempted := 0
 		if o.attempted {
-			b, _ := json.Marshal(o.entry)
-			entry = string(b)
+			attempted = 1
 		}
 		keys = append(keys, d.keys.deliveryKey(shard, o.id))
-		args = append(args, o.id, o.token, string(o.status), next, o.step, o.code, o.err, recs[i].WebhookID)
-		entries = append(entries, entry)
+		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, attempted)
+		values = append(values, next[i].encode(o.token, leaseSettled))
 		idx = append(idx, i)
 	}
 	if len(idx) == 0 {
@@ -621,7 +599,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	// The attempt is over whatever the caller's context says now: record it.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.lease)
 	defer cancel()
-	reply, err := d.scripts.run(ctx, outcomeScript, keys, append(args, entries...)...).Int64Slice()
+	reply, err := d.scripts.run(ctx, outcomeScript, keys, append(args, values...)...).Int64Slice()
 	if err == nil && len(reply) != 2*len(idx) {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))
 	}
@@ -632,7 +610,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		case reply[2*j] != 1:
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
 		default:
-			recs[i].apply(outcomes[i], now)
+			*recs[i] = next[i]
 			d.afterOutcome(ctx, recs[i], outcomes[i], msTime(reply[2*j+1]))
 		}
 	}

@@ -11,16 +11,16 @@
 //
 // Each is held by a test that fails when it breaks, on miniredis, a real Redis and a Redis Cluster.
 //
-//   - One delivery per pair. Dispatch claims every (webhook, event id) pair with SET NX in the same Lua
-//     script that creates the delivery record, its schedule entry and its index entry. Any number of
+//   - One delivery per pair. Dispatch claims every (webhook, event id) pair by creating its delivery
+//     record with SET NX, in the same Lua script that creates its schedule entry and its index entry. Any number of
 //     calls, sequential or concurrent, from one process or many, make one record and one series of
 //     attempts per pair.
 //   - Duplicates return the original. A repeated call returns the existing Delivery with
 //     Result.Duplicate set, whatever its status, and sends nothing.
 //   - Failed stays failed. When the retry schedule is exhausted the delivery is failed, and Dispatch
 //     never sends it again; only Redeliver does, and concurrent Redeliver calls reset it once.
-//   - Claim and record live and die together: both carry the expiry Options.Retention, set in the
-//     same script, and Redeliver extends both in one script. The event body lives exactly as long as
+//   - Claim and record live and die together: the claim is the record, one key with the expiry
+//     Options.Retention, which Redeliver extends. The event body lives exactly as long as
 //     its longest-lived record; a schedule entry whose record has expired is dropped by the worker; the
 //     per-webhook index keys expire with their newest record and drop expired entries whenever they
 //     are written, and listings skip them. No key that grows with the number of events lives forever.
@@ -47,7 +47,7 @@
 // redelivers); a replay must not turn into a re-send the subscriber did not ask for, nor reset a retry
 // budget the subscriber already exhausted. Re-sending is an operator's decision: Redeliver gives the
 // delivery the whole retry schedule again, keeps its id, event and attempt history, and extends its
-// record and claim to Retention from then.
+// record (its claim) to Retention from then.
 //
 // # Retries
 //

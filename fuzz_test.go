@@ -54,7 +54,7 @@ func FuzzEventValidation(f *testing.F) {
 			t.Fatalf("delivery id %q encodes shard %d (%v), want %d", did, got, err, s)
 		}
 		slot := keySlot(keys.scheduleKey(s))
-		for _, k := range []string{keys.claimKey(s, did), keys.eventKey(s, id), keys.deliveryKey(s, did), keys.indexKey(s, "wh_1")} {
+		for _, k := range []string{keys.eventKey(s, id), keys.deliveryKey(s, did), keys.indexKey(s, "wh_1")} {
 			if keySlot(k) != slot {
 				t.Fatalf("key %q left its event's slot", k)
 			}

@@ -241,3 +241,12 @@ func (passHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return n
 func (passHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return next
 }
+
+// stealLease rewrites a record's head as if another worker had leased it.
+func stealLease(t testing.TB, rdb redis.UniversalClient, key string) {
+	t.Helper()
+	ctx := context.Background()
+	raw, err := rdb.Get(ctx, key).Result()
+	require.NoError(t, err)
+	require.NoError(t, rdb.Set(ctx, key, strings.Repeat("f", tokenLen)+string(leaseHeld)+raw[tokenLen+1:], redis.KeepTTL).Err())
+}

@@ -57,7 +57,7 @@ func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome, f
 	h := d.opts.Hooks
 	d.logOutcome(ctx, rec, o)
 	if o.attempted && h.AttemptFinished != nil {
-		info := AttemptInfo{Delivery: rec.Delivery, StatusCode: o.code, Duration: time.Duration(o.entry.Duration) * time.Microsecond, Error: o.err}
+		info := AttemptInfo{Delivery: rec.Delivery, StatusCode: o.code, Duration: o.attempt.Duration, Error: o.err}
 		d.runHook("AttemptFinished", func() { h.AttemptFinished(info) })
 	}
 	switch {
@@ -122,7 +122,7 @@ func (d *Dispatcher) logOutcome(ctx context.Context, rec *record, o outcome) {
 		slog.String("event_id", rec.EventID), slog.String("event_type", rec.EventType), slog.Int("attempt", rec.Attempts),
 		slog.String("status", string(rec.Status))}
 	if o.attempted {
-		attrs = append(attrs, slog.Int("status_code", o.code), slog.Duration("duration", time.Duration(o.entry.Duration)*time.Microsecond))
+		attrs = append(attrs, slog.Int("status_code", o.code), slog.Duration("duration", o.attempt.Duration))
 	}
 	if o.err != "" {
 		attrs = append(attrs, slog.String("error", o.err))

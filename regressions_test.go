@@ -383,7 +383,7 @@ func TestProcessDueCountsRecordedOutcomes(t *testing.T) {
 	good.setHook(func(r *http.Request) {
 		id := r.Header.Get("webhook-id")
 		s, _ := shardOfDelivery(id)
-		tr.rdb.HSet(context.Background(), d.keys.deliveryKey(s, id), "l", "stolen") // another worker's lease
+		stealLease(t, tr.rdb, d.keys.deliveryKey(s, id)) // another worker's lease
 	})
 	clock.Advance(2*time.Minute + d.lease)
 	n, err := d.ProcessDue(ctx)

@@ -139,7 +139,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	// A corrupt record exercises the unschedule script.
 	s := shardOf(ids[0])
 	corrupt := fmt.Sprintf("dlv_%02x%024d", s, 7)
-	require.NoError(t, tr.rdb.HSet(ctx, d.keys.deliveryKey(s, corrupt), "junk", "1").Err())
+	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, corrupt), strings.Repeat("junk", 10), 0).Err())
 	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.scheduleKey(s), redis.Z{Score: 1, Member: corrupt}).Err())
 
 	clock.Advance(2 * time.Minute)

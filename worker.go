@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,17 +22,17 @@ const (
 )
 
 // leaseScript leases due deliveries of one shard: each candidate still due has its schedule entry moved
-// to the lease's end and the lease token written on its record, so no other worker takes it until the
-// lease expires. Every candidate is checked before the first write.
+// to the lease's end and the lease token written into its record's head, so no other worker takes it
+// until the lease expires. Every candidate is checked before the first write.
 //
 // KEYS[1] -> {P:s}:sched
 // KEYS[1+i] (i = 1..n) -> delivery key of candidate i
 // ARGV[1] -> now (ms)
 // ARGV[2] -> lease end (ms)
 // ARGV[1+2i], ARGV[2+2i] -> candidate i's delivery id and lease token
-// returns per candidate: 0 when it is not due any more (another worker leased it), "gone" when its record
-// has expired, "corrupt" when its key is not a hash (the schedule entry of both is removed), or the
-// record's fields once leased
+// returns per candidate: 0 when it is not due any more (another worker leased it), 1 when its record has
+// expired, 2 when its key holds no record (the schedule entry of both is removed), or the record once
+// leased
 var leaseScript = redis.NewScript(`
 local now, leaseEnd = tonumber(ARGV[1]), ARGV[2]
 local n = #KEYS - 1
@@ -42,7 +43,13 @@ for i = 1, n do
     state[i] = 0
   else
     local t = redis.call('TYPE', KEYS[1 + i])['ok']
-    if t == 'hash' then state[i] = 'lease' elseif t == 'none' then state[i] = 'gone' else state[i] = 'corrupt' end
+    if t == 'none' then
+      state[i] = 1
+    elseif t == 'string' and redis.call('STRLEN', KEYS[1 + i]) >= ` + strconv.Itoa(recordHeadLen) + ` then
+      state[i] = 'lease'
+    else
+      state[i] = 2
+    end
   end
 end
 local reply = {}
@@ -50,8 +57,9 @@ for i = 1, n do
   local id = ARGV[1 + 2 * i]
   if state[i] == 'lease' then
     redis.call('ZADD', KEYS[1], leaseEnd, id)
-    redis.call('HSET', KEYS[1 + i], 'l', ARGV[2 + 2 * i])
-    reply[i] = redis.call('HGETALL', KEYS[1 + i])
+    local rec = ARGV[2 + 2 * i] .. 'L' .. string.sub(redis.call('GET', KEYS[1 + i]), ` + strconv.Itoa(tokenLen+2) + `)
+    redis.call('SET', KEYS[1 + i], rec, 'KEEPTTL')
+    reply[i] = rec
   else
     if state[i] ~= 0 then redis.call('ZREM', KEYS[1], id) end
     reply[i] = state[i]
@@ -60,8 +68,8 @@ end
 return reply
 `)
 
-// unscheduleScript removes a leased delivery from the schedule without recording an attempt: for a
-// record that cannot be decoded, or that is not pending.
+// unscheduleScript removes a leased delivery from the schedule without recording an attempt, and
+// releases its lease: for a record that cannot be decoded, or that is not pending.
 //
 // KEYS[1] -> {P:s}:sched
 // KEYS[2] -> delivery key
@@ -69,9 +77,10 @@ return reply
 // ARGV[2] -> lease token
 // returns 1 when removed, 0 when the lease was lost
 var unscheduleScript = redis.NewScript(`
-if redis.call('HGET', KEYS[2], 'l') ~= ARGV[2] then return 0 end
+local rec = redis.call('GET', KEYS[2])
+if not rec or string.sub(rec, 1, ` + strconv.Itoa(tokenLen+1) + `) ~= ARGV[2] .. 'L' then return 0 end
 redis.call('ZREM', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], 'l')
+redis.call('SET', KEYS[2], ARGV[2] .. '-' .. string.sub(rec, ` + strconv.Itoa(tokenLen+2) + `), 'KEEPTTL')
 return 1
 `)
 
@@ -183,7 +192,7 @@ func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, i
 	args[0], args[1] = now.UnixMilli(), now.Add(d.lease).UnixMilli()
 	tokens := make([]string, len(ids))
 	for i, id := range ids {
-		tokens[i] = randomHex(8)
+		tokens[i] = randomHex(tokenLen / 2)
 		keys = append(keys, d.keys.deliveryKey(shard, id))
 		args = append(args, id, tokens[i])
 	}
@@ -198,8 +207,8 @@ func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, i
 	var errs []error
 	for i, item := range reply {
 		switch v := item.(type) {
-		case []any:
-			rec, err := parseRecord(ids[i], flatFields(v))
+		case string:
+			rec, err := parseRecord(ids[i], v)
 			if err == nil && rec.Status != StatusPending {
 				err = fmt.Errorf("%w: %s is scheduled but %s", ErrCorruptRecord, ids[i], rec.Status)
 			}
@@ -213,9 +222,9 @@ func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, i
 			}
 			rec.lease, rec.leaseEnd = tokens[i], now.Add(d.lease)
 			out = append(out, leasedDelivery{shard: shard, rec: rec})
-		case string:
-			if v == "corrupt" {
-				err := fmt.Errorf("%w: %s is not a hash", ErrCorruptRecord, ids[i])
+		case int64:
+			if v == 2 {
+				err := fmt.Errorf("%w: %s is not a record", ErrCorruptRecord, ids[i])
 				d.log.Error("webhooks: dropped undecodable delivery from the schedule", "delivery_id", ids[i], "error", err)
 				errs = append(errs, err)
 			}
@@ -327,46 +336,40 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}
 }
 
-// redeliverScript resets a failed delivery for a new series of attempts: status pending, retry step 0,
-// leased for the attempt Redeliver makes at once, and the record, its claim, its index entry and the
-// event body all extended to now + retention. History and the attempt count are kept. A delivery that
-// is not failed is left as it is, unless it is pending under this call's own lease token: the same call
-// run again by a client whose reply was lost, reported as reset again.
+// redeliverScript resets a failed delivery for a new series of attempts, if its record is still the
+// one the caller read: the new record (computed in Go) is pending, at retry step 0, leased for the
+// attempt Redeliver makes at once, and the record, its index entry and the event body are all extended
+// to now + retention. A record that changed since it was read is left as it is (concurrent calls reset
+// it once), unless it is leased under this call's own token: the same call run again by a client
+// whose reply was lost, reported as reset again.
 //
 // KEYS[1] -> {P:s}:dlv:<h>
-// KEYS[2] -> {P:s}:claim:<h>
-// KEYS[3] -> {P:s}:sched
-// KEYS[4] -> {P:s}:evt:<event_id>
-// KEYS[5] -> {P:s}:idx:<webhook_id>
+// KEYS[2] -> {P:s}:sched
+// KEYS[3] -> {P:s}:evt:<event_id>
+// KEYS[4] -> {P:s}:idx:<webhook_id>
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms)
 // ARGV[3] -> lease end (ms)
 // ARGV[4] -> delivery id
 // ARGV[5] -> lease token
-// returns {} when the record is gone; otherwise {1 if reset else 0, event body or false, field, value, ...}
+// ARGV[6] -> the failed record as the caller read it
+// ARGV[7] -> the reset record
+// returns {} when the record is gone; otherwise {1 if reset else 0, event body or false, record}
 var redeliverScript = redis.NewScript(`
-if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-local function answer(reset, body)
-  local reply = {reset, body}
-  for _, v in ipairs(redis.call('HGETALL', KEYS[1])) do reply[#reply + 1] = v end
-  return reply
-end
-local status = redis.call('HGET', KEYS[1], 's')
-if status == 'pending' and redis.call('HGET', KEYS[1], 'l') == ARGV[5] then
+local rec = redis.call('GET', KEYS[1])
+if not rec then return {} end
+if string.sub(rec, 1, ` + strconv.Itoa(tokenLen+1) + `) == ARGV[5] .. 'L' then
   -- This very call reset it already: its reply was lost and the client sent it again.
-  return answer(1, redis.call('GET', KEYS[4]))
+  return {1, redis.call('GET', KEYS[3]), rec}
 end
-if status ~= 'failed' then return answer(0, false) end
-local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-local expiry = now + retention
-redis.call('HSET', KEYS[1], 's', 'pending', 'r', 0, 'next', ARGV[3], 'l', ARGV[5], 'x', expiry, 'u', now)
-redis.call('PEXPIRE', KEYS[1], retention)
-redis.call('SET', KEYS[2], 1, 'PX', retention)
+if rec ~= ARGV[6] then return {0, false, rec} end
+local retention = tonumber(ARGV[2])
+redis.call('SET', KEYS[1], ARGV[7], 'PX', retention)
+if redis.call('PTTL', KEYS[3]) < retention then redis.call('PEXPIRE', KEYS[3], retention) end
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[4], tonumber(ARGV[1]) + retention, ARGV[4])
 if redis.call('PTTL', KEYS[4]) < retention then redis.call('PEXPIRE', KEYS[4], retention) end
-redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
-redis.call('ZADD', KEYS[5], expiry, ARGV[4])
-if redis.call('PTTL', KEYS[5]) < retention then redis.call('PEXPIRE', KEYS[5], retention) end
-return answer(1, redis.call('GET', KEYS[4]))
+return {1, redis.call('GET', KEYS[3]), ARGV[7]}
 `)
 
 // ErrWebhookDisabled is returned (wrapped) by Redeliver for a delivery whose webhook is disabled:
@@ -374,8 +377,8 @@ return answer(1, redis.call('GET', KEYS[4]))
 var ErrWebhookDisabled = errors.New("webhooks: webhook disabled")
 
 // Redeliver re-sends a failed delivery: the one way a failed delivery is sent again. It keeps the
-// delivery's id, event and history, gives it the whole retry schedule again, extends its record and its
-// claim to Options.Retention from now, and makes the first attempt before it returns. A pending or
+// delivery's id, event and history, gives it the whole retry schedule again, extends its record (its
+// claim) to Options.Retention from now, and makes the first attempt before it returns. A pending or
 // successful delivery is returned unchanged; concurrent calls reset a delivery once. A delivery whose
 // webhook was deleted gives an error wrapping ErrNotFound, one whose webhook is disabled an error
 // wrapping ErrWebhookDisabled, and the delivery is left as it is.
@@ -402,18 +405,22 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	}
 	shard, _ := shardOfDelivery(deliveryID)
 	now := d.now()
-	token := randomHex(8)
-	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.claimKey(shard, deliveryID),
-		d.keys.scheduleKey(shard), d.keys.eventKey(shard, rec.EventID), d.keys.indexKey(shard, rec.WebhookID)}
+	renewed := *rec
+	renewed.Status, renewed.step, renewed.NextAttemptAt = StatusPending, 0, msTime(now.Add(d.lease).UnixMilli())
+	renewed.UpdatedAt, renewed.ExpiresAt = msTime(now.UnixMilli()), msTime(now.Add(d.opts.Retention).UnixMilli())
+	token := randomHex(tokenLen / 2)
+	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.scheduleKey(shard),
+		d.keys.eventKey(shard, rec.EventID), d.keys.indexKey(shard, rec.WebhookID)}
 	reply, err := redeliverScript.Run(ctx, d.rdb, keys, now.UnixMilli(), d.opts.Retention.Milliseconds(),
-		now.Add(d.lease).UnixMilli(), deliveryID, token).Slice()
+		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(token, leaseHeld)).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
 	}
-	if len(reply) < 2 {
+	if len(reply) < 3 {
 		return nil, false, fmt.Errorf("%w: delivery %q", ErrNotFound, deliveryID)
 	}
-	rec, err = parseRecord(deliveryID, flatFields(reply[2:]))
+	raw, _ := reply[2].(string)
+	rec, err = parseRecord(deliveryID, raw)
 	if err != nil {
 		return nil, false, err
 	}

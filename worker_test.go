@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -157,8 +158,9 @@ func TestFailedStaysFailedUntilRedeliver(t *testing.T) {
 	require.ErrorIs(t, err, ErrNotFound)
 }
 
-// TestRedeliverExtendsClaimAndRecordTogether reads both expiries after a Redeliver.
-func TestRedeliverExtendsClaimAndRecordTogether(t *testing.T) {
+// TestRedeliverExtendsRecordAndBody reads the expiries of the record (the claim) and of the event body
+// after a Redeliver.
+func TestRedeliverExtendsRecordAndBody(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
@@ -173,16 +175,14 @@ func TestRedeliverExtendsClaimAndRecordTogether(t *testing.T) {
 	require.NoError(t, err)
 	s := shardOf("ext")
 	// Shorten both so an extension is visible.
-	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.claimKey(s, id), time.Hour).Err())
 	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.deliveryKey(s, id), time.Hour).Err())
+	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.eventKey(s, "ext"), time.Hour).Err())
 	_, err = d.Redeliver(ctx, id)
 	require.NoError(t, err)
-	claimTTL := tr.rdb.PTTL(ctx, d.keys.claimKey(s, id)).Val()
 	recTTL := tr.rdb.PTTL(ctx, d.keys.deliveryKey(s, id)).Val()
-	assert.Greater(t, claimTTL, DefaultRetention-time.Minute)
-	assert.InDelta(t, claimTTL.Milliseconds(), recTTL.Milliseconds(), 50)
+	assert.Greater(t, recTTL, DefaultRetention-time.Minute)
 	evtTTL := tr.rdb.PTTL(ctx, d.keys.eventKey(s, "ext")).Val()
-	assert.InDelta(t, claimTTL.Milliseconds(), evtTTL.Milliseconds(), 50)
+	assert.InDelta(t, recTTL.Milliseconds(), evtTTL.Milliseconds(), 50)
 }
 
 // TestStaleLeaseCannotClobber: an attempt outlives its lease, a second worker takes the delivery over
@@ -245,11 +245,13 @@ func TestCorruptRecordIsSkipped(t *testing.T) {
 
 	s := shardOf("good")
 	sched := d.keys.scheduleKey(s)
-	notHash, badHash, gone := fmt.Sprintf("dlv_%02x%024d", s, 1), fmt.Sprintf("dlv_%02x%024d", s, 2), fmt.Sprintf("dlv_%02x%024d", s, 3)
-	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, notHash), "garbage", time.Hour).Err())
-	require.NoError(t, tr.rdb.HSet(ctx, d.keys.deliveryKey(s, badHash), "s", "pending", "n", "many").Err())
+	short, hash, garbled, gone := fmt.Sprintf("dlv_%02x%024d", s, 1), fmt.Sprintf("dlv_%02x%024d", s, 2),
+		fmt.Sprintf("dlv_%02x%024d", s, 3), fmt.Sprintf("dlv_%02x%024d", s, 4)
+	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, short), "garbage", time.Hour).Err())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.deliveryKey(s, hash), "s", "pending", "n", "many").Err())
+	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, garbled), strings.Repeat("x", 40), time.Hour).Err())
 	due := float64(clock.Now().UnixMilli())
-	for _, id := range []string{notHash, badHash, gone} {
+	for _, id := range []string{short, hash, garbled, gone} {
 		require.NoError(t, tr.rdb.ZAdd(ctx, sched, redis.Z{Score: due, Member: id}).Err())
 	}
 

@@ -1,0 +1,194 @@
+package webhooks
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+)
+
+// A delivery record is one Redis string, created with SET NX by the claim script: the record is the
+// pair's claim, so the two cannot outlive one another. Go encodes and decodes it; a script reads or
+// rewrites only its fixed-width head:
+//
+//	[0, 16)  lease token (tokenLen hex digits) of the last attempt started
+//	[16]     lease state: 'L' an attempt holds the lease, '+' its outcome is recorded, '-' no lease
+//	[17]     status: 'p' pending, 's' success, 'f' failed
+//	[18]     format version, recordVersion
+//	[19, …)  varints: attempts, retry step, next attempt (ms), last status code, created (ms),
+//	         updated (ms), expiry (ms); strings (uvarint length, bytes): webhook id, event id, event type,
+//	         last error; uvarint count of attempts kept, then each attempt: varints at (ms),
+//	         duration (µs), status code; strings error, response start
+//
+// A state change that only moves the lease (lease, unschedule) rewrites the head in Lua; every other
+// one is a whole new value computed in Go from the record it holds the lease of, written only if the
+// head still names that lease (the token is the condition of every conditional write).
+
+const (
+	// tokenLen is the length of a lease token: 8 random bytes, hex encoded.
+	tokenLen      = 16
+	recordHeadLen = tokenLen + 3
+	recordVersion = '1'
+
+	leaseHeld     = 'L'
+	leaseSettled  = '+'
+	leaseNone     = '-'
+	statusPending = 'p'
+	statusSuccess = 's'
+	statusFailed  = 'f'
+)
+
+// record is a delivery record as read from Redis.
+type record struct {
+	Delivery
+	step       int       // retry step
+	token      string    // lease token of the last attempt started
+	leaseState byte      // leaseHeld, leaseSettled or leaseNone
+	lease      string    // lease token while an attempt holds the lease, else ""
+	leaseEnd   time.Time // when the lease expires
+	raw        string    // the value this record was decoded from, "" when built in memory
+}
+
+var statusCodes = map[Status]byte{StatusPending: statusPending, StatusSuccess: statusSuccess, StatusFailed: statusFailed}
+
+// encode is the record's stored value with the given lease head.
+func (r *record) encode(token string, state byte) string {
+	b := make([]byte, 0, 96+len(r.WebhookID)+len(r.EventID)+len(r.EventType)+len(r.LastError)+32*len(r.History))
+	b = append(b, token...)
+	b = append(b, state, statusCodes[r.Status], recordVersion)
+	var next int64
+	if r.Status == StatusPending {
+		next = unixMilli(r.NextAttemptAt)
+	}
+	for _, v := range []int64{int64(r.Attempts), int64(r.step), next, int64(r.LastStatusCode),
+		unixMilli(r.CreatedAt), unixMilli(r.UpdatedAt), unixMilli(r.ExpiresAt)} {
+		b = binary.AppendVarint(b, v)
+	}
+	for _, s := range []string{r.WebhookID, r.EventID, r.EventType, r.LastError} {
+		b = appendString(b, s)
+	}
+	b = binary.AppendUvarint(b, uint64(len(r.History)))
+	for _, a := range r.History {
+		b = binary.AppendVarint(b, unixMilli(a.At))
+		b = binary.AppendVarint(b, a.Duration.Microseconds())
+		b = binary.AppendVarint(b, int64(a.StatusCode))
+		b = appendString(b, a.Error)
+		b = appendString(b, a.Response)
+	}
+	return string(b)
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
+}
+
+func unixMilli(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func msTime(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms)
+}
+
+// recordReader decodes a record's body; the first failure sticks.
+type recordReader struct {
+	b   []byte
+	bad bool
+}
+
+func (rd *recordReader) int() int64 {
+	v, n := binary.Varint(rd.b)
+	if n <= 0 {
+		rd.bad = true
+		return 0
+	}
+	rd.b = rd.b[n:]
+	return v
+}
+
+func (rd *recordReader) string() string {
+	l, n := binary.Uvarint(rd.b)
+	if n <= 0 || l > uint64(len(rd.b)-n) {
+		rd.bad = true
+		return ""
+	}
+	s := string(rd.b[n : n+int(l)])
+	rd.b = rd.b[n+int(l):]
+	return s
+}
+
+// parseRecord decodes a stored record.
+func parseRecord(id, raw string) (*record, error) {
+	corrupt := func(why string) error { return fmt.Errorf("%w: %s %s", ErrCorruptRecord, id, why) }
+	if len(raw) < recordHeadLen {
+		return nil, corrupt("is too short")
+	}
+	if raw[recordHeadLen-1] != recordVersion {
+		return nil, corrupt(fmt.Sprintf("has format %q", raw[recordHeadLen-1]))
+	}
+	r := &record{Delivery: Delivery{ID: id}, token: raw[:tokenLen], leaseState: raw[tokenLen], raw: raw}
+	switch r.leaseState {
+	case leaseHeld:
+		r.lease = r.token
+	case leaseSettled, leaseNone:
+	default:
+		return nil, corrupt(fmt.Sprintf("has lease state %q", r.leaseState))
+	}
+	switch raw[tokenLen+1] {
+	case statusPending:
+		r.Status = StatusPending
+	case statusSuccess:
+		r.Status = StatusSuccess
+	case statusFailed:
+		r.Status = StatusFailed
+	default:
+		return nil, corrupt(fmt.Sprintf("has status %q", raw[tokenLen+1]))
+	}
+	rd := &recordReader{b: []byte(raw[recordHeadLen:])}
+	r.Attempts, r.step = int(rd.int()), int(rd.int())
+	r.NextAttemptAt, r.LastStatusCode = msTime(rd.int()), int(rd.int())
+	r.CreatedAt, r.UpdatedAt, r.ExpiresAt = msTime(rd.int()), msTime(rd.int()), msTime(rd.int())
+	r.WebhookID, r.EventID, r.EventType, r.LastError = rd.string(), rd.string(), rd.string(), rd.string()
+	kept, n := binary.Uvarint(rd.b)
+	if n <= 0 || kept > maxHistory {
+		return nil, corrupt("has a bad attempt count")
+	}
+	rd.b = rd.b[n:]
+	for range kept {
+		a := Attempt{At: msTime(rd.int()), Duration: time.Duration(rd.int()) * time.Microsecond, StatusCode: int(rd.int())}
+		a.Error, a.Response = rd.string(), rd.string()
+		r.History = append(r.History, a)
+	}
+	switch {
+	case rd.bad || len(rd.b) != 0:
+		return nil, corrupt("cannot be decoded")
+	case r.WebhookID == "" || r.EventID == "":
+		return nil, corrupt("lacks webhook or event id")
+	case r.Attempts < 0 || r.step < 0:
+		return nil, corrupt("has a negative count")
+	}
+	if r.Status != StatusPending {
+		r.NextAttemptAt = time.Time{}
+	}
+	return r, nil
+}
+
+// apply updates an in-memory record as settle records o at now.
+func (r *record) apply(o outcome, now time.Time) {
+	if o.attempted {
+		r.Attempts++
+		r.History = append(r.History, o.attempt)
+		if len(r.History) > maxHistory {
+			r.History = r.History[len(r.History)-maxHistory:]
+		}
+	}
+	r.Status, r.step, r.LastStatusCode, r.LastError = o.status, o.step, o.code, o.err
+	r.NextAttemptAt = o.next
+	r.UpdatedAt = msTime(now.UnixMilli())
+	r.token, r.leaseState, r.lease = o.token, leaseSettled, ""
+}
