@@ -14,13 +14,14 @@ import "github.com/redis/go-redis/v9"
 // KEYS[2] -> {P:s}:sched
 // KEYS[1+2i], KEYS[2+2i] (i = 1..n) -> target i's delivery key, index key
 // ARGV[1] -> now (ms)
-// ARGV[2] -> retention (ms): the expiry of the record and of the index entry
+// ARGV[2] -> retention (ms): the expiry of the record, and of the index entry
 // ARGV[3] -> lease end of the first attempt (ms)
 // ARGV[4] -> request body
-// ARGV[3+2i], ARGV[4+2i] (i = 1..n) -> target i's delivery id, new record (leased under a token of this call)
+// ARGV[2+3i], ARGV[3+3i], ARGV[4+3i] (i = 1..n) -> target i's delivery id, its hash (the id's last
+// 12 bytes, raw), its new record (leased under a token of this call)
 // returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is 1 when this call created
 // the delivery, or the existing record
-var claimScript = redis.NewScript(`
+var claimScript = redis.NewScript(indexFunction + `
 local now, retention, leaseEnd = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local n = (#KEYS - 2) / 2
 local reply, created = {false}, {}
@@ -29,7 +30,7 @@ for i = 1, n do
   local rec = redis.call('GET', KEYS[1 + 2 * i])
   if not rec then
     created[i], fresh = true, fresh + 1
-  elseif rec == ARGV[4 + 2 * i] then
+  elseif rec == ARGV[4 + 3 * i] then
     reply[i + 1], fresh = 1, fresh + 1
   else
     reply[i + 1] = rec
@@ -44,17 +45,28 @@ if fresh > 0 then
     redis.call('SET', KEYS[1], ARGV[4], 'PX', retention)
   end
 end
-local expiry = now + retention
 for i = 1, n do
   if created[i] then
-    local dlv, idx, id = KEYS[1 + 2 * i], KEYS[2 + 2 * i], ARGV[3 + 2 * i]
-    redis.call('SET', dlv, ARGV[4 + 2 * i], 'NX', 'PX', retention)
-    redis.call('ZADD', KEYS[2], leaseEnd, id)
-    redis.call('ZREMRANGEBYSCORE', idx, '-inf', now)
-    redis.call('ZADD', idx, expiry, id)
-    if redis.call('PTTL', idx) < retention then redis.call('PEXPIRE', idx, retention) end
+    redis.call('SET', KEYS[1 + 2 * i], ARGV[4 + 3 * i], 'NX', 'PX', retention)
+    redis.call('ZADD', KEYS[2], leaseEnd, ARGV[2 + 3 * i])
+    index(KEYS[2 + 2 * i], now, retention, ARGV[3 + 3 * i])
     reply[i + 1] = 1
   end
 end
 return reply
 `)
+
+// indexFunction is the Lua function that adds a delivery to a webhook's per-shard index, a stream:
+// index(key, now, retention, hash) appends {d = hash, x = now + retention (the record's expiry)} under
+// the id <ms>-<seq>, ms = now unless the stream's newest entry is later (ids only grow), trims entries
+// older than a retention (their records have expired, or were redelivered and indexed again), and keeps
+// the key as long as its newest entry.
+const indexFunction = `
+local function index(key, now, retention, hash)
+  local ms = now
+  local top = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
+  if top then ms = math.max(ms, tonumber(string.match(top[1], '^%d+'))) end
+  redis.call('XADD', key, 'MINID', '~', now - retention, ms .. '-*', 'd', hash, 'x', now + retention)
+  if redis.call('PTTL', key) < retention then redis.call('PEXPIRE', key, retention) end
+end
+`

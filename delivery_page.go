@@ -6,10 +6,9 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-
-	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -27,12 +26,10 @@ const (
 	maxPageRounds = 20
 	// minFilteredBatch is the fewest index entries a filtered page examines per round.
 	minFilteredBatch = 100
-	// maxTieFetch bounds one shard's read while it skips entries that share the cursor's score.
-	maxTieFetch = 10_000
 	// maxCursorID bounds the id inside a cursor.
 	maxCursorID = 256
 	// cursorVersion is the first byte of every cursor.
-	cursorVersion = 1
+	cursorVersion = 2
 )
 
 // ErrInvalidQuery is returned (wrapped) by DeliveryRepo.Page and Dispatcher.Recover for arguments that
@@ -61,49 +58,68 @@ type DeliveryPage struct {
 	NextCursor string      `json:"next_cursor,omitempty"`
 }
 
-// pagePos is a position in a webhook's listing: index score (record expiry, ms) and delivery id. The
-// listing orders by score descending, then id descending (the order ZRANGE ... REV gives one shard).
+// pagePos is a position in a webhook's listing: an index entry's stream id (ms, seq) and delivery id.
+// The listing orders by ms, then seq, then delivery id, all descending: within one shard that is the
+// stream's own order (XREVRANGE), and shards merge by it.
 type pagePos struct {
-	score float64
-	id    string
+	ms, seq int64
+	id      string
 }
 
 // before reports whether p comes before q in the listing.
 func (p pagePos) before(q pagePos) bool {
-	if p.score != q.score {
-		return p.score > q.score
+	switch {
+	case p.ms != q.ms:
+		return p.ms > q.ms
+	case p.seq != q.seq:
+		return p.seq > q.seq
 	}
 	return p.id > q.id
 }
 
+// streamID is p's position in one shard's index: XREVRANGE from it (inclusive) reads p's entry, if the
+// shard holds it, and what follows.
+func (p pagePos) streamID() string {
+	return strconv.FormatInt(p.ms, 10) + "-" + strconv.FormatInt(p.seq, 10)
+}
+
 func (p pagePos) cursor() string {
-	b := make([]byte, 0, 9+len(p.id))
+	b := make([]byte, 0, 17+len(p.id))
 	b = append(b, cursorVersion)
-	b = binary.BigEndian.AppendUint64(b, math.Float64bits(p.score))
+	b = binary.BigEndian.AppendUint64(b, uint64(p.ms))
+	b = binary.BigEndian.AppendUint64(b, uint64(p.seq))
 	b = append(b, p.id...)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
 // decodeCursor reads a cursor made by pagePos.cursor.
 func decodeCursor(c string) (pagePos, error) {
-	if len(c) > base64.RawURLEncoding.EncodedLen(9+maxCursorID) {
+	if len(c) > base64.RawURLEncoding.EncodedLen(17+maxCursorID) {
 		return pagePos{}, fmt.Errorf("%w: too long", ErrInvalidCursor)
 	}
 	b, err := base64.RawURLEncoding.Strict().DecodeString(c)
 	if err != nil {
 		return pagePos{}, fmt.Errorf("%w: %w", ErrInvalidCursor, err)
 	}
-	if len(b) < 10 || b[0] != cursorVersion {
+	if len(b) < 18 || b[0] != cursorVersion {
 		return pagePos{}, fmt.Errorf("%w: unknown format", ErrInvalidCursor)
 	}
-	p := pagePos{score: math.Float64frombits(binary.BigEndian.Uint64(b[1:9])), id: string(b[9:])}
-	if math.IsNaN(p.score) || math.IsInf(p.score, 0) || !utf8.ValidString(p.id) {
+	p := pagePos{ms: int64(binary.BigEndian.Uint64(b[1:9])), seq: int64(binary.BigEndian.Uint64(b[9:17])), id: string(b[17:])}
+	if p.ms < 0 || p.seq < 0 || !utf8.ValidString(p.id) {
 		return pagePos{}, fmt.Errorf("%w: unknown format", ErrInvalidCursor)
 	}
 	if p.cursor() != c { // the decoder skips line breaks: accept only the one spelling we issue
 		return pagePos{}, fmt.Errorf("%w: not canonical", ErrInvalidCursor)
 	}
 	return p, nil
+}
+
+// parseStreamID reads a stream entry id, <ms>-<seq>.
+func parseStreamID(id string) (ms, seq int64, ok bool) {
+	a, b, found := strings.Cut(id, "-")
+	ms, err1 := strconv.ParseInt(a, 10, 64)
+	seq, err2 := strconv.ParseInt(b, 10, 64)
+	return ms, seq, found && err1 == nil && err2 == nil
 }
 
 // normalize checks q and returns the page size and how many index entries to read per shard and round.
@@ -131,23 +147,24 @@ func (q DeliveryQuery) normalize() (limit, batch int, err error) {
 // pageEntry is an index entry read for a page.
 type pageEntry struct {
 	pagePos
-	shard int
+	shard  int
+	expiry int64 // of the record when indexed (ms)
 }
 
-// Page returns a page of a webhook's retained deliveries, newest first: ordered by index score (the
-// record's expiry, so by creation or last Redeliver) descending, then by id descending. It merges the
-// webhook's per-shard indexes, skips entries that have expired or whose record is gone, and with
-// q.Status set keeps only deliveries in that state, reading further into the index until it has
-// q.Limit of them; it reads at most a bounded number of batches per call, and when that bound ends a
-// page early the page is shorter (possibly empty) and NextCursor continues after the last entry
-// examined. Keep calling with NextCursor until it is "".
+// Page returns a page of a webhook's retained deliveries, newest first: in the order they were
+// indexed, at creation or at their last Redeliver (index entries within one millisecond by delivery
+// id). It merges the webhook's per-shard indexes, skips entries that have expired, whose record is gone
+// or that a later Redeliver replaced, and with q.Status set keeps only deliveries in that state, reading
+// further into the index until it has q.Limit of them; it reads at most a bounded number of batches per
+// call, and when that bound ends a page early the page is shorter (possibly empty) and NextCursor
+// continues after the last entry examined. Keep calling with NextCursor until it is "".
 //
 // The cursor is opaque and marks an exclusive position, so a listing never repeats a delivery and
 // never skips one that was indexed before it started, even while deliveries are being written: a new
 // delivery ranks above every existing one and appears only in a fresh listing. The one exception is
-// Redeliver, which re-indexes a delivery at its new expiry: a delivery redelivered during a listing
-// moves above the cursor, so the listing does not meet it further down, and it shows at the top of a
-// fresh listing instead.
+// Redeliver, which re-indexes a delivery: a delivery redelivered during a listing moves above the
+// cursor, so the listing does not meet it further down, and it shows at the top of a fresh listing
+// instead.
 //
 // An unknown webhook gives an error wrapping ErrNotFound, a bad query one wrapping ErrInvalidQuery (a
 // bad cursor: ErrInvalidCursor).
@@ -164,35 +181,20 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 		}
 		pos = &p
 	}
-	minScore := "(" + strconv.FormatInt(time.Now().UnixMilli(), 10)
 	page := &DeliveryPage{Deliveries: make([]*Delivery, 0, min(limit, 64))}
-
-	// offsets and counts of each shard's next read. They grow only while a shard's whole read consists
-	// of entries at or before pos that share its score (ties the cursor already passed), and reset when
-	// pos moves.
-	var offsets, counts [shardCount]int64
-	reset := func() {
-		for s := range shardCount {
-			offsets[s], counts[s] = 0, int64(batch)
-		}
-	}
-	reset()
 	for round := range maxPageRounds {
-		maxScore := "+inf"
+		from := "+"
 		if pos != nil {
-			maxScore = strconv.FormatFloat(pos.score, 'f', -1, 64)
+			from = pos.streamID()
 		}
 		pipe := r.rdb.Pipeline()
 		var exists *redis.BoolCmd
 		if round == 0 {
 			exists = pipe.HExists(ctx, r.keys.webhooksKey(), webhookID)
 		}
-		ranges := make([]*redis.ZSliceCmd, shardCount)
+		ranges := make([]*redis.XMessageSliceCmd, shardCount)
 		for s := range shardCount {
-			ranges[s] = pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{
-				Key: r.keys.indexKey(s, webhookID), Start: maxScore, Stop: minScore,
-				ByScore: true, Rev: true, Offset: offsets[s], Count: counts[s],
-			})
+			ranges[s] = pipe.XRevRangeN(ctx, r.keys.indexKey(s, webhookID), from, "-", int64(batch))
 		}
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, fmt.Errorf("webhooks: page deliveries of %s: %w", webhookID, err)
@@ -203,30 +205,23 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 
 		// Merge. A shard whose read was full may hold more entries after its last one, so only entries
 		// up to the highest such last entry (the frontier) are known to be the next ones of the listing.
+		// A read from pos holds at most one entry at or before pos (a shard's stream ids are unique), and
+		// batch is at least 2, so every full read moves the listing on.
 		var valid []pageEntry
 		var frontier *pagePos
-		var blocked []int // full shards whose read held nothing after pos
 		for s, cmd := range ranges {
-			zs := cmd.Val()
-			n := 0
-			for _, z := range zs {
-				id, _ := z.Member.(string)
-				e := pageEntry{pagePos{z.Score, id}, s}
-				if pos == nil || pos.before(e.pagePos) {
+			msgs := cmd.Val()
+			for _, m := range msgs {
+				e, ok := indexEntry(s, m)
+				if ok && (pos == nil || pos.before(e.pagePos)) {
 					valid = append(valid, e)
-					n++
 				}
 			}
-			if int64(len(zs)) < counts[s] {
+			if len(msgs) < batch {
 				continue // the shard has nothing more in range
 			}
-			last := pagePos{zs[len(zs)-1].Score, ""}
-			last.id, _ = zs[len(zs)-1].Member.(string)
-			if frontier == nil || last.before(*frontier) {
-				frontier = &last
-			}
-			if n == 0 {
-				blocked = append(blocked, s)
+			if last, ok := indexEntry(s, msgs[len(msgs)-1]); ok && (frontier == nil || last.before(*frontier)) {
+				frontier = &last.pagePos
 			}
 		}
 		slices.SortFunc(valid, func(a, b pageEntry) int {
@@ -246,14 +241,7 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 			}
 		}
 		if ready == 0 {
-			if len(blocked) == 0 {
-				return page, nil // nothing left: the last page
-			}
-			for _, s := range blocked {
-				offsets[s] += counts[s]
-				counts[s] = min(2*counts[s], maxTieFetch)
-			}
-			continue
+			return page, nil // nothing left: the last page
 		}
 		take := valid[:min(ready, batch)]
 		more := frontier != nil || len(valid) > len(take)
@@ -279,34 +267,51 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 		}
 		p := take[len(take)-1].pagePos
 		pos = &p
-		reset()
 	}
-	// The bound ended the page early: continue after the last entry examined (or, when every round
-	// only skipped entries the cursor had passed, from the same place).
+	// The bound ended the page early: continue after the last entry examined.
 	if pos != nil {
 		page.NextCursor = pos.cursor()
 	}
 	return page, nil
 }
 
-// fetchPage reads the records of index entries in one round trip; an entry whose record is gone,
-// cannot be decoded or belongs to another webhook maps to nil.
+// indexEntry decodes an index entry of a shard; an entry that is not one of ours is skipped.
+func indexEntry(shard int, m redis.XMessage) (pageEntry, bool) {
+	ms, seq, ok := parseStreamID(m.ID)
+	hash, _ := m.Values["d"].(string)
+	x, _ := m.Values["x"].(string)
+	expiry, err := strconv.ParseInt(x, 10, 64)
+	if !ok || len(hash) != 12 || err != nil {
+		return pageEntry{}, false
+	}
+	return pageEntry{pagePos: pagePos{ms: ms, seq: seq, id: indexedID(shard, hash)}, shard: shard, expiry: expiry}, true
+}
+
+// fetchPage reads the records of index entries in one round trip; an entry that has expired, whose
+// record is gone, cannot be decoded, belongs to another webhook or was indexed again by a later
+// Redeliver maps to nil.
 func (r *DeliveryRepo) fetchPage(ctx context.Context, webhookID string, entries []pageEntry) ([]*record, error) {
 	pipe := r.rdb.Pipeline()
 	gets := make([]*redis.StringCmd, len(entries))
+	now := time.Now().UnixMilli()
 	for i, e := range entries {
-		gets[i] = pipe.Get(ctx, r.keys.deliveryKey(e.shard, e.id))
+		if e.expiry > now {
+			gets[i] = pipe.Get(ctx, r.keys.deliveryKey(e.shard, e.id))
+		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("webhooks: page deliveries of %s: %w", webhookID, err)
 	}
 	out := make([]*record, len(entries))
 	for i, e := range entries {
+		if gets[i] == nil {
+			continue // expired
+		}
 		raw, err := gets[i].Result()
 		if err != nil {
 			continue // gone (redis.Nil), or not a record
 		}
-		if rec, err := parseRecord(e.id, raw); err == nil && rec.WebhookID == webhookID {
+		if rec, err := parseRecord(e.id, raw); err == nil && rec.WebhookID == webhookID && unixMilli(rec.ExpiresAt) == e.expiry {
 			out[i] = rec
 		}
 	}

@@ -7,11 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,30 +81,36 @@ func pageCollect(t testing.TB, fetch func(cursor string) (*DeliveryPage, error),
 	return nil, 0
 }
 
-// listingOrder sorts delivery ids the way a listing orders them: by index score (ExpiresAt), then id,
-// both descending.
+// listingOrder sorts delivery ids the way a listing orders them, by their index entries: stream id
+// (ms, seq), then delivery id, all descending. It checks on the way that each id is indexed once, at the
+// millisecond it was created (the test never redelivers them).
 func listingOrder(t testing.TB, d *Dispatcher, ids []string) []string {
 	t.Helper()
-	type item struct {
-		id string
-		x  time.Time
-	}
-	items := make([]item, len(ids))
-	for i, id := range ids {
-		dl, err := d.Deliveries().Get(context.Background(), id)
+	ctx := context.Background()
+	positions := map[string]pagePos{}
+	for _, id := range ids {
+		s, err := shardOfDelivery(id)
 		require.NoError(t, err)
-		items[i] = item{id, dl.ExpiresAt}
-	}
-	slices.SortFunc(items, func(a, b item) int {
-		if c := b.x.Compare(a.x); c != 0 {
-			return c
+		dl, err := d.Deliveries().Get(ctx, id)
+		require.NoError(t, err)
+		msgs, err := d.rdb.XRange(ctx, d.keys.indexKey(s, dl.WebhookID), "-", "+").Result()
+		require.NoError(t, err)
+		for _, m := range msgs {
+			if e, ok := indexEntry(s, m); ok && e.id == id {
+				require.NotContains(t, positions, id, "indexed once")
+				positions[id] = e.pagePos
+				assert.Equal(t, dl.CreatedAt.UnixMilli(), e.ms, "indexed at its creation")
+			}
 		}
-		return strings.Compare(b.id, a.id)
-	})
-	out := make([]string, len(items))
-	for i, it := range items {
-		out[i] = it.id
+		require.Contains(t, positions, id, "indexed")
 	}
+	out := slices.Clone(ids)
+	slices.SortFunc(out, func(a, b string) int {
+		if positions[a].before(positions[b]) {
+			return -1
+		}
+		return 1
+	})
 	return out
 }
 
@@ -245,8 +249,9 @@ func TestPageBoundedScan(t *testing.T) {
 	pipe := tr.rdb.Pipeline()
 	for i := range ghosts {
 		s := i % shardCount
-		pipe.ZAdd(ctx, d.keys.indexKey(s, wh.ID), redis.Z{Score: float64(real.ExpiresAt.UnixMilli() + 1 + int64(i/7)),
-			Member: fmt.Sprintf("dlv_%02x%024x", s, i)})
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: d.keys.indexKey(s, wh.ID),
+			ID:     fmt.Sprintf("%d-*", real.CreatedAt.UnixMilli()+1+int64(i/7)),
+			Values: []any{"d", indexedHash(fmt.Sprintf("dlv_%02x%024x", s, i)), "x", real.ExpiresAt.UnixMilli()}})
 	}
 	_, err = pipe.Exec(ctx)
 	require.NoError(t, err)
@@ -266,8 +271,8 @@ func TestPageBoundedScan(t *testing.T) {
 	}
 }
 
-// TestPageSkipsExpiredEntries: an index entry whose score (expiry) has passed is not listed, even while
-// its record is still there.
+// TestPageSkipsExpiredEntries: an index entry whose expiry has passed is not listed, even while its
+// record is still there.
 func TestPageSkipsExpiredEntries(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
@@ -278,8 +283,16 @@ func TestPageSkipsExpiredEntries(t *testing.T) {
 	old := ids[2]
 	shard, err := shardOfDelivery(old)
 	require.NoError(t, err)
-	require.NoError(t, tr.rdb.ZAddXX(ctx, d.keys.indexKey(shard, wh.ID),
-		redis.Z{Score: float64(time.Now().Add(-time.Second).UnixMilli()), Member: old}).Err())
+	key := d.keys.indexKey(shard, wh.ID)
+	msgs, err := tr.rdb.XRange(ctx, key, "-", "+").Result()
+	require.NoError(t, err)
+	for _, m := range msgs { // index it again, as expired
+		if e, _ := indexEntry(shard, m); e.id == old {
+			require.NoError(t, tr.rdb.XDel(ctx, key, m.ID).Err())
+			require.NoError(t, tr.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: "*",
+				Values: []any{"d", indexedHash(old), "x", time.Now().Add(-time.Second).UnixMilli()}}).Err())
+		}
+	}
 
 	page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{})
 	require.NoError(t, err)
@@ -291,8 +304,8 @@ func TestPageSkipsExpiredEntries(t *testing.T) {
 	assert.Empty(t, page.NextCursor)
 }
 
-// TestPageRedeliveredMovesToTop: Redeliver re-indexes a delivery at its new expiry, so a fresh listing
-// shows it first.
+// TestPageRedeliveredMovesToTop: Redeliver re-indexes a delivery, so a fresh listing shows it first,
+// and not again at its old place.
 func TestPageRedeliveredMovesToTop(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
@@ -310,6 +323,10 @@ func TestPageRedeliveredMovesToTop(t *testing.T) {
 	assert.Equal(t, ids[0], page.Deliveries[0].ID)
 	assert.Equal(t, ids[4], page.Deliveries[1].ID)
 	assert.NotEmpty(t, page.NextCursor)
+	all, _ := pageCollect(t, func(cursor string) (*DeliveryPage, error) {
+		return d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Limit: 2, Cursor: cursor})
+	}, nil)
+	assert.Equal(t, []string{ids[0], ids[4], ids[3], ids[2], ids[1]}, all, "listed once, at its new place only")
 }
 
 // TestPageLimits: 0 means 50, more than 500 means 500, negative is invalid.
@@ -348,21 +365,21 @@ func TestPageRejectsBadInput(t *testing.T) {
 	require.ErrorIs(t, err, ErrInvalidQuery)
 	require.NotErrorIs(t, err, ErrInvalidCursor)
 
-	raw := func(version byte, score float64, id string) string {
-		b := append([]byte{version}, binary.BigEndian.AppendUint64(nil, math.Float64bits(score))...)
+	raw := func(version byte, ms int64, id string) string {
+		b := append([]byte{version}, binary.BigEndian.AppendUint64(nil, uint64(ms))...)
+		b = binary.BigEndian.AppendUint64(b, 0)
 		return base64.RawURLEncoding.EncodeToString(append(b, id...))
 	}
 	bad := map[string]string{
-		"not base64":    "!!!",
-		"padded":        base64.URLEncoding.EncodeToString([]byte("\x01abcdefghijklm")),
-		"std alphabet":  "+/+/+/+/+/+/+/",
-		"too short":     base64.RawURLEncoding.EncodeToString([]byte{1, 2, 3}),
-		"no id":         raw(1, 5, ""),
-		"wrong version": raw(2, 5, "dlv_x"),
-		"NaN score":     raw(1, math.NaN(), "dlv_x"),
-		"inf score":     raw(1, math.Inf(1), "dlv_x"),
-		"bad utf-8":     raw(1, 5, "\xff\xfe"),
-		"too long":      raw(1, 5, strings.Repeat("a", 300)),
+		"not base64":   "!!!",
+		"padded":       base64.URLEncoding.EncodeToString([]byte("\x01abcdefghijklm")),
+		"std alphabet": "+/+/+/+/+/+/+/",
+		"too short":    base64.RawURLEncoding.EncodeToString([]byte{1, 2, 3}),
+		"no id":        raw(2, 5, ""),
+		"old version":  raw(1, 5, "dlv_x"),
+		"negative ms":  raw(2, -1, "dlv_x"),
+		"bad utf-8":    raw(2, 5, "\xff\xfe"),
+		"too long":     raw(2, 5, strings.Repeat("a", 300)),
 	}
 	for name, cursor := range bad {
 		_, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Cursor: cursor})
@@ -370,7 +387,7 @@ func TestPageRejectsBadInput(t *testing.T) {
 		require.ErrorIs(t, err, ErrInvalidQuery, name)
 	}
 	// A well-formed cursor far below everything is just an empty last page.
-	page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Cursor: raw(1, 5, "dlv_x")})
+	page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Cursor: raw(2, 5, "dlv_x")})
 	require.NoError(t, err)
 	assert.Empty(t, page.Deliveries)
 	assert.Empty(t, page.NextCursor)
@@ -378,7 +395,7 @@ func TestPageRejectsBadInput(t *testing.T) {
 
 // FuzzDecodeCursor: no input makes the cursor decoder panic, and what it accepts encodes back to itself.
 func FuzzDecodeCursor(f *testing.F) {
-	f.Add(pagePos{score: 1.7e12, id: "dlv_0a0123456789abcdef01234567"}.cursor())
+	f.Add(pagePos{ms: 1.7e12, seq: 3, id: "dlv_0a0123456789abcdef01234567"}.cursor())
 	f.Add("")
 	f.Add("AQ")
 	f.Fuzz(func(t *testing.T, c string) {
@@ -389,6 +406,41 @@ func FuzzDecodeCursor(f *testing.F) {
 		if got := p.cursor(); got != c {
 			t.Fatalf("cursor %q decodes to %+v which encodes to %q", c, p, got)
 		}
-		_ = strconv.FormatFloat(p.score, 'f', -1, 64)
+		if _, _, ok := parseStreamID(p.streamID()); !ok {
+			t.Fatalf("cursor %q gives stream id %q", c, p.streamID())
+		}
 	})
+}
+
+// TestIndexTrimsOldEntries: a webhook's per-shard index drops entries older than a retention when it is
+// next written (whole blocks of entries at a time on a real Redis), and lives as long as its newest one.
+func TestIndexTrimsOldEntries(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{Retention: 2 * time.Hour, RetrySchedule: []time.Duration{time.Minute}})
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "*")
+	var ids []string
+	for i := 0; len(ids) < 250 && i < 10_000; i++ {
+		if id := fmt.Sprintf("trim-%d", i); shardOf(id) == 3 {
+			ids = append(ids, id)
+		}
+	}
+	require.Len(t, ids, 250)
+	for _, id := range ids[:249] {
+		_, err := d.Dispatch(ctx, Event{Type: "trim.test", ID: id})
+		require.NoError(t, err)
+	}
+	key := d.keys.indexKey(3, wh.ID)
+	require.EqualValues(t, 249, tr.rdb.XLen(ctx, key).Val())
+
+	clock.Advance(3 * time.Hour)
+	_, err := d.Dispatch(ctx, Event{Type: "trim.test", ID: ids[249]})
+	require.NoError(t, err)
+	assert.Less(t, tr.rdb.XLen(ctx, key).Val(), int64(100), "entries older than a retention are trimmed")
+	assert.InDelta(t, (2 * time.Hour).Milliseconds(), tr.rdb.PTTL(ctx, key).Val().Milliseconds(), 5000)
+	page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Limit: 1})
+	require.NoError(t, err)
+	require.Len(t, page.Deliveries, 1)
+	assert.Equal(t, ids[249], page.Deliveries[0].EventID)
 }

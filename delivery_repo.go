@@ -8,7 +8,8 @@ package webhooks
 //	{P:s}:dlv:<h>                        string  the pair's claim and delivery record (record.go)  TTL Retention
 //	{P:s}:evt:<event_id>                 string  the request body, stored once per event   TTL ≥ every record of the event
 //	{P:s}:sched                          zset    delivery id -> next attempt or lease end (ms); pending only
-//	{P:s}:idx:<webhook_id>               zset    delivery id -> record expiry (ms); pruned on write, TTL ≥ newest member
+//	{P:s}:idx:<webhook_id>               stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
+//	                                             its creation or Redeliver; trimmed on write, TTL ≥ newest entry
 //	{P:s}:health                         hash    <webhook_id>:ok -> last success (ms), <webhook_id>:fail -> start of
 //	                                             the current run of failures (ms); TTL Retention from the last attempt
 //	{P:registry}:webhooks                hash    webhook id -> webhook JSON (with secrets)
@@ -97,6 +98,18 @@ func (k keyspace) tag(shard int) string { return "{" + k.prefix + ":" + strconv.
 
 func (k keyspace) deliveryKey(shard int, deliveryID string) string {
 	return k.tag(shard) + ":dlv:" + deliveryHash(deliveryID)
+}
+
+// indexedHash is the part of a delivery id after its prefix and shard, as the 12 bytes it spells: what
+// the index holds (a shard's index knows its shard).
+func indexedHash(deliveryID string) string {
+	b, _ := hex.DecodeString(deliveryHash(deliveryID))
+	return string(b)
+}
+
+// indexedID is the delivery id of an index entry of a shard.
+func indexedID(shard int, hash string) string {
+	return fmt.Sprintf("%s%02x%x", deliveryIDPrefix, shard, hash)
 }
 
 // deliveryHash is the part of a delivery id after its prefix and shard.

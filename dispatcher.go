@@ -284,19 +284,19 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 	now := d.now()
 	keys := make([]string, 2, 2+2*len(targets))
 	keys[0], keys[1] = d.keys.eventKey(shard, eventID), d.keys.scheduleKey(shard)
-	args := make([]any, 4, 4+2*len(targets))
+	args := make([]any, 4, 4+3*len(targets))
 	args[0], args[1], args[2], args[3] = now.UnixMilli(), d.opts.Retention.Milliseconds(), now.Add(d.lease).UnixMilli(), body
 	recs := make([]*record, len(targets))
 	for i, t := range targets {
 		id := deliveryIDFor(t.ID, eventID)
 		recs[i] = &record{Delivery: Delivery{ID: id, WebhookID: t.ID, EventID: eventID, EventType: eventType,
 			Status: StatusPending, NextAttemptAt: msTime(now.Add(d.lease).UnixMilli()), CreatedAt: msTime(now.UnixMilli()),
-			UpdatedAt: msTime(now.UnixMilli()), ExpiresAt: msTime(now.Add(d.opts.Retention).UnixMilli())},
+			UpdatedAt: msTime(now.UnixMilli()), ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())},
 			leaseEnd: now.Add(d.lease)}
 		recs[i].lease = randomHex(tokenLen / 2)
 		recs[i].token, recs[i].leaseState = recs[i].lease, leaseHeld
 		keys = append(keys, d.keys.deliveryKey(shard, id), d.keys.indexKey(shard, t.ID))
-		args = append(args, id, recs[i].encode(recs[i].lease, leaseHeld))
+		args = append(args, id, indexedHash(id), recs[i].encode(recs[i].lease, leaseHeld))
 		results[i].WebhookID = t.ID
 	}
 	reply, err := d.scripts.run(ctx, claimScript, keys, args...).Slice()

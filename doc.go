@@ -12,18 +12,19 @@
 // Each is held by a test that fails when it breaks, on miniredis, a real Redis and a Redis Cluster.
 //
 //   - One delivery per pair. Dispatch claims every (webhook, event id) pair by creating its delivery
-//     record with SET NX, in the same Lua script that creates its schedule entry and its index entry. Any number of
-//     calls, sequential or concurrent, from one process or many, make one record and one series of
-//     attempts per pair.
+//     record with SET NX, in the same Lua script that creates its schedule entry and its index entry.
+//     Any number of calls, sequential or concurrent, from one process or many, make one record and one
+//     series of attempts per pair.
 //   - Duplicates return the original. A repeated call returns the existing Delivery with
 //     Result.Duplicate set, whatever its status, and sends nothing.
 //   - Failed stays failed. When the retry schedule is exhausted the delivery is failed, and Dispatch
 //     never sends it again; only Redeliver does, and concurrent Redeliver calls reset it once.
 //   - Claim and record live and die together: the claim is the record, one key with the expiry
-//     Options.Retention, which Redeliver extends. The event body lives exactly as long as
-//     its longest-lived record; a schedule entry whose record has expired is dropped by the worker; the
-//     per-webhook index keys expire with their newest record and drop expired entries whenever they
-//     are written, and listings skip them. No key that grows with the number of events lives forever.
+//     Options.Retention, which Redeliver extends. The event body lives exactly as long as its
+//     longest-lived record; a schedule entry whose record has expired is dropped by the worker; the
+//     per-webhook index keys expire with their newest record and trim entries older than a retention
+//     whenever they are written, and listings skip expired entries. No key that grows with the number
+//     of events lives forever.
 //   - Crash safety. A delivery is created already leased for its first attempt. If the process dies
 //     before or during that attempt, a worker of any replica attempts it once the lease expires. Every
 //     attempt ends within what is left of its lease, so the two never overlap.

@@ -354,8 +354,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // ARGV[5] -> lease token
 // ARGV[6] -> the failed record as the caller read it
 // ARGV[7] -> the reset record
+// ARGV[8] -> the delivery's hash (the id's last 12 bytes, raw)
 // returns {} when the record is gone; otherwise {1 if reset else 0, event body or false, record}
-var redeliverScript = redis.NewScript(`
+var redeliverScript = redis.NewScript(indexFunction + `
 local rec = redis.call('GET', KEYS[1])
 if not rec then return {} end
 if string.sub(rec, 1, ` + strconv.Itoa(tokenLen+1) + `) == ARGV[5] .. 'L' then
@@ -367,8 +368,7 @@ local retention = tonumber(ARGV[2])
 redis.call('SET', KEYS[1], ARGV[7], 'PX', retention)
 if redis.call('PTTL', KEYS[3]) < retention then redis.call('PEXPIRE', KEYS[3], retention) end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-redis.call('ZADD', KEYS[4], tonumber(ARGV[1]) + retention, ARGV[4])
-if redis.call('PTTL', KEYS[4]) < retention then redis.call('PEXPIRE', KEYS[4], retention) end
+index(KEYS[4], tonumber(ARGV[1]), retention, ARGV[8])
 return {1, redis.call('GET', KEYS[3]), ARGV[7]}
 `)
 
@@ -407,12 +407,12 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	now := d.now()
 	renewed := *rec
 	renewed.Status, renewed.step, renewed.NextAttemptAt = StatusPending, 0, msTime(now.Add(d.lease).UnixMilli())
-	renewed.UpdatedAt, renewed.ExpiresAt = msTime(now.UnixMilli()), msTime(now.Add(d.opts.Retention).UnixMilli())
+	renewed.UpdatedAt, renewed.ExpiresAt = msTime(now.UnixMilli()), msTime(now.UnixMilli()+d.opts.Retention.Milliseconds())
 	token := randomHex(tokenLen / 2)
 	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.scheduleKey(shard),
 		d.keys.eventKey(shard, rec.EventID), d.keys.indexKey(shard, rec.WebhookID)}
 	reply, err := redeliverScript.Run(ctx, d.rdb, keys, now.UnixMilli(), d.opts.Retention.Milliseconds(),
-		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(token, leaseHeld)).Slice()
+		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(token, leaseHeld), indexedHash(deliveryID)).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
 	}

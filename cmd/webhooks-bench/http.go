@@ -167,4 +167,6 @@ type wireEvent struct {
 	Data      any       `json:"data"`
 }
 
-func eventID(prefix string, i int) string { return prefix + "-evt-" + strconv.Itoa(i) }
+// eventID is the i-th event id of a phase: 29 bytes with the phase's 13-byte prefix, as long as a
+// Stripe event id.
+func eventID(idPrefix string, i int) string { return fmt.Sprintf("%s%016d", idPrefix, i) }

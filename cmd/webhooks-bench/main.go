@@ -79,7 +79,7 @@ type env struct {
 	cfg    config
 	admin  *redis.Client // INFO, SCAN, UNLINK: never counted against a system's round trips
 	rcv    *receiver
-	prefix string // whbench-<random>
+	prefix string // wb<4 random hex digits>
 	data   eventData
 	prog   *progress
 }
@@ -103,17 +103,21 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 	}
 	defer rcv.close()
 
-	var rnd [3]byte
+	// Key prefixes are as long as the library's default, "webhooks": "wb", 4 random hex digits, the
+	// run and a letter per system.
+	var rnd [2]byte
 	_, _ = rand.Read(rnd[:])
-	e := &env{cfg: cfg, admin: admin, rcv: rcv, prefix: "whbench-" + hex.EncodeToString(rnd[:]),
+	e := &env{cfg: cfg, admin: admin, rcv: rcv, prefix: "wb" + hex.EncodeToString(rnd[:]),
 		data: newEventData(cfg.payload), prog: newProgress(errOut)}
 	defer e.prog.stop()
 	defer func() {
 		// Whatever happened, leave no key of ours behind.
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if n, err := deleteKeys(cctx, admin, "*"+e.prefix+"-*"); err != nil {
-			fmt.Fprintf(errOut, "webhooks-bench: cleanup of %s: %v (%d keys deleted)\n", e.prefix, err, n)
+		for _, pattern := range []string{"{" + e.prefix + "*", e.prefix + "*"} {
+			if n, err := deleteKeys(cctx, admin, pattern); err != nil {
+				fmt.Fprintf(errOut, "webhooks-bench: cleanup of %s: %v (%d keys deleted)\n", pattern, err, n)
+			}
 		}
 	}()
 

@@ -102,7 +102,7 @@ func (e *env) warmups() int { return 2 * e.cfg.concurrency }
 // runLibrary measures this library: Dispatch of every event from -concurrency goroutines.
 func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
 	cfg := e.cfg
-	prefix := fmt.Sprintf("%s-r%d-lib", e.prefix, run)
+	prefix := fmt.Sprintf("%s%dl", e.prefix, run)
 	pattern := "{" + prefix + ":*"
 	defer e.cleanup(pattern)
 	res := result{events: cfg.events, pairs: cfg.events * cfg.webhooks}
@@ -154,7 +154,7 @@ func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 		return e.phase(ctx, label, ctr, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
 			var ok, failed atomic.Int64
 			_, err := parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
-				o, f, err := dispatch(ctx, idPrefix+strconv.Itoa(i), wantDup)
+				o, f, err := dispatch(ctx, eventID(idPrefix, i), wantDup)
 				ok.Add(int64(o))
 				failed.Add(int64(f))
 				return err
@@ -164,7 +164,7 @@ func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 	}
 
 	label := fmt.Sprintf("run %d/%d webhooks", run, cfg.runs)
-	if _, err := phase(label+" warm-up", prefix+"-warm-", e.warmups(), false); err != nil {
+	if _, err := phase(label+" warm-up", prefix+"-warm", e.warmups(), false); err != nil {
 		return res, err
 	}
 	stopWorker := func() {}
@@ -208,7 +208,7 @@ func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 	for pass, wantDup := range []bool{false, true} {
 		_, t0 := ctr.read()
 		for i := range lone {
-			if _, f, err := dispatch(ctx, prefix+"-lone-"+strconv.Itoa(i), wantDup); f > 0 {
+			if _, f, err := dispatch(ctx, eventID(prefix+"-lone", i), wantDup); f > 0 {
 				return res, fmt.Errorf("lone Dispatch: %w", err)
 			}
 		}
@@ -223,7 +223,7 @@ func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 // schedule: a crash between the claim and the record loses the delivery.
 func runHandWritten(ctx context.Context, e *env, run int, hc *http.Client) (result, error) {
 	cfg := e.cfg
-	prefix := fmt.Sprintf("%s-r%d-hand", e.prefix, run)
+	prefix := fmt.Sprintf("%s%dh", e.prefix, run)
 	pattern := prefix + ":*"
 	defer e.cleanup(pattern)
 	res := result{events: cfg.events, pairs: cfg.events * cfg.webhooks}
@@ -276,7 +276,7 @@ func runHandWritten(ctx context.Context, e *env, run int, hc *http.Client) (resu
 		return e.phase(ctx, label, ctr, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
 			var ok, failed atomic.Int64
 			_, err := parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
-				s, k, f, err := deliver(ctx, idPrefix+strconv.Itoa(i))
+				s, k, f, err := deliver(ctx, eventID(idPrefix, i))
 				if wantDup {
 					ok.Add(int64(k))
 					failed.Add(int64(s + f))
@@ -290,7 +290,7 @@ func runHandWritten(ctx context.Context, e *env, run int, hc *http.Client) (resu
 		})
 	}
 	label := fmt.Sprintf("run %d/%d hand-written", run, cfg.runs)
-	if _, err := phase(label+" warm-up", prefix+"-warm-", e.warmups(), false); err != nil {
+	if _, err := phase(label+" warm-up", prefix+"-warm", e.warmups(), false); err != nil {
 		return res, err
 	}
 	var err error
@@ -334,7 +334,7 @@ func runHTTPOnly(ctx context.Context, e *env, run int, hc *http.Client) (result,
 		})
 	}
 	label := fmt.Sprintf("run %d/%d loopback HTTP", run, cfg.runs)
-	if _, err := phase(label+" warm-up", e.prefix+"-warm-", e.warmups()); err != nil {
+	if _, err := phase(label+" warm-up", e.prefix+"-warm", e.warmups()); err != nil {
 		return res, err
 	}
 	var err error

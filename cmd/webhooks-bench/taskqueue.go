@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -87,7 +86,7 @@ func taskID() string {
 
 func runTaskQueue(ctx context.Context, e *env, run int, hc *http.Client) (result, error) {
 	cfg := e.cfg
-	prefix := fmt.Sprintf("%s-r%d-tq", e.prefix, run)
+	prefix := fmt.Sprintf("%s%dq", e.prefix, run)
 	pattern := prefix + ":*"
 	defer e.cleanup(pattern)
 	res := result{events: cfg.events, pairs: cfg.events * cfg.webhooks}
@@ -210,7 +209,7 @@ func runTaskQueue(ctx context.Context, e *env, run int, hc *http.Client) (result
 			var wg sync.WaitGroup
 			wg.Go(func() {
 				_, enqErr = parallel(ctx, n, cfg.concurrency, nil, func(ctx context.Context, i int) error {
-					enq, _, err := enqueue(ctx, idPrefix+strconv.Itoa(i))
+					enq, _, err := enqueue(ctx, eventID(idPrefix, i))
 					notEnqueued.Add(int64(cfg.webhooks - enq))
 					return err
 				})
@@ -221,7 +220,7 @@ func runTaskQueue(ctx context.Context, e *env, run int, hc *http.Client) (result
 		})
 	}
 	label := fmt.Sprintf("run %d/%d task queue", run, cfg.runs)
-	if _, err := fresh(label+" warm-up", prefix+"-warm-", e.warmups()); err != nil {
+	if _, err := fresh(label+" warm-up", prefix+"-warm", e.warmups()); err != nil {
 		return res, err
 	}
 	var err error
@@ -234,7 +233,7 @@ func runTaskQueue(ctx context.Context, e *env, run int, hc *http.Client) (result
 	res.dup, err = e.phase(ctx, label+" duplicates", ctr, cfg.events, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
 		var ok, failed atomic.Int64
 		_, err := parallel(ctx, cfg.events, cfg.concurrency, done, func(ctx context.Context, i int) error {
-			enq, dup, err := enqueue(ctx, prefix+"-evt-"+strconv.Itoa(i))
+			enq, dup, err := enqueue(ctx, eventID(prefix+"-evt-", i))
 			ok.Add(int64(dup))
 			failed.Add(int64(enq))
 			return err
