@@ -58,15 +58,19 @@ return reply
 
 // indexFunction is the Lua function that adds a delivery to a webhook's per-shard index, a stream:
 // index(key, now, retention, hash) appends {d = hash, x = now + retention (the record's expiry)} under
-// the id <ms>-<seq>, ms = now unless the stream's newest entry is later (ids only grow), trims entries
-// older than a retention (their records have expired, or were redelivered and indexed again), and keeps
-// the key as long as its newest entry.
+// the id <now>-<seq>, or after the stream's newest entry when that is later (another replica's clock is
+// ahead: stream ids only grow), trims entries older than a retention (their records have expired, or
+// were redelivered and indexed again), and keeps the key at least as long as its newest entry: when its
+// TTL is shorter than a retention it is set to a retention and 1/64 more, so most writes leave it as it
+// is.
 const indexFunction = `
 local function index(key, now, retention, hash)
-  local ms = now
-  local top = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
-  if top then ms = math.max(ms, tonumber(string.match(top[1], '^%d+'))) end
-  redis.call('XADD', key, 'MINID', '~', now - retention, ms .. '-*', 'd', hash, 'x', now + retention)
-  if redis.call('PTTL', key) < retention then redis.call('PEXPIRE', key, retention) end
+  local minid, expiry = now - retention, now + retention
+  if type(redis.pcall('XADD', key, 'MINID', '~', minid, now .. '-*', 'd', hash, 'x', expiry)) == 'table' then
+    local top = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
+    if not top then error('webhooks: cannot index into ' .. key) end
+    redis.call('XADD', key, 'MINID', '~', minid, string.match(top[1], '^%d+') .. '-*', 'd', hash, 'x', expiry)
+  end
+  if redis.call('PTTL', key) < retention then redis.call('PEXPIRE', key, retention + math.floor(retention / 64)) end
 end
 `

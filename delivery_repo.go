@@ -11,7 +11,7 @@ package webhooks
 //	{P:s}:idx:<webhook_id>               stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
 //	                                             its creation or Redeliver; trimmed on write, TTL ≥ newest entry
 //	{P:s}:health                         hash    <webhook_id>:ok -> last success (ms), <webhook_id>:fail -> start of
-//	                                             the current run of failures (ms); TTL Retention from the last attempt
+//	                                             the current run of failures (ms); TTL ≥ Retention from the last attempt
 //	{P:registry}:webhooks                hash    webhook id -> webhook JSON (with secrets)
 //	{P:registry}:sub:<pattern>           hash    webhook id -> webhook JSON, enabled subscribers of pattern only
 //
@@ -92,9 +92,25 @@ type Attempt struct {
 }
 
 // keyspace builds every key of one KeyPrefix.
-type keyspace struct{ prefix string }
+type keyspace struct {
+	prefix string
+	tags   *[shardCount]string // the shards' hash tags, built once by newKeyspace
+}
 
-func (k keyspace) tag(shard int) string { return "{" + k.prefix + ":" + strconv.Itoa(shard) + "}" }
+func newKeyspace(prefix string) keyspace {
+	k := keyspace{prefix: prefix, tags: new([shardCount]string)}
+	for s := range shardCount {
+		k.tags[s] = "{" + prefix + ":" + strconv.Itoa(s) + "}"
+	}
+	return k
+}
+
+func (k keyspace) tag(shard int) string {
+	if k.tags != nil && shard >= 0 && shard < shardCount {
+		return k.tags[shard]
+	}
+	return "{" + k.prefix + ":" + strconv.Itoa(shard) + "}"
+}
 
 func (k keyspace) deliveryKey(shard int, deliveryID string) string {
 	return k.tag(shard) + ":dlv:" + deliveryHash(deliveryID)
@@ -109,7 +125,10 @@ func indexedHash(deliveryID string) string {
 
 // indexedID is the delivery id of an index entry of a shard.
 func indexedID(shard int, hash string) string {
-	return fmt.Sprintf("%s%02x%x", deliveryIDPrefix, shard, hash)
+	b := make([]byte, 0, deliveryIDLen)
+	b = append(b, deliveryIDPrefix...)
+	b = hex.AppendEncode(b, []byte{byte(shard)})
+	return string(hex.AppendEncode(b, []byte(hash)))
 }
 
 // deliveryHash is the part of a delivery id after its prefix and shard.
@@ -144,11 +163,10 @@ func shardOf(eventID string) int {
 // the pair. Because it follows from the pair, the claim script can be handed the record key of a pair
 // whether or not the pair was claimed before.
 func deliveryIDFor(webhookID, eventID string) string {
-	h := sha256.New()
-	h.Write([]byte(webhookID))
-	h.Write([]byte{0})
-	h.Write([]byte(eventID))
-	return fmt.Sprintf("%s%02x%x", deliveryIDPrefix, shardOf(eventID), h.Sum(nil)[:12])
+	pair := make([]byte, 0, len(webhookID)+1+len(eventID))
+	pair = append(append(append(pair, webhookID...), 0), eventID...)
+	sum := sha256.Sum256(pair)
+	return indexedID(shardOf(eventID), string(sum[:12]))
 }
 
 // randomHex returns n random bytes, hex encoded.

@@ -193,7 +193,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := keyspace{prefix: opts.KeyPrefix}
+	keys := newKeyspace(opts.KeyPrefix)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		scripts: newLaneBatcher(rdb)}
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
@@ -403,8 +403,7 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record
 		res.err = "bad request: " + err.Error()
 		return res
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", userAgent)
+	req.Header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {userAgent}}
 	setSignedHeaders(req.Header, rec.ID, start, body, secrets...)
 	resp, err := d.client.Do(req)
 	res.dur = d.now().Sub(start)
@@ -513,21 +512,21 @@ func jitter(d time.Duration) time.Duration {
 // KEYS[2] -> {P:s}:health
 // KEYS[2+i] (i = 1..n) -> delivery key of outcome i
 // ARGV[1] -> now (ms)
-// ARGV[2] -> retention (ms): the health hash's expiry
+// ARGV[2] -> retention (ms): the health hash lives at least that long after its last write (up to 1/64
+// more, so most writes leave its TTL as it is)
 // ARGV[3+6(i-1)] .. ARGV[8+6(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
 // pending only), webhook id, 1 if an attempt was made (else 0); ARGV[2+6n+i] -> outcome i's new record
 // returns per outcome two integers: 1 when recorded (now or by an earlier run of the same call; 0 when
 // its lease was lost and nothing was written), and the start (ms) of the webhook's run of failures in
 // this shard (0 if none)
 var outcomeScript = redis.NewScript(`
-local n = #KEYS - 2
+local n, retention = #KEYS - 2, tonumber(ARGV[2])
 local held = {}
 for i = 1, n do
-  local rec, token = redis.call('GET', KEYS[2 + i]), ARGV[4 + 6 * (i - 1)]
-  local head = rec and string.sub(rec, 1, ` + strconv.Itoa(tokenLen+1) + `)
+  local head, token = redis.call('GETRANGE', KEYS[2 + i], 0, ` + strconv.Itoa(tokenLen) + `), ARGV[4 + 6 * (i - 1)]
   if head == token .. 'L' then held[i] = 'yes' elseif head == token .. '+' then held[i] = 'done' else held[i] = 'no' end
 end
-local reply = {}
+local reply, healthWritten = {}, false
 for i = 1, n do
   reply[2 * i - 1], reply[2 * i] = 0, 0
   if held[i] == 'done' then reply[2 * i - 1] = 1 end
@@ -542,7 +541,7 @@ for i = 1, n do
         redis.call('HSETNX', KEYS[2], wid .. ':fail', ARGV[1])
         reply[2 * i] = tonumber(redis.call('HGET', KEYS[2], wid .. ':fail'))
       end
-      redis.call('PEXPIRE', KEYS[2], ARGV[2])
+      healthWritten = true
     end
     redis.call('SET', KEYS[2 + i], ARGV[2 + 6 * n + i], 'KEEPTTL')
     if status == 'pending' then
@@ -552,6 +551,9 @@ for i = 1, n do
     end
     reply[2 * i - 1] = 1
   end
+end
+if healthWritten and redis.call('PTTL', KEYS[2]) < retention then
+  redis.call('PEXPIRE', KEYS[2], retention + math.floor(retention / 64))
 end
 return reply
 `)

@@ -125,7 +125,10 @@ func TestHandlerWebhookCRUD(t *testing.T) {
 	res.ok(t, http.StatusOK, &list)
 	require.Len(t, list.Webhooks, 2)
 	assert.NotContains(t, string(res.body), "whsec_")
-	assert.Equal(t, []string{created.ID, second.ID}, []string{list.Webhooks[0].ID, list.Webhooks[1].ID})
+	assert.ElementsMatch(t, []string{created.ID, second.ID}, []string{list.Webhooks[0].ID, list.Webhooks[1].ID})
+	first, last := list.Webhooks[0], list.Webhooks[1]
+	assert.True(t, first.CreatedAt.Before(last.CreatedAt) || first.CreatedAt.Equal(last.CreatedAt) && first.ID < last.ID,
+		"ordered by creation time (ms), then id")
 
 	patches := []struct {
 		name, body string

@@ -175,3 +175,17 @@ func TestLogsCarryIDsAndNoSecrets(t *testing.T) {
 	assert.NotContains(t, logs.String(), strings.TrimPrefix(w.Secret, "whsec_"))
 	assert.NotContains(t, logs.String(), "4111-secret-payload")
 }
+
+// TestHealthExpiresAfterTheLastAttempt: the shard's health hash lives a retention (up to 1/64 more)
+// after its last write, so it never outlives its webhooks' deliveries by much.
+func TestHealthExpiresAfterTheLastAttempt(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{Retention: 50 * time.Hour})
+	rc := newReceiver(t)
+	mustCreate(t, d, rc, "x")
+	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "health"})
+	require.NoError(t, err)
+	ttl := tr.rdb.PTTL(ctx, d.keys.healthKey(shardOf("health"))).Val()
+	assert.True(t, ttl > 50*time.Hour-time.Minute && ttl <= 50*time.Hour+50*time.Hour/64, "TTL %s", ttl)
+}

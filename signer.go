@@ -36,6 +36,11 @@ const (
 	headerID        = "webhook-id"
 	headerTimestamp = "webhook-timestamp"
 	headerSignature = "webhook-signature"
+
+	// The same in the canonical form http.Header keeps them in.
+	canonicalID        = "Webhook-Id"
+	canonicalTimestamp = "Webhook-Timestamp"
+	canonicalSignature = "Webhook-Signature"
 )
 
 // newSecret returns a fresh random signing secret in the "whsec_<base64>" form.
@@ -82,9 +87,10 @@ func signatures(msgID string, ts time.Time, body []byte, secrets ...[]byte) stri
 
 // setSignedHeaders sets webhook-id, webhook-timestamp and webhook-signature on h.
 func setSignedHeaders(h http.Header, msgID string, ts time.Time, body []byte, secrets ...[]byte) {
-	h.Set(headerID, msgID)
-	h.Set(headerTimestamp, strconv.FormatInt(ts.Unix(), 10))
-	h.Set(headerSignature, signatures(msgID, ts, body, secrets...))
+	// Keys in canonical form, set directly: Set would canonicalise them again on every request.
+	h[canonicalID] = []string{msgID}
+	h[canonicalTimestamp] = []string{strconv.FormatInt(ts.Unix(), 10)}
+	h[canonicalSignature] = []string{signatures(msgID, ts, body, secrets...)}
 }
 
 // Verify checks that a received webhook was signed with secret (a "whsec_..."

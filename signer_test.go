@@ -257,3 +257,9 @@ func FuzzVerify(f *testing.F) {
 		_ = verifyAt(fuzzSecret, h, body, now)
 	})
 }
+
+func TestCanonicalHeaderNames(t *testing.T) {
+	for name, canonical := range map[string]string{headerID: canonicalID, headerTimestamp: canonicalTimestamp, headerSignature: canonicalSignature} {
+		assert.Equal(t, http.CanonicalHeaderKey(name), canonical)
+	}
+}

@@ -253,7 +253,7 @@ func (r *WebhookRepo) forgetHealth(ctx context.Context, id string) {
 	_, _ = pipe.Exec(ctx)
 }
 
-// List returns every registered webhook, secrets included, ordered by creation.
+// List returns every registered webhook, secrets included, ordered by creation time (ms), then by id.
 func (r *WebhookRepo) List(ctx context.Context) ([]*Webhook, error) {
 	all, err := r.rdb.HVals(ctx, r.keys.webhooksKey()).Result()
 	if err != nil {
