@@ -503,3 +503,24 @@ func TestHandlerUnderPrefix(t *testing.T) {
 	assert.Equal(t, wh.ID, got.ID)
 	api.do("GET", "/admin/nothing", "").apiErr(t, http.StatusNotFound, "not_found")
 }
+
+// TestHandlerTestSendDeferredIs202: a test send whose claim reply came too late to attempt within the
+// lease is created and scheduled, not attempted: 202 with the pending delivery.
+func TestHandlerTestSendDeferredIs202(t *testing.T) {
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	c.AddHook(&slowClaimReply{delay: 700 * time.Millisecond})
+	d := newTestDispatcherOn(t, c, tr, Options{Timeout: 200 * time.Millisecond})
+	api := newAPI(t, d)
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "order.created")
+
+	var dl Delivery
+	api.do("POST", "/webhooks/"+wh.ID+"/test", "").ok(t, http.StatusAccepted, &dl)
+	assert.Equal(t, StatusPending, dl.Status)
+	assert.Equal(t, 0, dl.Attempts)
+	assert.Equal(t, 0, rc.count(), "no attempt was started")
+	stored, err := d.Deliveries().Get(context.Background(), dl.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusPending, stored.Status, "scheduled for a worker")
+}

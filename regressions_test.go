@@ -392,18 +392,19 @@ func TestProcessDueCountsRecordedOutcomes(t *testing.T) {
 
 }
 
-// runTwice runs the first redeliver script it sees twice and answers with the second run, as a client
+// runTwice runs the first run of its script it sees twice and answers with the second run, as a client
 // does that sends a command again after losing its reply.
 type runTwice struct {
 	passHook
-	done atomic.Bool
+	script *redis.Script
+	done   atomic.Bool
 }
 
 func (h *runTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
-		isRedeliver := len(args) > 1 && (args[1] == redeliverScript.Hash() || redis.NewScript(fmt.Sprint(args[1])).Hash() == redeliverScript.Hash())
-		if !isRedeliver || h.done.Load() {
+		isScript := len(args) > 1 && (args[1] == h.script.Hash() || redis.NewScript(fmt.Sprint(args[1])).Hash() == h.script.Hash())
+		if !isScript || h.done.Load() {
 			return next(ctx, cmd)
 		}
 		if err := next(ctx, cmd); err != nil {
@@ -420,7 +421,7 @@ func TestRedeliverRetriedByTheClientStillSends(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	c := tr.newClient(t)
-	c.AddHook(&runTwice{})
+	c.AddHook(&runTwice{script: redeliverScript})
 	d := newTestDispatcherOn(t, c, tr, Options{RetrySchedule: []time.Duration{}})
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
@@ -434,4 +435,31 @@ func TestRedeliverRetriedByTheClientStillSends(t *testing.T) {
 	assert.True(t, reset, "the retried script reports the reset")
 	assert.Equal(t, StatusSuccess, dl.Status)
 	assert.Equal(t, 2, rc.count(), "one new request")
+}
+
+// A lease whose script ran twice (a client retry) is still this pass's: the due retry is attempted in
+// the same pass, not one lease later.
+func TestLeaseRetriedByTheClientStillAttempts(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	c.AddHook(&runTwice{script: leaseScript})
+	d := newTestDispatcherOn(t, c, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	clock := newTestClock()
+	d.now = clock.Now
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	mustCreate(t, d, rc, "x")
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "lease-twice"})
+	require.NoError(t, err)
+	require.Equal(t, StatusPending, res[0].Delivery.Status)
+	rc.status.Store(http.StatusOK)
+	clock.Advance(2 * time.Minute)
+	n, err := d.ProcessDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n, "attempted in this pass")
+	dl, err := d.Deliveries().Get(ctx, res[0].Delivery.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, dl.Status)
+	assert.Equal(t, 2, rc.count())
 }

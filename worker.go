@@ -23,7 +23,9 @@ const (
 
 // leaseScript leases due deliveries of one shard: each candidate still due has its schedule entry moved
 // to the lease's end and the lease token written into its record's head, so no other worker takes it
-// until the lease expires. Every candidate is checked before the first write.
+// until the lease expires. A candidate already leased under its token and lease end was leased by this
+// very call, run again by a client whose reply was lost: it is reported leased again. Every candidate is
+// checked before the first write.
 //
 // KEYS[1] -> {P:s}:sched
 // KEYS[1+i] (i = 1..n) -> delivery key of candidate i
@@ -39,7 +41,10 @@ local n = #KEYS - 1
 local state = {}
 for i = 1, n do
   local score = redis.call('ZSCORE', KEYS[1], ARGV[1 + 2 * i])
-  if not score or tonumber(score) > now then
+  if score and tonumber(score) == tonumber(leaseEnd) and
+      redis.call('GETRANGE', KEYS[1 + i], 0, ` + strconv.Itoa(tokenLen) + `) == ARGV[2 + 2 * i] .. 'L' then
+    state[i] = 'mine'
+  elseif not score or tonumber(score) > now then
     state[i] = 0
   else
     local t = redis.call('TYPE', KEYS[1 + i])['ok']
@@ -60,6 +65,8 @@ for i = 1, n do
     local rec = ARGV[2 + 2 * i] .. 'L' .. string.sub(redis.call('GET', KEYS[1 + i]), ` + strconv.Itoa(tokenLen+2) + `)
     redis.call('SET', KEYS[1 + i], rec, 'KEEPTTL')
     reply[i] = rec
+  elseif state[i] == 'mine' then
+    reply[i] = redis.call('GET', KEYS[1 + i])
   else
     if state[i] ~= 0 then redis.call('ZREM', KEYS[1], id) end
     reply[i] = state[i]
