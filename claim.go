@@ -6,12 +6,14 @@ import "github.com/redis/go-redis/v9"
 // the delivery record, its schedule entry (the lease of the first attempt, so a crash during that attempt
 // is recovered by a worker) and its index entry, all in one atomic step. The record is the claim: it is
 // created with SET NX and the retention as its TTL, so the claim and the record expire together. Every
-// claim is checked before the first write. A pair whose record is exactly the one this call would
-// create was created by this very call, whose reply was lost: it is reported as created again, so the
-// caller can retry the script safely. All keys share the event's shard tag.
+// claim, and the type of every index key it will write, is checked before the first write; the index
+// entries are written first (an entry whose record was never written is skipped by listings), so a
+// failure part-way (Redis older than 7.0) leaves nothing claimed. A pair whose record is exactly the
+// one this call would create was created by this very call, whose reply was lost: it is reported as
+// created again, so the caller can retry the script safely. All keys share the event's shard tag.
 //
 // KEYS[1] -> {P:s}:evt:<event_id>      the request body, stored once per event
-// KEYS[2] -> {P:s}:sched
+// KEYS[2] -> {P:s}:due
 // KEYS[1+2i], KEYS[2+2i] (i = 1..n) -> target i's delivery key, index key
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms): the expiry of the record, and of the index entry
@@ -29,12 +31,17 @@ local fresh = 0
 for i = 1, n do
   local rec = redis.call('GET', KEYS[1 + 2 * i])
   if not rec then
+    indexable(KEYS[2 + 2 * i])
     created[i], fresh = true, fresh + 1
   elseif rec == ARGV[4 + 3 * i] then
     reply[i + 1], fresh = 1, fresh + 1
   else
     reply[i + 1] = rec
   end
+end
+-- Index entries first: one whose record was never written is skipped by listings.
+for i = 1, n do
+  if created[i] then index(KEYS[2 + 2 * i], now, retention, ARGV[3 + 3 * i], now + retention) end
 end
 if fresh > 0 then
   local stored = redis.call('GET', KEYS[1])
@@ -49,26 +56,30 @@ for i = 1, n do
   if created[i] then
     redis.call('SET', KEYS[1 + 2 * i], ARGV[4 + 3 * i], 'NX', 'PX', retention)
     redis.call('ZADD', KEYS[2], leaseEnd, ARGV[2 + 3 * i])
-    index(KEYS[2 + 2 * i], now, retention, ARGV[3 + 3 * i])
     reply[i + 1] = 1
   end
 end
 return reply
 `)
 
-// indexFunction is the Lua function that adds a delivery to a webhook's per-shard index, a stream:
-// index(key, now, retention, hash) appends {d = hash, x = now + retention (the record's expiry)} under
-// the id <now>-<seq>, or after the stream's newest entry when that is later (another replica's clock is
+// indexFunction holds the Lua functions of a webhook's per-shard index, a stream.
+// indexable(key) raises an error unless key holds a stream or nothing: call it before the first write.
+// index(key, now, retention, hash, expiry) appends {d = hash, x = expiry (the record's, ms)} under the
+// id <now>-<seq>, or after the stream's newest entry when that is later (another replica's clock is
 // ahead: stream ids only grow), trims entries older than a retention (their records have expired, or
-// were redelivered and indexed again), and keeps the key at least as long as its newest entry: when its
-// TTL is shorter than a retention it is set to a retention and 1/64 more, so most writes leave it as it
-// is.
+// were redelivered and indexed again), and keeps the key at least as long as its newest entry: when
+// its TTL is shorter than a retention it is set to a retention and 1/64 more, so most writes leave it
+// as it is. It raises an error before writing anything when Redis is older than 7.0 (no <ms>-* ids).
 const indexFunction = `
-local function index(key, now, retention, hash)
-  local minid, expiry = now - retention, now + retention
+local function indexable(key)
+  local t = redis.call('TYPE', key)['ok']
+  if t ~= 'none' and t ~= 'stream' then error('webhooks: ' .. key .. ' holds a ' .. t .. ', not an index') end
+end
+local function index(key, now, retention, hash, expiry)
+  local minid = now - retention
   if type(redis.pcall('XADD', key, 'MINID', '~', minid, now .. '-*', 'd', hash, 'x', expiry)) == 'table' then
     local top = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
-    if not top then error('webhooks: cannot index into ' .. key) end
+    if not top then error('webhooks: cannot append to ' .. key .. ' (Redis 7.0 or later is required)') end
     redis.call('XADD', key, 'MINID', '~', minid, string.match(top[1], '^%d+') .. '-*', 'd', hash, 'x', expiry)
   end
   if redis.call('PTTL', key) < retention then redis.call('PEXPIRE', key, retention + math.floor(retention / 64)) end

@@ -152,19 +152,20 @@ type pageEntry struct {
 }
 
 // Page returns a page of a webhook's retained deliveries, newest first: in the order they were
-// indexed, at creation or at their last Redeliver (index entries within one millisecond by delivery
-// id). It merges the webhook's per-shard indexes, skips entries that have expired, whose record is gone
+// indexed, at creation or at their last Redeliver (within one millisecond, by each shard's order of
+// indexing, then by delivery id). It merges the webhook's per-shard indexes, skips entries that have expired, whose record is gone
 // or that a later Redeliver replaced, and with q.Status set keeps only deliveries in that state, reading
 // further into the index until it has q.Limit of them; it reads at most a bounded number of batches per
 // call, and when that bound ends a page early the page is shorter (possibly empty) and NextCursor
 // continues after the last entry examined. Keep calling with NextCursor until it is "".
 //
 // The cursor is opaque and marks an exclusive position, so a listing never repeats a delivery and
-// never skips one that was indexed before it started, even while deliveries are being written: a new
-// delivery ranks above every existing one and appears only in a fresh listing. The one exception is
-// Redeliver, which re-indexes a delivery: a delivery redelivered during a listing moves above the
-// cursor, so the listing does not meet it further down, and it shows at the top of a fresh listing
-// instead.
+// never skips one that was indexed before it started, even while deliveries are being written. A
+// delivery indexed during a listing normally ranks above the cursor and shows only in a fresh listing;
+// one indexed within the cursor's millisecond, or by a replica whose clock is behind, may rank below it
+// and show in the running listing too. The one exception is Redeliver, which re-indexes a delivery: a
+// delivery redelivered during a listing moves above the cursor, so the listing does not meet it further
+// down, and it shows at the top of a fresh listing instead.
 //
 // An unknown webhook gives an error wrapping ErrNotFound, a bad query one wrapping ErrInvalidQuery (a
 // bad cursor: ErrInvalidCursor).
@@ -220,8 +221,16 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 			if len(msgs) < batch {
 				continue // the shard has nothing more in range
 			}
-			if last, ok := indexEntry(s, msgs[len(msgs)-1]); ok && (frontier == nil || last.before(*frontier)) {
-				frontier = &last.pagePos
+			// The shard's last position; an entry of another shape still holds its place, so its id alone
+			// (with the lowest delivery id) marks it.
+			if ms, seq, ok := parseStreamID(msgs[len(msgs)-1].ID); ok {
+				last := pagePos{ms: ms, seq: seq}
+				if e, ok := indexEntry(s, msgs[len(msgs)-1]); ok {
+					last = e.pagePos
+				}
+				if frontier == nil || last.before(*frontier) {
+					frontier = &last
+				}
 			}
 		}
 		slices.SortFunc(valid, func(a, b pageEntry) int {
@@ -241,7 +250,11 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 			}
 		}
 		if ready == 0 {
-			return page, nil // nothing left: the last page
+			if frontier == nil {
+				return page, nil // nothing left: the last page
+			}
+			pos = frontier // the full reads held only entries of another shape: step over them
+			continue
 		}
 		take := valid[:min(ready, batch)]
 		more := frontier != nil || len(valid) > len(take)

@@ -5,10 +5,10 @@ package webhooks
 // hash slot, and the shards spread the load over the masters of a Redis Cluster. Keys are built in Go
 // and passed in KEYS; ids follow the tag, so no id can change which slot a key hashes to.
 //
-//	{P:s}:dlv:<h>                        string  the pair's claim and delivery record (record.go)  TTL Retention
+//	{P:s}:rec:<h>                        string  the pair's claim and delivery record (record.go)  TTL Retention
 //	{P:s}:evt:<event_id>                 string  the request body, stored once per event   TTL ≥ every record of the event
-//	{P:s}:sched                          zset    delivery id -> next attempt or lease end (ms); pending only
-//	{P:s}:idx:<webhook_id>               stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
+//	{P:s}:due                            zset    delivery id -> next attempt or lease end (ms); pending only
+//	{P:s}:list:<webhook_id>              stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
 //	                                             its creation or Redeliver; trimmed on write, TTL ≥ newest entry
 //	{P:s}:health                         hash    <webhook_id>:ok -> last success (ms), <webhook_id>:fail -> start of
 //	                                             the current run of failures (ms); TTL ≥ Retention from the last attempt
@@ -21,6 +21,10 @@ package webhooks
 // with SET NX PX Retention, in the same step as its schedule entry and its index entry, so the claim
 // and the record are one key with one expiry (Redeliver extends it). A separate claim key would cost
 // about 130 bytes per delivery and could be evicted or expire apart from its record.
+//
+// Builds before 2026-12-02 kept records as hashes under :dlv:, beside :claim: keys, a zset index under
+// :idx: and the schedule under :sched. The new names keep the two formats apart: a replica of either
+// kind never reads the other's records or schedule (see README, Upgrading).
 
 import (
 	"context"
@@ -113,7 +117,7 @@ func (k keyspace) tag(shard int) string {
 }
 
 func (k keyspace) deliveryKey(shard int, deliveryID string) string {
-	return k.tag(shard) + ":dlv:" + deliveryHash(deliveryID)
+	return k.tag(shard) + ":rec:" + deliveryHash(deliveryID)
 }
 
 // indexedHash is the part of a delivery id after its prefix and shard, as the 12 bytes it spells: what
@@ -141,9 +145,9 @@ func deliveryHash(deliveryID string) string {
 func (k keyspace) eventKey(shard int, eventID string) string {
 	return k.tag(shard) + ":evt:" + eventID
 }
-func (k keyspace) scheduleKey(shard int) string { return k.tag(shard) + ":sched" }
+func (k keyspace) scheduleKey(shard int) string { return k.tag(shard) + ":due" }
 func (k keyspace) indexKey(shard int, webhookID string) string {
-	return k.tag(shard) + ":idx:" + webhookID
+	return k.tag(shard) + ":list:" + webhookID
 }
 func (k keyspace) healthKey(shard int) string { return k.tag(shard) + ":health" }
 func (k keyspace) registryTag() string        { return "{" + k.prefix + ":registry}" }

@@ -508,7 +508,7 @@ func jitter(d time.Duration) time.Duration {
 // of its last success, and the start of its current run of failures. Every lease is checked before
 // the first write.
 //
-// KEYS[1] -> {P:s}:sched
+// KEYS[1] -> {P:s}:due
 // KEYS[2] -> {P:s}:health
 // KEYS[2+i] (i = 1..n) -> delivery key of outcome i
 // ARGV[1] -> now (ms)

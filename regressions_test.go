@@ -463,3 +463,81 @@ func TestLeaseRetriedByTheClientStillAttempts(t *testing.T) {
 	assert.Equal(t, StatusSuccess, dl.Status)
 	assert.Equal(t, 2, rc.count())
 }
+
+// A Redeliver in the very millisecond of the claim still gives the delivery a later expiry, so its old
+// index entry is told apart from the new one and a listing shows the delivery once.
+func TestRedeliverInTheSameMillisecondIsListedOnce(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, _ := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}}) // the clock stands still
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	wh := mustCreate(t, d, rc, "*")
+	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "same-ms"})
+	require.NoError(t, err)
+	require.Equal(t, StatusFailed, res[0].Delivery.Status)
+	dl, err := d.Redeliver(ctx, res[0].Delivery.ID)
+	require.NoError(t, err)
+	assert.True(t, dl.ExpiresAt.After(res[0].Delivery.ExpiresAt))
+	page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{})
+	require.NoError(t, err)
+	assert.Len(t, page.Deliveries, 1, "listed once")
+}
+
+// An index key holding something else makes the claim fail before it writes anything: no record, no
+// schedule entry, and the listing reports the error.
+func TestForeignIndexKeyClaimsNothing(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "*")
+	s := shardOf("e1")
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.indexKey(s, wh.ID), redis.Z{Score: 1, Member: "old"}).Err())
+	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "e1"})
+	require.NoError(t, err)
+	require.Error(t, res[0].Err)
+	_, err = d.Deliveries().Find(ctx, wh.ID, "e1")
+	require.ErrorIs(t, err, ErrNotFound, "nothing was claimed")
+	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.scheduleKey(s)).Val(), "nothing was scheduled")
+	assert.Zero(t, rc.count())
+}
+
+// Keys of the pre-release format (hash records beside claim keys, a zset index, the :sched schedule)
+// are never read or changed: the two formats live under different names.
+func TestOldFormatKeysAreLeftAlone(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "*")
+	id := deliveryIDFor(wh.ID, "old-e")
+	s := shardOf("old-e")
+	tag := d.keys.tag(s)
+	old := map[string]string{
+		tag + ":dlv:" + deliveryHash(id):   "hash",
+		tag + ":claim:" + deliveryHash(id): "string",
+		tag + ":sched":                     "zset",
+		tag + ":idx:" + wh.ID:              "zset",
+	}
+	require.NoError(t, tr.rdb.HSet(ctx, tag+":dlv:"+deliveryHash(id), "s", "pending", "l", "tok").Err())
+	require.NoError(t, tr.rdb.Set(ctx, tag+":claim:"+deliveryHash(id), 1, 0).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, tag+":sched", redis.Z{Score: 1, Member: id}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, tag+":idx:"+wh.ID, redis.Z{Score: 1, Member: id}).Err())
+
+	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "old-e"})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	assert.False(t, res[0].Duplicate)
+	clock.Advance(time.Hour)
+	_, err = d.ProcessDue(ctx)
+	require.NoError(t, err)
+	page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{})
+	require.NoError(t, err)
+	require.Len(t, page.Deliveries, 1)
+	for key, typ := range old {
+		assert.Equal(t, typ, tr.rdb.Type(ctx, key).Val(), "%s untouched", key)
+	}
+	assert.Equal(t, float64(1), tr.rdb.ZScore(ctx, tag+":sched", id).Val())
+	assert.Equal(t, "tok", tr.rdb.HGet(ctx, tag+":dlv:"+deliveryHash(id), "l").Val())
+}

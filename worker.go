@@ -27,7 +27,7 @@ const (
 // very call, run again by a client whose reply was lost: it is reported leased again. Every candidate is
 // checked before the first write.
 //
-// KEYS[1] -> {P:s}:sched
+// KEYS[1] -> {P:s}:due
 // KEYS[1+i] (i = 1..n) -> delivery key of candidate i
 // ARGV[1] -> now (ms)
 // ARGV[2] -> lease end (ms)
@@ -78,7 +78,7 @@ return reply
 // unscheduleScript removes a leased delivery from the schedule without recording an attempt, and
 // releases its lease: for a record that cannot be decoded, or that is not pending.
 //
-// KEYS[1] -> {P:s}:sched
+// KEYS[1] -> {P:s}:due
 // KEYS[2] -> delivery key
 // ARGV[1] -> delivery id
 // ARGV[2] -> lease token
@@ -350,10 +350,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // it once), unless it is leased under this call's own token: the same call run again by a client
 // whose reply was lost, reported as reset again.
 //
-// KEYS[1] -> {P:s}:dlv:<h>
-// KEYS[2] -> {P:s}:sched
+// KEYS[1] -> {P:s}:rec:<h>
+// KEYS[2] -> {P:s}:due
 // KEYS[3] -> {P:s}:evt:<event_id>
-// KEYS[4] -> {P:s}:idx:<webhook_id>
+// KEYS[4] -> {P:s}:list:<webhook_id>
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms)
 // ARGV[3] -> lease end (ms)
@@ -362,6 +362,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // ARGV[6] -> the failed record as the caller read it
 // ARGV[7] -> the reset record
 // ARGV[8] -> the delivery's hash (the id's last 12 bytes, raw)
+// ARGV[9] -> the reset record's expiry (ms): later than the failed record's, so its old index entry
+// is told apart from the new one
 // returns {} when the record is gone; otherwise {1 if reset else 0, event body or false, record}
 var redeliverScript = redis.NewScript(indexFunction + `
 local rec = redis.call('GET', KEYS[1])
@@ -371,11 +373,12 @@ if string.sub(rec, 1, ` + strconv.Itoa(tokenLen+1) + `) == ARGV[5] .. 'L' then
   return {1, redis.call('GET', KEYS[3]), rec}
 end
 if rec ~= ARGV[6] then return {0, false, rec} end
+indexable(KEYS[4])
 local retention = tonumber(ARGV[2])
+index(KEYS[4], tonumber(ARGV[1]), retention, ARGV[8], ARGV[9])
 redis.call('SET', KEYS[1], ARGV[7], 'PX', retention)
 if redis.call('PTTL', KEYS[3]) < retention then redis.call('PEXPIRE', KEYS[3], retention) end
 redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-index(KEYS[4], tonumber(ARGV[1]), retention, ARGV[8])
 return {1, redis.call('GET', KEYS[3]), ARGV[7]}
 `)
 
@@ -414,12 +417,14 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	now := d.now()
 	renewed := *rec
 	renewed.Status, renewed.step, renewed.NextAttemptAt = StatusPending, 0, msTime(now.Add(d.lease).UnixMilli())
-	renewed.UpdatedAt, renewed.ExpiresAt = msTime(now.UnixMilli()), msTime(now.UnixMilli()+d.opts.Retention.Milliseconds())
+	renewed.UpdatedAt = msTime(now.UnixMilli())
+	renewed.ExpiresAt = msTime(max(now.UnixMilli()+d.opts.Retention.Milliseconds(), unixMilli(rec.ExpiresAt)+1))
 	token := randomHex(tokenLen / 2)
 	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.scheduleKey(shard),
 		d.keys.eventKey(shard, rec.EventID), d.keys.indexKey(shard, rec.WebhookID)}
 	reply, err := redeliverScript.Run(ctx, d.rdb, keys, now.UnixMilli(), d.opts.Retention.Milliseconds(),
-		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(token, leaseHeld), indexedHash(deliveryID)).Slice()
+		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(token, leaseHeld), indexedHash(deliveryID),
+		unixMilli(renewed.ExpiresAt)).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
 	}

@@ -197,7 +197,7 @@ func memoryUsage(ctx context.Context, admin *redis.Client, pattern, prefix strin
 	return total, byKind, n, errors.New("SCAN did not finish")
 }
 
-// keyKind is the first segment of a key after its prefix (and hash tag): "{p:3}:dlv:…" is dlv,
+// keyKind is the first segment of a key after its prefix (and hash tag): "{p:3}:rec:…" is rec,
 // "p:claim:…" is claim.
 func keyKind(key, prefix string) string {
 	rest := key
