@@ -3,6 +3,7 @@ package webhooks
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -160,7 +161,13 @@ func parseRecord(id, raw string) (*record, error) {
 	}
 	rd.b = rd.b[n:]
 	for range kept {
-		a := Attempt{At: msTime(rd.int()), Duration: time.Duration(rd.int()) * time.Microsecond, StatusCode: int(rd.int())}
+		a := Attempt{At: msTime(rd.int())}
+		if micros := rd.int(); micros > math.MaxInt64/int64(time.Microsecond) || micros < math.MinInt64/int64(time.Microsecond) {
+			rd.bad = true // no time.Duration is that long
+		} else {
+			a.Duration = time.Duration(micros) * time.Microsecond
+		}
+		a.StatusCode = int(rd.int())
 		a.Error, a.Response = rd.string(), rd.string()
 		r.History = append(r.History, a)
 	}
