@@ -6,9 +6,10 @@ import "github.com/redis/go-redis/v9"
 // the delivery record, its schedule entry (the lease of the first attempt, so a crash during that attempt
 // is recovered by a worker) and its index entry, all in one atomic step. The record is the claim: it is
 // created with SET NX and the retention as its TTL, so the claim and the record expire together. Every
-// claim, and the type of every index key it will write, is checked before the first write; the index
-// entries are written first (an entry whose record was never written is skipped by listings), so a
-// failure part-way (Redis older than 7.0) leaves nothing claimed. A pair whose record is exactly the
+// claim is checked before the first write. The index entries are written first: an append that fails
+// (an index key holding something else, Redis older than 7.0) raises an error before the body, a
+// record or a schedule entry is written, and an index entry whose record was never written is skipped
+// by listings, so such a failure leaves nothing claimed. A pair whose record is exactly the
 // one this call would create was created by this very call, whose reply was lost: it is reported as
 // created again, so the caller can retry the script safely. All keys share the event's shard tag.
 //
@@ -31,7 +32,6 @@ local fresh = 0
 for i = 1, n do
   local rec = redis.call('GET', KEYS[1 + 2 * i])
   if not rec then
-    indexable(KEYS[2 + 2 * i])
     created[i], fresh = true, fresh + 1
   elseif rec == ARGV[4 + 3 * i] then
     reply[i + 1], fresh = 1, fresh + 1
@@ -62,19 +62,15 @@ end
 return reply
 `)
 
-// indexFunction holds the Lua functions of a webhook's per-shard index, a stream.
-// indexable(key) raises an error unless key holds a stream or nothing: call it before the first write.
+// indexFunction is the Lua function that adds a delivery to a webhook's per-shard index, a stream:
 // index(key, now, retention, hash, expiry) appends {d = hash, x = expiry (the record's, ms)} under the
 // id <now>-<seq>, or after the stream's newest entry when that is later (another replica's clock is
 // ahead: stream ids only grow), trims entries older than a retention (their records have expired, or
 // were redelivered and indexed again), and keeps the key at least as long as its newest entry: when
 // its TTL is shorter than a retention it is set to a retention and 1/64 more, so most writes leave it
-// as it is. It raises an error before writing anything when Redis is older than 7.0 (no <ms>-* ids).
+// as it is. It raises an error, having written nothing, when key holds something other than a stream
+// or Redis is older than 7.0 (no <ms>-* ids).
 const indexFunction = `
-local function indexable(key)
-  local t = redis.call('TYPE', key)['ok']
-  if t ~= 'none' and t ~= 'stream' then error('webhooks: ' .. key .. ' holds a ' .. t .. ', not an index') end
-end
 local function index(key, now, retention, hash, expiry)
   local minid = now - retention
   if type(redis.pcall('XADD', key, 'MINID', '~', minid, now .. '-*', 'd', hash, 'x', expiry)) == 'table' then

@@ -575,24 +575,23 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	keys := []string{d.keys.scheduleKey(shard), d.keys.healthKey(shard)}
 	now := d.now()
 	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds()}
-	var values []any
-	var idx []int
-	next := make([]record, len(outcomes))
+	values := make([]any, 0, len(outcomes))
+	idx := make([]int, 0, len(outcomes))
 	for i, o := range outcomes {
 		if o.unrecorded {
 			errs[i] = fmt.Errorf("webhooks: delivery %s: %s; a worker attempts it after its lease: %w", o.id, o.err, ErrDeferred)
 			continue
 		}
-		next[i] = *recs[i]
-		next[i].History = slices.Clone(recs[i].History)
-		next[i].apply(o, now)
+		next := *recs[i] // the record as the outcome leaves it; applied in memory once recorded
+		next.History = slices.Clip(next.History)
+		next.apply(o, now)
 		attempted := 0
 		if o.attempted {
 			attempted = 1
 		}
 		keys = append(keys, d.keys.deliveryKey(shard, o.id))
 		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, attempted)
-		values = append(values, next[i].encode(o.token, leaseSettled))
+		values = append(values, next.encode(o.token, leaseSettled))
 		idx = append(idx, i)
 	}
 	if len(idx) == 0 {
@@ -612,7 +611,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		case reply[2*j] != 1:
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
 		default:
-			*recs[i] = next[i]
+			recs[i].apply(outcomes[i], now)
 			d.afterOutcome(ctx, recs[i], outcomes[i], msTime(reply[2*j+1]))
 		}
 	}

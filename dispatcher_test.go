@@ -559,3 +559,25 @@ func TestRetryAfterIsBounded(t *testing.T) {
 		assert.InDelta(t, c.want.Seconds(), got.Seconds(), 1, "Retry-After %q", c.header)
 	}
 }
+
+// TestReturnedDeliveryIsTheStoredOne: what Dispatch and Redeliver return is what a later Get reads.
+func TestReturnedDeliveryIsTheStoredOne(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}})
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	mustCreate(t, d, rc, "x")
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "same"})
+	require.NoError(t, err)
+	stored, err := d.Deliveries().Get(ctx, res[0].Delivery.ID)
+	require.NoError(t, err)
+	assert.Equal(t, stored, res[0].Delivery)
+	rc.status.Store(http.StatusOK)
+	redelivered, err := d.Redeliver(ctx, res[0].Delivery.ID)
+	require.NoError(t, err)
+	stored, err = d.Deliveries().Get(ctx, res[0].Delivery.ID)
+	require.NoError(t, err)
+	assert.Equal(t, stored, redelivered)
+	assert.Len(t, stored.History, 2)
+}

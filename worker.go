@@ -373,7 +373,6 @@ if string.sub(rec, 1, ` + strconv.Itoa(tokenLen+1) + `) == ARGV[5] .. 'L' then
   return {1, redis.call('GET', KEYS[3]), rec}
 end
 if rec ~= ARGV[6] then return {0, false, rec} end
-indexable(KEYS[4])
 local retention = tonumber(ARGV[2])
 index(KEYS[4], tonumber(ARGV[1]), retention, ARGV[8], ARGV[9])
 redis.call('SET', KEYS[1], ARGV[7], 'PX', retention)
