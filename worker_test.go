@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -453,4 +454,67 @@ func TestSendTestRetriesReachADisabledWebhook(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StatusFailed, got.Status, "the ordinary delivery was not")
 	assert.Equal(t, 3, rc.count())
+}
+
+// TestNoGoroutineOutlivesItsCall: hundreds of deliveries, inline and by the worker, leave no goroutine
+// behind once Run has returned and idle connections are closed (the count returns to what it was after
+// a warm-up of the same concurrency, which grew the connection pools).
+func TestNoGoroutineOutlivesItsCall(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{10 * time.Millisecond}})
+	rc := newReceiver(t)
+	var calls atomic.Int32
+	rc.setHook(func(r *http.Request) {
+		if calls.Add(1)%3 == 0 { // every third attempt fails: the worker retries it
+			panic(http.ErrAbortHandler)
+		}
+	})
+	mustCreate(t, d, rc, "x")
+	mustCreate(t, d, rc, "x")
+	dispatchAll := func(prefix string, n int) {
+		var wg sync.WaitGroup
+		for w := range 16 {
+			wg.Go(func() {
+				for i := w; i < n; i += 16 {
+					_, err := d.Dispatch(ctx, Event{Type: "x", ID: fmt.Sprintf("%s-%d", prefix, i)})
+					assert.NoError(t, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	settled := func() int {
+		d.CloseIdleConnections()
+		time.Sleep(50 * time.Millisecond) // server-side connection goroutines see the close
+		return runtime.NumGoroutine()
+	}
+	dispatchAll("warm", 32)
+	before := settled()
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	dispatchAll("load", 300)
+	eventually(t, 10*time.Second, func() bool {
+		n, err := d.ProcessDue(ctx)
+		if err != nil || n != 0 {
+			return false
+		}
+		for s := range shardCount {
+			if tr.rdb.ZCard(ctx, d.keys.scheduleKey(s)).Val() != 0 {
+				return false
+			}
+		}
+		return true
+	}, "retries drained")
+	stop()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("Run did not return")
+	}
+	eventually(t, 5*time.Second, func() bool { return settled() <= before+3 },
+		fmt.Sprintf("goroutines back to about %d after 600 deliveries", before))
 }
