@@ -6,10 +6,10 @@ import "github.com/redis/go-redis/v9"
 // the delivery record, its schedule entry (the lease of the first attempt, so a crash during that attempt
 // is recovered by a worker) and its index entry, all in one atomic step. The record is the claim: it is
 // created with SET NX and the retention as its TTL, so the claim and the record expire together. Every
-// claim is checked before the first write. The index entries are written first: an append that fails
-// (an index key holding something else, Redis older than 7.0) raises an error before the body, a
-// record or a schedule entry is written, and an index entry whose record was never written is skipped
-// by listings, so such a failure leaves nothing claimed. A pair whose record is exactly the
+// claim is checked before the first write. The index entries are written first: when an append fails
+// (an index key holding something else, Redis older than 7.0), the entries already appended are
+// deleted again and the script fails before the body, a record or a schedule entry is written, so such
+// a failure leaves nothing claimed. A pair whose record is exactly the
 // one this call would create was created by this very call, whose reply was lost: it is reported as
 // created again, so the caller can retry the script safely. All keys share the event's shard tag.
 //
@@ -39,9 +39,18 @@ for i = 1, n do
     reply[i + 1] = rec
   end
 end
--- Index entries first: one whose record was never written is skipped by listings.
+-- Index entries first; if one cannot be appended, the ones appended are deleted again and nothing
+-- else is written.
+local appended = {}
 for i = 1, n do
-  if created[i] then index(KEYS[2 + 2 * i], now, retention, ARGV[3 + 3 * i], now + retention) end
+  if created[i] then
+    local ok, id = pcall(index, KEYS[2 + 2 * i], now, retention, ARGV[3 + 3 * i], now + retention)
+    if not ok then
+      for _, e in ipairs(appended) do redis.call('XDEL', e[1], e[2]) end
+      error(id)
+    end
+    appended[#appended + 1] = {KEYS[2 + 2 * i], id}
+  end
 end
 if fresh > 0 then
   local stored = redis.call('GET', KEYS[1])
@@ -68,16 +77,18 @@ return reply
 // ahead: stream ids only grow), trims entries older than a retention (their records have expired, or
 // were redelivered and indexed again), and keeps the key at least as long as its newest entry: when
 // its TTL is shorter than a retention it is set to a retention and 1/64 more, so most writes leave it
-// as it is. It raises an error, having written nothing, when key holds something other than a stream
-// or Redis is older than 7.0 (no <ms>-* ids).
+// as it is. It returns the entry's id, and raises an error, having written nothing, when key holds
+// something other than a stream or Redis is older than 7.0 (no <ms>-* ids).
 const indexFunction = `
 local function index(key, now, retention, hash, expiry)
   local minid = now - retention
-  if type(redis.pcall('XADD', key, 'MINID', '~', minid, now .. '-*', 'd', hash, 'x', expiry)) == 'table' then
+  local id = redis.pcall('XADD', key, 'MINID', '~', minid, now .. '-*', 'd', hash, 'x', expiry)
+  if type(id) == 'table' then
     local top = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
-    if not top then error('webhooks: cannot append to ' .. key .. ' (Redis 7.0 or later is required)') end
-    redis.call('XADD', key, 'MINID', '~', minid, string.match(top[1], '^%d+') .. '-*', 'd', hash, 'x', expiry)
+    if not top then error('webhooks: cannot append to ' .. key .. ': ' .. tostring(id.err)) end
+    id = redis.call('XADD', key, 'MINID', '~', minid, string.match(top[1], '^%d+') .. '-*', 'd', hash, 'x', expiry)
   end
   if redis.call('PTTL', key) < retention then redis.call('PEXPIRE', key, retention + math.floor(retention / 64)) end
+  return id
 end
 `

@@ -375,7 +375,6 @@ func TestPageRejectsBadInput(t *testing.T) {
 		"padded":       base64.URLEncoding.EncodeToString([]byte("\x01abcdefghijklm")),
 		"std alphabet": "+/+/+/+/+/+/+/",
 		"too short":    base64.RawURLEncoding.EncodeToString([]byte{1, 2, 3}),
-		"no id":        raw(2, 5, ""),
 		"old version":  raw(1, 5, "dlv_x"),
 		"negative ms":  raw(2, -1, "dlv_x"),
 		"bad utf-8":    raw(2, 5, "\xff\xfe"),

@@ -22,9 +22,10 @@ package webhooks
 // and the record are one key with one expiry (Redeliver extends it). A separate claim key would cost
 // about 130 bytes per delivery and could be evicted or expire apart from its record.
 //
-// Builds before 2026-12-02 kept records as hashes under :dlv:, beside :claim: keys, a zset index under
-// :idx: and the schedule under :sched. The new names keep the two formats apart: a replica of either
-// kind never reads the other's records or schedule (see README, Upgrading).
+// Builds before commit d81605d kept delivery data under other names: records under :dlv: (hashes beside
+// :claim: keys up to 9230977, packed strings after it), the index under :idx: (a zset, then a stream)
+// and the schedule under :sched. The new names keep the formats apart: a replica of either kind never
+// reads the other's records or schedule (see README, Upgrading).
 
 import (
 	"context"

@@ -195,7 +195,7 @@ func (r *record) apply(o outcome, now time.Time) {
 		}
 	}
 	r.Status, r.step, r.LastStatusCode, r.LastError = o.status, o.step, o.code, o.err
-	r.NextAttemptAt = o.next
+	r.NextAttemptAt = msTime(unixMilli(o.next)) // as stored: whole milliseconds, no monotonic reading
 	r.UpdatedAt = msTime(now.UnixMilli())
 	r.token, r.leaseState, r.lease = o.token, leaseSettled, ""
 }

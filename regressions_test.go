@@ -541,3 +541,69 @@ func TestOldFormatKeysAreLeftAlone(t *testing.T) {
 	assert.Equal(t, float64(1), tr.rdb.ZScore(ctx, tag+":sched", id).Val())
 	assert.Equal(t, "tok", tr.rdb.HGet(ctx, tag+":dlv:"+deliveryHash(id), "l").Val())
 }
+
+// A listing that steps over index entries of another shape until its round bound ends a page hands out
+// a cursor it accepts back, and the delivery behind them is listed once.
+func TestCursorPastForeignIndexEntries(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "*")
+	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "e1"})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	key := d.keys.indexKey((shardOf("e1")+1)%shardCount, wh.ID)
+	for range 30 {
+		require.NoError(t, tr.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"d", "short", "x", "1"}}).Err())
+	}
+	got, pages := pageCollect(t, func(cursor string) (*DeliveryPage, error) {
+		return d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Limit: 1, Cursor: cursor})
+	}, nil)
+	assert.Equal(t, []string{res[0].Delivery.ID}, got)
+	assert.Greater(t, pages, 1, "the round bound ended a page early")
+}
+
+// A pending outcome is returned as stored: next attempt in whole milliseconds.
+func TestPendingOutcomeReturnedAsStored(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	mustCreate(t, d, rc, "x")
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "p"})
+	require.NoError(t, err)
+	require.Equal(t, StatusPending, res[0].Delivery.Status)
+	stored, err := d.Deliveries().Get(ctx, res[0].Delivery.ID)
+	require.NoError(t, err)
+	assert.Equal(t, stored, res[0].Delivery)
+}
+
+// A claim that fails on one target's index key deletes the index entries it appended for the others,
+// so a later claim of those pairs in the same millisecond is listed once.
+func TestFailedClaimLeavesNoIndexEntry(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, _ := newClockedDispatcher(t, tr, Options{}) // the clock stands still
+	rc := newReceiver(t)
+	w1 := mustCreate(t, d, rc, "*")
+	w2 := mustCreate(t, d, rc, "*")
+	s := shardOf("e1")
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.indexKey(s, w2.ID), redis.Z{Score: 1, Member: "old"}).Err())
+	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "e1"})
+	require.NoError(t, err)
+	for _, r := range res {
+		require.Error(t, r.Err)
+	}
+	assert.Zero(t, tr.rdb.XLen(ctx, d.keys.indexKey(s, w1.ID)).Val(), "no entry left behind")
+	require.NoError(t, tr.rdb.Del(ctx, d.keys.indexKey(s, w2.ID)).Err())
+	res, err = d.Dispatch(ctx, Event{Type: "a.b", ID: "e1"})
+	require.NoError(t, err)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+	}
+	page, err := d.Deliveries().Page(ctx, w1.ID, DeliveryQuery{})
+	require.NoError(t, err)
+	assert.Len(t, page.Deliveries, 1, "listed once")
+}
