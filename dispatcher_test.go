@@ -204,7 +204,7 @@ func TestFailedAttemptIsPendingAndScheduled(t *testing.T) {
 	rc.status.Store(http.StatusInternalServerError)
 	w := mustCreate(t, d, rc, "pool.created")
 
-	before := time.Now()
+	before := time.Now().Truncate(time.Millisecond) // times are kept in whole milliseconds
 	res, err := d.Dispatch(ctx, Event{Type: "pool.created", ID: "e-fail"})
 	require.NoError(t, err)
 	require.Len(t, res, 1)

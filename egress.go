@@ -242,7 +242,8 @@ func newHTTPClient(user *http.Client, timeout time.Duration, p egressPolicy) (*h
 	}
 	if tr != nil {
 		if !p.allowPrivate {
-			if tr.DialTLSContext != nil || tr.DialTLS != nil { //nolint:staticcheck // DialTLS is deprecated but honoured by net/http
+			//lint:ignore SA1019 DialTLS is deprecated but still honoured by net/http, so it must be refused
+			if tr.DialTLSContext != nil || tr.DialTLS != nil {
 				return nil, fmt.Errorf("%w: HTTPClient.Transport with DialTLS/DialTLSContext cannot be guarded against "+
 					"private addresses; remove it or set AllowPrivateNetworks", ErrInvalidOptions)
 			}
@@ -288,7 +289,8 @@ func (p egressPolicy) guard(tr *http.Transport, timeout time.Duration) {
 	}
 	tr.Proxy = nil
 	tr.OnProxyConnectResponse = nil
-	tr.Dial = nil //nolint:staticcheck // cleared so that it cannot take precedence over DialContext
+	//lint:ignore SA1019 cleared so that the deprecated hook cannot take precedence over DialContext
+	tr.Dial = nil
 	tr.DialContext = d.DialContext
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -232,7 +233,7 @@ func runHandWritten(ctx context.Context, e *env, run int, hc *http.Client) (resu
 	hooks := newBaselineHooks(e.rcv)
 
 	// deliver is the whole hand-written dispatcher.
-	deliver := func(ctx context.Context, evtID string) (sent, skipped, failed int, err error) {
+	deliver := func(ctx context.Context, evtID string) (sent, skipped, failed int, firstErr error) {
 		body, err := json.Marshal(wireEvent{ID: evtID, Type: eventType, Timestamp: time.Now().UTC(), Data: e.data})
 		if err != nil {
 			return 0, 0, len(hooks), err
@@ -266,11 +267,12 @@ func runHandWritten(ctx context.Context, e *env, run int, hc *http.Client) (resu
 				if err == nil {
 					err = errors.New(lastErr)
 				}
+				firstErr = cmp.Or(firstErr, err)
 				continue
 			}
 			sent++
 		}
-		return sent, skipped, failed, err
+		return sent, skipped, failed, firstErr
 	}
 	phase := func(label, idPrefix string, n int, wantDup bool) (phaseOut, error) {
 		return e.phase(ctx, label, ctr, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
