@@ -419,13 +419,7 @@ func TestIndexTrimsOldEntries(t *testing.T) {
 	d, clock := newClockedDispatcher(t, tr, Options{Retention: 2 * time.Hour, RetrySchedule: []time.Duration{time.Minute}})
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
-	var ids []string
-	for i := 0; len(ids) < 250 && i < 10_000; i++ {
-		if id := fmt.Sprintf("trim-%d", i); shardOf(id) == 3 {
-			ids = append(ids, id)
-		}
-	}
-	require.Len(t, ids, 250)
+	ids := eventIDsInShard(t, "trim", 3, 250)
 	for _, id := range ids[:249] {
 		_, err := d.Dispatch(ctx, Event{Type: "trim.test", ID: id})
 		require.NoError(t, err)
@@ -455,13 +449,7 @@ func TestIndexToleratesAClockBehind(t *testing.T) {
 	aheadClock.Advance(time.Hour)
 	rc := newReceiver(t)
 	wh := mustCreate(t, ahead, rc, "*")
-	var ids []string
-	for i := 0; len(ids) < 2 && i < 1000; i++ {
-		if id := fmt.Sprintf("skew-%d", i); shardOf(id) == 5 {
-			ids = append(ids, id)
-		}
-	}
-	require.Len(t, ids, 2)
+	ids := eventIDsInShard(t, "skew", 5, 2)
 	for i, d := range []*Dispatcher{ahead, behind} {
 		res, err := d.Dispatch(ctx, Event{Type: "skew.test", ID: ids[i]})
 		require.NoError(t, err)

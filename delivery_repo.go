@@ -96,10 +96,10 @@ type Attempt struct {
 	Response string `json:"response,omitempty"`
 }
 
-// keyspace builds every key of one KeyPrefix.
+// keyspace builds every key of one KeyPrefix; make it with newKeyspace.
 type keyspace struct {
 	prefix string
-	tags   *[shardCount]string // the shards' hash tags, built once by newKeyspace
+	tags   *[shardCount]string // the shards' hash tags, built once
 }
 
 func newKeyspace(prefix string) keyspace {
@@ -110,12 +110,8 @@ func newKeyspace(prefix string) keyspace {
 	return k
 }
 
-func (k keyspace) tag(shard int) string {
-	if k.tags != nil && shard >= 0 && shard < shardCount {
-		return k.tags[shard]
-	}
-	return "{" + k.prefix + ":" + strconv.Itoa(shard) + "}"
-}
+// tag is a shard's hash tag; shard comes from shardOf or shardOfDelivery, so it is in range.
+func (k keyspace) tag(shard int) string { return k.tags[shard] }
 
 func (k keyspace) deliveryKey(shard int, deliveryID string) string {
 	return k.tag(shard) + ":rec:" + deliveryHash(deliveryID)

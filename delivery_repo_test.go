@@ -21,26 +21,33 @@ func sampleRecord() *record {
 	return r
 }
 
+// sampleRecordWith is sampleRecord with the lease head token and state.
+func sampleRecordWith(state byte) *record {
+	r := sampleRecord()
+	r.token, r.leaseState = "0123456789abcdef", state
+	return r
+}
+
 func TestRecordRoundTrip(t *testing.T) {
-	want := sampleRecord()
-	raw := want.encode("0123456789abcdef", leaseSettled)
+	want := sampleRecordWith(leaseSettled)
+	raw := want.encode()
 	got, err := parseRecord("dlv_x", raw)
 	require.NoError(t, err)
-	want.token, want.leaseState, want.raw = "0123456789abcdef", leaseSettled, raw
+	want.raw = raw
 	assert.Equal(t, want, got)
-	assert.Empty(t, got.lease, "a settled lease is no lease")
+	assert.Empty(t, got.heldToken(), "a settled lease is no lease")
 
-	want.Status, want.NextAttemptAt = StatusPending, time.UnixMilli(1700000000000)
-	got, err = parseRecord("dlv_x", want.encode("0123456789abcdef", leaseHeld))
+	want.Status, want.NextAttemptAt, want.leaseState = StatusPending, time.UnixMilli(1700000000000), leaseHeld
+	got, err = parseRecord("dlv_x", want.encode())
 	require.NoError(t, err)
-	assert.Equal(t, "0123456789abcdef", got.lease)
+	assert.Equal(t, "0123456789abcdef", got.heldToken())
 	assert.Equal(t, want.NextAttemptAt, got.NextAttemptAt)
 	assert.Less(t, len(raw), 300, "compact: %d bytes with 10 attempts", len(raw))
 }
 
 func TestParseRecordRefusesCorruption(t *testing.T) {
-	good := sampleRecord().encode("0123456789abcdef", leaseNone)
-	noWebhook := sampleRecord()
+	good := sampleRecordWith(leaseNone).encode()
+	noWebhook := sampleRecordWith(leaseNone)
 	noWebhook.WebhookID = ""
 	cases := map[string]string{
 		"empty":          "",
@@ -50,7 +57,7 @@ func TestParseRecordRefusesCorruption(t *testing.T) {
 		"version":        good[:recordHeadLen-1] + "9" + good[recordHeadLen:],
 		"truncated":      good[:len(good)-1],
 		"trailing bytes": good + "x",
-		"no webhook":     noWebhook.encode("0123456789abcdef", leaseNone),
+		"no webhook":     noWebhook.encode(),
 	}
 	for name, raw := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -62,14 +69,14 @@ func TestParseRecordRefusesCorruption(t *testing.T) {
 
 // FuzzParseRecord: decoding never panics, and what decodes encodes to a value that decodes the same.
 func FuzzParseRecord(f *testing.F) {
-	f.Add(sampleRecord().encode("0123456789abcdef", leaseHeld))
-	f.Add(sampleRecord().encode("0123456789abcdef", leaseNone)[:40])
+	f.Add(sampleRecordWith(leaseHeld).encode())
+	f.Add(sampleRecordWith(leaseNone).encode()[:40])
 	f.Fuzz(func(t *testing.T, raw string) {
 		r, err := parseRecord("dlv_x", raw)
 		if err != nil {
 			return
 		}
-		again, err := parseRecord("dlv_x", r.encode(r.token, r.leaseState))
+		again, err := parseRecord("dlv_x", r.encode())
 		if err != nil {
 			t.Fatalf("record %q re-encoded does not decode: %v", raw, err)
 		}

@@ -291,12 +291,10 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 		id := deliveryIDFor(t.ID, eventID)
 		recs[i] = &record{Delivery: Delivery{ID: id, WebhookID: t.ID, EventID: eventID, EventType: eventType,
 			Status: StatusPending, NextAttemptAt: msTime(now.Add(d.lease).UnixMilli()), CreatedAt: msTime(now.UnixMilli()),
-			UpdatedAt: msTime(now.UnixMilli()), ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())},
-			leaseEnd: now.Add(d.lease)}
-		recs[i].lease = randomHex(tokenLen / 2)
-		recs[i].token, recs[i].leaseState = recs[i].lease, leaseHeld
+			UpdatedAt: msTime(now.UnixMilli()), ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())}}
+		recs[i].holdLease(randomHex(tokenLen/2), now.Add(d.lease))
 		keys = append(keys, d.keys.deliveryKey(shard, id), d.keys.indexKey(shard, t.ID))
-		args = append(args, id, indexedHash(id), recs[i].encode(recs[i].lease, leaseHeld))
+		args = append(args, id, indexedHash(id), recs[i].encode())
 		results[i].WebhookID = t.ID
 	}
 	reply, err := d.scripts.run(ctx, claimScript, keys, args...).Slice()
@@ -467,7 +465,7 @@ type outcome struct {
 
 // decide turns an attempt into the record's next state, by the retry schedule.
 func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
-	o := outcome{id: rec.ID, token: rec.lease, code: res.code, err: res.err, attempted: true, step: rec.step,
+	o := outcome{id: rec.ID, token: rec.heldToken(), code: res.code, err: res.err, attempted: true, step: rec.step,
 		unrecorded: res.canceled,
 		attempt: Attempt{At: msTime(res.at.UnixMilli()), Duration: res.dur.Truncate(time.Microsecond), StatusCode: res.code,
 			Error: res.err, Response: res.body}}
@@ -491,7 +489,7 @@ func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
 
 // refuse is the outcome of a due delivery that is not attempted: it fails for the given reason.
 func refuse(rec *record, reason string) outcome {
-	return outcome{id: rec.ID, token: rec.lease, status: StatusFailed, step: rec.step, code: rec.LastStatusCode,
+	return outcome{id: rec.ID, token: rec.heldToken(), status: StatusFailed, step: rec.step, code: rec.LastStatusCode,
 		err: reason}
 }
 
@@ -591,7 +589,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		}
 		keys = append(keys, d.keys.deliveryKey(shard, o.id))
 		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, attempted)
-		values = append(values, next.encode(o.token, leaseSettled))
+		values = append(values, next.encode())
 		idx = append(idx, i)
 	}
 	if len(idx) == 0 {

@@ -581,3 +581,37 @@ func TestReturnedDeliveryIsTheStoredOne(t *testing.T) {
 	assert.Equal(t, stored, redelivered)
 	assert.Len(t, stored.History, 2)
 }
+
+// TestRoundTripsPerDispatch: a fresh Dispatch made alone costs 2 Redis round trips whatever its number
+// of targets (claim-and-create, record outcomes), a duplicate 1, once subscribers are cached.
+func TestRoundTripsPerDispatch(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	rt := &roundTrips{}
+	c.AddHook(rt)
+	d := newTestDispatcherOn(t, c, tr, Options{})
+	rc := newReceiver(t)
+	for range 4 {
+		mustCreate(t, d, rc, "x")
+	}
+	// One shard, so one node of a cluster: the warm-up loads the scripts there and caches the subscribers.
+	ids := eventIDsInShard(t, "rt", 0, 3)
+	_, err := d.Dispatch(ctx, Event{Type: "x", ID: ids[0]})
+	require.NoError(t, err)
+
+	for _, tc := range []struct {
+		id    string
+		trips int32
+	}{{ids[1], 2}, {ids[1], 1}, {ids[2], 2}} {
+		rt.n.Store(0)
+		res, err := d.Dispatch(ctx, Event{Type: "x", ID: tc.id})
+		require.NoError(t, err)
+		require.Len(t, res, 4)
+		for _, r := range res {
+			require.NoError(t, r.Err)
+		}
+		assert.Equal(t, tc.trips, rt.n.Load(), "event %s (duplicate: %t)", tc.id, res[0].Duplicate)
+	}
+	assert.Equal(t, 12, rc.count(), "4 requests per fresh event")
+}

@@ -33,7 +33,7 @@ func FuzzEventValidation(f *testing.F) {
 	for _, s := range [][2]string{{"pool.created", "evt-1"}, {"a", "{x}"}, {"a.b-c_d", "ünï:code}{"}, {"a..b", "x"}, {"a", "\x00"}} {
 		f.Add(s[0], s[1])
 	}
-	keys := keyspace{prefix: "fuzz"}
+	keys := newKeyspace("fuzz")
 	f.Fuzz(func(t *testing.T, eventType, id string) {
 		err := Event{Type: eventType, ID: id}.validate()
 		if err != nil {

@@ -250,3 +250,16 @@ func stealLease(t testing.TB, rdb redis.UniversalClient, key string) {
 	require.NoError(t, err)
 	require.NoError(t, rdb.Set(ctx, key, strings.Repeat("f", tokenLen)+string(leaseHeld)+raw[tokenLen+1:], redis.KeepTTL).Err())
 }
+
+// eventIDsInShard returns n event ids "<prefix>-<i>" that all fall in shard.
+func eventIDsInShard(t testing.TB, prefix string, shard, n int) []string {
+	t.Helper()
+	var ids []string
+	for i := 0; len(ids) < n && i < 1000*n; i++ {
+		if id := fmt.Sprintf("%s-%d", prefix, i); shardOf(id) == shard {
+			ids = append(ids, id)
+		}
+	}
+	require.Len(t, ids, n)
+	return ids
+}

@@ -44,18 +44,31 @@ type record struct {
 	step       int       // retry step
 	token      string    // lease token of the last attempt started
 	leaseState byte      // leaseHeld, leaseSettled or leaseNone
-	lease      string    // lease token while an attempt holds the lease, else ""
-	leaseEnd   time.Time // when the lease expires
+	leaseEnd   time.Time // when the lease expires (known to the holder only)
 	raw        string    // the value this record was decoded from, "" when built in memory
 }
 
+// statusCodes are the statuses as the record's head spells them.
 var statusCodes = map[Status]byte{StatusPending: statusPending, StatusSuccess: statusSuccess, StatusFailed: statusFailed}
 
-// encode is the record's stored value with the given lease head.
-func (r *record) encode(token string, state byte) string {
+// holdLease marks the record leased under token until end, for an attempt about to be made.
+func (r *record) holdLease(token string, end time.Time) {
+	r.token, r.leaseState, r.leaseEnd = token, leaseHeld, end
+}
+
+// heldToken is the lease token an attempt holds, "" when none does.
+func (r *record) heldToken() string {
+	if r.leaseState != leaseHeld {
+		return ""
+	}
+	return r.token
+}
+
+// encode is the record's stored value.
+func (r *record) encode() string {
 	b := make([]byte, 0, 96+len(r.WebhookID)+len(r.EventID)+len(r.EventType)+len(r.LastError)+32*len(r.History))
-	b = append(b, token...)
-	b = append(b, state, statusCodes[r.Status], recordVersion)
+	b = append(b, r.token...)
+	b = append(b, r.leaseState, statusCodes[r.Status], recordVersion)
 	var next int64
 	if r.Status == StatusPending {
 		next = unixMilli(r.NextAttemptAt)
@@ -134,20 +147,16 @@ func parseRecord(id, raw string) (*record, error) {
 	}
 	r := &record{Delivery: Delivery{ID: id}, token: raw[:tokenLen], leaseState: raw[tokenLen], raw: raw}
 	switch r.leaseState {
-	case leaseHeld:
-		r.lease = r.token
-	case leaseSettled, leaseNone:
+	case leaseHeld, leaseSettled, leaseNone:
 	default:
 		return nil, corrupt(fmt.Sprintf("has lease state %q", r.leaseState))
 	}
-	switch raw[tokenLen+1] {
-	case statusPending:
-		r.Status = StatusPending
-	case statusSuccess:
-		r.Status = StatusSuccess
-	case statusFailed:
-		r.Status = StatusFailed
-	default:
+	for status, code := range statusCodes {
+		if raw[tokenLen+1] == code {
+			r.Status = status
+		}
+	}
+	if r.Status == "" {
 		return nil, corrupt(fmt.Sprintf("has status %q", raw[tokenLen+1]))
 	}
 	rd := &recordReader{b: []byte(raw[recordHeadLen:])}
@@ -197,5 +206,5 @@ func (r *record) apply(o outcome, now time.Time) {
 	r.Status, r.step, r.LastStatusCode, r.LastError = o.status, o.step, o.code, o.err
 	r.NextAttemptAt = msTime(unixMilli(o.next)) // as stored: whole milliseconds, no monotonic reading
 	r.UpdatedAt = msTime(now.UnixMilli())
-	r.token, r.leaseState, r.lease = o.token, leaseSettled, ""
+	r.token, r.leaseState = o.token, leaseSettled
 }

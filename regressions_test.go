@@ -150,14 +150,7 @@ func TestAutoDisableNeedsALongRunOfFailures(t *testing.T) {
 	defer srv.Close()
 	w, err := d.Webhooks().Create(ctx, Webhook{URL: srv.URL, Events: []string{"x"}})
 	require.NoError(t, err)
-	sameShard := func(base string, s int) string {
-		for i := 0; ; i++ {
-			id := fmt.Sprintf("%s-%d", base, i)
-			if shardOf(id) == s {
-				return id
-			}
-		}
-	}
+	sameShard := func(base string, s int) string { return eventIDsInShard(t, base, s, 1)[0] }
 	status.Store(400) // one poison event rejected
 	_, err = d.Dispatch(ctx, Event{Type: "x", ID: sameShard("a", 3)})
 	require.NoError(t, err)

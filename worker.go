@@ -227,7 +227,7 @@ func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, i
 				}
 				continue
 			}
-			rec.lease, rec.leaseEnd = tokens[i], now.Add(d.lease)
+			rec.holdLease(tokens[i], now.Add(d.lease))
 			out = append(out, leasedDelivery{shard: shard, rec: rec})
 		case int64:
 			if v == 2 {
@@ -419,10 +419,11 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	renewed.UpdatedAt = msTime(now.UnixMilli())
 	renewed.ExpiresAt = msTime(max(now.UnixMilli()+d.opts.Retention.Milliseconds(), unixMilli(rec.ExpiresAt)+1))
 	token := randomHex(tokenLen / 2)
+	renewed.holdLease(token, now.Add(d.lease))
 	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.scheduleKey(shard),
 		d.keys.eventKey(shard, rec.EventID), d.keys.indexKey(shard, rec.WebhookID)}
 	reply, err := redeliverScript.Run(ctx, d.rdb, keys, now.UnixMilli(), d.opts.Retention.Milliseconds(),
-		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(token, leaseHeld), indexedHash(deliveryID),
+		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(), indexedHash(deliveryID),
 		unixMilli(renewed.ExpiresAt)).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
@@ -438,7 +439,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	if reset, _ := reply[0].(int64); reset != 1 {
 		return &rec.Delivery, false, nil
 	}
-	rec.lease, rec.leaseEnd = token, now.Add(d.lease)
+	rec.holdLease(token, now.Add(d.lease))
 	var body []byte
 	if s, ok := reply[1].(string); ok {
 		body = []byte(s)
