@@ -1,7 +1,9 @@
 package webhooks
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 	"reflect"
 	"testing"
 	"time"
@@ -68,6 +70,34 @@ func TestParseRecordRefusesCorruption(t *testing.T) {
 }
 
 // FuzzParseRecord: decoding never panics, and what decodes encodes to a value that decodes the same.
+// FuzzRecordReaderVarints: the record reader decodes varints exactly as encoding/binary does, on
+// any input: the same value, the same length, and a failure where binary reports one.
+func FuzzRecordReaderVarints(f *testing.F) {
+	for _, v := range []int64{0, 1, -1, 63, -64, 64, 1 << 40, math.MaxInt64, math.MinInt64} {
+		f.Add(string(binary.AppendVarint(nil, v)))
+	}
+	f.Add(string(binary.AppendUvarint(nil, math.MaxUint64)))
+	f.Add("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02") // overflows 64 bits
+	f.Add("\x80\x80")                                 // truncated
+	f.Fuzz(func(t *testing.T, in string) {
+		u, n := binary.Uvarint([]byte(in))
+		rd := recordReader{s: in}
+		got := rd.uint()
+		if n <= 0 {
+			require.True(t, rd.bad, "%q: binary.Uvarint fails (%d), the reader does not", in, n)
+		} else {
+			require.False(t, rd.bad, "%q", in)
+			require.Equal(t, u, got, "%q", in)
+			require.Len(t, rd.s, len(in)-n, "%q: bytes consumed", in)
+		}
+		v, n := binary.Varint([]byte(in))
+		rd = recordReader{s: in}
+		if gotV := rd.int(); n > 0 {
+			require.Equal(t, v, gotV, "%q", in)
+		}
+	})
+}
+
 func FuzzParseRecord(f *testing.F) {
 	f.Add(sampleRecordWith(leaseHeld).encode())
 	f.Add(sampleRecordWith(leaseNone).encode()[:40])

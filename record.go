@@ -49,7 +49,20 @@ type record struct {
 }
 
 // statusCodes are the statuses as the record's head spells them.
-var statusCodes = map[Status]byte{StatusPending: statusPending, StatusSuccess: statusSuccess, StatusFailed: statusFailed}
+var statusCodes = [...]struct {
+	status Status
+	code   byte
+}{{StatusPending, statusPending}, {StatusSuccess, statusSuccess}, {StatusFailed, statusFailed}}
+
+// statusCode is the byte that spells s in a record's head (0 for no status).
+func statusCode(s Status) byte {
+	for _, c := range statusCodes {
+		if c.status == s {
+			return c.code
+		}
+	}
+	return 0
+}
 
 // holdLease marks the record leased under token until end, for an attempt about to be made.
 func (r *record) holdLease(token string, end time.Time) {
@@ -68,7 +81,7 @@ func (r *record) heldToken() string {
 func (r *record) encode() string {
 	b := make([]byte, 0, 96+len(r.WebhookID)+len(r.EventID)+len(r.EventType)+len(r.LastError)+32*len(r.History))
 	b = append(b, r.token...)
-	b = append(b, r.leaseState, statusCodes[r.Status], recordVersion)
+	b = append(b, r.leaseState, statusCode(r.Status), recordVersion)
 	var next int64
 	if r.Status == StatusPending {
 		next = unixMilli(r.NextAttemptAt)
@@ -109,30 +122,49 @@ func msTime(ms int64) time.Time {
 	return time.UnixMilli(ms)
 }
 
-// recordReader decodes a record's body; the first failure sticks.
+// recordReader decodes a record's body in place: the strings it returns share the record's memory.
+// The first failure sticks.
 type recordReader struct {
-	b   []byte
+	s   string
 	bad bool
 }
 
-func (rd *recordReader) int() int64 {
-	v, n := binary.Varint(rd.b)
-	if n <= 0 {
-		rd.bad = true
-		return 0
+// uint reads an unsigned varint as binary.Uvarint does, from a string.
+func (rd *recordReader) uint() uint64 {
+	var v uint64
+	for i := 0; i < len(rd.s) && i < binary.MaxVarintLen64; i++ {
+		c := rd.s[i]
+		if i == binary.MaxVarintLen64-1 && c > 1 {
+			break // overflows 64 bits
+		}
+		v |= uint64(c&0x7f) << (7 * i)
+		if c < 0x80 {
+			rd.s = rd.s[i+1:]
+			return v
+		}
 	}
-	rd.b = rd.b[n:]
+	rd.bad = true
+	return 0
+}
+
+// int reads a signed (zig-zag) varint as binary.Varint does.
+func (rd *recordReader) int() int64 {
+	u := rd.uint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
+	}
 	return v
 }
 
 func (rd *recordReader) string() string {
-	l, n := binary.Uvarint(rd.b)
-	if n <= 0 || l > uint64(len(rd.b)-n) {
+	l := rd.uint()
+	if rd.bad || l > uint64(len(rd.s)) {
 		rd.bad = true
 		return ""
 	}
-	s := string(rd.b[n : n+int(l)])
-	rd.b = rd.b[n+int(l):]
+	s := rd.s[:l]
+	rd.s = rd.s[l:]
 	return s
 }
 
@@ -151,24 +183,23 @@ func parseRecord(id, raw string) (*record, error) {
 	default:
 		return nil, corrupt(fmt.Sprintf("has lease state %q", r.leaseState))
 	}
-	for status, code := range statusCodes {
-		if raw[tokenLen+1] == code {
-			r.Status = status
+	for _, c := range statusCodes {
+		if raw[tokenLen+1] == c.code {
+			r.Status = c.status
 		}
 	}
 	if r.Status == "" {
 		return nil, corrupt(fmt.Sprintf("has status %q", raw[tokenLen+1]))
 	}
-	rd := &recordReader{b: []byte(raw[recordHeadLen:])}
+	rd := &recordReader{s: raw[recordHeadLen:]}
 	r.Attempts, r.step = int(rd.int()), int(rd.int())
 	r.NextAttemptAt, r.LastStatusCode = msTime(rd.int()), int(rd.int())
 	r.CreatedAt, r.UpdatedAt, r.ExpiresAt = msTime(rd.int()), msTime(rd.int()), msTime(rd.int())
 	r.WebhookID, r.EventID, r.EventType, r.LastError = rd.string(), rd.string(), rd.string(), rd.string()
-	kept, n := binary.Uvarint(rd.b)
-	if n <= 0 || kept > maxHistory {
+	kept := rd.uint()
+	if rd.bad || kept > maxHistory {
 		return nil, corrupt("has a bad attempt count")
 	}
-	rd.b = rd.b[n:]
 	for range kept {
 		a := Attempt{At: msTime(rd.int())}
 		if micros := rd.int(); micros > math.MaxInt64/int64(time.Microsecond) || micros < math.MinInt64/int64(time.Microsecond) {
@@ -181,7 +212,7 @@ func parseRecord(id, raw string) (*record, error) {
 		r.History = append(r.History, a)
 	}
 	switch {
-	case rd.bad || len(rd.b) != 0:
+	case rd.bad || len(rd.s) != 0:
 		return nil, corrupt("cannot be decoded")
 	case r.WebhookID == "" || r.EventID == "":
 		return nil, corrupt("lacks webhook or event id")
