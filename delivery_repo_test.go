@@ -69,7 +69,6 @@ func TestParseRecordRefusesCorruption(t *testing.T) {
 	}
 }
 
-// FuzzParseRecord: decoding never panics, and what decodes encodes to a value that decodes the same.
 // FuzzRecordReaderVarints: the record reader decodes varints exactly as encoding/binary does, on
 // any input: the same value, the same length, and a failure where binary reports one.
 func FuzzRecordReaderVarints(f *testing.F) {
@@ -98,6 +97,7 @@ func FuzzRecordReaderVarints(f *testing.F) {
 	})
 }
 
+// FuzzParseRecord: decoding never panics, and what decodes encodes to a value that decodes the same.
 func FuzzParseRecord(f *testing.F) {
 	f.Add(sampleRecordWith(leaseHeld).encode())
 	f.Add(sampleRecordWith(leaseNone).encode()[:40])
