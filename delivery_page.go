@@ -32,14 +32,6 @@ const (
 	cursorVersion = 2
 )
 
-// ErrInvalidQuery is returned (wrapped) by DeliveryRepo.Page and Dispatcher.Recover for arguments that
-// cannot be used: an unknown status, a negative limit, an empty time window, a malformed cursor.
-var ErrInvalidQuery = errors.New("webhooks: invalid query")
-
-// ErrInvalidCursor is returned (wrapped) by DeliveryRepo.Page for a cursor it did not issue. It wraps
-// ErrInvalidQuery.
-var ErrInvalidCursor = fmt.Errorf("%w: invalid cursor", ErrInvalidQuery)
-
 // DeliveryQuery selects a page of one webhook's deliveries.
 type DeliveryQuery struct {
 	// Status keeps only deliveries in that state; "" keeps all.

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -13,15 +12,6 @@ import (
 	"syscall"
 	"time"
 )
-
-// ErrBlockedAddress is returned (wrapped) when a webhook URL names, or a delivery attempt would connect
-// to, an address the egress guard refuses: loopback, private, link-local (cloud metadata), multicast,
-// reserved and similar non-public ranges. Options.AllowedNetworks and Options.AllowPrivateNetworks
-// relax the guard.
-var ErrBlockedAddress = errors.New("webhooks: blocked address")
-
-// ErrInvalidOptions is returned (wrapped) when Options cannot be used as given.
-var ErrInvalidOptions = errors.New("webhooks: invalid options")
 
 // maxWebhookURLLen bounds Webhook.URL, in bytes.
 const maxWebhookURLLen = 2048

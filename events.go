@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,22 +14,10 @@ const (
 	MaxEventTypeLen = 256
 	// MaxEventIDLen is the longest event id, in bytes.
 	MaxEventIDLen = 256
-	// DefaultMaxPayloadBytes is the default bound on an encoded request body.
-	DefaultMaxPayloadBytes = 256 << 10
 )
 
 // TestEventType is the type of the event SendTest sends.
 const TestEventType = "webhook.test"
-
-// ErrInvalidEvent is returned (wrapped) by Dispatch for an event that fails validation or cannot be
-// encoded; nothing is claimed for it.
-var ErrInvalidEvent = errors.New("webhooks: invalid event")
-
-// ErrInvalidWebhook is returned (wrapped) for a webhook whose URL or subscriptions are not acceptable.
-var ErrInvalidWebhook = errors.New("webhooks: invalid webhook")
-
-// ErrNotFound is returned (wrapped) by every call that takes an id the library does not know.
-var ErrNotFound = errors.New("webhooks: not found")
 
 // Event is one domain event. Type names what happened (`pool.created`); ID is the caller's own id for
 // this occurrence and, with the webhook id, the unit of idempotency: an (webhook, event id) pair is

@@ -118,7 +118,7 @@ func TestClientTimeoutDuringClaimTwice(t *testing.T) {
 
 	lost.lose.Store(2)
 	res, err := d.Dispatch(ctx, evt)
-	require.NoError(t, err)
+	require.ErrorIs(t, err, ErrNotAccepted)
 	require.ErrorIs(t, res[0].Err, os.ErrDeadlineExceeded, "the lost reply is the target's error")
 	assert.Equal(t, 0, rc.count(), "nothing is sent without a claim reply")
 

@@ -372,7 +372,7 @@ func classifyAPIError(err error) (status int, code, message string) {
 		return http.StatusNotFound, "not_found", err.Error()
 	case errors.Is(err, errBadRequest), errors.Is(err, ErrInvalidWebhook), errors.Is(err, ErrInvalidQuery):
 		return http.StatusBadRequest, "invalid_request", err.Error()
-	case errors.Is(err, errConflict):
+	case errors.Is(err, ErrConflict):
 		return http.StatusConflict, "conflict", "the webhook was changed concurrently; try again"
 	case errors.Is(err, ErrWebhookDisabled):
 		return http.StatusConflict, "webhook_disabled", err.Error()

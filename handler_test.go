@@ -313,7 +313,7 @@ func TestHandlerClassify(t *testing.T) {
 		{fmt.Errorf("x: %w", ErrInvalidCursor), 400, "invalid_request"},
 		{fmt.Errorf("x: %w", ErrInvalidQuery), 400, "invalid_request"},
 		{fmt.Errorf("x: %w", errBadRequest), 400, "invalid_request"},
-		{fmt.Errorf("x: %w", errConflict), 409, "conflict"},
+		{fmt.Errorf("x: %w", ErrConflict), 409, "conflict"},
 		{fmt.Errorf("x: %w", &http.MaxBytesError{Limit: 10}), 413, "too_large"},
 		{fmt.Errorf("dial tcp 10.0.0.1:6379: refused"), 500, "internal"},
 		{context.Canceled, 500, "internal"},

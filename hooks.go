@@ -6,13 +6,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
-
-// DefaultDisableAfter is how long a webhook's deliveries may all fail, with no success in between,
-// before the webhook is disabled.
-const DefaultDisableAfter = 5 * 24 * time.Hour
 
 // Hooks are callbacks on delivery outcomes, for metrics and alerts. Every field is optional. A hook
 // runs after the outcome is recorded, on the goroutine that made the attempt (inside Dispatch,
@@ -66,42 +60,7 @@ func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome, f
 	case rec.Status == StatusFailed && h.DeliveryFailed != nil:
 		d.runHook("DeliveryFailed", func() { h.DeliveryFailed(rec.Delivery) })
 	}
-	reason := ""
-	switch {
-	case o.disable:
-		reason = "the endpoint answered 410 Gone"
-	case d.opts.DisableAfter > 0 && !failingSince.IsZero() && d.now().Sub(failingSince) >= d.opts.DisableAfter:
-		lastOK, err := d.lastSuccess(ctx, rec.WebhookID)
-		if err != nil {
-			d.log.Warn("webhooks: check webhook health", "webhook_id", rec.WebhookID, "error", err)
-			return
-		}
-		if lastOK.Before(failingSince) {
-			reason = fmt.Sprintf("every attempt failed for %s", d.opts.DisableAfter)
-			break
-		}
-		// A success in another shard came after this shard's run of failures began: the run that
-		// counts starts now. (Only this shard's start is known, so the clock restarts late, never early.)
-		shard, _ := shardOfDelivery(rec.ID)
-		if err := d.rdb.HSet(ctx, d.keys.healthKey(shard), rec.WebhookID+":fail", d.now().UnixMilli()).Err(); err != nil {
-			d.log.Warn("webhooks: reset webhook health", "webhook_id", rec.WebhookID, "error", err)
-		}
-	}
-	if reason == "" {
-		return
-	}
-	changed, err := d.webhooks.disable(ctx, rec.WebhookID)
-	if err != nil {
-		d.log.Error("webhooks: disable webhook", "webhook_id", rec.WebhookID, "reason", reason, "error", err)
-		return
-	}
-	if !changed {
-		return
-	}
-	d.log.Warn("webhooks: webhook disabled", "webhook_id", rec.WebhookID, "reason", reason)
-	if h.WebhookDisabled != nil {
-		d.runHook("WebhookDisabled", func() { h.WebhookDisabled(rec.WebhookID, reason) })
-	}
+	d.disableIfBroken(ctx, rec, o, failingSince)
 }
 
 // logOutcome logs a recorded outcome with the delivery's ids and attempt number: a success at debug
@@ -131,23 +90,4 @@ func (d *Dispatcher) logOutcome(ctx context.Context, rec *record, o outcome) {
 		attrs = append(attrs, slog.Time("next_attempt_at", rec.NextAttemptAt))
 	}
 	d.log.LogAttrs(ctx, level, msg, attrs...)
-}
-
-// lastSuccess is the latest success of the webhook any shard has seen (zero if none is retained).
-func (d *Dispatcher) lastSuccess(ctx context.Context, webhookID string) (time.Time, error) {
-	pipe := d.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, shardCount)
-	for s := range shardCount {
-		cmds[s] = pipe.HGet(ctx, d.keys.healthKey(s), webhookID+":ok")
-	}
-	_, _ = pipe.Exec(ctx) // read per command: a missing field is not an error
-	var last int64
-	for _, c := range cmds {
-		ms, err := c.Int64()
-		if err != nil && !isNil(err) {
-			return time.Time{}, err
-		}
-		last = max(last, ms)
-	}
-	return msTime(last), nil
 }

@@ -488,7 +488,7 @@ func TestForeignIndexKeyClaimsNothing(t *testing.T) {
 	s := shardOf("e1")
 	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.indexKey(s, wh.ID), redis.Z{Score: 1, Member: "old"}).Err())
 	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "e1"})
-	require.NoError(t, err)
+	require.ErrorIs(t, err, ErrNotAccepted)
 	require.Error(t, res[0].Err)
 	_, err = d.Deliveries().Find(ctx, wh.ID, "e1")
 	require.ErrorIs(t, err, ErrNotFound, "nothing was claimed")
@@ -585,7 +585,7 @@ func TestFailedClaimLeavesNoIndexEntry(t *testing.T) {
 	s := shardOf("e1")
 	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.indexKey(s, w2.ID), redis.Z{Score: 1, Member: "old"}).Err())
 	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "e1"})
-	require.NoError(t, err)
+	require.ErrorIs(t, err, ErrNotAccepted)
 	for _, r := range res {
 		require.Error(t, r.Err)
 	}

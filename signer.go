@@ -13,18 +13,6 @@ import (
 	"time"
 )
 
-// ErrInvalidSignature is returned by Verify when no v1 signature in the
-// webhook-signature header matches the request.
-var ErrInvalidSignature = errors.New("webhooks: invalid signature")
-
-// ErrInvalidTimestamp is returned by Verify when the webhook-timestamp header
-// is malformed or further than VerifyTolerance from the current time.
-var ErrInvalidTimestamp = errors.New("webhooks: timestamp out of tolerance")
-
-// ErrMissingHeaders is returned by Verify when webhook-id, webhook-timestamp
-// or webhook-signature is absent or empty.
-var ErrMissingHeaders = errors.New("webhooks: missing webhook headers")
-
 // VerifyTolerance is how far the webhook-timestamp header may be from the
 // receiver's clock, in either direction, for Verify to accept a request.
 const VerifyTolerance = 5 * time.Minute

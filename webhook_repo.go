@@ -233,7 +233,7 @@ func (r *WebhookRepo) Delete(ctx context.Context, id string) error {
 			return err
 		}
 		err = r.saveRaw(ctx, id, old, raw, nil)
-		if errors.Is(err, errConflict) {
+		if errors.Is(err, ErrConflict) {
 			continue
 		}
 		if err == nil {
@@ -241,7 +241,7 @@ func (r *WebhookRepo) Delete(ctx context.Context, id string) error {
 		}
 		return err
 	}
-	return fmt.Errorf("webhooks: delete webhook %s: %w", id, errConflict)
+	return fmt.Errorf("webhooks: delete webhook %s: %w", id, ErrConflict)
 }
 
 // forgetHealth drops a deleted webhook's health entries (best effort: they expire with Retention).
@@ -275,8 +275,6 @@ func (r *WebhookRepo) List(ctx context.Context) ([]*Webhook, error) {
 	return out, nil
 }
 
-var errConflict = errors.New("webhooks: concurrent update, try again")
-
 func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*storedWebhook) error) (*Webhook, error) {
 	for range maxSaveTries {
 		old, raw, err := r.load(ctx, id)
@@ -289,14 +287,14 @@ func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*stored
 			return nil, err
 		}
 		next.Updated = r.now().UnixMilli()
-		if err := r.saveRaw(ctx, id, old, raw, &next); !errors.Is(err, errConflict) {
+		if err := r.saveRaw(ctx, id, old, raw, &next); !errors.Is(err, ErrConflict) {
 			if err != nil {
 				return nil, err
 			}
 			return next.webhook(), nil
 		}
 	}
-	return nil, fmt.Errorf("webhooks: update webhook %s: %w", id, errConflict)
+	return nil, fmt.Errorf("webhooks: update webhook %s: %w", id, ErrConflict)
 }
 
 func (r *WebhookRepo) load(ctx context.Context, id string) (*storedWebhook, string, error) {
@@ -341,7 +339,7 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 		return fmt.Errorf("webhooks: save webhook %s: %w", id, err)
 	}
 	if ok == 0 {
-		return errConflict
+		return ErrConflict
 	}
 	r.invalidate()
 	return nil

@@ -1,0 +1,275 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// isTransient reports whether a Redis call failed in transport (a timeout, a dropped connection), so
+// that it may or may not have run.
+func isTransient(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// attemptResult is what one HTTP attempt saw.
+type attemptResult struct {
+	at         time.Time
+	dur        time.Duration
+	code       int
+	err        string
+	body       string
+	retryAfter time.Duration
+	canceled   bool // not attempted in time, or the caller's context ended: not an outcome to record
+}
+
+// responseHeads holds the buffers that keep the start of a response body.
+var responseHeads = sync.Pool{New: func() any { return new([maxHistoryBody]byte) }}
+
+// attempt sends one signed request for a leased delivery. It is made only if a whole attempt
+// (Options.Timeout) still ends with a margin before the lease does, so a worker that takes the
+// delivery over after the lease can never overlap it.
+func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record, body []byte) attemptResult {
+	start := d.now()
+	res := attemptResult{at: start}
+	if rec.leaseEnd.Sub(start)-(d.lease-d.opts.Timeout)/2 < d.opts.Timeout {
+		// A whole attempt no longer fits in the lease (the claim's reply, or the pass before it, was
+		// slow): leave it to a worker after the lease rather than cut it short.
+		res.err, res.canceled = "too little of the lease was left to attempt it", true
+		return res
+	}
+	secrets, err := wh.secrets(start)
+	if err != nil {
+		res.err = "webhook secret is unusable: " + err.Error()
+		return res
+	}
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wh.URL, bytes.NewReader(body))
+	if err != nil {
+		res.err = "bad request: " + err.Error()
+		return res
+	}
+	req.Header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {userAgent}}
+	setSignedHeaders(req.Header, rec.ID, start, body, secrets...)
+	resp, err := d.client.Do(req)
+	res.dur = d.now().Sub(start)
+	if err != nil {
+		res.canceled = parent.Err() != nil
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL may carry credentials in its query: keep it out of records
+		}
+		res.err = err.Error()
+		return res
+	}
+	defer resp.Body.Close()
+	res.code = resp.StatusCode
+	head := responseHeads.Get().(*[maxHistoryBody]byte)
+	n, _ := io.ReadFull(resp.Body, head[:])
+	res.body = string(head[:n])
+	responseHeads.Put(head)
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody-int64(n)))
+	res.dur = d.now().Sub(start)
+	switch {
+	case res.code >= 200 && res.code < 300:
+	case res.code >= 300 && res.code < 400:
+		res.err = fmt.Sprintf("HTTP %d redirect to %q not followed", res.code, resp.Header.Get("Location"))
+	default:
+		res.err = "HTTP " + strconv.Itoa(res.code)
+		if res.code == http.StatusTooManyRequests || res.code == http.StatusServiceUnavailable {
+			res.retryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), start)
+		}
+	}
+	return res
+}
+
+// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
+		return time.Duration(min(s, int(MaxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return min(t.Sub(now), MaxRetryAfter)
+	}
+	return 0
+}
+
+// outcome is what an attempt (or a refusal to attempt) does to a delivery record.
+type outcome struct {
+	id, token  string
+	status     Status
+	next       time.Time // pending only
+	step       int
+	code       int
+	err        string
+	attempted  bool
+	attempt    Attempt
+	disable    bool // 410 Gone: disable the webhook
+	unrecorded bool // the caller's context ended mid-attempt: leave it to the lease
+}
+
+// decide turns an attempt into the record's next state, by the retry schedule.
+func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
+	o := outcome{id: rec.ID, token: rec.heldToken(), code: res.code, err: res.err, attempted: true, step: rec.step,
+		unrecorded: res.canceled,
+		attempt: Attempt{At: msTime(res.at.UnixMilli()), Duration: res.dur.Truncate(time.Microsecond), StatusCode: res.code,
+			Error: res.err, Response: res.body}}
+	switch {
+	case res.code >= 200 && res.code < 300 && res.err == "":
+		o.status = StatusSuccess
+	case res.code == http.StatusGone:
+		o.status, o.disable = StatusFailed, true
+		o.err = "HTTP 410 Gone: the webhook was disabled"
+	case rec.step < len(d.opts.RetrySchedule):
+		delay := jitter(d.opts.RetrySchedule[rec.step])
+		if res.retryAfter > delay {
+			delay = min(res.retryAfter, MaxRetryAfter)
+		}
+		o.status, o.next, o.step = StatusPending, d.now().Add(delay), rec.step+1
+	default:
+		o.status = StatusFailed
+	}
+	return o
+}
+
+// refuse is the outcome of a due delivery that is not attempted: it fails for the given reason.
+func refuse(rec *record, reason string) outcome {
+	return outcome{id: rec.ID, token: rec.heldToken(), status: StatusFailed, step: rec.step, code: rec.LastStatusCode,
+		err: reason}
+}
+
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (1 - RetryJitter + 2*RetryJitter*rand.Float64()))
+}
+
+// outcomeScript records the outcomes of attempts on deliveries of one shard, each only if the delivery
+// is still leased by the token its attempt was made under, so a worker whose lease expired cannot
+// overwrite a newer attempt's outcome. The new record is computed in Go from the record the lease was
+// taken on (nothing else writes a record while it is leased), and marks the lease settled, so that the
+// same call run again (a client retrying a request whose reply was lost) reports it recorded instead
+// of lost, and writes nothing twice. It also keeps the shard's view of each webhook's health: the time
+// of its last success, and the start of its current run of failures. Every lease is checked before
+// the first write.
+//
+// KEYS[1] -> {P:s}:due
+// KEYS[2] -> {P:s}:health
+// KEYS[2+i] (i = 1..n) -> delivery key of outcome i
+// ARGV[1] -> now (ms)
+// ARGV[2] -> retention (ms): the health hash lives at least that long after its last write (up to 1/64
+// more, so most writes leave its TTL as it is)
+// ARGV[3+6(i-1)] .. ARGV[8+6(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
+// pending only), webhook id, 1 if an attempt was made (else 0); ARGV[2+6n+i] -> outcome i's new record
+// returns per outcome two integers: 1 when recorded (now or by an earlier run of the same call; 0 when
+// its lease was lost and nothing was written), and the start (ms) of the webhook's run of failures in
+// this shard (0 if none)
+var outcomeScript = redis.NewScript(`
+local n, retention = #KEYS - 2, tonumber(ARGV[2])
+local held = {}
+for i = 1, n do
+  local head, token = redis.call('GETRANGE', KEYS[2 + i], 0, ` + strconv.Itoa(tokenLen) + `), ARGV[4 + 6 * (i - 1)]
+  if head == token .. 'L' then held[i] = 'yes' elseif head == token .. '+' then held[i] = 'done' else held[i] = 'no' end
+end
+local reply, healthWritten = {}, false
+for i = 1, n do
+  reply[2 * i - 1], reply[2 * i] = 0, 0
+  if held[i] == 'done' then reply[2 * i - 1] = 1 end
+  if held[i] == 'yes' then
+    local a = 2 + 6 * (i - 1)
+    local id, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
+    if ARGV[a + 6] == '1' then
+      if status == 'success' then
+        redis.call('HSET', KEYS[2], wid .. ':ok', ARGV[1])
+        redis.call('HDEL', KEYS[2], wid .. ':fail')
+      else
+        redis.call('HSETNX', KEYS[2], wid .. ':fail', ARGV[1])
+        reply[2 * i] = tonumber(redis.call('HGET', KEYS[2], wid .. ':fail'))
+      end
+      healthWritten = true
+    end
+    redis.call('SET', KEYS[2 + i], ARGV[2 + 6 * n + i], 'KEEPTTL')
+    if status == 'pending' then
+      redis.call('ZADD', KEYS[1], next, id)
+    else
+      redis.call('ZREM', KEYS[1], id)
+    end
+    reply[2 * i - 1] = 1
+  end
+end
+if healthWritten and redis.call('PTTL', KEYS[2]) < retention then
+  redis.call('PEXPIRE', KEYS[2], retention + math.floor(retention / 64))
+end
+return reply
+`)
+
+// settle records the outcomes of attempts on deliveries of one shard in one round trip, applies each
+// recorded outcome to its in-memory record and runs the hooks. It returns one error per outcome, nil
+// when recorded. An outcome whose attempt the caller abandoned is left to its lease.
+func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outcomes []outcome) []error {
+	errs := make([]error, len(outcomes))
+	keys := []string{d.keys.scheduleKey(shard), d.keys.healthKey(shard)}
+	now := d.now()
+	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds()}
+	values := make([]any, 0, len(outcomes))
+	idx := make([]int, 0, len(outcomes))
+	for i, o := range outcomes {
+		if o.unrecorded {
+			errs[i] = fmt.Errorf("webhooks: delivery %s: %s; a worker attempts it after its lease: %w", o.id, o.err, ErrDeferred)
+			continue
+		}
+		next := *recs[i] // the record as the outcome leaves it; applied in memory once recorded
+		next.History = slices.Clip(next.History)
+		next.apply(o, now)
+		attempted := 0
+		if o.attempted {
+			attempted = 1
+		}
+		keys = append(keys, d.keys.deliveryKey(shard, o.id))
+		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, attempted)
+		values = append(values, next.encode())
+		idx = append(idx, i)
+	}
+	if len(idx) == 0 {
+		return errs
+	}
+	// The attempt is over whatever the caller's context says now: record it.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.lease)
+	defer cancel()
+	reply, err := d.scripts.run(ctx, outcomeScript, keys, append(args, values...)...).Int64Slice()
+	if err == nil && len(reply) != 2*len(idx) {
+		err = fmt.Errorf("unexpected reply of %d items", len(reply))
+	}
+	for j, i := range idx {
+		switch {
+		case err != nil:
+			errs[i] = fmt.Errorf("webhooks: record outcome of %s (%w): %w", outcomes[i].id, ErrDeferred, err)
+		case reply[2*j] != 1:
+			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
+		default:
+			recs[i].apply(outcomes[i], now)
+			d.afterOutcome(ctx, recs[i], outcomes[i], msTime(reply[2*j+1]))
+		}
+	}
+	return errs
+}

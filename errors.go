@@ -1,0 +1,77 @@
+package webhooks
+
+// Every sentinel error of the package. Calls wrap them with %w and context; test with errors.Is.
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalidQuery is returned (wrapped) by DeliveryRepo.Page and Dispatcher.Recover for arguments that
+// cannot be used: an unknown status, a negative limit, an empty time window, a malformed cursor.
+var ErrInvalidQuery = errors.New("webhooks: invalid query")
+
+// ErrInvalidCursor is returned (wrapped) by DeliveryRepo.Page for a cursor it did not issue. It wraps
+// ErrInvalidQuery.
+var ErrInvalidCursor = fmt.Errorf("%w: invalid cursor", ErrInvalidQuery)
+
+// ErrCorruptRecord is reported (wrapped) for a delivery record that cannot be decoded; the worker
+// takes such a record off the schedule and goes on with the others.
+var ErrCorruptRecord = errors.New("webhooks: corrupt delivery record")
+
+// ErrDeferred is the Result.Err (wrapped) of a delivery that is recorded and scheduled but whose
+// attempt this call did not make or could not record: its context ended, its claim's reply came too
+// late to attempt within the lease, or Redis failed while the outcome was being written. A worker
+// attempts it (again) once its lease expires; Result.Delivery is set, and the pair is accepted.
+var ErrDeferred = errors.New("webhooks: attempt deferred to the worker")
+
+// ErrLeaseLost is the error (wrapped) of an outcome that could not be recorded because another attempt took over the
+// delivery after this one's lease expired.
+var ErrLeaseLost = errors.New("webhooks: lease lost: a newer attempt owns the delivery")
+
+// ErrBlockedAddress is returned (wrapped) when a webhook URL names, or a delivery attempt would connect
+// to, an address the egress guard refuses: loopback, private, link-local (cloud metadata), multicast,
+// reserved and similar non-public ranges. Options.AllowedNetworks and Options.AllowPrivateNetworks
+// relax the guard.
+var ErrBlockedAddress = errors.New("webhooks: blocked address")
+
+// ErrInvalidOptions is returned (wrapped) when Options cannot be used as given.
+var ErrInvalidOptions = errors.New("webhooks: invalid options")
+
+// ErrInvalidEvent is returned (wrapped) by Dispatch for an event that fails validation or cannot be
+// encoded; nothing is claimed for it.
+var ErrInvalidEvent = errors.New("webhooks: invalid event")
+
+// ErrInvalidWebhook is returned (wrapped) for a webhook whose URL or subscriptions are not acceptable.
+var ErrInvalidWebhook = errors.New("webhooks: invalid webhook")
+
+// ErrNotFound is returned (wrapped) by every call that takes an id the library does not know.
+var ErrNotFound = errors.New("webhooks: not found")
+
+// ErrInvalidSignature is returned by Verify when no v1 signature in the
+// webhook-signature header matches the request.
+var ErrInvalidSignature = errors.New("webhooks: invalid signature")
+
+// ErrInvalidTimestamp is returned by Verify when the webhook-timestamp header
+// is malformed or further than VerifyTolerance from the current time.
+var ErrInvalidTimestamp = errors.New("webhooks: timestamp out of tolerance")
+
+// ErrMissingHeaders is returned by Verify when webhook-id, webhook-timestamp
+// or webhook-signature is absent or empty.
+var ErrMissingHeaders = errors.New("webhooks: missing webhook headers")
+
+// ErrWebhookDisabled is returned (wrapped) by Redeliver for a delivery whose webhook is disabled:
+// enable the webhook (Update) first.
+var ErrWebhookDisabled = errors.New("webhooks: webhook disabled")
+
+// ErrConflict is returned (wrapped) by WebhookRepo.Update, Delete and RotateSecret when the webhook
+// kept changing under the call (another replica changed it between its read and its write, eight
+// times in a row): nothing was written; read it again and retry.
+var ErrConflict = errors.New("webhooks: concurrent update, try again")
+
+// ErrNotAccepted is returned (wrapped, with each failed target's cause joined) by Dispatch, Enqueue and
+// SendTest when at least one target's delivery could not be claimed (Redis unreachable, a script
+// error, the context ended before the claim): those pairs are not recorded and nothing will deliver
+// them unless the caller dispatches the event again, which is safe, since the pairs that were claimed
+// come back as duplicates. The []Result returned with it still tells which targets were accepted.
+var ErrNotAccepted = errors.New("webhooks: event not accepted")

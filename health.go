@@ -1,0 +1,75 @@
+package webhooks
+
+// A webhook's health: the runs of failed attempts kept per shard by the outcome script, and the
+// auto-disable they drive (410 Gone at once, Options.DisableAfter of failures with no success).
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// lastSuccess is the latest success of the webhook any shard has seen (zero if none is retained).
+func (d *Dispatcher) lastSuccess(ctx context.Context, webhookID string) (time.Time, error) {
+	pipe := d.rdb.Pipeline()
+	cmds := make([]*redis.StringCmd, shardCount)
+	for s := range shardCount {
+		cmds[s] = pipe.HGet(ctx, d.keys.healthKey(s), webhookID+":ok")
+	}
+	_, _ = pipe.Exec(ctx) // read per command: a missing field is not an error
+	var last int64
+	for _, c := range cmds {
+		ms, err := c.Int64()
+		if err != nil && !isNil(err) {
+			return time.Time{}, err
+		}
+		last = max(last, ms)
+	}
+	return msTime(last), nil
+}
+
+// disableIfBroken disables the webhook of a recorded outcome when the outcome says so (410 Gone) or
+// when it has failed for Options.DisableAfter with no success, and runs the WebhookDisabled hook.
+// Its writes are plain commands, not scripts: each is idempotent (HSET of a time, the registry's own
+// conditional save), and a lost one only delays the disable to the next failure.
+func (d *Dispatcher) disableIfBroken(ctx context.Context, rec *record, o outcome, failingSince time.Time) {
+	h := d.opts.Hooks
+	reason := ""
+	switch {
+	case o.disable:
+		reason = "the endpoint answered 410 Gone"
+	case d.opts.DisableAfter > 0 && !failingSince.IsZero() && d.now().Sub(failingSince) >= d.opts.DisableAfter:
+		lastOK, err := d.lastSuccess(ctx, rec.WebhookID)
+		if err != nil {
+			d.log.Warn("webhooks: check webhook health", "webhook_id", rec.WebhookID, "error", err)
+			return
+		}
+		if lastOK.Before(failingSince) {
+			reason = fmt.Sprintf("every attempt failed for %s", d.opts.DisableAfter)
+			break
+		}
+		// A success in another shard came after this shard's run of failures began: the run that
+		// counts starts now. (Only this shard's start is known, so the clock restarts late, never early.)
+		shard, _ := shardOfDelivery(rec.ID)
+		if err := d.rdb.HSet(ctx, d.keys.healthKey(shard), rec.WebhookID+":fail", d.now().UnixMilli()).Err(); err != nil {
+			d.log.Warn("webhooks: reset webhook health", "webhook_id", rec.WebhookID, "error", err)
+		}
+	}
+	if reason == "" {
+		return
+	}
+	changed, err := d.webhooks.disable(ctx, rec.WebhookID)
+	if err != nil {
+		d.log.Error("webhooks: disable webhook", "webhook_id", rec.WebhookID, "reason", reason, "error", err)
+		return
+	}
+	if !changed {
+		return
+	}
+	d.log.Warn("webhooks: webhook disabled", "webhook_id", rec.WebhookID, "reason", reason)
+	if h.WebhookDisabled != nil {
+		d.runHook("WebhookDisabled", func() { h.WebhookDisabled(rec.WebhookID, reason) })
+	}
+}

@@ -1,0 +1,112 @@
+package webhooks
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"strings"
+)
+
+// keyspace builds every key of one KeyPrefix; make it with newKeyspace.
+type keyspace struct {
+	prefix string
+	tags   *[shardCount]string // the shards' hash tags, built once
+}
+
+func newKeyspace(prefix string) keyspace {
+	k := keyspace{prefix: prefix, tags: new([shardCount]string)}
+	for s := range shardCount {
+		k.tags[s] = "{" + prefix + ":" + strconv.Itoa(s) + "}"
+	}
+	return k
+}
+
+// tag is a shard's hash tag; shard comes from shardOf or shardOfDelivery, so it is in range.
+func (k keyspace) tag(shard int) string { return k.tags[shard] }
+
+func (k keyspace) deliveryKey(shard int, deliveryID string) string {
+	return k.tag(shard) + ":rec:" + deliveryHash(deliveryID)
+}
+
+// indexedHash is the part of a delivery id after its prefix and shard, as the 12 bytes it spells: what
+// the index holds (a shard's index knows its shard).
+func indexedHash(deliveryID string) string {
+	b, _ := hex.DecodeString(deliveryHash(deliveryID))
+	return string(b)
+}
+
+// indexedID is the delivery id of an index entry of a shard.
+func indexedID(shard int, hash string) string {
+	b := make([]byte, 0, deliveryIDLen)
+	b = append(b, deliveryIDPrefix...)
+	b = hex.AppendEncode(b, []byte{byte(shard)})
+	return string(hex.AppendEncode(b, []byte(hash)))
+}
+
+// deliveryHash is the part of a delivery id after its prefix and shard.
+func deliveryHash(deliveryID string) string {
+	if len(deliveryID) == deliveryIDLen {
+		return deliveryID[len(deliveryIDPrefix)+2:]
+	}
+	return deliveryID // not one of ours (a corrupt schedule entry): keep it whole
+}
+
+func (k keyspace) eventKey(shard int, eventID string) string {
+	return k.tag(shard) + ":evt:" + eventID
+}
+
+func (k keyspace) scheduleKey(shard int) string { return k.tag(shard) + ":due" }
+
+func (k keyspace) indexKey(shard int, webhookID string) string {
+	return k.tag(shard) + ":list:" + webhookID
+}
+
+func (k keyspace) healthKey(shard int) string { return k.tag(shard) + ":health" }
+
+func (k keyspace) registryTag() string { return "{" + k.prefix + ":registry}" }
+
+func (k keyspace) webhooksKey() string { return k.registryTag() + ":webhooks" }
+
+func (k keyspace) subscribersKey(pattern string) string {
+	return k.registryTag() + ":sub:" + pattern
+}
+
+// shardOf is the shard of an event id.
+func shardOf(eventID string) int {
+	h := fnv.New32a()
+	h.Write([]byte(eventID))
+	return int(h.Sum32() % shardCount)
+}
+
+// deliveryIDFor is the id of a (webhook, event) pair's delivery: its shard, then 96 bits of a hash of
+// the pair. Because it follows from the pair, the claim script can be handed the record key of a pair
+// whether or not the pair was claimed before.
+func deliveryIDFor(webhookID, eventID string) string {
+	pair := make([]byte, 0, len(webhookID)+1+len(eventID))
+	pair = append(append(append(pair, webhookID...), 0), eventID...)
+	sum := sha256.Sum256(pair)
+	return indexedID(shardOf(eventID), string(sum[:12]))
+}
+
+// randomHex returns n random bytes, hex encoded.
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return hex.EncodeToString(b)
+}
+
+// shardOfDelivery reads the shard out of a delivery id.
+func shardOfDelivery(id string) (int, error) {
+	rest, ok := strings.CutPrefix(id, deliveryIDPrefix)
+	if !ok || len(id) != deliveryIDLen {
+		return 0, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
+	}
+	b, err := hex.DecodeString(rest[:2])
+	if err != nil || int(b[0]) >= shardCount {
+		return 0, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
+	}
+	return int(b[0]), nil
+}

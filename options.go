@@ -1,0 +1,185 @@
+package webhooks
+
+import (
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Defaults of Options: a zero field takes these.
+const (
+	DefaultKeyPrefix   = "webhooks"
+	DefaultRetention   = 7 * 24 * time.Hour
+	DefaultTimeout     = 15 * time.Second
+	DefaultConcurrency = 64
+	// DefaultDisableAfter is how long a webhook's deliveries may all fail, with no success in between,
+	// before the webhook is disabled.
+	DefaultDisableAfter = 5 * 24 * time.Hour
+	// DefaultMaxPayloadBytes is the default bound on an encoded request body.
+	DefaultMaxPayloadBytes = 256 << 10
+)
+
+// Bounds of Options, and of what an attempt does.
+const (
+	// MaxTimeout bounds Options.Timeout.
+	MaxTimeout = 5 * time.Minute
+	// MaxRetryAfter bounds how far a Retry-After header (on a 429 or 503) can push a retry beyond its
+	// scheduled delay.
+	MaxRetryAfter = time.Hour
+	// RetryJitter spreads each scheduled delay by ±20%.
+	RetryJitter = 0.2
+	// maxResponseBody is how much of a response body an attempt reads before it stops.
+	maxResponseBody = 64 << 10
+	userAgent       = "smartdrop-webhooks/1"
+)
+
+// DefaultRetrySchedule returns the default delays after each failed attempt: 5s, 5m, 30m, 2h, 5h, 10h,
+// 10h (about 27.6 hours in all, eight attempts), each spread by ±20%.
+func DefaultRetrySchedule() []time.Duration {
+	return []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+}
+
+// Options configure a Dispatcher. The zero value of every field means its default; New refuses a value
+// out of bounds with an error wrapping ErrInvalidOptions.
+type Options struct {
+	// KeyPrefix starts every Redis key. It must not contain '{' or '}'. Defaults to "webhooks".
+	KeyPrefix string
+
+	// Retention is the life of a delivery record, which is also its claim: a pair dispatched again
+	// within it is a duplicate, and after it the pair is forgotten. It must be at least
+	// MinRetention(RetrySchedule, Timeout), so that no record can expire while its delivery may still be
+	// retried: that is, for each retry delay, the delay at its jittered maximum (×1.2) plus MaxRetryAfter
+	// (an hour a 429 or 503 may add) plus one lease, and one more lease for the first attempt, where a
+	// lease is Timeout + max(Timeout, 1s). With the default schedule and Timeout that is 40h10m6s.
+	// Defaults to 7 days.
+	Retention time.Duration
+
+	// RetrySchedule are the delays after each failed attempt; each must be positive. Its length is the
+	// number of retries (the first attempt is not in it). Defaults to DefaultRetrySchedule().
+	RetrySchedule []time.Duration
+
+	// Timeout bounds one HTTP attempt, from connecting to reading the response. Leases derive from it:
+	// an attempt holds its delivery for Timeout + max(Timeout, 1s). At most MaxTimeout (5 minutes).
+	// Defaults to 15s.
+	Timeout time.Duration
+
+	// HTTPClient is used for attempts when set. Its transport gets the egress guard, so it must then be
+	// an *http.Transport (or nil), and redirects are never followed. Defaults to a client of the
+	// library's own.
+	HTTPClient *http.Client
+
+	// AllowPrivateNetworks turns the egress guard off: tests and local demos only. Defaults to false.
+	AllowPrivateNetworks bool
+
+	// AllowedNetworks are ranges the egress guard lets through although they are private; each must
+	// be a valid prefix. Defaults to none.
+	AllowedNetworks []netip.Prefix
+
+	// RequireHTTPS refuses webhook URLs that are not https. Defaults to false.
+	RequireHTTPS bool
+
+	// MaxPayloadBytes bounds an encoded request body; a larger event is refused with ErrInvalidEvent.
+	// Must not be negative. Defaults to DefaultMaxPayloadBytes (256 KiB).
+	MaxPayloadBytes int
+
+	// Concurrency bounds the attempts one worker (Run, ProcessDue) makes at once. Must not be
+	// negative. Defaults to 64.
+	Concurrency int
+
+	// Logger receives the library's logs. Secrets and bodies are never logged. Defaults to none.
+	Logger *slog.Logger
+
+	// Hooks are callbacks on delivery outcomes. Defaults to none.
+	Hooks Hooks
+
+	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
+	// between: when an attempt fails, its webhook's failures started at least DisableAfter ago and no
+	// delivery to it succeeded within DisableAfter, it is disabled. Runs of failures are tracked per
+	// event shard, so after a success the clock restarts at the first failure seen in each shard: the
+	// webhook may be disabled later than DisableAfter, never earlier. Negative means never. Defaults to
+	// DefaultDisableAfter (5 days).
+	DisableAfter time.Duration
+}
+
+// MinRetention is the shortest Options.Retention that New accepts for a retry schedule and an attempt
+// timeout: the longest a delivery can stay pending, so that no record (no claim) expires while its
+// delivery may still be retried. Each retry counts its delay at the jittered maximum (×(1+RetryJitter)),
+// plus MaxRetryAfter (a 429 or 503 may ask for up to an hour more), plus one lease; the first attempt
+// counts one lease. A lease is timeout + max(timeout, 1s).
+func MinRetention(schedule []time.Duration, timeout time.Duration) time.Duration {
+	return retryHorizon(schedule, leaseFor(timeout))
+}
+
+// withDefaults returns the options with every zero field set to its default, or an error wrapping
+// ErrInvalidOptions for a value out of bounds.
+func (o Options) withDefaults() (Options, error) {
+	if o.KeyPrefix == "" {
+		o.KeyPrefix = DefaultKeyPrefix
+	}
+	if strings.ContainsAny(o.KeyPrefix, "{}") {
+		return o, fmt.Errorf("%w: KeyPrefix must not contain '{' or '}'", ErrInvalidOptions)
+	}
+	if o.Timeout == 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Timeout < 0 || o.Timeout > MaxTimeout {
+		return o, fmt.Errorf("%w: Timeout must be in (0, %s]", ErrInvalidOptions, MaxTimeout)
+	}
+	if o.RetrySchedule == nil {
+		o.RetrySchedule = DefaultRetrySchedule()
+	}
+	for _, d := range o.RetrySchedule {
+		if d <= 0 {
+			return o, fmt.Errorf("%w: RetrySchedule delays must be positive", ErrInvalidOptions)
+		}
+	}
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
+	}
+	if m := MinRetention(o.RetrySchedule, o.Timeout); o.Retention < m {
+		return o, fmt.Errorf("%w: Retention %s is shorter than MinRetention(RetrySchedule, Timeout) = %s", ErrInvalidOptions, o.Retention, m)
+	}
+	if o.MaxPayloadBytes == 0 {
+		o.MaxPayloadBytes = DefaultMaxPayloadBytes
+	}
+	if o.MaxPayloadBytes < 0 {
+		return o, fmt.Errorf("%w: MaxPayloadBytes must be positive", ErrInvalidOptions)
+	}
+	if o.Concurrency == 0 {
+		o.Concurrency = DefaultConcurrency
+	}
+	if o.Concurrency < 0 {
+		return o, fmt.Errorf("%w: Concurrency must be positive", ErrInvalidOptions)
+	}
+	if o.DisableAfter == 0 {
+		o.DisableAfter = DefaultDisableAfter
+	}
+	for _, p := range o.AllowedNetworks {
+		if !p.IsValid() {
+			return o, fmt.Errorf("%w: AllowedNetworks has an invalid prefix", ErrInvalidOptions)
+		}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// leaseFor is how long an attempt holds its delivery: the attempt's timeout, plus as much again (at
+// least a second) for recording its outcome and for clock differences between replicas.
+func leaseFor(timeout time.Duration) time.Duration {
+	return timeout + max(timeout, time.Second)
+}
+
+// retryHorizon is the longest a delivery can stay pending: every delay at its jittered maximum, raised
+// by Retry-After, plus a lease per attempt.
+func retryHorizon(schedule []time.Duration, lease time.Duration) time.Duration {
+	var h time.Duration
+	for _, d := range schedule {
+		h += time.Duration(float64(d)*(1+RetryJitter)) + MaxRetryAfter + lease
+	}
+	return h + lease
+}
