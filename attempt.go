@@ -126,8 +126,9 @@ type outcome struct {
 	err        string
 	attempted  bool
 	attempt    Attempt
-	disable    bool // 410 Gone: disable the webhook
-	unrecorded bool // the caller's context ended mid-attempt: leave it to the lease
+	disable    bool   // 410 Gone: disable the webhook
+	probe      string // the circuit's probe token, when the attempt was its probe
+	unrecorded bool   // the caller's context ended mid-attempt: leave it to the lease
 }
 
 // decide turns an attempt into the record's next state, by the retry schedule.
@@ -169,33 +170,33 @@ func jitter(d time.Duration) time.Duration {
 // overwrite a newer attempt's outcome. The new record is computed in Go from the record the lease was
 // taken on (nothing else writes a record while it is leased), and marks the lease settled, so that the
 // same call run again (a client retrying a request whose reply was lost) reports it recorded instead
-// of lost, and writes nothing twice. It also keeps the shard's view of each webhook's health: the time
-// of its last success, and the start of its current run of failures. Every lease is checked before
-// the first write.
+// of lost, and writes nothing twice. A pending delivery is queued again at its next attempt, a final
+// one leaves its queue, and the webhook's entry in the shard's ready zset follows its queue (retime).
+// It also keeps the shard's view of each webhook's health: the time of its last success, and the
+// start of its current run of failures. Every lease is checked before the first write.
 //
-// KEYS[1] -> {P:s}:due
+// KEYS[1] -> {P:s}:ready
 // KEYS[2] -> {P:s}:health
-// KEYS[2+i] (i = 1..n) -> delivery key of outcome i
+// KEYS[1+2i], KEYS[2+2i] (i = 1..n) -> outcome i's delivery key, queue key
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms): the health hash lives at least that long after its last write (up to 1/64
 // more, so most writes leave its TTL as it is)
 // ARGV[3+6(i-1)] .. ARGV[8+6(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
 // pending only), webhook id, 1 if an attempt was made (else 0); ARGV[2+6n+i] -> outcome i's new record
-// returns per outcome two integers: 1 when recorded (now or by an earlier run of the same call; 0 when
-// its lease was lost and nothing was written), and the start (ms) of the webhook's run of failures in
-// this shard (0 if none)
-var outcomeScript = redis.NewScript(`
-local n, retention = #KEYS - 2, tonumber(ARGV[2])
+// returns per outcome two integers: outcomeRecorded (now or by an earlier run of the same call) or
+// outcomeLeaseLost (nothing written), and the start (ms) of the webhook's run of failures in this
+// shard (0 if none)
+var outcomeScript = redis.NewScript(luaLeaseOf + luaExtend + luaRetime + `
+local n, retention = (#KEYS - 2) / 2, tonumber(ARGV[2])
 local held = {}
 for i = 1, n do
-  local head, token = redis.call('GETRANGE', KEYS[2 + i], 0, ` + strconv.Itoa(tokenLen) + `), ARGV[4 + 6 * (i - 1)]
-  if head == token .. 'L' then held[i] = 'yes' elseif head == token .. '+' then held[i] = 'done' else held[i] = 'no' end
+  held[i] = leaseOf(KEYS[1 + 2 * i], ARGV[4 + 6 * (i - 1)])
 end
 local reply, healthWritten = {}, false
 for i = 1, n do
-  reply[2 * i - 1], reply[2 * i] = 0, 0
-  if held[i] == 'done' then reply[2 * i - 1] = 1 end
-  if held[i] == 'yes' then
+  reply[2 * i - 1], reply[2 * i] = ` + strconv.Itoa(outcomeLeaseLost) + `, 0
+  if held[i] == ` + luaSettled + ` then reply[2 * i - 1] = ` + strconv.Itoa(outcomeRecorded) + ` end
+  if held[i] == ` + luaHeld + ` then
     local a = 2 + 6 * (i - 1)
     local id, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
     if ARGV[a + 6] == '1' then
@@ -208,27 +209,32 @@ for i = 1, n do
       end
       healthWritten = true
     end
-    redis.call('SET', KEYS[2 + i], ARGV[2 + 6 * n + i], 'KEEPTTL')
+    redis.call('SET', KEYS[1 + 2 * i], ARGV[2 + 6 * n + i], 'KEEPTTL')
     if status == 'pending' then
-      redis.call('ZADD', KEYS[1], next, id)
+      redis.call('ZADD', KEYS[2 + 2 * i], next, id)
     else
-      redis.call('ZREM', KEYS[1], id)
+      redis.call('ZREM', KEYS[2 + 2 * i], id)
     end
-    reply[2 * i - 1] = 1
+    retime(KEYS[1], KEYS[2 + 2 * i], wid)
+    reply[2 * i - 1] = ` + strconv.Itoa(outcomeRecorded) + `
   end
 end
-if healthWritten and redis.call('PTTL', KEYS[2]) < retention then
-  redis.call('PEXPIRE', KEYS[2], retention + math.floor(retention / 64))
-end
+if healthWritten then extend(KEYS[2], retention, math.floor(retention / 64)) end
 return reply
 `)
+
+// outcomeScript's first reply per outcome.
+const (
+	outcomeLeaseLost = 0
+	outcomeRecorded  = 1
+)
 
 // settle records the outcomes of attempts on deliveries of one shard in one round trip, applies each
 // recorded outcome to its in-memory record and runs the hooks. It returns one error per outcome, nil
 // when recorded. An outcome whose attempt the caller abandoned is left to its lease.
 func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outcomes []outcome) []error {
 	errs := make([]error, len(outcomes))
-	keys := []string{d.keys.scheduleKey(shard), d.keys.healthKey(shard)}
+	keys := []string{d.keys.readyKey(shard), d.keys.healthKey(shard)}
 	now := d.now()
 	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds()}
 	values := make([]any, 0, len(outcomes))
@@ -245,7 +251,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		if o.attempted {
 			attempted = 1
 		}
-		keys = append(keys, d.keys.deliveryKey(shard, o.id))
+		keys = append(keys, d.keys.deliveryKey(shard, o.id), d.keys.queueKey(shard, recs[i].WebhookID))
 		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, attempted)
 		values = append(values, next.encode())
 		idx = append(idx, i)
@@ -264,7 +270,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		switch {
 		case err != nil:
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s (%w): %w", outcomes[i].id, ErrDeferred, err)
-		case reply[2*j] != 1:
+		case reply[2*j] != outcomeRecorded:
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
 		default:
 			recs[i].apply(outcomes[i], now)

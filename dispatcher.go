@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -38,18 +40,21 @@ func (r Result) Accepted() bool { return r.Delivery != nil }
 // Dispatcher delivers events to the webhooks that subscribe to them. It is safe for concurrent use, and
 // any number of Dispatchers (in one process or many) may share one Redis.
 type Dispatcher struct {
-	rdb        redis.UniversalClient
-	opts       Options
-	keys       keyspace
-	client     *http.Client
-	lease      time.Duration
-	log        *slog.Logger
-	webhooks   *WebhookRepo
-	deliveries *DeliveryRepo
-	now        func() time.Time
-	scripts    *laneBatcher
-	nextShard  uint32 // where the next worker pass starts; guarded by shardMu
-	shardMu    sync.Mutex
+	rdb          redis.UniversalClient
+	opts         Options
+	keys         keyspace
+	client       *http.Client
+	lease        time.Duration
+	log          *slog.Logger
+	webhooks     *WebhookRepo
+	deliveries   *DeliveryRepo
+	now          func() time.Time
+	scripts      *laneBatcher
+	flights      *inFlight
+	circuits     *circuitStore
+	circuitCache *circuitCache
+	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
+	nextShard    atomic.Uint32 // where the next scan of the schedule starts
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client).
@@ -69,9 +74,12 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	keys := newKeyspace(opts.KeyPrefix)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		scripts: newLaneBatcher(rdb)}
+		scripts: newLaneBatcher(rdb), flights: newInFlight(opts.MaxInFlightPerWebhook),
+		circuits: &circuitStore{rdb: rdb, key: keys.circuitsKey()}, circuitCache: newCircuitCache(),
+		wake: make(chan struct{}, 1)}
+	d.nextShard.Store(rand.Uint32()) // replicas start their scans at different shards
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
-		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}}
+		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.circuits}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys}
 	return d, nil
 }
@@ -154,6 +162,29 @@ func notAccepted(eventID string, results []Result) error {
 		errors.Join(causes...))
 }
 
+// Enqueue is Dispatch without the inline attempt: the producer's fast path. It claims every
+// subscribed webhook's pair in one round trip (once subscribers are cached), makes every fresh
+// delivery due at once, and returns; a worker (Run) in this process starts the attempts at once,
+// other replicas' workers within their poll interval (at most 250ms). A webhook whose circuit this
+// Dispatcher has seen open gets its delivery parked until the circuit's probe. Its results and errors
+// follow Dispatch's contract: a nil error means every pair is durably recorded and every Result has a
+// Delivery (pending, or the existing one of a duplicate).
+func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) ([]Result, error) {
+	if err := evt.validate(); err != nil {
+		return nil, err
+	}
+	body, err := d.encode(evt)
+	if err != nil {
+		return nil, err
+	}
+	targets, err := d.webhooks.subscribers(ctx, evt.Type)
+	if err != nil {
+		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
+	}
+	results := d.claimAndAttempt(ctx, evt.ID, evt.Type, body, targets, false)
+	return results, notAccepted(evt.ID, results)
+}
+
 // SendTest sends a `webhook.test` event with a fresh id (`test_` + random) to one webhook, whatever its
 // subscriptions and even when it is disabled. It is never a duplicate of anything. Its error follows
 // Dispatch's contract: ErrNotAccepted when the test delivery could not be claimed, ErrDeferred (with the
@@ -175,17 +206,25 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	return results[0].Delivery, results[0].Err
 }
 
-// deliver claims the pairs of one event and makes the first attempt of every fresh one.
+// deliver claims the pairs of one event and makes the first attempt of every fresh one it may.
 func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, body []byte, targets []*storedWebhook) []Result {
+	return d.claimAndAttempt(ctx, eventID, eventType, body, targets, true)
+}
+
+// claimAndAttempt claims the pairs of one event, as planned per target, and, when inline, makes the
+// first attempt of every fresh pair planned for one, recording each outcome as its attempt ends.
+func (d *Dispatcher) claimAndAttempt(ctx context.Context, eventID, eventType string, body []byte, targets []*storedWebhook, inline bool) []Result {
 	results := make([]Result, len(targets))
 	if len(targets) == 0 {
 		return results
 	}
 	shard := shardOf(eventID)
-	recs := d.newRecords(eventID, eventType, targets)
-	reply, err := d.claim(ctx, shard, eventID, body, recs)
+	plans := d.plan(ctx, targets, inline)
+	recs := d.newRecords(eventID, eventType, targets, plans)
+	reply, err := d.claim(ctx, shard, eventID, body, recs, plans)
 	if err != nil {
 		for i, t := range targets {
+			plans[i].cancel(d, t.ID)
 			results[i] = Result{WebhookID: t.ID, Err: err}
 		}
 		return results
@@ -194,59 +233,145 @@ func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, bod
 		body = []byte(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}
 	var wg sync.WaitGroup
+	queued := false
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
-		switch item := reply[1+i].(type) {
-		case int64:
-			results[i].Delivery = &recs[i].Delivery // settle applies the outcome to it
-			wg.Go(func() {
-				o := d.decide(recs[i], d.attempt(ctx, t, recs[i], body))
-				results[i].Err = d.settle(ctx, shard, []*record{recs[i]}, []outcome{o})[0]
-			})
-		case string:
-			results[i].Duplicate = true
-			rec, err := parseRecord(recs[i].ID, item)
-			if err != nil {
-				// Claimed all the same: the pair is recorded, only not readable.
-				rec = &record{Delivery: Delivery{ID: recs[i].ID, WebhookID: t.ID, EventID: eventID}}
-				results[i].Err = err
-			}
-			results[i].Delivery = &rec.Delivery
-		default:
-			results[i].Err = fmt.Errorf("webhooks: claim event %s: unexpected reply %v", eventID, reply[1+i])
+		if _, fresh := reply[1+i].(int64); !fresh || !plans[i].inline {
+			plans[i].cancel(d, t.ID)
+			queued = queued || fresh
+			results[i] = d.notAttempted(eventID, t, recs[i], plans[i], reply[1+i])
+			continue
 		}
+		results[i].Delivery = &recs[i].Delivery // settle applies the outcome to it
+		wg.Go(func() {
+			defer d.flights.release(t.ID)
+			o := d.decide(recs[i], d.attempt(ctx, t, recs[i], body))
+			results[i].Err = d.settle(ctx, shard, []*record{recs[i]}, []outcome{o})[0]
+		})
+	}
+	if queued {
+		d.poke()
 	}
 	wg.Wait()
 	return results
 }
 
-// newRecords builds the records a claim creates for the targets of one event, each leased for its
-// first attempt.
-func (d *Dispatcher) newRecords(eventID, eventType string, targets []*storedWebhook) []*record {
+// notAttempted is the Result of a target this call makes no attempt for: a duplicate, a fresh
+// delivery left to the worker (with the plan's reason, wrapping ErrDeferred, when one was), or a
+// reply the claim script should not give.
+func (d *Dispatcher) notAttempted(eventID string, t *storedWebhook, rec *record, p targetPlan, item any) Result {
+	res := Result{WebhookID: t.ID}
+	switch item := item.(type) {
+	case int64:
+		res.Delivery = &rec.Delivery
+		if p.reason != "" {
+			res.Err = fmt.Errorf("webhooks: delivery %s: %s: %w", rec.ID, p.reason, ErrDeferred)
+		}
+	case string:
+		res.Duplicate = true
+		dup, err := parseRecord(rec.ID, item)
+		if err != nil {
+			// Claimed all the same: the pair is recorded, only not readable.
+			dup = &record{Delivery: Delivery{ID: rec.ID, WebhookID: t.ID, EventID: eventID}}
+			res.Err = err
+		}
+		res.Delivery = &dup.Delivery
+	default:
+		res.Err = fmt.Errorf("webhooks: claim event %s: unexpected reply %v", eventID, item)
+	}
+	return res
+}
+
+// targetPlan is how a claim creates one target's delivery.
+type targetPlan struct {
+	inline bool      // leased for an attempt this call makes, holding a slot of MaxInFlightPerWebhook
+	due    time.Time // when the worker may take it: the lease's end when inline
+	reason string    // why a Dispatch makes no attempt ("" for Enqueue); a parked delivery's LastError
+	parked bool      // its webhook's circuit is open
+}
+
+// cancel gives back the in-flight slot of a plan whose attempt will not be made.
+func (p *targetPlan) cancel(d *Dispatcher, webhookID string) {
+	if p.inline {
+		p.inline = false
+		d.flights.release(webhookID)
+	}
+}
+
+// plan decides, per target, whether this call attempts it inline or leaves it to the worker: a
+// webhook whose circuit is open is parked until its probe, one at its in-flight cap or over its rate
+// limit is due at once (or at its next rate slot) for the worker. Enqueue attempts nothing, and reads
+// only circuits already cached.
+func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline bool) []targetPlan {
 	now := d.now()
-	leaseEnd := now.Add(d.lease)
+	plans := make([]targetPlan, len(targets))
+	ids := make([]string, len(targets))
+	for i, t := range targets {
+		ids[i] = t.ID
+	}
+	var circuits map[string]Health
+	if inline {
+		circuits = d.circuitsOf(ctx, ids)
+	} else {
+		circuits = d.circuitCache.peek(now, ids)
+	}
+	for i, t := range targets {
+		p := &plans[i]
+		p.due = now
+		switch h := circuits[t.ID]; {
+		case h.State == CircuitOpen || h.State == CircuitProbing:
+			p.due, p.parked = later(h.OpenUntil, now), true
+			p.reason = parkedReason(h, p.due)
+		case !inline:
+		case d.flights.take(t.ID, 1) == 0:
+			p.reason = "webhook at its in-flight cap (MaxInFlightPerWebhook): attempt left to the worker"
+		default:
+			p.inline, p.due = true, now.Add(d.lease)
+			if t.RateLimit > 0 {
+				if delays, retryIn, err := takeRateSlots(ctx, d.rdb, d.keys.rateKey(t.ID), t.RateLimit, 1, 0); err != nil || len(delays) == 0 {
+					p.cancel(d, t.ID)
+					p.due, p.reason = now.Add(retryIn), "webhook over its rate limit: attempt left to the worker"
+				}
+			}
+		}
+	}
+	return plans
+}
+
+// newRecords builds the records a claim creates for the targets of one event, as planned: leased for
+// an inline first attempt, or due for the worker (parked ones saying why).
+func (d *Dispatcher) newRecords(eventID, eventType string, targets []*storedWebhook, plans []targetPlan) []*record {
+	now := d.now()
 	recs := make([]*record, len(targets))
 	for i, t := range targets {
 		recs[i] = &record{Delivery: Delivery{ID: deliveryIDFor(t.ID, eventID), WebhookID: t.ID, EventID: eventID,
-			EventType: eventType, Status: StatusPending, NextAttemptAt: msTime(leaseEnd.UnixMilli()),
+			EventType: eventType, Status: StatusPending, NextAttemptAt: msTime(plans[i].due.UnixMilli()),
 			CreatedAt: msTime(now.UnixMilli()), UpdatedAt: msTime(now.UnixMilli()),
 			ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())}}
-		recs[i].holdLease(randomHex(tokenLen/2), leaseEnd)
+		token := randomHex(tokenLen / 2) // also tells this call's records from another call's
+		if plans[i].inline {
+			recs[i].holdLease(token, plans[i].due)
+		} else {
+			recs[i].token, recs[i].leaseState = token, leaseNone
+			if plans[i].parked {
+				recs[i].LastError = plans[i].reason
+			}
+		}
 	}
 	return recs
 }
 
 // claim runs the claim script for new records of one event and returns its reply: {body stored
-// earlier or nil, then per record 1 (created) or the existing record}. A reply lost in transport is
+// earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
 // asked for again: the script recognises its own run and reports the pairs it created as created.
-func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body []byte, recs []*record) ([]any, error) {
-	keys := make([]string, 2, 2+2*len(recs))
-	keys[0], keys[1] = d.keys.eventKey(shard, eventID), d.keys.scheduleKey(shard)
-	args := make([]any, 4, 4+3*len(recs))
-	args[0], args[1], args[2], args[3] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), recs[0].leaseEnd.UnixMilli(), body
-	for _, r := range recs {
-		keys = append(keys, d.keys.deliveryKey(shard, r.ID), d.keys.indexKey(shard, r.WebhookID))
-		args = append(args, r.ID, indexedHash(r.ID), r.encode())
+func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
+	keys := make([]string, 2, 2+3*len(recs))
+	keys[0], keys[1] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard)
+	args := make([]any, 3, 3+5*len(recs))
+	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), body
+	for i, r := range recs {
+		keys = append(keys, d.keys.deliveryKey(shard, r.ID), d.keys.indexKey(shard, r.WebhookID), d.keys.queueKey(shard, r.WebhookID))
+		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID)
 	}
 	reply, err := d.scripts.run(ctx, claimScript, keys, args...).Slice()
 	if err != nil && isTransient(err) && ctx.Err() == nil {

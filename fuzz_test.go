@@ -53,8 +53,8 @@ func FuzzEventValidation(f *testing.F) {
 		if got, err := shardOfDelivery(did); err != nil || got != s {
 			t.Fatalf("delivery id %q encodes shard %d (%v), want %d", did, got, err, s)
 		}
-		slot := keySlot(keys.scheduleKey(s))
-		for _, k := range []string{keys.eventKey(s, id), keys.deliveryKey(s, did), keys.indexKey(s, "wh_1")} {
+		slot := keySlot(keys.readyKey(s))
+		for _, k := range []string{keys.eventKey(s, id), keys.deliveryKey(s, did), keys.indexKey(s, "wh_1"), keys.queueKey(s, "wh_1")} {
 			if keySlot(k) != slot {
 				t.Fatalf("key %q left its event's slot", k)
 			}

@@ -120,6 +120,7 @@ type webhookBody struct {
 	Events      []string `json:"events"`
 	Description string   `json:"description"`
 	Disabled    bool     `json:"disabled"`
+	RateLimit   int      `json:"rate_limit"`
 }
 
 // webhookPatch is the body of PATCH /webhooks/{id}: a nil field is left as it is.
@@ -128,6 +129,7 @@ type webhookPatch struct {
 	Events      *[]string `json:"events"`
 	Description *string   `json:"description"`
 	Disabled    *bool     `json:"disabled"`
+	RateLimit   *int      `json:"rate_limit"`
 }
 
 // rotateBody is the optional body of POST /webhooks/{id}/rotate-secret.
@@ -142,7 +144,7 @@ func (h *adminHandler) createWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	wh, err := h.d.webhooks.Create(r.Context(), Webhook{URL: body.URL, Events: body.Events,
-		Description: body.Description, Disabled: body.Disabled})
+		Description: body.Description, Disabled: body.Disabled, RateLimit: body.RateLimit})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -185,7 +187,7 @@ func (h *adminHandler) patchWebhook(w http.ResponseWriter, r *http.Request) {
 		wh  *Webhook
 		err error
 	)
-	if p.URL == nil && p.Events == nil && p.Description == nil && p.Disabled == nil {
+	if p.URL == nil && p.Events == nil && p.Description == nil && p.Disabled == nil && p.RateLimit == nil {
 		wh, err = h.d.webhooks.Get(r.Context(), id)
 	} else {
 		// One read-modify-write of the registry, so concurrent patches of different fields all apply.
@@ -201,6 +203,9 @@ func (h *adminHandler) patchWebhook(w http.ResponseWriter, r *http.Request) {
 			}
 			if p.Disabled != nil {
 				s.Disabled = *p.Disabled
+			}
+			if p.RateLimit != nil {
+				s.RateLimit = *p.RateLimit
 			}
 			return h.d.webhooks.validate(s)
 		})

@@ -157,6 +157,11 @@ func newTestDispatcherOn(t testing.TB, rdb redis.UniversalClient, tr *testRedis,
 	if opts.Timeout == 0 {
 		opts.Timeout = 2 * time.Second
 	}
+	if opts.BreakAfter == 0 {
+		// The v1 tests count every attempt to a failing receiver; the breaker's own tests
+		// (breaker_test.go, engine_test.go) set BreakAfter.
+		opts.BreakAfter = -1
+	}
 	d, err := New(rdb, opts)
 	require.NoError(t, err)
 	return d

@@ -23,6 +23,11 @@ type Hooks struct {
 	// WebhookDisabled is called when the library disables a webhook (410 Gone, or failing for
 	// Options.DisableAfter).
 	WebhookDisabled func(webhookID, reason string)
+	// CircuitOpened is called when a webhook's circuit opens (or a failed probe opens it again) until
+	// the given time, by the replica whose attempt opened it.
+	CircuitOpened func(webhookID string, until time.Time)
+	// CircuitClosed is called when a successful attempt closes a webhook's circuit.
+	CircuitClosed func(webhookID string)
 }
 
 // AttemptInfo describes one recorded attempt.
@@ -60,6 +65,7 @@ func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome, f
 	case rec.Status == StatusFailed && h.DeliveryFailed != nil:
 		d.runHook("DeliveryFailed", func() { h.DeliveryFailed(rec.Delivery) })
 	}
+	d.trackCircuit(ctx, rec, o)
 	d.disableIfBroken(ctx, rec, o, failingSince)
 }
 

@@ -58,7 +58,14 @@ func (k keyspace) eventKey(shard int, eventID string) string {
 	return k.tag(shard) + ":evt:" + eventID
 }
 
-func (k keyspace) scheduleKey(shard int) string { return k.tag(shard) + ":due" }
+// readyKey is a shard's schedule of webhooks: webhook id -> when its earliest delivery in the shard
+// is due (ms), or later while the webhook is parked.
+func (k keyspace) readyKey(shard int) string { return k.tag(shard) + ":ready" }
+
+// queueKey is a webhook's schedule in a shard: delivery id -> next attempt or lease end (ms).
+func (k keyspace) queueKey(shard int, webhookID string) string {
+	return k.tag(shard) + ":q:" + webhookID
+}
 
 func (k keyspace) indexKey(shard int, webhookID string) string {
 	return k.tag(shard) + ":list:" + webhookID

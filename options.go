@@ -18,6 +18,10 @@ const (
 	// DefaultDisableAfter is how long a webhook's deliveries may all fail, with no success in between,
 	// before the webhook is disabled.
 	DefaultDisableAfter = 5 * 24 * time.Hour
+	// DefaultBreakAfter is how many consecutive failed attempts open a webhook's circuit.
+	DefaultBreakAfter = 5
+	// DefaultBreakFor is a circuit's first open period.
+	DefaultBreakFor = 30 * time.Second
 	// DefaultMaxPayloadBytes is the default bound on an encoded request body.
 	DefaultMaxPayloadBytes = 256 << 10
 )
@@ -26,6 +30,8 @@ const (
 const (
 	// MaxTimeout bounds Options.Timeout.
 	MaxTimeout = 5 * time.Minute
+	// MaxBreakFor bounds a circuit's open period, which doubles while its probes fail.
+	MaxBreakFor = 10 * time.Minute
 	// MaxRetryAfter bounds how far a Retry-After header (on a 429 or 503) can push a retry beyond its
 	// scheduled delay.
 	MaxRetryAfter = time.Hour
@@ -85,9 +91,26 @@ type Options struct {
 	// Must not be negative. Defaults to DefaultMaxPayloadBytes (256 KiB).
 	MaxPayloadBytes int
 
-	// Concurrency bounds the attempts one worker (Run, ProcessDue) makes at once. Must not be
-	// negative. Defaults to 64.
+	// Concurrency bounds the attempts one worker (Run, ProcessDue) makes at once: Run starts another
+	// as soon as one ends. Must not be negative. Defaults to 64.
 	Concurrency int
+
+	// MaxInFlightPerWebhook bounds one webhook's attempts in flight in this Dispatcher, inline
+	// (Dispatch, Redeliver) and worker alike, so a hung subscriber holds at most this many of the
+	// worker's slots; a Dispatch that finds its webhook at the cap leaves the attempt to the worker.
+	// Must not be negative. Defaults to max(1, Concurrency/4).
+	MaxInFlightPerWebhook int
+
+	// BreakAfter is how many consecutive failed attempts to a webhook (timeouts, connection errors,
+	// 5xx, 429), counted by every replica together, open its circuit: while it is open no attempt is
+	// made to it, Dispatch and Enqueue record its deliveries parked until the circuit's next probe,
+	// and parked deliveries keep their retry budget. Negative means never. Defaults to 5.
+	BreakAfter int
+
+	// BreakFor is a circuit's first open period. When it ends one probe goes out (one attempt,
+	// across every replica): success closes the circuit, failure opens it again for twice as long,
+	// up to MaxBreakFor (10 minutes). Must not be negative nor above MaxBreakFor. Defaults to 30s.
+	BreakFor time.Duration
 
 	// Logger receives the library's logs. Secrets and bodies are never logged. Defaults to none.
 	Logger *slog.Logger
@@ -153,6 +176,21 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.Concurrency < 0 {
 		return o, fmt.Errorf("%w: Concurrency must be positive", ErrInvalidOptions)
+	}
+	if o.MaxInFlightPerWebhook == 0 {
+		o.MaxInFlightPerWebhook = max(1, o.Concurrency/4)
+	}
+	if o.MaxInFlightPerWebhook < 0 {
+		return o, fmt.Errorf("%w: MaxInFlightPerWebhook must be positive", ErrInvalidOptions)
+	}
+	if o.BreakAfter == 0 {
+		o.BreakAfter = DefaultBreakAfter
+	}
+	if o.BreakFor == 0 {
+		o.BreakFor = DefaultBreakFor
+	}
+	if o.BreakFor < 0 || o.BreakFor > MaxBreakFor {
+		return o, fmt.Errorf("%w: BreakFor must be in (0, %s]", ErrInvalidOptions, MaxBreakFor)
 	}
 	if o.DisableAfter == 0 {
 		o.DisableAfter = DefaultDisableAfter

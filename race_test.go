@@ -106,7 +106,9 @@ func TestConcurrentDispatchStress(t *testing.T) {
 	tr := newTestRedis(t)
 	var ds []*Dispatcher
 	for range replicas {
-		ds = append(ds, newTestDispatcherOn(t, tr.newClient(t), tr, Options{}))
+		// Every caller's fresh pair is attempted inline: no in-flight cap in the way (the cap has its
+		// own tests).
+		ds = append(ds, newTestDispatcherOn(t, tr.newClient(t), tr, Options{MaxInFlightPerWebhook: events * callers}))
 	}
 	rc := newReceiver(t)
 	var hooks []*Webhook

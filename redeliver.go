@@ -16,9 +16,10 @@ import (
 // whose reply was lost, reported as reset again.
 //
 // KEYS[1] -> {P:s}:rec:<h>
-// KEYS[2] -> {P:s}:due
+// KEYS[2] -> {P:s}:ready
 // KEYS[3] -> {P:s}:evt:<event_id>
 // KEYS[4] -> {P:s}:list:<webhook_id>
+// KEYS[5] -> {P:s}:q:<webhook_id>
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms)
 // ARGV[3] -> lease end (ms)
@@ -29,22 +30,31 @@ import (
 // ARGV[8] -> the delivery's hash (the id's last 12 bytes, raw)
 // ARGV[9] -> the reset record's expiry (ms): later than the failed record's, so its old index entry
 // is told apart from the new one
-// returns {} when the record is gone; otherwise {1 if reset else 0, event body or false, record}
-var redeliverScript = redis.NewScript(indexFunction + `
+// ARGV[10] -> webhook id
+// returns {} when the record is gone; otherwise {redeliverReset or redeliverUnchanged, event body or
+// false, record}
+var redeliverScript = redis.NewScript(indexFunction + luaLeaseOf + `
 local rec = redis.call('GET', KEYS[1])
 if not rec then return {} end
-if string.sub(rec, 1, ` + strconv.Itoa(tokenLen+1) + `) == ARGV[5] .. 'L' then
+if leaseOf(KEYS[1], ARGV[5]) == ` + luaHeld + ` then
   -- This very call reset it already: its reply was lost and the client sent it again.
-  return {1, redis.call('GET', KEYS[3]), rec}
+  return {` + strconv.Itoa(redeliverReset) + `, redis.call('GET', KEYS[3]), rec}
 end
-if rec ~= ARGV[6] then return {0, false, rec} end
+if rec ~= ARGV[6] then return {` + strconv.Itoa(redeliverUnchanged) + `, false, rec} end
 local retention = tonumber(ARGV[2])
 index(KEYS[4], tonumber(ARGV[1]), retention, ARGV[8], ARGV[9])
 redis.call('SET', KEYS[1], ARGV[7], 'PX', retention)
-if redis.call('PTTL', KEYS[3]) < retention then redis.call('PEXPIRE', KEYS[3], retention) end
-redis.call('ZADD', KEYS[2], ARGV[3], ARGV[4])
-return {1, redis.call('GET', KEYS[3]), ARGV[7]}
+extend(KEYS[3], retention, 0)
+redis.call('ZADD', KEYS[5], ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[2], 'LT', ARGV[3], ARGV[10])
+return {` + strconv.Itoa(redeliverReset) + `, redis.call('GET', KEYS[3]), ARGV[7]}
 `)
+
+// redeliverScript's first reply.
+const (
+	redeliverUnchanged = 0
+	redeliverReset     = 1
+)
 
 // Redeliver re-sends a failed delivery: the one way a failed delivery is sent again. It keeps the
 // delivery's id, event and history, gives it the whole retry schedule again, extends its record (its
@@ -81,11 +91,11 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	renewed.ExpiresAt = msTime(max(now.UnixMilli()+d.opts.Retention.Milliseconds(), unixMilli(rec.ExpiresAt)+1))
 	token := randomHex(tokenLen / 2)
 	renewed.holdLease(token, now.Add(d.lease))
-	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.scheduleKey(shard),
-		d.keys.eventKey(shard, rec.EventID), d.keys.indexKey(shard, rec.WebhookID)}
+	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.readyKey(shard),
+		d.keys.eventKey(shard, rec.EventID), d.keys.indexKey(shard, rec.WebhookID), d.keys.queueKey(shard, rec.WebhookID)}
 	reply, err := redeliverScript.Run(ctx, d.rdb, keys, now.UnixMilli(), d.opts.Retention.Milliseconds(),
 		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(), indexedHash(deliveryID),
-		unixMilli(renewed.ExpiresAt)).Slice()
+		unixMilli(renewed.ExpiresAt), rec.WebhookID).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
 	}
@@ -97,7 +107,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	if err != nil {
 		return nil, false, err
 	}
-	if reset, _ := reply[0].(int64); reset != 1 {
+	if reset, _ := reply[0].(int64); reset != redeliverReset {
 		return &rec.Delivery, false, nil
 	}
 	rec.holdLease(token, now.Add(d.lease))
@@ -105,7 +115,12 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	if s, ok := reply[1].(string); ok {
 		body = []byte(s)
 	}
-	o := d.attemptLeased(ctx, rec, wh, body)
+	if d.flights.take(wh.ID, 1) == 0 {
+		return &rec.Delivery, true, fmt.Errorf("webhooks: redeliver %s: webhook at its in-flight cap, a worker attempts it after its lease: %w",
+			deliveryID, ErrDeferred)
+	}
+	defer d.flights.release(wh.ID)
+	o := d.attemptLeased(ctx, leasedDelivery{shard: shard, rec: rec}, wh, body)
 	err = d.settle(ctx, shard, []*record{rec}, []outcome{o})[0]
 	return &rec.Delivery, true, err
 }

@@ -492,7 +492,8 @@ func TestForeignIndexKeyClaimsNothing(t *testing.T) {
 	require.Error(t, res[0].Err)
 	_, err = d.Deliveries().Find(ctx, wh.ID, "e1")
 	require.ErrorIs(t, err, ErrNotFound, "nothing was claimed")
-	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.scheduleKey(s)).Val(), "nothing was scheduled")
+	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.readyKey(s)).Val(), "nothing was scheduled")
+	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.queueKey(s, wh.ID)).Val(), "nothing was scheduled")
 	assert.Zero(t, rc.count())
 }
 

@@ -140,7 +140,8 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	s := shardOf(ids[0])
 	corrupt := fmt.Sprintf("dlv_%02x%024d", s, 7)
 	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, corrupt), strings.Repeat("junk", 10), 0).Err())
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.scheduleKey(s), redis.Z{Score: 1, Member: corrupt}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.queueKey(s, hooks[0].ID), redis.Z{Score: 1, Member: corrupt}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(s), redis.Z{Score: 1, Member: hooks[0].ID}).Err())
 
 	clock.Advance(2 * time.Minute)
 	for range 20 {

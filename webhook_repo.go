@@ -24,6 +24,9 @@ const minSecretBytes = 24
 // maxDescriptionLen bounds Webhook.Description.
 const maxDescriptionLen = 1024
 
+// MaxRateLimit bounds Webhook.RateLimit (requests per second).
+const MaxRateLimit = 10000
+
 // Webhook is a subscriber: a URL that receives the events its Events patterns select.
 type Webhook struct {
 	ID  string `json:"id"`
@@ -33,8 +36,12 @@ type Webhook struct {
 	Description string `json:"description,omitempty"`
 	// Events are subscription patterns: an exact type (`pool.created`), a prefix wildcard (`pool.*`,
 	// any depth) or `*`.
-	Events    []string  `json:"events"`
-	Disabled  bool      `json:"disabled"`
+	Events   []string `json:"events"`
+	Disabled bool     `json:"disabled"`
+	// RateLimit bounds the requests per second sent to the webhook, by every replica together
+	// (inline attempts included): a delivery over the limit waits for the worker, it is not failed.
+	// 0 means unlimited; at most MaxRateLimit.
+	RateLimit int       `json:"rate_limit,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
@@ -55,6 +62,7 @@ type storedWebhook struct {
 	Description string   `json:"desc,omitempty"`
 	Events      []string `json:"events"`
 	Disabled    bool     `json:"off,omitempty"`
+	RateLimit   int      `json:"rl,omitempty"`
 	Created     int64    `json:"c"`
 	Updated     int64    `json:"u"`
 	// PrevSecret still signs requests, beside Secret, until PrevUntil (ms): secret rotation.
@@ -64,7 +72,7 @@ type storedWebhook struct {
 
 func (s *storedWebhook) webhook() *Webhook {
 	return &Webhook{ID: s.ID, URL: s.URL, Secret: s.Secret, Description: s.Description, Events: slices.Clone(s.Events),
-		Disabled: s.Disabled, CreatedAt: time.UnixMilli(s.Created), UpdatedAt: time.UnixMilli(s.Updated)}
+		Disabled: s.Disabled, RateLimit: s.RateLimit, CreatedAt: time.UnixMilli(s.Created), UpdatedAt: time.UnixMilli(s.Updated)}
 }
 
 // secrets returns the decoded secrets that sign a request at now: the current one, and the previous one
@@ -87,11 +95,12 @@ func (s *storedWebhook) secrets(now time.Time) ([][]byte, error) {
 // enabled, once more under each of its subscription patterns, so that resolving the subscribers of an
 // event type reads a handful of small hashes whatever the number of webhooks.
 type WebhookRepo struct {
-	rdb    redis.UniversalClient
-	keys   keyspace
-	now    func() time.Time
-	policy egressPolicy
-	https  bool
+	circuits *circuitStore
+	rdb      redis.UniversalClient
+	keys     keyspace
+	now      func() time.Time
+	policy   egressPolicy
+	https    bool
 
 	mu    sync.Mutex
 	cache map[string]subscriberEntry // event type -> subscribers
@@ -143,6 +152,9 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 			return err
 		}
 	}
+	if w.RateLimit < 0 || w.RateLimit > MaxRateLimit {
+		return fmt.Errorf("%w: rate limit %d is not in [0, %d]", ErrInvalidWebhook, w.RateLimit, MaxRateLimit)
+	}
 	if len(w.Description) > maxDescriptionLen {
 		return fmt.Errorf("%w: description longer than %d bytes", ErrInvalidWebhook, maxDescriptionLen)
 	}
@@ -154,7 +166,7 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
 	now := r.now()
 	s := &storedWebhook{ID: "wh_" + randomHex(8), URL: w.URL, Secret: w.Secret, Description: w.Description,
-		Events: compactPatterns(w.Events), Disabled: w.Disabled, Created: now.UnixMilli(), Updated: now.UnixMilli()}
+		Events: compactPatterns(w.Events), Disabled: w.Disabled, RateLimit: w.RateLimit, Created: now.UnixMilli(), Updated: now.UnixMilli()}
 	if s.Secret == "" {
 		secret, err := newSecret()
 		if err != nil {
@@ -182,11 +194,12 @@ func (r *WebhookRepo) Get(ctx context.Context, id string) (*Webhook, error) {
 	return s.webhook(), nil
 }
 
-// Update changes a webhook's URL, Events, Description and Disabled, found by w.ID. A URL or secret
+// Update changes a webhook's URL, Events, Description, Disabled and RateLimit, found by w.ID. A URL or secret
 // changed while deliveries are pending applies to their next attempt.
 func (r *WebhookRepo) Update(ctx context.Context, w Webhook) (*Webhook, error) {
 	return r.modify(ctx, w.ID, func(s *storedWebhook) error {
 		s.URL, s.Events, s.Description, s.Disabled = w.URL, compactPatterns(w.Events), w.Description, w.Disabled
+		s.RateLimit = w.RateLimit
 		return r.validate(s)
 	})
 }

@@ -114,7 +114,7 @@ func TestFailedStaysFailedUntilRedeliver(t *testing.T) {
 	assert.Equal(t, 3, dl.Attempts, "every attempt is counted")
 	assert.True(t, dl.NextAttemptAt.IsZero())
 	assert.Len(t, dl.History, 3)
-	_, err = tr.rdb.ZScore(ctx, d.keys.scheduleKey(shardOf(evt.ID)), id).Result()
+	_, err = tr.rdb.ZScore(ctx, d.keys.queueKey(shardOf(evt.ID), dl.WebhookID), id).Result()
 	require.Error(t, err, "a failed delivery has no schedule entry")
 
 	clock.Advance(24 * time.Hour)
@@ -245,7 +245,7 @@ func TestCorruptRecordIsSkipped(t *testing.T) {
 	good := res[0].Delivery.ID
 
 	s := shardOf("good")
-	sched := d.keys.scheduleKey(s)
+	sched := d.keys.queueKey(s, res[0].WebhookID)
 	short, hash, garbled, gone := fmt.Sprintf("dlv_%02x%024d", s, 1), fmt.Sprintf("dlv_%02x%024d", s, 2),
 		fmt.Sprintf("dlv_%02x%024d", s, 3), fmt.Sprintf("dlv_%02x%024d", s, 4)
 	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, short), "garbage", time.Hour).Err())
@@ -255,6 +255,7 @@ func TestCorruptRecordIsSkipped(t *testing.T) {
 	for _, id := range []string{short, hash, garbled, gone} {
 		require.NoError(t, tr.rdb.ZAdd(ctx, sched, redis.Z{Score: due, Member: id}).Err())
 	}
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(s), redis.Z{Score: due, Member: res[0].WebhookID}).Err())
 
 	rc.status.Store(http.StatusOK)
 	clock.Advance(2 * time.Minute)
@@ -421,7 +422,7 @@ func TestExpiredRecordLeavesTheSchedule(t *testing.T) {
 	n, err := d.ProcessDue(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 0, n)
-	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.scheduleKey(s)).Val())
+	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.readyKey(s)).Val())
 	assert.Equal(t, 1, rc.count())
 }
 
@@ -498,7 +499,7 @@ func TestNoGoroutineOutlivesItsCall(t *testing.T) {
 			return false
 		}
 		for s := range shardCount {
-			if tr.rdb.ZCard(ctx, d.keys.scheduleKey(s)).Val() != 0 {
+			if tr.rdb.ZCard(ctx, d.keys.readyKey(s)).Val() != 0 {
 				return false
 			}
 		}

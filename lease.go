@@ -1,0 +1,279 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// chooseTakes shares free worker slots among the webhooks found due, one slot at a time in turn, so a
+// webhook with a large backlog gets no more than its share while others have deliveries due. Each
+// webhook's share is bounded by its room under MaxInFlightPerWebhook (taken here, and given back by
+// leaseTakes for what it does not lease), by its circuit (none while open, one probe when the open
+// period has ended) and by its rate limit (slots taken here); a webhook that cannot be taken from for
+// a while is parked. Webhooks whose stored JSON is broken are left leased to nobody and logged.
+func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWebhook, t *dueTargets, free int) []take {
+	shards := map[string][]dueWebhook{}
+	var order []string
+	for _, w := range due {
+		if shards[w.id] == nil {
+			order = append(order, w.id)
+		}
+		shards[w.id] = append(shards[w.id], w)
+	}
+	type want struct {
+		id    string
+		room  int
+		probe string
+	}
+	var wants []want
+	for _, id := range order {
+		if err := t.broken[id]; err != nil {
+			d.log.Error("webhooks: webhook cannot be decoded: its deliveries wait", "webhook_id", id, "error", err)
+			continue
+		}
+		room := d.flights.room(id)
+		if room <= 0 {
+			continue // at its cap: an ending attempt wakes the worker
+		}
+		probe := ""
+		if h := d.circuit(ctx, id); h.State != CircuitClosed {
+			tok, ok := d.tryProbe(ctx, id, now, h)
+			if !ok {
+				d.parkAll(ctx, shards[id], later(h.OpenUntil, now.Add(probeRecheck)))
+				continue
+			}
+			room, probe = 1, tok
+		}
+		wants = append(wants, want{id: id, room: room, probe: probe})
+	}
+	alloc := make([]int, len(wants))
+	for free > 0 {
+		gave := false
+		for i := range wants {
+			if free > 0 && alloc[i] < wants[i].room {
+				alloc[i]++
+				free--
+				gave = true
+			}
+		}
+		if !gave {
+			break
+		}
+	}
+	var takes []take
+	for i, w := range wants {
+		if alloc[i] == 0 {
+			continue
+		}
+		for _, dw := range shards[w.id] {
+			takes = append(takes, take{dueWebhook: dw, n: alloc[i], probe: w.probe})
+		}
+	}
+	return takes
+}
+
+// reserve takes, for the due ids read of one webhook, its in-flight slots and (when it is
+// rate-limited) its rate slots, and returns how many of them may be leased, with their start times.
+// A webhook that got no rate slot is parked until it can get one.
+func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebhook, id string, want int, due []dueWebhook) (int, []time.Time) {
+	n := d.flights.take(id, want)
+	if wh == nil || wh.RateLimit <= 0 || n == 0 {
+		return n, nil
+	}
+	delays, retryIn, err := takeRateSlots(ctx, d.rdb, d.keys.rateKey(id), wh.RateLimit, n, rateHorizon)
+	if err != nil {
+		d.log.Warn("webhooks: rate limit", "webhook_id", id, "error", err)
+	}
+	for range n - len(delays) {
+		d.flights.release(id)
+	}
+	if len(delays) == 0 && err == nil {
+		d.parkAll(ctx, due, now.Add(max(retryIn-rateHorizon, minWait)))
+	}
+	starts := make([]time.Time, len(delays))
+	for i, dl := range delays {
+		starts[i] = time.Now().Add(dl)
+	}
+	return len(delays), starts
+}
+
+// parkAll parks a webhook in every shard it was found due in.
+func (d *Dispatcher) parkAll(ctx context.Context, due []dueWebhook, until time.Time) {
+	for _, w := range due {
+		d.park(ctx, w, until)
+	}
+}
+
+// leaseTakes reads the due ids of each take's queue, reserves in-flight and rate slots for them
+// (reserve), and leases them, each shard in one script (the shards' scripts go out together). A
+// webhook due in several shards gets no more than its share in all. It returns the leased deliveries,
+// how many it asked for, and the errors. Slots reserved for what was not leased are given back.
+func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([]leasedDelivery, int, error) {
+	ids, err := d.candidates(ctx, now, takes)
+	if err != nil {
+		return nil, 0, err
+	}
+	read := map[string]int{}   // ids read per webhook, within its share
+	byID := map[string][]int{} // takes per webhook
+	for i, tk := range takes {
+		ids[i] = ids[i][:min(len(ids[i]), tk.n-read[tk.id])]
+		read[tk.id] += len(ids[i])
+		byID[tk.id] = append(byID[tk.id], i)
+	}
+	starts := map[string][]time.Time{}
+	reserved := map[string]int{}
+	for id, idx := range byID {
+		due := make([]dueWebhook, len(idx))
+		for k, i := range idx {
+			due[k] = takes[i].dueWebhook
+		}
+		n, st := d.reserve(ctx, now, t.webhooks[id], id, read[id], due)
+		reserved[id], starts[id] = n, st
+		for _, i := range idx { // keep the first n ids
+			ids[i] = ids[i][:min(len(ids[i]), n)]
+			n -= len(ids[i])
+		}
+	}
+	byShard := map[int][]int{}
+	asked := 0
+	for i, tk := range takes {
+		if len(ids[i]) > 0 {
+			byShard[tk.shard] = append(byShard[tk.shard], i)
+			asked += len(ids[i])
+		}
+	}
+	results := make(chan leaseResult, len(byShard))
+	for shard, idx := range byShard {
+		go func() {
+			st, sids := make([]take, len(idx)), make([][]string, len(idx))
+			for k, i := range idx {
+				st[k], sids[k] = takes[i], ids[i]
+			}
+			jobs, err := d.leaseShard(ctx, shard, now, st, sids)
+			results <- leaseResult{jobs, err}
+		}()
+	}
+	var jobs []leasedDelivery
+	var errs []error
+	for range byShard {
+		r := <-results
+		jobs, errs = append(jobs, r.jobs...), append(errs, r.err)
+	}
+	d.assignStarts(jobs, starts, reserved)
+	return jobs, asked, errors.Join(errs...)
+}
+
+// leaseResult is one shard's lease.
+type leaseResult struct {
+	jobs []leasedDelivery
+	err  error
+}
+
+// assignStarts hands each leased delivery of a rate-limited webhook one of its slots, and gives back
+// the in-flight slots reserved for deliveries that were not leased.
+func (d *Dispatcher) assignStarts(jobs []leasedDelivery, starts map[string][]time.Time, reserved map[string]int) {
+	got := map[string]int{}
+	for i := range jobs {
+		id := jobs[i].rec.WebhookID
+		if k := got[id]; k < len(starts[id]) {
+			jobs[i].startAt = starts[id][k]
+		}
+		got[id]++
+	}
+	for id, n := range reserved {
+		for range n - got[id] {
+			d.flights.release(id)
+		}
+	}
+}
+
+// candidates reads, in one round trip, the ids of up to t.n due deliveries of each take's queue.
+func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take) ([][]string, error) {
+	pipe := d.rdb.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, len(takes))
+	for i, t := range takes {
+		cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.queueKey(t.shard, t.id), ByScore: true,
+			Start: "-inf", Stop: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(t.n)})
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("webhooks: read queues: %w", err)
+	}
+	ids := make([][]string, len(takes))
+	for i, c := range cmds {
+		ids[i] = c.Val()
+	}
+	return ids, nil
+}
+
+// leaseShard leases the candidates of some webhooks of one shard and decodes their records.
+func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, takes []take, ids [][]string) ([]leasedDelivery, error) {
+	keys := []string{d.keys.readyKey(shard)}
+	args := []any{now.UnixMilli(), now.Add(d.lease).UnixMilli(), len(takes)}
+	for _, t := range takes {
+		keys = append(keys, d.keys.queueKey(shard, t.id))
+		args = append(args, t.id)
+	}
+	var cands []leasedDelivery
+	for i, t := range takes {
+		for _, id := range ids[i] {
+			token := randomHex(tokenLen / 2)
+			keys = append(keys, d.keys.deliveryKey(shard, id))
+			args = append(args, id, token, i+1)
+			cands = append(cands, leasedDelivery{shard: shard, probe: t.probe,
+				rec: &record{Delivery: Delivery{ID: id, WebhookID: t.id}, token: token}})
+		}
+	}
+	reply, err := d.scripts.run(ctx, leaseScript, keys, args...).Slice()
+	if err == nil && len(reply) != len(cands) {
+		err = fmt.Errorf("unexpected reply of %d items for %d deliveries", len(reply), len(cands))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: lease shard %d: %w", shard, err)
+	}
+	var out []leasedDelivery
+	var errs []error
+	for j, item := range reply {
+		c := cands[j]
+		switch v := item.(type) {
+		case string:
+			rec, err := d.decodeLeased(ctx, shard, c.rec, v)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			rec.holdLease(c.rec.token, now.Add(d.lease))
+			c.rec = rec
+			out = append(out, c)
+		case int64:
+			if v == leaseNotRecord {
+				err := fmt.Errorf("%w: %s is not a record", ErrCorruptRecord, c.rec.ID)
+				d.log.Error("webhooks: dropped undecodable delivery from the schedule", "delivery_id", c.rec.ID, "error", err)
+				errs = append(errs, err)
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// decodeLeased decodes a record just leased; one that cannot be decoded, or is not pending, is taken
+// off its queue and reported.
+func (d *Dispatcher) decodeLeased(ctx context.Context, shard int, c *record, raw string) (*record, error) {
+	rec, err := parseRecord(c.ID, raw)
+	if err == nil && rec.Status != StatusPending {
+		err = fmt.Errorf("%w: %s is scheduled but %s", ErrCorruptRecord, c.ID, rec.Status)
+	}
+	if err == nil {
+		return rec, nil
+	}
+	d.log.Error("webhooks: skipping undecodable delivery", "delivery_id", c.ID, "error", err)
+	keys := []string{d.keys.readyKey(shard), d.keys.queueKey(shard, c.WebhookID), d.keys.deliveryKey(shard, c.ID)}
+	if _, uerr := unscheduleScript.Run(ctx, d.rdb, keys, c.ID, c.token, c.WebhookID).Result(); uerr != nil {
+		err = errors.Join(err, fmt.Errorf("webhooks: unschedule %s: %w", c.ID, uerr))
+	}
+	return nil, err
+}

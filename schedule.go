@@ -1,0 +1,195 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// The schedule has two levels per shard, so that leasing is fair across webhooks. A single zset of
+// due deliveries per shard, ordered by time, cannot be: a webhook with ten thousand due deliveries
+// at its head (its circuit open, at its in-flight cap or rate limit) would hide every other webhook's
+// due deliveries behind them. Instead:
+//
+//	{P:s}:ready        zset  webhook id -> when its earliest delivery in the shard is due (ms), or
+//	                         later while the webhook is parked (circuit open, rate limit)
+//	{P:s}:q:<webhook>  zset  delivery id -> next attempt, or lease end while leased (ms)
+//
+// Every script that changes a queue sets the webhook's ready score to the queue's head (retime), in
+// the same step. A worker reads the ready zsets (the webhooks with something due), chooses how many
+// deliveries to take of each webhook (its fair share of the free slots, within its in-flight cap,
+// rate limit and circuit), reads that many due ids of each chosen queue, and leases them. A webhook
+// it cannot take from for a while (open circuit, rate limit) it parks: its ready score moves to when
+// it can, one ZADD XX GT, so it no longer sits among the due; a later retime undoes a park, and the
+// next worker to see the webhook parks it again.
+
+const (
+	// idleWait is the longest Run waits when nothing is due.
+	idleWait = 250 * time.Millisecond
+	// minWait keeps Run from spinning on a due time that is a hair away.
+	minWait = 5 * time.Millisecond
+	// maxErrorBackoff bounds Run's wait after Redis failed it.
+	maxErrorBackoff = 5 * time.Second
+	// probeRecheck is how long a worker parks a webhook whose probe another replica holds.
+	probeRecheck = time.Second
+	// rateHorizon is how far ahead a worker takes rate-limit slots; each attempt waits for its own.
+	rateHorizon = 100 * time.Millisecond
+)
+
+// leaseScript leases due deliveries of some webhooks of one shard: each candidate still due has its
+// queue entry moved to the lease's end and the lease token written into its record's head, so no
+// other worker takes it until the lease expires; then each webhook's ready score follows its queue. A
+// candidate already leased under its token and lease end was leased by this very call, run again by a
+// client whose reply was lost: it is reported leased again. Every candidate is checked before the
+// first write.
+//
+// KEYS[1] -> {P:s}:ready
+// KEYS[1+i] (i = 1..m) -> {P:s}:q:<webhook i>
+// KEYS[1+m+j] (j = 1..n) -> delivery key of candidate j
+// ARGV[1] -> now (ms)
+// ARGV[2] -> lease end (ms)
+// ARGV[3] -> m
+// ARGV[3+i] -> webhook i's id
+// ARGV[1+m+3j], ARGV[2+m+3j], ARGV[3+m+3j] -> candidate j's delivery id, lease token, webhook index i
+// returns per candidate: leaseNotDue (another worker leased it), leaseExpired (its record has expired)
+// or leaseNotRecord (its key holds no record) — the queue entry of both is removed — or the record
+// once leased
+var leaseScript = redis.NewScript(luaLeaseOf + luaRetime + `
+local now, leaseEnd, m = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+local n = #KEYS - 1 - m
+local state = {}
+for j = 1, n do
+  local a = 1 + m + 3 * j
+  local id, token, queue, rec = ARGV[a], ARGV[a + 1], KEYS[1 + tonumber(ARGV[a + 2])], KEYS[1 + m + j]
+  local score = redis.call('ZSCORE', queue, id)
+  if score and tonumber(score) == tonumber(leaseEnd) and leaseOf(rec, token) == ` + luaHeld + ` then
+    state[j] = 'mine'
+  elseif not score or tonumber(score) > now then
+    state[j] = ` + strconv.Itoa(leaseNotDue) + `
+  else
+    local t = redis.call('TYPE', rec)['ok']
+    if t == 'none' then
+      state[j] = ` + strconv.Itoa(leaseExpired) + `
+    elseif t == 'string' and redis.call('STRLEN', rec) >= ` + strconv.Itoa(recordHeadLen) + ` then
+      state[j] = 'lease'
+    else
+      state[j] = ` + strconv.Itoa(leaseNotRecord) + `
+    end
+  end
+end
+local reply = {}
+for j = 1, n do
+  local a = 1 + m + 3 * j
+  local id, queue, rec = ARGV[a], KEYS[1 + tonumber(ARGV[a + 2])], KEYS[1 + m + j]
+  if state[j] == 'lease' then
+    redis.call('ZADD', queue, leaseEnd, id)
+    local leased = ARGV[a + 1] .. ` + luaHeld + ` .. string.sub(redis.call('GET', rec), ` + strconv.Itoa(tokenLen+2) + `)
+    redis.call('SET', rec, leased, 'KEEPTTL')
+    reply[j] = leased
+  elseif state[j] == 'mine' then
+    reply[j] = redis.call('GET', rec)
+  else
+    if state[j] ~= ` + strconv.Itoa(leaseNotDue) + ` then redis.call('ZREM', queue, id) end
+    reply[j] = state[j]
+  end
+end
+for i = 1, m do retime(KEYS[1], KEYS[1 + i], ARGV[3 + i]) end
+return reply
+`)
+
+// leaseScript's replies for a candidate it did not lease.
+const (
+	leaseNotDue    = 0
+	leaseExpired   = 1
+	leaseNotRecord = 2
+)
+
+// unscheduleScript removes a leased delivery from its queue without recording an attempt, and releases
+// its lease: for a record that cannot be decoded, or that is not pending.
+//
+// KEYS[1] -> {P:s}:ready
+// KEYS[2] -> {P:s}:q:<webhook>
+// KEYS[3] -> delivery key
+// ARGV[1] -> delivery id
+// ARGV[2] -> lease token
+// ARGV[3] -> webhook id
+// returns unscheduleDone when removed, unscheduleLeaseLost when the lease was lost
+var unscheduleScript = redis.NewScript(luaLeaseOf + luaRetime + `
+if leaseOf(KEYS[3], ARGV[2]) ~= ` + luaHeld + ` then return ` + strconv.Itoa(unscheduleLeaseLost) + ` end
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[3], ARGV[2] .. ` + luaNone + ` .. string.sub(redis.call('GET', KEYS[3]), ` + strconv.Itoa(tokenLen+2) + `), 'KEEPTTL')
+retime(KEYS[1], KEYS[2], ARGV[3])
+return ` + strconv.Itoa(unscheduleDone) + `
+`)
+
+// unscheduleScript's replies.
+const (
+	unscheduleLeaseLost = 0
+	unscheduleDone      = 1
+)
+
+// dueWebhook is a webhook with deliveries due in a shard.
+type dueWebhook struct {
+	shard int
+	id    string
+}
+
+// take is how many due deliveries of one webhook in one shard a worker leases, and how.
+type take struct {
+	dueWebhook
+	n      int
+	probe  string      // the probe token, when this lease is its circuit's probe
+	starts []time.Time // rate-limit slots, one per delivery, for a rate-limited webhook
+}
+
+// leasedDelivery is a due delivery this worker holds the lease of.
+type leasedDelivery struct {
+	shard   int
+	rec     *record
+	probe   string         // the probe token, when this attempt is its circuit's probe
+	startAt time.Time      // its rate-limit slot (zero: at once)
+	webhook *storedWebhook // nil when deleted
+}
+
+// scanReady reads, in one round trip, the webhooks with deliveries due in every shard (up to limit per
+// shard), starting at a shard that rotates per call, and the earliest due time in the future.
+func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int) ([]dueWebhook, time.Time, error) {
+	first := int(d.nextShard.Add(1)) % shardCount
+	pipe := d.rdb.Pipeline()
+	heads := make([]*redis.ZSliceCmd, shardCount)
+	for k := range shardCount {
+		heads[k] = pipe.ZRangeWithScores(ctx, d.keys.readyKey((first+k)%shardCount), 0, int64(limit))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, time.Time{}, fmt.Errorf("webhooks: read schedules: %w", err)
+	}
+	var due []dueWebhook
+	var next time.Time
+	for k, cmd := range heads {
+		for _, z := range cmd.Val() {
+			if z.Score > float64(now.UnixMilli()) {
+				if at := msTime(int64(z.Score)); next.IsZero() || at.Before(next) {
+					next = at
+				}
+				break
+			}
+			id, _ := z.Member.(string)
+			due = append(due, dueWebhook{shard: (first + k) % shardCount, id: id})
+		}
+	}
+	return due, next, nil
+}
+
+// park moves a webhook's ready score in a shard to until, if it is earlier: nothing of the webhook is
+// taken there before then (a retime may undo it; the next worker to see the webhook parks it again).
+func (d *Dispatcher) park(ctx context.Context, w dueWebhook, until time.Time) {
+	err := d.rdb.ZAddArgs(ctx, d.keys.readyKey(w.shard), redis.ZAddArgs{XX: true, GT: true,
+		Members: []redis.Z{{Score: float64(until.UnixMilli()), Member: w.id}}}).Err()
+	if err != nil {
+		d.log.Warn("webhooks: park webhook", "webhook_id", w.id, "error", err)
+	}
+}
