@@ -166,81 +166,18 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 	if err != nil {
 		return nil, err
 	}
-	var pos *pagePos // nil: the top of the listing
-	if q.Cursor != "" {
-		p, err := decodeCursor(q.Cursor)
-		if err != nil {
-			return nil, err
-		}
-		pos = &p
+	pos, err := q.start()
+	if err != nil {
+		return nil, err
 	}
 	page := &DeliveryPage{Deliveries: make([]*Delivery, 0, min(limit, 64))}
 	for round := range maxPageRounds {
-		from := "+"
-		if pos != nil {
-			from = pos.streamID()
+		reads, err := r.readIndexes(ctx, webhookID, pos, batch, round == 0)
+		if err != nil {
+			return nil, err
 		}
-		pipe := r.rdb.Pipeline()
-		var exists *redis.BoolCmd
-		if round == 0 {
-			exists = pipe.HExists(ctx, r.keys.webhooksKey(), webhookID)
-		}
-		ranges := make([]*redis.XMessageSliceCmd, shardCount)
-		for s := range shardCount {
-			ranges[s] = pipe.XRevRangeN(ctx, r.keys.indexKey(s, webhookID), from, "-", int64(batch))
-		}
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			return nil, fmt.Errorf("webhooks: page deliveries of %s: %w", webhookID, err)
-		}
-		if exists != nil && !exists.Val() {
-			return nil, fmt.Errorf("%w: webhook %q", ErrNotFound, webhookID)
-		}
-
-		// Merge. A shard whose read was full may hold more entries after its last one, so only entries
-		// up to the highest such last entry (the frontier) are known to be the next ones of the listing.
-		// A read from pos holds at most one entry at or before pos (a shard's stream ids are unique), and
-		// batch is at least 2, so every full read moves the listing on.
-		var valid []pageEntry
-		var frontier *pagePos
-		for s, cmd := range ranges {
-			msgs := cmd.Val()
-			for _, m := range msgs {
-				e, ok := indexEntry(s, m)
-				if ok && (pos == nil || pos.before(e.pagePos)) {
-					valid = append(valid, e)
-				}
-			}
-			if len(msgs) < batch {
-				continue // the shard has nothing more in range
-			}
-			// The shard's last position; an entry of another shape still holds its place, so its id alone
-			// (with the lowest delivery id) marks it.
-			if ms, seq, ok := parseStreamID(msgs[len(msgs)-1].ID); ok {
-				last := pagePos{ms: ms, seq: seq}
-				if e, ok := indexEntry(s, msgs[len(msgs)-1]); ok {
-					last = e.pagePos
-				}
-				if frontier == nil || last.before(*frontier) {
-					frontier = &last
-				}
-			}
-		}
-		slices.SortFunc(valid, func(a, b pageEntry) int {
-			if a.before(b.pagePos) {
-				return -1
-			}
-			if b.before(a.pagePos) {
-				return 1
-			}
-			return 0
-		})
-		ready := len(valid)
-		if frontier != nil {
-			ready = 0
-			for ready < len(valid) && !frontier.before(valid[ready].pagePos) {
-				ready++
-			}
-		}
+		valid, frontier := mergeIndexes(reads, pos, batch)
+		ready := readyEntries(valid, frontier)
 		if ready == 0 {
 			if frontier == nil {
 				return page, nil // nothing left: the last page
@@ -250,24 +187,11 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 		}
 		take := valid[:min(ready, batch)]
 		more := frontier != nil || len(valid) > len(take)
-
-		recs, err := r.fetchPage(ctx, webhookID, take)
+		full, err := r.fillPage(ctx, webhookID, page, take, q.Status, limit, more)
 		if err != nil {
 			return nil, err
 		}
-		for i, rec := range recs {
-			if rec == nil || q.Status != "" && rec.Status != q.Status {
-				continue
-			}
-			page.Deliveries = append(page.Deliveries, &rec.Delivery)
-			if len(page.Deliveries) == limit {
-				if i < len(take)-1 || more {
-					page.NextCursor = take[i].cursor()
-				}
-				return page, nil
-			}
-		}
-		if !more {
+		if full || !more {
 			return page, nil
 		}
 		p := take[len(take)-1].pagePos
@@ -278,6 +202,132 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 		page.NextCursor = pos.cursor()
 	}
 	return page, nil
+}
+
+// start returns the position q.Cursor continues after, or nil (the top of the listing) when it is "".
+func (q DeliveryQuery) start() (*pagePos, error) {
+	if q.Cursor == "" {
+		return nil, nil
+	}
+	p, err := decodeCursor(q.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// readIndexes reads, in one round trip, up to batch entries of each of the webhook's shard indexes from
+// pos (inclusive; nil: from the newest), one slice per shard. With checkWebhook set the same round trip
+// checks that the webhook exists, and an unknown one gives an error wrapping ErrNotFound.
+func (r *DeliveryRepo) readIndexes(ctx context.Context, webhookID string, pos *pagePos, batch int, checkWebhook bool) ([][]redis.XMessage, error) {
+	from := "+"
+	if pos != nil {
+		from = pos.streamID()
+	}
+	pipe := r.rdb.Pipeline()
+	var exists *redis.BoolCmd
+	if checkWebhook {
+		exists = pipe.HExists(ctx, r.keys.webhooksKey(), webhookID)
+	}
+	ranges := make([]*redis.XMessageSliceCmd, shardCount)
+	for s := range shardCount {
+		ranges[s] = pipe.XRevRangeN(ctx, r.keys.indexKey(s, webhookID), from, "-", int64(batch))
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("webhooks: page deliveries of %s: %w", webhookID, err)
+	}
+	if exists != nil && !exists.Val() {
+		return nil, fmt.Errorf("%w: webhook %q", ErrNotFound, webhookID)
+	}
+	reads := make([][]redis.XMessage, shardCount)
+	for s, cmd := range ranges {
+		reads[s] = cmd.Val()
+	}
+	return reads, nil
+}
+
+// mergeIndexes merges one round of shard reads (reads[s] from shard s) into the entries after pos, in
+// listing order, and returns with them the frontier: a shard whose read was full may hold more entries
+// after its last one, so only entries up to the highest such last entry are known to be the next ones
+// of the listing. frontier is nil when no read was full. A read from pos holds at most one entry at or
+// before pos (a shard's stream ids are unique), and batch is at least 2, so every full read moves the
+// listing on.
+func mergeIndexes(reads [][]redis.XMessage, pos *pagePos, batch int) (valid []pageEntry, frontier *pagePos) {
+	for s, msgs := range reads {
+		for _, m := range msgs {
+			e, ok := indexEntry(s, m)
+			if ok && (pos == nil || pos.before(e.pagePos)) {
+				valid = append(valid, e)
+			}
+		}
+		if len(msgs) < batch {
+			continue // the shard has nothing more in range
+		}
+		if last, ok := lastPos(s, msgs[len(msgs)-1]); ok && (frontier == nil || last.before(*frontier)) {
+			frontier = &last
+		}
+	}
+	slices.SortFunc(valid, func(a, b pageEntry) int {
+		if a.before(b.pagePos) {
+			return -1
+		}
+		if b.before(a.pagePos) {
+			return 1
+		}
+		return 0
+	})
+	return valid, frontier
+}
+
+// lastPos is the position of m, the last entry of a full read of a shard. An entry of another shape
+// still holds its place, so its stream id alone (with the lowest delivery id) marks it; one whose id
+// is not a stream id has none.
+func lastPos(shard int, m redis.XMessage) (pagePos, bool) {
+	ms, seq, ok := parseStreamID(m.ID)
+	if !ok {
+		return pagePos{}, false
+	}
+	if e, ok := indexEntry(shard, m); ok {
+		return e.pagePos, true
+	}
+	return pagePos{ms: ms, seq: seq}, true
+}
+
+// readyEntries counts the leading entries of valid (in listing order) that are known to be the next
+// ones of the listing: those not after frontier, or all of them when frontier is nil.
+func readyEntries(valid []pageEntry, frontier *pagePos) int {
+	if frontier == nil {
+		return len(valid)
+	}
+	ready := 0
+	for ready < len(valid) && !frontier.before(valid[ready].pagePos) {
+		ready++
+	}
+	return ready
+}
+
+// fillPage reads the records of take and appends to page those that still exist and, with status set,
+// are in that state, until page holds limit deliveries. It reports whether the page is full; a full page
+// gets a NextCursor after its last delivery when take holds entries after it or more is set (the listing
+// goes on past take).
+func (r *DeliveryRepo) fillPage(ctx context.Context, webhookID string, page *DeliveryPage, take []pageEntry, status Status, limit int, more bool) (bool, error) {
+	recs, err := r.fetchPage(ctx, webhookID, take)
+	if err != nil {
+		return false, err
+	}
+	for i, rec := range recs {
+		if rec == nil || status != "" && rec.Status != status {
+			continue
+		}
+		page.Deliveries = append(page.Deliveries, &rec.Delivery)
+		if len(page.Deliveries) == limit {
+			if i < len(take)-1 || more {
+				page.NextCursor = take[i].cursor()
+			}
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // indexEntry decodes an index entry of a shard; an entry that is not one of ours is skipped.

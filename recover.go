@@ -36,9 +36,27 @@ const (
 // one wrapping ErrInvalidQuery. When some deliveries cannot be redelivered, Recover still re-sends the
 // others and returns their count with the errors joined.
 func (d *Dispatcher) Recover(ctx context.Context, webhookID string, since, until time.Time, limit int) (int, error) {
+	limit, until, err := d.recoverArgs(since, until, limit)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := d.webhooks.Get(ctx, webhookID); err != nil {
+		return 0, err
+	}
+	picked, err := d.failedInWindow(ctx, webhookID, since, until, limit)
+	if err != nil {
+		return 0, err
+	}
+	return d.redeliverEach(ctx, webhookID, picked)
+}
+
+// recoverArgs checks Recover's arguments and returns the limit it applies (0 means DefaultRecoverLimit,
+// more than MaxRecoverLimit means MaxRecoverLimit) and the end of its window (a zero until means now).
+// A negative limit, or until not after since, gives an error wrapping ErrInvalidQuery.
+func (d *Dispatcher) recoverArgs(since, until time.Time, limit int) (int, time.Time, error) {
 	switch {
 	case limit < 0:
-		return 0, fmt.Errorf("%w: negative limit %d", ErrInvalidQuery, limit)
+		return 0, time.Time{}, fmt.Errorf("%w: negative limit %d", ErrInvalidQuery, limit)
 	case limit == 0:
 		limit = DefaultRecoverLimit
 	default:
@@ -48,18 +66,20 @@ func (d *Dispatcher) Recover(ctx context.Context, webhookID string, since, until
 		until = d.now()
 	}
 	if !until.After(since) {
-		return 0, fmt.Errorf("%w: until %s is not after since %s", ErrInvalidQuery, until.Format(time.RFC3339Nano), since.Format(time.RFC3339Nano))
+		return 0, time.Time{}, fmt.Errorf("%w: until %s is not after since %s", ErrInvalidQuery, until.Format(time.RFC3339Nano), since.Format(time.RFC3339Nano))
 	}
-	if _, err := d.webhooks.Get(ctx, webhookID); err != nil {
-		return 0, err
-	}
+	return limit, until, nil
+}
 
+// failedInWindow walks the webhook's failed deliveries newest first, at most maxRecoverPages pages, and
+// returns up to limit of them created in [since, until), in listing order.
+func (d *Dispatcher) failedInWindow(ctx context.Context, webhookID string, since, until time.Time, limit int) ([]*Delivery, error) {
 	var picked []*Delivery
 	q := DeliveryQuery{Status: StatusFailed, Limit: MaxPageLimit}
 	for range maxRecoverPages {
 		page, err := d.deliveries.Page(ctx, webhookID, q)
 		if err != nil {
-			return 0, fmt.Errorf("webhooks: recover %s: %w", webhookID, err)
+			return nil, fmt.Errorf("webhooks: recover %s: %w", webhookID, err)
 		}
 		for _, dl := range page.Deliveries {
 			if !dl.CreatedAt.Before(since) && dl.CreatedAt.Before(until) && len(picked) < limit {
@@ -71,7 +91,13 @@ func (d *Dispatcher) Recover(ctx context.Context, webhookID string, since, until
 		}
 		q.Cursor = page.NextCursor
 	}
+	return picked, nil
+}
 
+// redeliverEach redelivers the picked deliveries, at most recoverConcurrency at once, and returns how
+// many it re-sent with the errors joined; one no longer found is not an error. When ctx ends it starts
+// no more of them and adds an error saying it stopped.
+func (d *Dispatcher) redeliverEach(ctx context.Context, webhookID string, picked []*Delivery) (int, error) {
 	var (
 		mu    sync.Mutex
 		count int
