@@ -7,6 +7,9 @@
 //	results, err := d.Dispatch(ctx, webhooks.Event{Type: "pool.created", ID: "pool-42", Data: pool})
 //	go d.Run(ctx) // the retry worker, in every replica
 //
+// Example (quickStart) handles the errors of New, Create and Dispatch; the other examples show one
+// feature each.
+//
 // # Guarantees
 //
 // Each is held by a test that fails when it breaks, on miniredis, a real Redis and a Redis Cluster.
@@ -17,6 +20,9 @@
 //     series of attempts per pair.
 //   - Duplicates return the original. A repeated call returns the existing Delivery with
 //     Result.Duplicate set, whatever its status, and sends nothing.
+//   - Accepted means recorded. When Dispatch returns a nil error, every target's pair is durably
+//     recorded (sent, scheduled or a duplicate) and every Result has a Delivery. A target that could
+//     not be claimed makes the error wrap ErrNotAccepted, and dispatching the event again is safe.
 //   - Failed stays failed. When the retry schedule is exhausted the delivery is failed, and Dispatch
 //     never sends it again; only Redeliver does, and concurrent Redeliver calls reset it once.
 //   - Claim and record live and die together: the claim is the record, one key with the expiry
@@ -41,6 +47,29 @@
 // died, Redis failed) is attempted again after its lease. Every attempt of one delivery carries the
 // same webhook-id header, so receivers can drop the rare repeat.
 //
+// # What Dispatch returns
+//
+// Dispatch claims every (webhook, event id) pair of the event in one round trip, then makes the first
+// attempt of each pair it created, concurrently, and records each attempt's outcome as soon as that
+// attempt ends. Its error says whether the event was accepted:
+//
+//   - nil: every target's pair is recorded (sent, scheduled for a retry, or a duplicate) and every
+//     Result has a non-nil Delivery.
+//   - an error wrapping ErrInvalidEvent: the event fails validation or cannot be encoded; nothing was
+//     claimed.
+//   - an error wrapping ErrNotAccepted, with each failed target's cause joined: at least one target
+//     could not be claimed (Redis failed, the context ended), or the subscribers could not be resolved
+//     (then with no Results). Dispatch the event again: that is safe, since the pairs that were
+//     recorded come back as duplicates. Result.Accepted (a non-nil Delivery) tells which targets were
+//     accepted.
+//
+// A recorded pair's Result.Err may still be set. It wraps ErrDeferred when the attempt was left to the
+// worker: the claim's reply came too late for a whole attempt within the lease, the caller's context
+// ended mid-attempt, or Redis failed while the outcome was being written; a worker attempts the
+// delivery once its lease expires. It wraps ErrLeaseLost when another attempt took the delivery over,
+// and ErrCorruptRecord for a duplicate whose record cannot be decoded. An HTTP failure is not an error:
+// the Delivery is pending, with LastError and NextAttemptAt. SendTest follows the same contract.
+//
 // # The failed-delivery policy
 //
 // Dispatch of a pair whose delivery failed returns the failed record with Duplicate set and sends
@@ -58,6 +87,10 @@
 // Gone fails the delivery and disables the webhook. Run, in every replica, makes the retries. A
 // webhook deleted or disabled while deliveries are pending makes them fail when next due, with a
 // LastError that says why; Redeliver can revive them once the webhook is enabled again.
+//
+// Options.Retention (default 7 days) is how long a record, and so its claim, is kept. New refuses a
+// Retention shorter than MinRetention(RetrySchedule, Timeout), the longest a delivery can stay pending
+// (40h10m6s with the defaults), so that no claim expires while its delivery may still be retried.
 //
 // # Registry
 //

@@ -29,26 +29,43 @@ var errBadRequest = errors.New("invalid request")
 // create and rotate, and re-sends deliveries). Its routes are relative to where it is mounted; to serve
 // it under a prefix, strip the prefix:
 //
-//	mux.Handle("/admin/", http.StripPrefix("/admin", d.Handler()))
+//	mux.Handle("/admin/", http.StripPrefix("/admin", requireOperator(d.Handler())))
 //
-// Routes (every body is JSON, every response application/json):
+// Routes (request bodies are JSON, at most 64 KiB; every response is application/json):
 //
-//	POST   /webhooks                      create: {url, events, description, disabled} -> 201, the webhook with its secret
-//	GET    /webhooks                      {"webhooks": [...]}, secrets omitted
-//	GET    /webhooks/{id}                 the webhook, secret omitted
-//	PATCH  /webhooks/{id}                 change the fields present of {url, events, description, disabled} -> the webhook, secret omitted
-//	DELETE /webhooks/{id}                 204
-//	POST   /webhooks/{id}/test            send a webhook.test event (SendTest) -> 201, the new delivery
-//	POST   /webhooks/{id}/rotate-secret   optional {"grace_seconds": N} (default 24h, at most 30 days) -> the webhook with its new secret
-//	GET    /webhooks/{id}/deliveries      ?status=&limit=&cursor= -> a DeliveryPage (without attempt history)
-//	POST   /webhooks/{id}/recover         ?since=&until=&limit= (RFC 3339; since required, until default now) -> {"redelivered": n}
-//	GET    /deliveries/{id}               the delivery with its attempt history
-//	POST   /deliveries/{id}/redeliver     Redeliver -> the delivery; idempotent: repeated or concurrent calls re-send it once
+//	POST   /webhooks                     create, body {url, events, description, disabled}
+//	                                     -> 201, the webhook with its secret
+//	GET    /webhooks                     -> 200, {"webhooks": [...]}, secrets omitted
+//	GET    /webhooks/{id}                -> 200, the webhook, secret omitted
+//	PATCH  /webhooks/{id}                change the fields present of {url, events, description, disabled}
+//	                                     -> 200, the webhook, secret omitted
+//	DELETE /webhooks/{id}                -> 204
+//	POST   /webhooks/{id}/test           SendTest -> 201, the test delivery as its attempt left it; 202, the
+//	                                     delivery pending, when the attempt was left to the worker (ErrDeferred)
+//	POST   /webhooks/{id}/rotate-secret  RotateSecret, optional body {"grace_seconds": N} (0 to 30 days,
+//	                                     default 24h) -> 200, the webhook with its new secret
+//	GET    /webhooks/{id}/deliveries     Page, ?status=pending|success|failed&limit=N&cursor=C (limit 1 or
+//	                                     more, default 50, at most 500) -> 200, {"deliveries": [...],
+//	                                     "next_cursor": C}, newest first, without attempt history; no
+//	                                     next_cursor on the last page
+//	POST   /webhooks/{id}/recover        Recover, ?since=T&until=T&limit=N (RFC 3339; since required, until
+//	                                     default now; limit 1 or more, default 100, at most 1000)
+//	                                     -> 200, {"redelivered": n}
+//	GET    /deliveries/{id}              -> 200, the delivery with its attempt history
+//	POST   /deliveries/{id}/redeliver    Redeliver -> 200, the delivery (unchanged unless it was failed);
+//	                                     202 when the attempt was left to the worker (ErrDeferred).
+//	                                     Repeated or concurrent calls re-send it once
 //
-// Errors are {"error": {"code": ..., "message": ...}}: 400 invalid_request (malformed JSON, unknown
-// fields, an invalid webhook, query or cursor), 404 not_found (unknown id or route), 405
-// method_not_allowed, 409 conflict (a registry change lost repeated races with others; retry), 413
-// too_large (a body over 64 KiB), 500 internal (the cause is logged to Options.Logger, never sent).
+// Errors are {"error": {"code": ..., "message": ...}}:
+//
+//	400 invalid_request     malformed JSON, unknown fields, a missing body, an invalid webhook, a bad
+//	                        status, limit, cursor, since, until or grace_seconds
+//	404 not_found           an unknown webhook or delivery id, or no such route
+//	405 method_not_allowed  a known route with another method (the Allow header lists the methods)
+//	409 conflict            a registry change lost repeated races with others; retry
+//	409 webhook_disabled    redeliver of a delivery whose webhook is disabled; enable it first
+//	413 too_large           a request body over 64 KiB
+//	500 internal            anything else; the cause is logged to Options.Logger, never sent
 func (d *Dispatcher) Handler() http.Handler {
 	h := &adminHandler{d: d, mux: http.NewServeMux()}
 	h.mux.HandleFunc("POST /webhooks", h.createWebhook)

@@ -131,6 +131,8 @@ func demo(ctx context.Context, w io.Writer, rdb redis.UniversalClient, prefix st
 		}
 	}()
 
+	fmt.Fprintf(w, "receiver  http://%s, on loopback: the egress guard blocks loopback and private addresses\n", ln.Addr())
+	fmt.Fprintln(w, "          by default, so this demo sets Options.AllowPrivateNetworks (tests and local demos only)")
 	paths, ids := []string{"/hook/1", "/hook/2"}, map[string]string{}
 	for i, pattern := range []string{"pool.created", "pool.*"} {
 		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: "http://" + ln.Addr().String() + paths[i], Events: []string{pattern}})
@@ -157,6 +159,7 @@ func demo(ctx context.Context, w io.Writer, rdb redis.UniversalClient, prefix st
 		fmt.Fprintf(w, "  round %d: %2d %-16s → %2d fresh, %2d duplicate results\n", i+1, n, how, fresh, dup)
 	}
 
+	fmt.Fprintln(w, "          duplicate: the (webhook, event id) pair was claimed before; nothing was sent")
 	fmt.Fprintln(w, "receiver")
 	rc.mu.Lock()
 	requests := rc.total
