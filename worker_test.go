@@ -55,7 +55,9 @@ func TestReplicasRetryEachDeliveryOnce(t *testing.T) {
 		res, err := ds[e%replicas].Dispatch(context.Background(), Event{Type: "retry.me", ID: fmt.Sprintf("r-%d", e)})
 		require.NoError(t, err)
 		for _, r := range res {
-			require.NoError(t, r.Err)
+			if r.Err != nil { // the webhook is at its in-flight cap with retries: a worker makes the attempt
+				require.ErrorIs(t, r.Err, ErrDeferred)
+			}
 			require.Equal(t, StatusPending, r.Delivery.Status)
 		}
 	}
