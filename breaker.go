@@ -32,7 +32,6 @@ type Health struct {
 }
 
 const (
-	maxBreakFor     = 10 * time.Minute       // caps the open period, which doubles with every failed probe
 	circuitCacheTTL = 250 * time.Millisecond // how long a replica uses a circuit it read or put, unread
 )
 
@@ -95,12 +94,12 @@ const (
 )
 
 // recordFailureScript counts a failed attempt (a run of failures starts at now). A closed circuit opens
-// after breakAfter; an open one reopens for twice as long (up to maxBreakFor) on its probe's failure only.
+// after breakAfter; an open one reopens for twice as long (up to MaxBreakFor) on its probe's failure only.
 //
 // KEYS[1] -> {P:registry}:circuits
 // ARGV[1], ARGV[2] -> webhook id, now (ms)
 // ARGV[3] -> probe token ("" for an attempt that was not the probe)
-// ARGV[4], ARGV[5], ARGV[6] -> breakAfter, breakFor (ms), maxBreakFor (ms)
+// ARGV[4], ARGV[5], ARGV[6] -> breakAfter, breakFor (ms), MaxBreakFor (ms)
 // returns {opened, circuit}
 var recordFailureScript = redis.NewScript(circuitLua + `
 c = c or {0, 0, 0, 0, 0, ''}
@@ -162,7 +161,7 @@ func (s *circuitStore) run(ctx context.Context, what string, script *redis.Scrip
 // token acquireProbe granted for the probe. opened is true when this call opened or reopened the circuit.
 func (s *circuitStore) recordFailure(ctx context.Context, webhookID string, now time.Time, probeToken string, breakAfter int, breakFor time.Duration) (h Health, opened bool, err error) {
 	code, h, err := s.run(ctx, "record failure in", recordFailureScript, webhookID, now, probeToken, max(breakAfter, 1),
-		max(breakFor.Milliseconds(), 1), maxBreakFor.Milliseconds())
+		max(breakFor.Milliseconds(), 1), MaxBreakFor.Milliseconds())
 	return h, code == 1, err
 }
 

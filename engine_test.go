@@ -1,0 +1,259 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// concurrency tracks the requests a receiver holds at once.
+type concurrency struct {
+	now, peak atomic.Int32
+}
+
+func (c *concurrency) enter() {
+	n := c.now.Add(1)
+	for p := c.peak.Load(); n > p && !c.peak.CompareAndSwap(p, n); p = c.peak.Load() {
+	}
+}
+func (c *concurrency) leave() { c.now.Add(-1) }
+
+// hold makes a receiver hold every request until release is closed (or a bound passes), counting how
+// many it holds at once.
+func hold(rc *receiver, release <-chan struct{}, c *concurrency) {
+	rc.setHook(func(r *http.Request) {
+		c.enter()
+		defer c.leave()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		case <-time.After(10 * time.Second):
+		}
+	})
+}
+
+// TestHungSubscriberOpensItsCircuit: once a hung webhook's circuit is open, Dispatch to it and three
+// healthy webhooks no longer waits for it; its deliveries are parked with their retry budget kept;
+// when the subscriber recovers, one probe closes the circuit and the parked backlog is delivered.
+func TestHungSubscriberOpensItsCircuit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	var opened, closed atomic.Int32
+	const timeout = 400 * time.Millisecond
+	d := newTestDispatcher(t, tr, Options{Timeout: timeout, BreakAfter: 2, BreakFor: time.Second,
+		RetrySchedule: []time.Duration{time.Hour}, // the two attempts that open the circuit retry out of sight
+		Hooks: Hooks{CircuitOpened: func(string, time.Time) { opened.Add(1) }, CircuitClosed: func(string) { closed.Add(1) }}})
+	healthy, hung := newReceiver(t), newReceiver(t)
+	release := make(chan struct{})
+	var c concurrency
+	hold(hung, release, &c)
+	for range 3 {
+		mustCreate(t, d, healthy, "*")
+	}
+	bad := mustCreate(t, d, hung, "*")
+
+	for i := range 2 { // two timeouts open the circuit
+		_, err := d.Dispatch(ctx, Event{Type: "e", ID: fmt.Sprintf("open-%d", i)})
+		require.NoError(t, err)
+	}
+	require.EqualValues(t, 1, opened.Load(), "the second failed attempt opened the circuit")
+	h, err := d.Webhooks().Health(ctx, bad.ID)
+	require.NoError(t, err)
+	require.Equal(t, CircuitOpen, h.State)
+
+	var parked []string
+	for i := range 5 {
+		start := time.Now()
+		res, err := d.Dispatch(ctx, Event{Type: "e", ID: fmt.Sprintf("after-%d", i)})
+		took := time.Since(start)
+		require.NoError(t, err)
+		assert.Less(t, took, timeout, "Dispatch no longer waits for the hung webhook")
+		for _, r := range res {
+			if r.WebhookID != bad.ID {
+				require.NoError(t, r.Err)
+				require.Equal(t, StatusSuccess, r.Delivery.Status)
+				continue
+			}
+			require.ErrorIs(t, r.Err, ErrDeferred)
+			require.Equal(t, StatusPending, r.Delivery.Status)
+			require.Zero(t, r.Delivery.Attempts)
+			require.Contains(t, r.Delivery.LastError, "circuit open")
+			parked = append(parked, r.Delivery.ID)
+		}
+	}
+	require.Len(t, parked, 5)
+	rec, err := d.deliveries.get(ctx, parked[0])
+	require.NoError(t, err)
+	assert.Zero(t, rec.step, "a parked delivery keeps its retry budget")
+
+	close(release) // the subscriber recovers
+	eventually(t, 10*time.Second, func() bool {
+		_, _ = d.ProcessDue(ctx)
+		for _, id := range parked {
+			if dl, err := d.Deliveries().Get(ctx, id); err != nil || dl.Status != StatusSuccess {
+				return false
+			}
+		}
+		return true
+	}, "the parked backlog is delivered after the probe")
+	assert.EqualValues(t, 1, closed.Load(), "the probe closed the circuit")
+	h, err = d.Webhooks().Health(ctx, bad.ID)
+	require.NoError(t, err)
+	assert.Equal(t, CircuitClosed, h.State)
+	assert.Equal(t, 2+5, hung.count(), "the two attempts that opened it, then each parked delivery once")
+	for _, id := range parked {
+		dl, err := d.Deliveries().Get(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, 1, dl.Attempts, "a parked delivery was sent once, when the circuit closed")
+	}
+}
+
+// TestHungWebhookDoesNotHoldTheWorker: while every request to webhook A hangs, the worker delivers all
+// of webhook B's due deliveries; A holds no more than MaxInFlightPerWebhook requests at once.
+func TestHungWebhookDoesNotHoldTheWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{Timeout: 5 * time.Second, Concurrency: 8, MaxInFlightPerWebhook: 2})
+	a, b := newReceiver(t), newReceiver(t)
+	release := make(chan struct{})
+	var c concurrency
+	hold(a, release, &c)
+	mustCreate(t, d, a, "*")
+	mustCreate(t, d, b, "*")
+	for i := range 40 {
+		_, err := d.Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("e-%d", i)})
+		require.NoError(t, err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- d.Run(runCtx) }()
+	eventually(t, 15*time.Second, func() bool { return b.count() == 40 }, "B's deliveries go out while A hangs")
+	assert.LessOrEqual(t, c.peak.Load(), int32(2), "A holds at most MaxInFlightPerWebhook requests")
+	assert.Equal(t, int32(2), c.now.Load(), "A's requests are still hung")
+	close(release)
+	eventually(t, 15*time.Second, func() bool { return a.count() == 40 }, "A's deliveries follow once it recovers")
+	stop()
+	require.NoError(t, <-done)
+	assert.LessOrEqual(t, c.peak.Load(), int32(2))
+}
+
+// TestInFlightCapHoldsInline: concurrent Dispatch calls make at most MaxInFlightPerWebhook inline
+// requests to one webhook at once; the others are deferred to the worker, recorded and pending.
+func TestInFlightCapHoldsInline(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{Timeout: 2 * time.Second, MaxInFlightPerWebhook: 3})
+	rc := newReceiver(t)
+	release := make(chan struct{})
+	var c concurrency
+	hold(rc, release, &c)
+	mustCreate(t, d, rc, "*")
+	var wg sync.WaitGroup
+	var deferred atomic.Int32
+	for i := range 12 {
+		wg.Go(func() {
+			res, err := d.Dispatch(ctx, Event{Type: "e", ID: fmt.Sprintf("c-%d", i)})
+			assert.NoError(t, err)
+			if res[0].Err != nil {
+				assert.ErrorIs(t, res[0].Err, ErrDeferred)
+				deferred.Add(1)
+			}
+			assert.NotNil(t, res[0].Delivery)
+		})
+	}
+	eventually(t, 5*time.Second, func() bool { return deferred.Load() == 9 }, "all but 3 are deferred")
+	close(release)
+	wg.Wait()
+	assert.Equal(t, int32(3), c.peak.Load(), "3 requests at once, no more")
+}
+
+// TestRateLimitHoldsAcrossReplicas: three Dispatchers drain 60 deliveries to a webhook limited to 20
+// requests per second: in every one-second window from the second request on, at most 20 × 1.05
+// requests arrive, and all are delivered.
+func TestRateLimitHoldsAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	var ds []*Dispatcher
+	for range 3 {
+		ds = append(ds, newTestDispatcherOn(t, tr.newClient(t), tr, Options{}))
+	}
+	rc := newReceiver(t)
+	var mu sync.Mutex
+	var arrivals []time.Time
+	rc.setHook(func(*http.Request) { mu.Lock(); arrivals = append(arrivals, time.Now()); mu.Unlock() })
+	_, err := ds[0].Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, RateLimit: 20})
+	require.NoError(t, err)
+	for i := range 60 {
+		_, err := ds[i%3].Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("r-%d", i)})
+		require.NoError(t, err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		wg.Go(func() { assert.NoError(t, d.Run(runCtx)) })
+	}
+	eventually(t, 20*time.Second, func() bool { return rc.count() == 60 }, "all delivered")
+	stop()
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	slices.SortFunc(arrivals, func(a, b time.Time) int { return a.Compare(b) })
+	for i := 1; i < len(arrivals); i++ {
+		n := 0
+		for _, at := range arrivals[i:] {
+			if at.Sub(arrivals[i]) < time.Second {
+				n++
+			}
+		}
+		assert.LessOrEqual(t, float64(n), 20*1.05, "requests in the second from arrival %d", i)
+	}
+}
+
+// TestEnqueueIsOneRoundTripAndWakesTheWorker: with subscribers cached, Enqueue to four webhooks costs
+// one round trip and attempts nothing itself; the worker of the same process sends them.
+func TestEnqueueIsOneRoundTripAndWakesTheWorker(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	rt := &roundTrips{}
+	c.AddHook(rt)
+	d := newTestDispatcherOn(t, c, tr, Options{})
+	rc := newReceiver(t)
+	for range 4 {
+		mustCreate(t, d, rc, "x")
+	}
+	ids := eventIDsInShard(t, "enq", 0, 2)
+	_, err := d.Enqueue(ctx, Event{Type: "x", ID: ids[0]}) // caches the subscribers, loads the script
+	require.NoError(t, err)
+	rt.n.Store(0)
+	res, err := d.Enqueue(ctx, Event{Type: "x", ID: ids[1]})
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, rt.n.Load(), "one round trip")
+	require.Len(t, res, 4)
+	for _, r := range res {
+		require.NoError(t, r.Err)
+		require.Equal(t, StatusPending, r.Delivery.Status)
+		require.Zero(t, r.Delivery.Attempts)
+	}
+	assert.Zero(t, rc.count(), "Enqueue attempts nothing itself")
+
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- d.Run(runCtx) }()
+	eventually(t, 5*time.Second, func() bool { return rc.count() == 8 }, "the worker sends every enqueued delivery")
+	stop()
+	require.NoError(t, <-done)
+}
