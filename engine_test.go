@@ -51,7 +51,7 @@ func TestHungSubscriberOpensItsCircuit(t *testing.T) {
 	const timeout = 400 * time.Millisecond
 	d := newTestDispatcher(t, tr, Options{Timeout: timeout, BreakAfter: 2, BreakFor: time.Second,
 		RetrySchedule: []time.Duration{time.Hour}, // the two attempts that open the circuit retry out of sight
-		Hooks: Hooks{CircuitOpened: func(string, time.Time) { opened.Add(1) }, CircuitClosed: func(string) { closed.Add(1) }}})
+		Hooks:         Hooks{CircuitOpened: func(string, time.Time) { opened.Add(1) }, CircuitClosed: func(string) { closed.Add(1) }}})
 	healthy, hung := newReceiver(t), newReceiver(t)
 	release := make(chan struct{})
 	var c concurrency
