@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,10 @@ type roundTrips struct {
 	hold atomic.Pointer[chan struct{}]
 }
 
+// isHandshake reports whether a command is part of go-redis's setup of a new connection (HELLO,
+// CLIENT SETINFO), which a call pays only when the pool grows.
+func isHandshake(c redis.Cmder) bool { return c.Name() == "hello" || c.Name() == "client" }
+
 func (h *roundTrips) wait() {
 	if c := h.hold.Load(); c != nil {
 		<-*c
@@ -29,6 +34,9 @@ func (h *roundTrips) wait() {
 }
 func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		if isHandshake(cmd) {
+			return next(ctx, cmd) // a new pool connection's setup, not a round trip of the call
+		}
 		h.n.Add(1)
 		h.wait()
 		return next(ctx, cmd)
@@ -36,6 +44,9 @@ func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if len(cmds) > 0 && !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return !isHandshake(c) }) {
+			return next(ctx, cmds)
+		}
 		h.n.Add(1)
 		h.wait()
 		return next(ctx, cmds)
