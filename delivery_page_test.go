@@ -56,6 +56,35 @@ func failPendingDue(t testing.TB, d *Dispatcher, clock *testClock) {
 	t.Fatal("worker passes did not settle")
 }
 
+// failingSetup is the setup of the tests that need failed deliveries: a receiver answering 500, a
+// dispatcher on a test clock with a one-step retry schedule (one minute), and a webhook on the
+// receiver subscribed to every event type.
+type failingSetup struct {
+	tr    *testRedis
+	d     *Dispatcher
+	clock *testClock
+	rc    *receiver
+	wh    *Webhook
+}
+
+func newFailingSetup(t testing.TB) *failingSetup {
+	t.Helper()
+	f := &failingSetup{tr: newTestRedis(t), rc: newReceiver(t)}
+	f.d, f.clock = newClockedDispatcher(t, f.tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	f.rc.status.Store(http.StatusInternalServerError)
+	f.wh = mustCreate(t, f.d, f.rc, "*")
+	return f
+}
+
+// failed dispatches n events as pageDispatch does, then runs the worker past the retry (failPendingDue)
+// so that they are failed; it returns the webhook's deliveries of them, in dispatch order.
+func (f *failingSetup) failed(t testing.TB, prefix string, n, tieEvery int) []string {
+	t.Helper()
+	ids := pageDispatch(t, f.d, f.clock, f.wh, prefix, n, tieEvery)
+	failPendingDue(t, f.d, f.clock)
+	return ids
+}
+
 // pageCollect follows a listing to its end (at most 1000 pages) and returns the delivery ids in order and
 // the number of pages; between runs after every page but the last.
 func pageCollect(t testing.TB, fetch func(cursor string) (*DeliveryPage, error), between func()) ([]string, int) {
@@ -235,13 +264,9 @@ func TestPageStatusFilter(t *testing.T) {
 // entries whose records are gone, the one failed delivery is found by following cursors, once.
 func TestPageBoundedScan(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRedis(t)
-	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	rc := newReceiver(t)
-	rc.status.Store(http.StatusInternalServerError)
-	wh := mustCreate(t, d, rc, "*")
-	ids := pageDispatch(t, d, clock, wh, "real", 1, 1)
-	failPendingDue(t, d, clock)
+	f := newFailingSetup(t)
+	tr, d, wh := f.tr, f.d, f.wh
+	ids := f.failed(t, "real", 1, 1)
 	real, err := d.Deliveries().Get(ctx, ids[0])
 	require.NoError(t, err)
 
@@ -308,13 +333,9 @@ func TestPageSkipsExpiredEntries(t *testing.T) {
 // and not again at its old place.
 func TestPageRedeliveredMovesToTop(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRedis(t)
-	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	rc := newReceiver(t)
-	rc.status.Store(http.StatusInternalServerError)
-	wh := mustCreate(t, d, rc, "*")
-	ids := pageDispatch(t, d, clock, wh, "top", 5, 1)
-	failPendingDue(t, d, clock)
+	f := newFailingSetup(t)
+	d, wh := f.d, f.wh
+	ids := f.failed(t, "top", 5, 1)
 	_, err := d.Redeliver(ctx, ids[0])
 	require.NoError(t, err)
 	page, err := d.Deliveries().Page(ctx, wh.ID, DeliveryQuery{Limit: 2})

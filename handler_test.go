@@ -375,14 +375,10 @@ func TestHandlerTestAndRotate(t *testing.T) {
 // the status filter; one delivery with its history.
 func TestHandlerDeliveries(t *testing.T) {
 	ctx := context.Background()
-	tr := newTestRedis(t)
-	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	f := newFailingSetup(t)
+	d, clock, rc, wh := f.d, f.clock, f.rc, f.wh
 	api := newAPI(t, d)
-	rc := newReceiver(t)
-	wh := mustCreate(t, d, rc, "*")
-	rc.status.Store(http.StatusInternalServerError)
-	failing := pageDispatch(t, d, clock, wh, "fail", 6, 1)
-	failPendingDue(t, d, clock)
+	failing := f.failed(t, "fail", 6, 1)
 	rc.status.Store(http.StatusOK)
 	original := append(failing, pageDispatch(t, d, clock, wh, "ok", 54, 2)...)
 	clock.Advance(time.Millisecond)
@@ -425,14 +421,10 @@ func TestHandlerDeliveries(t *testing.T) {
 
 // TestHandlerConcurrentRedeliver: 10 concurrent redeliver requests for one failed delivery send it once.
 func TestHandlerConcurrentRedeliver(t *testing.T) {
-	tr := newTestRedis(t)
-	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	api := newAPI(t, d)
-	rc := newReceiver(t)
-	rc.status.Store(http.StatusInternalServerError)
-	wh := mustCreate(t, d, rc, "*")
-	ids := pageDispatch(t, d, clock, wh, "again", 1, 1)
-	failPendingDue(t, d, clock)
+	f := newFailingSetup(t)
+	rc := f.rc
+	api := newAPI(t, f.d)
+	ids := f.failed(t, "again", 1, 1)
 	before := rc.count()
 	require.Equal(t, 2, before)
 

@@ -179,3 +179,22 @@ func TestOfficialVerifierRejectsForgeries(t *testing.T) {
 		assert.Error(t, verifyAt(secret, reqs[i].Header, reqs[i].Body, now), "request %d accepted by Verify", i)
 	}
 }
+
+// TestOfficialVerifierAcceptsDispatchedRequests: the requests Dispatch sends to two webhooks (each
+// signed with its own secret) pass the official verifier. It skips without the verifier; the
+// dispatch itself is TestDispatchSequentialDuplicateSendsOnce's.
+func TestOfficialVerifierAcceptsDispatchedRequests(t *testing.T) {
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc1, rc2 := newReceiver(t), newReceiver(t)
+	w1 := mustCreate(t, d, rc1, "pool.created")
+	w2 := mustCreate(t, d, rc2, "pool.*")
+	res, err := d.Dispatch(ctx, Event{Type: "pool.created", ID: "evt-1", Data: map[string]any{"pool": 7}})
+	require.NoError(t, err)
+	require.Len(t, res, 2)
+	require.Equal(t, 1, rc1.count())
+	require.Equal(t, 1, rc2.count())
+	verifyWithOfficial(t, w1.Secret, rc1.requests())
+	verifyWithOfficial(t, w2.Secret, rc2.requests())
+}

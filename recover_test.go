@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"net/http"
 	"testing"
 	"time"
 
@@ -24,13 +23,8 @@ type recoverFixture struct {
 
 func newRecoverFixture(t *testing.T, nBefore, nIn, nAfter int) *recoverFixture {
 	t.Helper()
-	tr := newTestRedis(t)
-	f := &recoverFixture{clock: newTestClock()}
-	f.d = newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	f.d.now = f.clock.Now
-	f.rc = newReceiver(t)
-	f.rc.status.Store(http.StatusInternalServerError)
-	f.wh = mustCreate(t, f.d, f.rc, "*")
+	s := newFailingSetup(t)
+	f := &recoverFixture{d: s.d, clock: s.clock, rc: s.rc, wh: s.wh}
 	mustCreate(t, f.d, newReceiver(t), "*") // another webhook's failures are not this one's
 
 	f.before = pageDispatch(t, f.d, f.clock, f.wh, "before", nBefore, 1)
