@@ -55,6 +55,7 @@ type Dispatcher struct {
 	circuitCache *circuitCache
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard    atomic.Uint32 // where the next scan of the schedule starts
+	idled        func()        // tests: called before Run waits with nothing due that it could take
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -256,4 +257,47 @@ func TestEnqueueIsOneRoundTripAndWakesTheWorker(t *testing.T) {
 	eventually(t, 5*time.Second, func() bool { return rc.count() == 8 }, "the worker sends every enqueued delivery")
 	stop()
 	require.NoError(t, <-done)
+}
+
+// TestReplicasDoNotIdleWhileDeliveriesAreDue: three replicas drain a backlog, racing for the same
+// deliveries; none of them waits idle (the wait for the next due time) while the schedule holds a due
+// delivery.
+func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
+	t.Parallel()
+	const events, hooks = 100, 3
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	rc := newReceiver(t)
+	var ds []*Dispatcher
+	var idle atomic.Int32
+	for range 3 {
+		d := newTestDispatcherOn(t, tr.newClient(t), tr, Options{Concurrency: 8, MaxInFlightPerWebhook: 8})
+		d.idled = func() {
+			now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+			for s := range shardCount {
+				if n := tr.rdb.ZCount(ctx, d.keys.readyKey(s), "-inf", now).Val(); n > 0 {
+					idle.Add(1) // a webhook had deliveries due, and this replica went idle
+					return
+				}
+			}
+		}
+		ds = append(ds, d)
+	}
+	for range hooks {
+		mustCreate(t, ds[0], rc, "*")
+	}
+	for i := range events {
+		_, err := ds[0].Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("b-%d", i)})
+		require.NoError(t, err)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, d := range ds {
+		wg.Go(func() { assert.NoError(t, d.Run(runCtx)) })
+	}
+	eventually(t, 20*time.Second, func() bool { return rc.count() >= events*hooks }, "the backlog is drained")
+	stop()
+	wg.Wait()
+	assert.Equal(t, events*hooks, rc.count(), "each delivery sent once")
+	assert.Zero(t, idle.Load(), "no replica waited idle while deliveries were due")
 }

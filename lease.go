@@ -111,12 +111,12 @@ func (d *Dispatcher) parkAll(ctx context.Context, due []dueWebhook, until time.T
 
 // leaseTakes reads the due ids of each take's queue, reserves in-flight and rate slots for them
 // (reserve), and leases them, each shard in one script (the shards' scripts go out together). A
-// webhook due in several shards gets no more than its share in all. It returns the leased deliveries,
-// how many it asked for, and the errors. Slots reserved for what was not leased are given back.
-func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([]leasedDelivery, int, error) {
+// webhook due in several shards gets no more than its share in all. It returns the leased deliveries
+// and the errors. Slots reserved for what was not leased are given back.
+func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([]leasedDelivery, error) {
 	ids, err := d.candidates(ctx, now, takes)
 	if err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	read := map[string]int{}   // ids read per webhook, within its share
 	byID := map[string][]int{} // takes per webhook
@@ -139,12 +139,14 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 			n -= len(ids[i])
 		}
 	}
+	// A take with ids goes to its shard's script; so does one whose webhook had no due id at all, for
+	// the script to retime it: a ready entry that says due when its queue has nothing due cannot make
+	// workers spin. (One whose ids were dropped for its cap or rate limit does not: a retime would
+	// undo the park that reserve just made.)
 	byShard := map[int][]int{}
-	asked := 0
 	for i, tk := range takes {
-		if len(ids[i]) > 0 {
+		if len(ids[i]) > 0 || read[tk.id] == 0 {
 			byShard[tk.shard] = append(byShard[tk.shard], i)
-			asked += len(ids[i])
 		}
 	}
 	results := make(chan leaseResult, len(byShard))
@@ -165,7 +167,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 		jobs, errs = append(jobs, r.jobs...), append(errs, r.err)
 	}
 	d.assignStarts(jobs, starts, reserved)
-	return jobs, asked, errors.Join(errs...)
+	return jobs, errors.Join(errs...)
 }
 
 // leaseResult is one shard's lease.

@@ -85,6 +85,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if !next.IsZero() {
 			wait = min(wait, max(next.Sub(d.now()), minWait))
 		}
+		if d.idled != nil {
+			d.idled()
+		}
 		d.sleep(ctx, wait)
 	}
 	return nil
@@ -139,8 +142,8 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 }
 
 // leaseDue leases up to free due deliveries, shared fairly among the webhooks that have some due. It
-// returns them, the earliest due time in the future, whether deliveries were left due that this
-// worker could take at once (another replica won the race for some), and Redis's errors.
+// returns them, the earliest due time in the future, whether it found due deliveries it could take
+// (then the caller looks again at once instead of waiting), and Redis's errors.
 func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []leasedDelivery, next time.Time, more bool, err error) {
 	now := d.now()
 	due, next, err := d.scanReady(ctx, now, free+16)
@@ -155,11 +158,13 @@ func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []leasedDeliv
 	if len(takes) == 0 {
 		return nil, next, false, nil
 	}
-	jobs, asked, err := d.leaseTakes(ctx, now, takes, targets)
+	jobs, err = d.leaseTakes(ctx, now, takes, targets)
 	for i := range jobs {
 		jobs[i].webhook = targets.webhooks[jobs[i].rec.WebhookID]
 	}
-	return jobs, next, len(jobs) < asked, err
+	// Something was due and takeable: look again at once, whatever this lease got (another replica
+	// may have won some of it, and more may be due behind it).
+	return jobs, next, true, err
 }
 
 // dueTargets reads the webhooks found due, in one round trip.
