@@ -149,6 +149,12 @@ func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
 			delay = min(res.retryAfter, MaxRetryAfter)
 		}
 		o.status, o.next, o.step = StatusPending, d.now().Add(delay), rec.step+1
+		if !rec.ExpiresAt.IsZero() && o.next.Add(d.lease).After(rec.ExpiresAt) {
+			// Its record (its claim) would expire before the retry ends: fail it now, visibly,
+			// rather than let it vanish.
+			o.status, o.next = StatusFailed, time.Time{}
+			o.err += "; failed: its record's retention ends before the next attempt"
+		}
 	default:
 		o.status = StatusFailed
 	}

@@ -87,6 +87,7 @@ func (d *Dispatcher) trackCircuit(ctx context.Context, rec *record, o outcome) {
 			return
 		}
 		d.circuitCache.put(h, now)
+		d.disableIfFailingTooLong(ctx, id, h)
 		if opened {
 			d.log.Warn("webhooks: circuit opened", "webhook_id", id, "failures", h.ConsecutiveFailures,
 				"open_until", h.OpenUntil)
@@ -150,4 +151,14 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// disableIfFailingTooLong disables a webhook whose run of consecutive failed attempts, as the circuit
+// counts it across every replica, began Options.DisableAfter ago or more: with the breaker on, this
+// bounds how long deliveries wait parked (DisableAfter, plus one open period of at most MaxBreakFor).
+func (d *Dispatcher) disableIfFailingTooLong(ctx context.Context, id string, h Health) {
+	if d.opts.DisableAfter <= 0 || h.FailingSince.IsZero() || d.now().Sub(h.FailingSince) < d.opts.DisableAfter {
+		return
+	}
+	d.disableWebhook(ctx, id, fmt.Sprintf("every attempt failed for %s", d.opts.DisableAfter))
 }

@@ -179,11 +179,11 @@ func TestInFlightCapHoldsInline(t *testing.T) {
 	assert.Equal(t, int32(3), c.peak.Load(), "3 requests at once, no more")
 }
 
-// TestRateLimitHoldsAcrossReplicas: three Dispatchers drain 60 deliveries to a webhook limited to 20
-// requests per second: in every one-second window from the second request on, at most 20 × 1.05
+// TestRateLimitHoldsAcrossReplicas: three Dispatchers drain 200 deliveries to a webhook limited to 50
+// requests per second: in every one-second window from the second request on, at most 50 × 1.05
 // requests arrive, and all are delivered.
 func TestRateLimitHoldsAcrossReplicas(t *testing.T) {
-	t.Parallel()
+	// Not parallel: arrival times are what it checks, and a CPU shared with other tests stalls them.
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	var ds []*Dispatcher
@@ -194,9 +194,9 @@ func TestRateLimitHoldsAcrossReplicas(t *testing.T) {
 	var mu sync.Mutex
 	var arrivals []time.Time
 	rc.setHook(func(*http.Request) { mu.Lock(); arrivals = append(arrivals, time.Now()); mu.Unlock() })
-	_, err := ds[0].Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, RateLimit: 20})
+	_, err := ds[0].Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, RateLimit: 50})
 	require.NoError(t, err)
-	for i := range 60 {
+	for i := range 200 {
 		_, err := ds[i%3].Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("r-%d", i)})
 		require.NoError(t, err)
 	}
@@ -205,7 +205,7 @@ func TestRateLimitHoldsAcrossReplicas(t *testing.T) {
 	for _, d := range ds {
 		wg.Go(func() { assert.NoError(t, d.Run(runCtx)) })
 	}
-	eventually(t, 20*time.Second, func() bool { return rc.count() == 60 }, "all delivered")
+	eventually(t, 30*time.Second, func() bool { return rc.count() == 200 }, "all delivered")
 	stop()
 	wg.Wait()
 	mu.Lock()
@@ -218,7 +218,7 @@ func TestRateLimitHoldsAcrossReplicas(t *testing.T) {
 				n++
 			}
 		}
-		assert.LessOrEqual(t, float64(n), 20*1.05, "requests in the second from arrival %d", i)
+		assert.LessOrEqual(t, float64(n), 50*1.05, "requests in the second from arrival %d", i)
 	}
 }
 

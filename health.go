@@ -32,10 +32,10 @@ func (d *Dispatcher) lastSuccess(ctx context.Context, webhookID string) (time.Ti
 
 // disableIfBroken disables the webhook of a recorded outcome when the outcome says so (410 Gone) or
 // when it has failed for Options.DisableAfter with no success, and runs the WebhookDisabled hook.
-// Its writes are plain commands, not scripts: each is idempotent (HSET of a time, the registry's own
-// conditional save), and a lost one only delays the disable to the next failure.
+// The HSET that restarts a shard's run is a plain command, not a script: it is idempotent, and a lost
+// one only delays the disable to the next failure; the disable itself is the registry's conditional
+// save (a script).
 func (d *Dispatcher) disableIfBroken(ctx context.Context, rec *record, o outcome, failingSince time.Time) {
-	h := d.opts.Hooks
 	reason := ""
 	switch {
 	case o.disable:
@@ -57,19 +57,24 @@ func (d *Dispatcher) disableIfBroken(ctx context.Context, rec *record, o outcome
 			d.log.Warn("webhooks: reset webhook health", "webhook_id", rec.WebhookID, "error", err)
 		}
 	}
-	if reason == "" {
-		return
+	if reason != "" {
+		d.disableWebhook(ctx, rec.WebhookID, reason)
 	}
-	changed, err := d.webhooks.disable(ctx, rec.WebhookID)
+}
+
+// disableWebhook disables a webhook for a reason, logs it and runs the WebhookDisabled hook, once:
+// a webhook already disabled is left as it is.
+func (d *Dispatcher) disableWebhook(ctx context.Context, id, reason string) {
+	changed, err := d.webhooks.disable(ctx, id)
 	if err != nil {
-		d.log.Error("webhooks: disable webhook", "webhook_id", rec.WebhookID, "reason", reason, "error", err)
+		d.log.Error("webhooks: disable webhook", "webhook_id", id, "reason", reason, "error", err)
 		return
 	}
 	if !changed {
 		return
 	}
-	d.log.Warn("webhooks: webhook disabled", "webhook_id", rec.WebhookID, "reason", reason)
-	if h.WebhookDisabled != nil {
-		d.runHook("WebhookDisabled", func() { h.WebhookDisabled(rec.WebhookID, reason) })
+	d.log.Warn("webhooks: webhook disabled", "webhook_id", id, "reason", reason)
+	if f := d.opts.Hooks.WebhookDisabled; f != nil {
+		d.runHook("WebhookDisabled", func() { f(id, reason) })
 	}
 }

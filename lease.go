@@ -41,7 +41,10 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 			continue // at its cap: an ending attempt wakes the worker
 		}
 		probe := ""
-		if h := d.circuit(ctx, id); h.State != CircuitClosed {
+		wh := t.webhooks[id]
+		// A deleted or disabled webhook's deliveries are taken whatever its circuit says: they fail
+		// (refuse), and must not wait parked for a probe that never comes.
+		if h := d.circuit(ctx, id); h.State != CircuitClosed && wh != nil && !wh.Disabled {
 			tok, ok := d.tryProbe(ctx, id, now, h)
 			if !ok {
 				d.parkAll(ctx, shards[id], later(h.OpenUntil, now.Add(probeRecheck)))
@@ -77,29 +80,18 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 	return takes
 }
 
-// reserve takes, for the due ids read of one webhook, its in-flight slots and (when it is
-// rate-limited) its rate slots, and returns how many of them may be leased, with their start times.
-// A webhook that got no rate slot is parked until it can get one.
-func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebhook, id string, want int, due []dueWebhook) (int, []time.Time) {
-	n := d.flights.take(id, want)
-	if wh == nil || wh.RateLimit <= 0 || n == 0 {
-		return n, nil
+// reserve takes, for the due ids read of one webhook, its in-flight slots, no more than its rate
+// limit has free within rateHorizon (counted from the limiter's TAT read with the candidates), and
+// returns how many of them may be leased. A webhook with no free rate slot is parked until it has one.
+func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebhook, id, tat string, want int, due []dueWebhook) int {
+	if wh != nil && wh.RateLimit > 0 {
+		free, wait := freeRateSlots(tat, now, wh.RateLimit, rateHorizon)
+		if free == 0 {
+			d.parkAll(ctx, due, now.Add(max(wait, minWait)))
+		}
+		want = min(want, free)
 	}
-	delays, retryIn, err := takeRateSlots(ctx, d.rdb, d.keys.rateKey(id), wh.RateLimit, n, rateHorizon)
-	if err != nil {
-		d.log.Warn("webhooks: rate limit", "webhook_id", id, "error", err)
-	}
-	for range n - len(delays) {
-		d.flights.release(id)
-	}
-	if len(delays) == 0 && err == nil {
-		d.parkAll(ctx, due, now.Add(max(retryIn-rateHorizon, minWait)))
-	}
-	starts := make([]time.Time, len(delays))
-	for i, dl := range delays {
-		starts[i] = time.Now().Add(dl)
-	}
-	return len(delays), starts
+	return d.flights.take(id, want)
 }
 
 // parkAll parks a webhook in every shard it was found due in.
@@ -109,12 +101,12 @@ func (d *Dispatcher) parkAll(ctx context.Context, due []dueWebhook, until time.T
 	}
 }
 
-// leaseTakes reads the due ids of each take's queue, reserves in-flight and rate slots for them
-// (reserve), and leases them, each shard in one script (the shards' scripts go out together). A
+// leaseTakes reads the due ids of each take's queue, reserves in-flight slots for them within the
+// webhook's free rate slots (reserve), and leases them, each shard in one script (the shards' scripts go out together). A
 // webhook due in several shards gets no more than its share in all. It returns the leased deliveries
 // and the errors. Slots reserved for what was not leased are given back.
 func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([]leasedDelivery, error) {
-	ids, err := d.candidates(ctx, now, takes)
+	ids, tats, err := d.candidates(ctx, now, takes, t)
 	if err != nil {
 		return nil, err
 	}
@@ -125,15 +117,14 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 		read[tk.id] += len(ids[i])
 		byID[tk.id] = append(byID[tk.id], i)
 	}
-	starts := map[string][]time.Time{}
 	reserved := map[string]int{}
 	for id, idx := range byID {
 		due := make([]dueWebhook, len(idx))
 		for k, i := range idx {
 			due[k] = takes[i].dueWebhook
 		}
-		n, st := d.reserve(ctx, now, t.webhooks[id], id, read[id], due)
-		reserved[id], starts[id] = n, st
+		n := d.reserve(ctx, now, t.webhooks[id], id, tats[id], read[id], due)
+		reserved[id] = n
 		for _, i := range idx { // keep the first n ids
 			ids[i] = ids[i][:min(len(ids[i]), n)]
 			n -= len(ids[i])
@@ -166,7 +157,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 		r := <-results
 		jobs, errs = append(jobs, r.jobs...), append(errs, r.err)
 	}
-	d.assignStarts(jobs, starts, reserved)
+	d.giveBack(jobs, reserved)
 	return jobs, errors.Join(errs...)
 }
 
@@ -176,40 +167,43 @@ type leaseResult struct {
 	err  error
 }
 
-// assignStarts hands each leased delivery of a rate-limited webhook one of its slots, and gives back
-// the in-flight slots reserved for deliveries that were not leased.
-func (d *Dispatcher) assignStarts(jobs []leasedDelivery, starts map[string][]time.Time, reserved map[string]int) {
-	got := map[string]int{}
-	for i := range jobs {
-		id := jobs[i].rec.WebhookID
-		if k := got[id]; k < len(starts[id]) {
-			jobs[i].startAt = starts[id][k]
-		}
-		got[id]++
+// giveBack gives back the in-flight slots reserved for deliveries that were not leased.
+func (d *Dispatcher) giveBack(jobs []leasedDelivery, reserved map[string]int) {
+	for _, j := range jobs {
+		reserved[j.rec.WebhookID]--
 	}
 	for id, n := range reserved {
-		for range n - got[id] {
+		for range n {
 			d.flights.release(id)
 		}
 	}
 }
 
-// candidates reads, in one round trip, the ids of up to t.n due deliveries of each take's queue.
-func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take) ([][]string, error) {
+// candidates reads, in one round trip, the ids of up to t.n due deliveries of each take's queue, and
+// the rate limiter of each rate-limited webhook among them (its TAT, "" when none).
+func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([][]string, map[string]string, error) {
 	pipe := d.rdb.Pipeline()
 	cmds := make([]*redis.StringSliceCmd, len(takes))
-	for i, t := range takes {
-		cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.queueKey(t.shard, t.id), ByScore: true,
-			Start: "-inf", Stop: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(t.n)})
+	rates := map[string]*redis.StringCmd{}
+	for i, tk := range takes {
+		cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.queueKey(tk.shard, tk.id), ByScore: true,
+			Start: "-inf", Stop: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(tk.n)})
+		if wh := t.webhooks[tk.id]; wh != nil && wh.RateLimit > 0 && rates[tk.id] == nil {
+			rates[tk.id] = pipe.Get(ctx, d.keys.rateKey(tk.id))
+		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("webhooks: read queues: %w", err)
+		return nil, nil, fmt.Errorf("webhooks: read queues: %w", err)
 	}
 	ids := make([][]string, len(takes))
 	for i, c := range cmds {
 		ids[i] = c.Val()
 	}
-	return ids, nil
+	tats := make(map[string]string, len(rates))
+	for id, c := range rates {
+		tats[id] = c.Val()
+	}
+	return ids, tats, nil
 }
 
 // leaseShard leases the candidates of some webhooks of one shard and decodes their records.

@@ -60,6 +60,8 @@ type Options struct {
 	// retried: that is, for each retry delay, the delay at its jittered maximum (×1.2) plus MaxRetryAfter
 	// (an hour a 429 or 503 may add) plus one lease, and one more lease for the first attempt, where a
 	// lease is Timeout + max(Timeout, 1s). With the default schedule and Timeout that is 40h10m6s.
+	// With the circuit breaker on (BreakAfter >= 0) it must also cover the longest a delivery may wait
+	// parked: at least MinRetention + DisableAfter + MaxBreakFor (6d16h20m6s with the defaults).
 	// Defaults to 7 days.
 	Retention time.Duration
 
@@ -104,7 +106,9 @@ type Options struct {
 	// BreakAfter is how many consecutive failed attempts to a webhook (timeouts, connection errors,
 	// 5xx, 429), counted by every replica together, open its circuit: while it is open no attempt is
 	// made to it, Dispatch and Enqueue record its deliveries parked until the circuit's next probe,
-	// and parked deliveries keep their retry budget. Negative means never. Defaults to 5.
+	// and parked deliveries keep their retry budget. A webhook whose failures began DisableAfter ago
+	// is disabled at its next failed probe, and its parked deliveries fail: parking never outlasts a
+	// record (see Retention). Negative means never. Defaults to 5.
 	BreakAfter int
 
 	// BreakFor is a circuit's first open period. When it ends one probe goes out (one attempt,
@@ -195,6 +199,9 @@ func (o Options) withDefaults() (Options, error) {
 	if o.DisableAfter == 0 {
 		o.DisableAfter = DefaultDisableAfter
 	}
+	if err := o.checkParking(); err != nil {
+		return o, err
+	}
 	for _, p := range o.AllowedNetworks {
 		if !p.IsValid() {
 			return o, fmt.Errorf("%w: AllowedNetworks has an invalid prefix", ErrInvalidOptions)
@@ -220,4 +227,21 @@ func retryHorizon(schedule []time.Duration, lease time.Duration) time.Duration {
 		h += time.Duration(float64(d)*(1+RetryJitter)) + MaxRetryAfter + lease
 	}
 	return h + lease
+}
+
+// checkParking checks that no delivery can wait parked behind an open circuit past its record: with
+// the breaker on, a webhook failing for DisableAfter is disabled at its next failed probe (at most
+// MaxBreakFor later), and its parked deliveries then fail; so Retention must cover MinRetention plus
+// DisableAfter plus MaxBreakFor, and DisableAfter must not be "never".
+func (o Options) checkParking() error {
+	if o.BreakAfter < 0 {
+		return nil
+	}
+	if o.DisableAfter < 0 {
+		return fmt.Errorf("%w: with the circuit breaker on (BreakAfter >= 0), DisableAfter must not be negative: it bounds how long deliveries wait parked", ErrInvalidOptions)
+	}
+	if m := MinRetention(o.RetrySchedule, o.Timeout) + o.DisableAfter + MaxBreakFor; o.Retention < m {
+		return fmt.Errorf("%w: Retention %s is shorter than MinRetention + DisableAfter + MaxBreakFor = %s, the longest a delivery may live with the circuit breaker on (BreakAfter >= 0)", ErrInvalidOptions, o.Retention, m)
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -82,4 +83,22 @@ func takeRateSlots(ctx context.Context, rdb redis.UniversalClient, key string, p
 		delays[i] = first + time.Duration(int64(i)*interval)*time.Microsecond
 	}
 	return delays, 0, nil
+}
+
+// freeRateSlots counts, from a limiter's stored TAT (as GET returns it, "" when none) and this
+// process's clock, the slots free within horizon from now, and when none is, how long until one is.
+// It only reads: a worker uses it to decide how many deliveries to lease, and each attempt then takes
+// its own slot with takeRateSlots. A clock apart from Redis's makes the count off, never the limit.
+func freeRateSlots(tat string, now time.Time, perSecond int, horizon time.Duration) (int, time.Duration) {
+	interval := rateInterval(perSecond)
+	nowUS := now.UnixMicro()
+	next, err := strconv.ParseInt(tat, 10, 64)
+	if err != nil || next < nowUS {
+		next = nowUS
+	}
+	first := next - nowUS
+	if first > horizon.Microseconds() {
+		return 0, time.Duration(first-horizon.Microseconds()) * time.Microsecond
+	}
+	return int((horizon.Microseconds()-first)/interval) + 1, 0
 }

@@ -36,7 +36,8 @@ const (
 	maxErrorBackoff = 5 * time.Second
 	// probeRecheck is how long a worker parks a webhook whose probe another replica holds.
 	probeRecheck = time.Second
-	// rateHorizon is how far ahead a worker takes rate-limit slots; each attempt waits for its own.
+	// rateHorizon is how far ahead an attempt to a rate-limited webhook takes its slot (then waits
+	// for it), and how far ahead a worker counts free slots when it decides how many to lease.
 	rateHorizon = 100 * time.Millisecond
 )
 
@@ -141,9 +142,8 @@ type dueWebhook struct {
 // take is how many due deliveries of one webhook in one shard a worker leases, and how.
 type take struct {
 	dueWebhook
-	n      int
-	probe  string      // the probe token, when this lease is its circuit's probe
-	starts []time.Time // rate-limit slots, one per delivery, for a rate-limited webhook
+	n     int
+	probe string // the probe token, when this lease is its circuit's probe
 }
 
 // leasedDelivery is a due delivery this worker holds the lease of.
@@ -151,7 +151,6 @@ type leasedDelivery struct {
 	shard   int
 	rec     *record
 	probe   string         // the probe token, when this attempt is its circuit's probe
-	startAt time.Time      // its rate-limit slot (zero: at once)
 	webhook *storedWebhook // nil when deleted
 }
 

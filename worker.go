@@ -132,10 +132,10 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 				done(err)
 				return
 			}
-			if wait := time.Until(j.startAt); wait > 0 {
-				time.Sleep(wait) // its rate-limit slot, at most rateHorizon away
+			o, ok := d.waitRateSlot(actx, j)
+			if ok {
+				o = d.attemptLeased(actx, j, j.webhook, bodies[i])
 			}
-			o := d.attemptLeased(actx, j, j.webhook, bodies[i])
 			done(d.settle(actx, j.shard, []*record{j.rec}, []outcome{o})[0])
 		})
 	}
@@ -236,4 +236,36 @@ func (d *Dispatcher) attemptLeased(ctx context.Context, j leasedDelivery, wh *st
 // isTestDelivery reports whether a delivery was made by SendTest, which reaches disabled webhooks too.
 func isTestDelivery(rec *record) bool {
 	return rec.EventType == TestEventType && strings.HasPrefix(rec.EventID, "test_")
+}
+
+// waitRateSlot takes the rate-limit slot of an attempt to a rate-limited webhook and waits for it (at
+// most rateHorizon). With no slot that near, the delivery goes back to its queue, due when one is free,
+// its retry budget kept: the returned outcome says so, and ok is false.
+func (d *Dispatcher) waitRateSlot(ctx context.Context, j leasedDelivery) (outcome, bool) {
+	if j.webhook == nil || j.webhook.RateLimit <= 0 || j.webhook.Disabled {
+		return outcome{}, true
+	}
+	key, limit := d.keys.rateKey(j.webhook.ID), j.webhook.RateLimit
+	delays, retryIn, err := takeRateSlots(ctx, d.rdb, key, limit, 1, rateHorizon)
+	// A process stalled past its slot (GC, a busy CPU) would send late, next to the slots granted after
+	// it: take a new slot instead, a few times at most.
+	for try := 0; err == nil && len(delays) > 0 && try < 3; try++ {
+		at := time.Now().Add(delays[0])
+		time.Sleep(delays[0])
+		if time.Since(at) < time.Duration(rateInterval(limit))*time.Microsecond/4 {
+			return outcome{}, true
+		}
+		delays, retryIn, err = takeRateSlots(ctx, d.rdb, key, limit, 1, rateHorizon)
+	}
+	if err != nil || len(delays) == 0 {
+		if err != nil {
+			d.log.Warn("webhooks: rate limit", "webhook_id", j.webhook.ID, "error", err)
+			retryIn = time.Second
+		}
+		rec := j.rec
+		return outcome{id: rec.ID, token: rec.heldToken(), status: StatusPending, next: d.now().Add(max(retryIn, minWait)),
+			step: rec.step, code: rec.LastStatusCode, err: rec.LastError}, false
+	}
+	time.Sleep(delays[0])
+	return outcome{}, true
 }
