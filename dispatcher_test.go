@@ -599,6 +599,26 @@ func TestRoundTripsPerDispatch(t *testing.T) {
 	}
 	// One shard, so one node of a cluster: the warm-up loads the scripts there and caches the subscribers.
 	ids := eventIDsInShard(t, "rt", 0, 3)
+	// The pool opens a connection for each outcome write that finds none idle, and the hook counts its
+	// handshake (HELLO, CLIENT SETINFO): open enough connections to the shard's node first, so that the
+	// counts below are the Dispatch's own round trips.
+	node, ok := c.(*redis.Client)
+	if cc, isCluster := c.(*redis.ClusterClient); isCluster {
+		var err error
+		node, err = cc.MasterForKey(ctx, d.keys.eventKey(0, ids[0]))
+		require.NoError(t, err)
+		ok = true
+	}
+	require.True(t, ok)
+	var conns []*redis.Conn
+	for range 8 {
+		cn := node.Conn()
+		require.NoError(t, cn.Ping(ctx).Err())
+		conns = append(conns, cn)
+	}
+	for _, cn := range conns {
+		require.NoError(t, cn.Close()) // back to the pool, idle
+	}
 	_, err := d.Dispatch(ctx, Event{Type: "x", ID: ids[0]})
 	require.NoError(t, err)
 
