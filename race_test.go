@@ -106,7 +106,10 @@ func TestConcurrentDispatchStress(t *testing.T) {
 	tr := newTestRedis(t)
 	var ds []*Dispatcher
 	for range replicas {
-		ds = append(ds, newTestDispatcherOn(t, tr.newClient(t), tr, Options{}))
+		// A long Timeout, so a long lease: under the race detector on a loaded machine, a claim's reply
+		// can come more than the default test lease's margin (1s) late, and its attempt is then rightly
+		// deferred to a worker, which this test does not run.
+		ds = append(ds, newTestDispatcherOn(t, tr.newClient(t), tr, Options{Timeout: 10 * time.Second}))
 	}
 	rc := newReceiver(t)
 	var hooks []*Webhook
