@@ -17,6 +17,7 @@ import (
 )
 
 func TestDispatchSequentialDuplicateSendsOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -80,6 +81,7 @@ func TestDispatchSequentialDuplicateSendsOnce(t *testing.T) {
 }
 
 func TestSubscriptionMatching(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		pattern, eventType string
 		match              bool
@@ -140,6 +142,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestDisabledWebhookGetsNoDeliveryUntilReenabled(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -167,6 +170,7 @@ func TestDisabledWebhookGetsNoDeliveryUntilReenabled(t *testing.T) {
 }
 
 func TestSendTestNeverCollapses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	clock := newTestClock()
@@ -195,6 +199,7 @@ func TestSendTestNeverCollapses(t *testing.T) {
 }
 
 func TestFailedAttemptIsPendingAndScheduled(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -232,6 +237,7 @@ func TestFailedAttemptIsPendingAndScheduled(t *testing.T) {
 // TestClaimIsTheRecord: the pair's claim is its record, one key with the retention as its TTL, so they
 // cannot expire apart; the event body and the index entry live as long.
 func TestClaimIsTheRecord(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{Retention: 50 * time.Hour, RetrySchedule: []time.Duration{time.Minute}})
@@ -265,6 +271,7 @@ func TestClaimIsTheRecord(t *testing.T) {
 }
 
 func TestInvalidEventClaimsNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{MaxPayloadBytes: 1024})
@@ -300,6 +307,7 @@ func TestInvalidEventClaimsNothing(t *testing.T) {
 }
 
 func TestOddEventIDsAreDeliveredOnceEach(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -322,6 +330,7 @@ func TestOddEventIDsAreDeliveredOnceEach(t *testing.T) {
 }
 
 func TestNewValidatesOptions(t *testing.T) {
+	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
 	cases := []struct {
@@ -349,6 +358,7 @@ func TestNewValidatesOptions(t *testing.T) {
 }
 
 func TestRegistryCRUD(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -415,6 +425,7 @@ func TestRegistryChangesReachOtherReplicasWithinASecond(t *testing.T) {
 }
 
 func TestDispatchReportsRedisFailurePerTarget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcherOn(t, tr.newClient(t), tr, Options{})
@@ -453,6 +464,7 @@ func (h failingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // TestAnEventIDNamesOneEvent: the same event id dispatched again with other data reaches a webhook
 // that subscribed since with the body of the first dispatch, stored once for both.
 func TestAnEventIDNamesOneEvent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -508,6 +520,7 @@ func (h *commandCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // TestResolutionCostDoesNotGrowWithTheRegistry: resolving the subscribers of a type reads the same
 // commands whether 10 or 300 other webhooks are registered.
 func TestResolutionCostDoesNotGrowWithTheRegistry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	client := tr.newClient(t)
@@ -542,6 +555,7 @@ func TestResolutionCostDoesNotGrowWithTheRegistry(t *testing.T) {
 }
 
 func TestRetryAfterIsBounded(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	cases := []struct {
 		header string
@@ -563,6 +577,7 @@ func TestRetryAfterIsBounded(t *testing.T) {
 
 // TestReturnedDeliveryIsTheStoredOne: what Dispatch and Redeliver return is what a later Get reads.
 func TestReturnedDeliveryIsTheStoredOne(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}})

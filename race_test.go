@@ -48,6 +48,7 @@ func (g *claimGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // TestClaimInterleaving delays the first caller's claim until a second caller has dispatched the same
 // event all the way through: the first must come back with the second's records, and send nothing.
 func TestClaimInterleaving(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	slowClient := tr.newClient(t)
