@@ -56,6 +56,7 @@ func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // TestScriptBatcherCoalescesConcurrentCalls: 64 concurrent calls, each answered with its own reply,
 // in far fewer round trips than calls, also when the server has lost its scripts.
 func TestScriptBatcherCoalescesConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	client := tr.newClient(t)
@@ -94,6 +95,7 @@ func TestScriptBatcherCoalescesConcurrentCalls(t *testing.T) {
 // TestScriptBatcherWaiterGivesUp: a caller whose context ends while queued returns at once; the queue
 // goes on without it.
 func TestScriptBatcherWaiterGivesUp(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	client := tr.newClient(t)
@@ -148,6 +150,7 @@ func (h *panicOnce) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // TestScriptBatcherSurvivesAPanic: a panic while a batch is sent reaches the leader, and the batcher
 // goes on serving later calls instead of leaving them queued for ever.
 func TestScriptBatcherSurvivesAPanic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	client := tr.newClient(t)

@@ -146,6 +146,7 @@ func listingOrder(t testing.TB, d *Dispatcher, ids []string) []string {
 // TestPageNeitherSkipsNorRepeats lists 60 deliveries page by page while new deliveries are written
 // between pages: the listing holds each of the 60 exactly once, in order, and none of the new ones.
 func TestPageNeitherSkipsNorRepeats(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name     string
 		tieEvery int // deliveries per millisecond; 0: all in one
@@ -208,6 +209,7 @@ func scriptedReceiver(t testing.TB, answer func(eventID string, w http.ResponseW
 
 // TestPageStatusFilter lists interleaved failed, successful and pending deliveries by status.
 func TestPageStatusFilter(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
@@ -263,6 +265,7 @@ func TestPageStatusFilter(t *testing.T) {
 // TestPageBoundedScan: a filtered page reads a bounded number of index batches. Behind 2,500 index
 // entries whose records are gone, the one failed delivery is found by following cursors, once.
 func TestPageBoundedScan(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFailingSetup(t)
 	tr, d, wh := f.tr, f.d, f.wh
@@ -299,6 +302,7 @@ func TestPageBoundedScan(t *testing.T) {
 // TestPageSkipsExpiredEntries: an index entry whose expiry has passed is not listed, even while its
 // record is still there.
 func TestPageSkipsExpiredEntries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{})
@@ -332,6 +336,7 @@ func TestPageSkipsExpiredEntries(t *testing.T) {
 // TestPageRedeliveredMovesToTop: Redeliver re-indexes a delivery, so a fresh listing shows it first,
 // and not again at its old place.
 func TestPageRedeliveredMovesToTop(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFailingSetup(t)
 	d, wh := f.d, f.wh
@@ -352,6 +357,7 @@ func TestPageRedeliveredMovesToTop(t *testing.T) {
 
 // TestPageLimits: 0 means 50, more than 500 means 500, negative is invalid.
 func TestPageLimits(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{})
@@ -374,6 +380,7 @@ func TestPageLimits(t *testing.T) {
 
 // TestPageRejectsBadInput: unknown webhooks, statuses and cursors.
 func TestPageRejectsBadInput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -435,6 +442,7 @@ func FuzzDecodeCursor(f *testing.F) {
 // TestIndexTrimsOldEntries: a webhook's per-shard index drops entries older than a retention when it is
 // next written (whole blocks of entries at a time on a real Redis), and lives as long as its newest one.
 func TestIndexTrimsOldEntries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{Retention: 2 * time.Hour, RetrySchedule: []time.Duration{time.Minute}})
@@ -463,6 +471,7 @@ func TestIndexTrimsOldEntries(t *testing.T) {
 // TestIndexToleratesAClockBehind: a replica whose clock is behind the newest index entry still indexes
 // its deliveries, after that entry (stream ids only grow), and the listing shows them first.
 func TestIndexToleratesAClockBehind(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	ahead, aheadClock := newClockedDispatcher(t, tr, Options{})

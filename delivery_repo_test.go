@@ -31,6 +31,7 @@ func sampleRecordWith(state byte) *record {
 }
 
 func TestRecordRoundTrip(t *testing.T) {
+	t.Parallel()
 	want := sampleRecordWith(leaseSettled)
 	raw := want.encode()
 	got, err := parseRecord("dlv_x", raw)
@@ -48,6 +49,7 @@ func TestRecordRoundTrip(t *testing.T) {
 }
 
 func TestParseRecordRefusesCorruption(t *testing.T) {
+	t.Parallel()
 	good := sampleRecordWith(leaseNone).encode()
 	noWebhook := sampleRecordWith(leaseNone)
 	noWebhook.WebhookID = ""

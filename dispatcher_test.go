@@ -17,6 +17,7 @@ import (
 )
 
 func TestDispatchSequentialDuplicateSendsOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -80,6 +81,7 @@ func TestDispatchSequentialDuplicateSendsOnce(t *testing.T) {
 }
 
 func TestSubscriptionMatching(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		pattern, eventType string
 		match              bool
@@ -140,6 +142,7 @@ func contains(list []string, s string) bool {
 }
 
 func TestDisabledWebhookGetsNoDeliveryUntilReenabled(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -167,6 +170,7 @@ func TestDisabledWebhookGetsNoDeliveryUntilReenabled(t *testing.T) {
 }
 
 func TestSendTestNeverCollapses(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	clock := newTestClock()
@@ -195,6 +199,7 @@ func TestSendTestNeverCollapses(t *testing.T) {
 }
 
 func TestFailedAttemptIsPendingAndScheduled(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -235,6 +240,7 @@ func TestFailedAttemptIsPendingAndScheduled(t *testing.T) {
 // TestClaimIsTheRecord: the pair's claim is its record, one key with the retention as its TTL, so they
 // cannot expire apart; the event body and the index entry live as long.
 func TestClaimIsTheRecord(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{Retention: 50 * time.Hour, RetrySchedule: []time.Duration{time.Minute}})
@@ -268,6 +274,7 @@ func TestClaimIsTheRecord(t *testing.T) {
 }
 
 func TestInvalidEventClaimsNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{MaxPayloadBytes: 1024})
@@ -303,6 +310,7 @@ func TestInvalidEventClaimsNothing(t *testing.T) {
 }
 
 func TestOddEventIDsAreDeliveredOnceEach(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -325,6 +333,7 @@ func TestOddEventIDsAreDeliveredOnceEach(t *testing.T) {
 }
 
 func TestNewValidatesOptions(t *testing.T) {
+	t.Parallel()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
 	defer rdb.Close()
 	cases := []struct {
@@ -352,6 +361,7 @@ func TestNewValidatesOptions(t *testing.T) {
 }
 
 func TestRegistryCRUD(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -418,6 +428,7 @@ func TestRegistryChangesReachOtherReplicasWithinASecond(t *testing.T) {
 }
 
 func TestDispatchReportsRedisFailurePerTarget(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcherOn(t, tr.newClient(t), tr, Options{})
@@ -456,6 +467,7 @@ func (h failingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 // TestAnEventIDNamesOneEvent: the same event id dispatched again with other data reaches a webhook
 // that subscribed since with the body of the first dispatch, stored once for both.
 func TestAnEventIDNamesOneEvent(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -511,6 +523,7 @@ func (h *commandCount) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 // TestResolutionCostDoesNotGrowWithTheRegistry: resolving the subscribers of a type reads the same
 // commands whether 10 or 300 other webhooks are registered.
 func TestResolutionCostDoesNotGrowWithTheRegistry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	client := tr.newClient(t)
@@ -545,6 +558,7 @@ func TestResolutionCostDoesNotGrowWithTheRegistry(t *testing.T) {
 }
 
 func TestRetryAfterIsBounded(t *testing.T) {
+	t.Parallel()
 	now := time.Now()
 	cases := []struct {
 		header string
@@ -566,6 +580,7 @@ func TestRetryAfterIsBounded(t *testing.T) {
 
 // TestReturnedDeliveryIsTheStoredOne: what Dispatch and Redeliver return is what a later Get reads.
 func TestReturnedDeliveryIsTheStoredOne(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}})
@@ -602,6 +617,26 @@ func TestRoundTripsPerDispatch(t *testing.T) {
 	}
 	// One shard, so one node of a cluster: the warm-up loads the scripts there and caches the subscribers.
 	ids := eventIDsInShard(t, "rt", 0, 3)
+	// The pool opens a connection for each outcome write that finds none idle, and the hook counts its
+	// handshake (HELLO, CLIENT SETINFO): open enough connections to the shard's node first, so that the
+	// counts below are the Dispatch's own round trips.
+	node, ok := c.(*redis.Client)
+	if cc, isCluster := c.(*redis.ClusterClient); isCluster {
+		var err error
+		node, err = cc.MasterForKey(ctx, d.keys.eventKey(0, ids[0]))
+		require.NoError(t, err)
+		ok = true
+	}
+	require.True(t, ok)
+	var conns []*redis.Conn
+	for range 8 {
+		cn := node.Conn()
+		require.NoError(t, cn.Ping(ctx).Err())
+		conns = append(conns, cn)
+	}
+	for _, cn := range conns {
+		require.NoError(t, cn.Close()) // back to the pool, idle
+	}
 	_, err := d.Dispatch(ctx, Event{Type: "x", ID: ids[0]})
 	require.NoError(t, err)
 

@@ -29,6 +29,7 @@ import (
 // are only pointed at 127.0.0.1 literals.
 
 func TestBlockedAddr(t *testing.T) {
+	t.Parallel()
 	mapped := func(s string) netip.Addr { // the 16-byte form net.ParseIP produces for IPv4
 		a, ok := netip.AddrFromSlice(net.ParseIP(s))
 		require.True(t, ok, s)
@@ -134,6 +135,7 @@ func TestBlockedAddr(t *testing.T) {
 }
 
 func TestEgressPolicyAllowed(t *testing.T) {
+	t.Parallel()
 	p := egressPolicy{allowed: []netip.Prefix{
 		netip.MustParsePrefix("127.0.0.0/8"),
 		netip.MustParsePrefix("10.1.0.0/16"),
@@ -173,6 +175,7 @@ func TestEgressPolicyAllowed(t *testing.T) {
 }
 
 func TestParseInetAton(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want string // "" = not an inet_aton address
@@ -218,6 +221,7 @@ func TestParseInetAton(t *testing.T) {
 }
 
 func TestValidateWebhookURL(t *testing.T) {
+	t.Parallel()
 	long := "https://example.com/" + strings.Repeat("a", maxWebhookURLLen-len("https://example.com/"))
 	require.Len(t, long, maxWebhookURLLen)
 	guard := egressPolicy{}
@@ -544,6 +548,7 @@ func requireEgressGuarded(t *testing.T, c *http.Client, port string) {
 }
 
 func TestGuardedClientRefusesLoopback(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	srv, ok := startEgressServer(t, "127.0.0.1:0", &hits, nil)
 	require.True(t, ok)
@@ -604,6 +609,7 @@ func TestGuardedClientRefusesLoopback(t *testing.T) {
 }
 
 func TestGuardedClientReachesAllowedNetworks(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	srv, ok := startEgressServer(t, "127.0.0.1:0", &hits, nil)
 	require.True(t, ok)
@@ -643,6 +649,7 @@ func TestGuardedClientReachesAllowedNetworks(t *testing.T) {
 }
 
 func TestGuardedClientRefusesNameResolvingToPrivate(t *testing.T) {
+	t.Parallel()
 	dns := &egressFakeDNS{names: map[string][]netip.Addr{
 		"internal.example.test.": {netip.MustParseAddr("10.0.0.1")},
 		"meta.example.test.":     {netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd00:ec2::254")},
@@ -674,6 +681,7 @@ func TestGuardedClientRefusesNameResolvingToPrivate(t *testing.T) {
 }
 
 func TestGuardedClientDoesNotFollowRedirects(t *testing.T) {
+	t.Parallel()
 	var hitsA, hitsB atomic.Int64
 	srvB, ok := startEgressServer(t, "127.0.0.1:0", &hitsB, nil)
 	require.True(t, ok)
@@ -704,6 +712,7 @@ type egressRoundTripperFunc func(*http.Request) (*http.Response, error)
 func (f egressRoundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 func TestNewHTTPClientDefaults(t *testing.T) {
+	t.Parallel()
 	p, _ := egressTestPolicy(nil)
 	c, err := newHTTPClient(nil, 7*time.Second, p)
 	require.NoError(t, err)
@@ -728,6 +737,7 @@ func TestNewHTTPClientDefaults(t *testing.T) {
 }
 
 func TestNewHTTPClientUserClient(t *testing.T) {
+	t.Parallel()
 	var hits atomic.Int64
 	srv, ok := startEgressServer(t, "127.0.0.1:0", &hits, nil)
 	require.True(t, ok)
@@ -808,6 +818,7 @@ func TestNewHTTPClientUserClient(t *testing.T) {
 }
 
 func TestGuardConnectTimeout(t *testing.T) {
+	t.Parallel()
 	// The guarded dialer's connect timeout is min(timeout, 10s).
 	for _, tt := range []struct{ timeout, want time.Duration }{
 		{0, maxConnectTimeout},

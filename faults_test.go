@@ -21,6 +21,7 @@ import (
 // TestScriptFlushKeepsWorking: scripts vanish from the server (SCRIPT FLUSH, as after a failover);
 // every call goes on working.
 func TestScriptFlushKeepsWorking(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
@@ -74,6 +75,7 @@ func (h *lostReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // TestClientTimeoutDuringClaim: a claim runs but its reply is lost. Dispatch runs the claim again
 // under the same lease tokens and recognises the pairs it created: one delivery, one request.
 func TestClientTimeoutDuringClaim(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	client := tr.newClient(t)
@@ -104,6 +106,7 @@ func TestClientTimeoutDuringClaim(t *testing.T) {
 // the error; its own retry of Dispatch finds the claim, and the lease brings the pair to a worker,
 // which delivers it once.
 func TestClientTimeoutDuringClaimTwice(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	client := tr.newClient(t)

@@ -91,6 +91,7 @@ func (r apiResponse) apiErr(t testing.TB, status int, code string) string {
 
 // TestHandlerWebhookCRUD: create, read, list, patch, delete; secrets only in the create answer.
 func TestHandlerWebhookCRUD(t *testing.T) {
+	t.Parallel()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
 	api := newAPI(t, d)
@@ -182,6 +183,7 @@ func TestHandlerWebhookCRUD(t *testing.T) {
 
 // TestHandlerErrors: every route's error answers.
 func TestHandlerErrors(t *testing.T) {
+	t.Parallel()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{})
 	api := newAPI(t, d)
@@ -264,6 +266,7 @@ func TestHandlerErrors(t *testing.T) {
 // TestHandlerInternalErrorIsLoggedNotLeaked: a Redis failure is a 500 with a generic message; the cause
 // goes to the logger.
 func TestHandlerInternalErrorIsLoggedNotLeaked(t *testing.T) {
+	t.Parallel()
 	tr := newTestRedis(t)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -303,6 +306,7 @@ func (s *handlerLogBuffer) String() string {
 
 // TestHandlerClassify maps every error kind to its status.
 func TestHandlerClassify(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		err    error
 		status int
@@ -331,6 +335,7 @@ func TestHandlerClassify(t *testing.T) {
 // TestHandlerTestAndRotate: a test send creates a delivery (201); rotation returns the new secret, which
 // signs what follows.
 func TestHandlerTestAndRotate(t *testing.T) {
+	t.Parallel()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
 	api := newAPI(t, d)
@@ -374,6 +379,7 @@ func TestHandlerTestAndRotate(t *testing.T) {
 // TestHandlerDeliveries: paging over HTTP while new deliveries are written neither skips nor repeats;
 // the status filter; one delivery with its history.
 func TestHandlerDeliveries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newFailingSetup(t)
 	d, clock, rc, wh := f.d, f.clock, f.rc, f.wh
@@ -421,6 +427,7 @@ func TestHandlerDeliveries(t *testing.T) {
 
 // TestHandlerConcurrentRedeliver: 10 concurrent redeliver requests for one failed delivery send it once.
 func TestHandlerConcurrentRedeliver(t *testing.T) {
+	t.Parallel()
 	f := newFailingSetup(t)
 	rc := f.rc
 	api := newAPI(t, f.d)
@@ -457,6 +464,7 @@ func TestHandlerConcurrentRedeliver(t *testing.T) {
 
 // TestHandlerRecover: recover over HTTP re-sends the window once.
 func TestHandlerRecover(t *testing.T) {
+	t.Parallel()
 	f := newRecoverFixture(t, 3, 12, 3)
 	api := newAPI(t, f.d)
 	path := fmt.Sprintf("/webhooks/%s/recover?since=%s&until=%s", f.wh.ID,
@@ -481,6 +489,7 @@ func TestHandlerRecover(t *testing.T) {
 
 // TestHandlerUnderPrefix: the handler works under http.StripPrefix.
 func TestHandlerUnderPrefix(t *testing.T) {
+	t.Parallel()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
 	wh := mustCreate(t, d, newReceiver(t), "*")
@@ -499,6 +508,7 @@ func TestHandlerUnderPrefix(t *testing.T) {
 // TestHandlerTestSendDeferredIs202: a test send whose claim reply came too late to attempt within the
 // lease is created and scheduled, not attempted: 202 with the pending delivery.
 func TestHandlerTestSendDeferredIs202(t *testing.T) {
+	t.Parallel()
 	tr := newTestRedis(t)
 	c := tr.newClient(t)
 	c.AddHook(&slowClaimReply{delay: 700 * time.Millisecond})

@@ -38,6 +38,7 @@ func (l *hookLog) hooks() Hooks {
 }
 
 func TestHooksSeeEveryAttemptOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	clock := newTestClock()
@@ -78,6 +79,7 @@ func TestHooksSeeEveryAttemptOnce(t *testing.T) {
 }
 
 func TestPanickingHookDoesNotBreakDelivery(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	var logs bytes.Buffer
@@ -105,6 +107,7 @@ func TestPanickingHookDoesNotBreakDelivery(t *testing.T) {
 // TestAutoDisable: a webhook whose deliveries all fail for DisableAfter is disabled; one whose run of
 // failures is broken by a success is not.
 func TestAutoDisable(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	clock := newTestClock()
@@ -155,6 +158,7 @@ func TestAutoDisable(t *testing.T) {
 // TestLogsCarryIDsAndNoSecrets: outcome logs name the delivery, webhook, event and attempt, and
 // never show the secret or the body.
 func TestLogsCarryIDsAndNoSecrets(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	var logs bytes.Buffer
@@ -179,6 +183,7 @@ func TestLogsCarryIDsAndNoSecrets(t *testing.T) {
 // TestHealthExpiresAfterTheLastAttempt: the shard's health hash lives a retention (up to 1/64 more)
 // after its last write, so it never outlives its webhooks' deliveries by much.
 func TestHealthExpiresAfterTheLastAttempt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{Retention: 50 * time.Hour})

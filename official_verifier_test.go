@@ -134,6 +134,7 @@ func signedTestRequest(msgID string, ts time.Time, body []byte, keys ...[]byte) 
 }
 
 func TestOfficialVerifierAcceptsSigner(t *testing.T) {
+	t.Parallel()
 	secret, other := mustNewSecret(t), mustNewSecret(t)
 	key, otherKey := mustDecode(t, secret), mustDecode(t, other)
 	now := time.Now()
@@ -151,6 +152,7 @@ func TestOfficialVerifierAcceptsSigner(t *testing.T) {
 // TestOfficialVerifierRejectsForgeries guards against a vacuous check: the
 // official verifier must reject what our Verify rejects.
 func TestOfficialVerifierRejectsForgeries(t *testing.T) {
+	t.Parallel()
 	secret, other := mustNewSecret(t), mustNewSecret(t)
 	key, otherKey := mustDecode(t, secret), mustDecode(t, other)
 	now := time.Now()
@@ -184,6 +186,7 @@ func TestOfficialVerifierRejectsForgeries(t *testing.T) {
 // signed with its own secret) pass the official verifier. It skips without the verifier; the
 // dispatch itself is TestDispatchSequentialDuplicateSendsOnce's.
 func TestOfficialVerifierAcceptsDispatchedRequests(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})

@@ -48,6 +48,7 @@ func (g *claimGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // TestClaimInterleaving delays the first caller's claim until a second caller has dispatched the same
 // event all the way through: the first must come back with the second's records, and send nothing.
 func TestClaimInterleaving(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	slowClient := tr.newClient(t)
@@ -107,8 +108,11 @@ func TestConcurrentDispatchStress(t *testing.T) {
 	var ds []*Dispatcher
 	for range replicas {
 		// Every caller's fresh pair is attempted inline: no in-flight cap in the way (the cap has its
-		// own tests).
-		ds = append(ds, newTestDispatcherOn(t, tr.newClient(t), tr, Options{MaxInFlightPerWebhook: events * callers}))
+		// own tests), and a long Timeout, so a long lease: under the race detector on a loaded machine,
+		// a claim's reply can come more than the default test lease's margin (1s) late, and its attempt
+		// is then rightly deferred to a worker, which this test does not run.
+		ds = append(ds, newTestDispatcherOn(t, tr.newClient(t), tr, Options{Timeout: 10 * time.Second,
+			MaxInFlightPerWebhook: events * callers}))
 	}
 	rc := newReceiver(t)
 	var hooks []*Webhook

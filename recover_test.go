@@ -59,6 +59,7 @@ func (f *recoverFixture) resent() map[string]int {
 // TestRecoverResendsTheWindowOnce: 50 failed deliveries in the window and 10 outside it; Recover re-sends
 // exactly the 50, once each, and a second Recover re-sends none.
 func TestRecoverResendsTheWindowOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newRecoverFixture(t, 5, 50, 5)
 
@@ -91,6 +92,7 @@ func TestRecoverResendsTheWindowOnce(t *testing.T) {
 
 // TestRecoverLimit: at most limit per call; the next call takes the next ones.
 func TestRecoverLimit(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	f := newRecoverFixture(t, 0, 25, 0)
 	for _, want := range []int{10, 10, 5, 0} {
@@ -107,6 +109,7 @@ func TestRecoverLimit(t *testing.T) {
 
 // TestRecoverRejectsBadArguments: unknown webhook, empty window, negative limit.
 func TestRecoverRejectsBadArguments(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})

@@ -66,6 +66,7 @@ func TestSlowClaimReplyDoesNotDoubleSend(t *testing.T) {
 // one undecodable webhook in the registry makes every worker pass that leases any of its
 // deliveries fail, so the other webhooks' due deliveries in that pass are never attempted.
 func TestUndecodableWebhookDoesNotWedgeTheWorker(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Minute}})
@@ -89,6 +90,7 @@ func TestUndecodableWebhookDoesNotWedgeTheWorker(t *testing.T) {
 
 // DeliveryRepo.List on an unknown webhook id.
 func TestListUnknownWebhook(t *testing.T) {
+	t.Parallel()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
 	l, err := d.Deliveries().List(context.Background(), "wh_nope", 10)
@@ -140,6 +142,7 @@ func TestRedeliverKeepsACompletedAttempt(t *testing.T) {
 // auto-disable after one failure: a failure run start in one shard is never cleared by successes
 // in other shards.
 func TestAutoDisableNeedsALongRunOfFailures(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}, DisableAfter: time.Hour})
@@ -189,6 +192,7 @@ func (h *holdSubs) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pro
 
 // the replica that disabled a webhook can still target it for up to a second.
 func TestOwnRegistryChangeIsSeenAtOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	c := tr.newClient(t)
@@ -278,6 +282,7 @@ func (h *armOnOutcome) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // go-redis re-sends a command whose reply was lost (MaxRetries); the outcome script is not
 // idempotent, so the recorded outcome is reported as a lost lease.
 func TestOutcomeRetriedByTheClientIsReportedRecorded(t *testing.T) {
+	t.Parallel()
 	addr := os.Getenv("WEBHOOKS_REDIS_ADDR")
 	if addr == "" {
 		t.Skip("real redis")
@@ -319,6 +324,7 @@ func (h *longLeaseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 // an unexpected lease reply length panics the worker.
 func TestUnexpectedLeaseReplyDoesNotPanic(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	c := tr.newClient(t)
@@ -339,6 +345,7 @@ func TestUnexpectedLeaseReplyDoesNotPanic(t *testing.T) {
 // 0.5s is margin; the reply takes 0.7s): the attempt is left to the worker, not cut short and charged
 // to the subscriber as a failure.
 func TestLateClaimDefersInsteadOfTruncating(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	c := tr.newClient(t)
@@ -360,6 +367,7 @@ func TestLateClaimDefersInsteadOfTruncating(t *testing.T) {
 // ProcessDue counts only outcomes it recorded, and reports the others, also alongside an undecodable
 // webhook's deliveries.
 func TestProcessDueCountsRecordedOutcomes(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Minute}})
@@ -411,6 +419,7 @@ func (h *runTwice) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // A Redeliver whose script ran twice (a client retry) still knows it reset the delivery, and sends it
 // once, at once.
 func TestRedeliverRetriedByTheClientStillSends(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	c := tr.newClient(t)
@@ -433,6 +442,7 @@ func TestRedeliverRetriedByTheClientStillSends(t *testing.T) {
 // A lease whose script ran twice (a client retry) is still this pass's: the due retry is attempted in
 // the same pass, not one lease later.
 func TestLeaseRetriedByTheClientStillAttempts(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	c := tr.newClient(t)
@@ -460,6 +470,7 @@ func TestLeaseRetriedByTheClientStillAttempts(t *testing.T) {
 // A Redeliver in the very millisecond of the claim still gives the delivery a later expiry, so its old
 // index entry is told apart from the new one and a listing shows the delivery once.
 func TestRedeliverInTheSameMillisecondIsListedOnce(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, _ := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}}) // the clock stands still
@@ -480,6 +491,7 @@ func TestRedeliverInTheSameMillisecondIsListedOnce(t *testing.T) {
 // An index key holding something else makes the claim fail before it writes anything: no record, no
 // schedule entry, and the listing reports the error.
 func TestForeignIndexKeyClaimsNothing(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -500,6 +512,7 @@ func TestForeignIndexKeyClaimsNothing(t *testing.T) {
 // Keys of the pre-release format (hash records beside claim keys, a zset index, the :sched schedule)
 // are never read or changed: the two formats live under different names.
 func TestOldFormatKeysAreLeftAlone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
@@ -539,6 +552,7 @@ func TestOldFormatKeysAreLeftAlone(t *testing.T) {
 // A listing that steps over index entries of another shape until its round bound ends a page hands out
 // a cursor it accepts back, and the delivery behind them is listed once.
 func TestCursorPastForeignIndexEntries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -560,6 +574,7 @@ func TestCursorPastForeignIndexEntries(t *testing.T) {
 
 // A pending outcome is returned as stored: next attempt in whole milliseconds.
 func TestPendingOutcomeReturnedAsStored(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
@@ -577,6 +592,7 @@ func TestPendingOutcomeReturnedAsStored(t *testing.T) {
 // A claim that fails on one target's index key deletes the index entries it appended for the others,
 // so a later claim of those pairs in the same millisecond is listed once.
 func TestFailedClaimLeavesNoIndexEntry(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, _ := newClockedDispatcher(t, tr, Options{}) // the clock stands still

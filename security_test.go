@@ -17,6 +17,7 @@ import (
 // TestDispatchBlocksPrivateAddressesByDefault: with the guard on (the default), a webhook on loopback
 // gets nothing, and the attempt records why.
 func TestDispatchBlocksPrivateAddressesByDefault(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	rc := newReceiver(t)
@@ -39,6 +40,7 @@ func TestDispatchBlocksPrivateAddressesByDefault(t *testing.T) {
 }
 
 func TestRedirectIsAFailedAttempt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
@@ -130,6 +132,7 @@ func TestSlowSubscriberTimesOut(t *testing.T) {
 // TestSecretRotation: during the grace period requests carry both signatures and both secrets verify;
 // after it, only the new one does.
 func TestSecretRotation(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{})
@@ -161,6 +164,7 @@ func TestSecretRotation(t *testing.T) {
 // TestSecretsStayOutOfOutput: formatting a webhook, the JSON of a delivery and the errors of the
 // library never show a secret.
 func TestSecretsStayOutOfOutput(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})

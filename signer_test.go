@@ -31,6 +31,7 @@ func mustDecode(t testing.TB, secret string) []byte {
 }
 
 func TestSignaturesSpecVector(t *testing.T) {
+	t.Parallel()
 	got := signatures(specMsgID, time.Unix(specTimestamp, 0), []byte(specBody), mustDecode(t, specSecret))
 	assert.Equal(t, specSignature, got)
 
@@ -40,6 +41,7 @@ func TestSignaturesSpecVector(t *testing.T) {
 }
 
 func TestSignaturesMultipleSecrets(t *testing.T) {
+	t.Parallel()
 	a, b := mustDecode(t, specSecret), mustDecode(t, mustNewSecret(t))
 	ts := time.Unix(specTimestamp, 0)
 	got := signatures(specMsgID, ts, []byte(specBody), a, b)
@@ -55,6 +57,7 @@ func mustNewSecret(t testing.TB) string {
 }
 
 func TestNewSecret(t *testing.T) {
+	t.Parallel()
 	s1, s2 := mustNewSecret(t), mustNewSecret(t)
 	assert.NotEqual(t, s1, s2)
 	require.True(t, strings.HasPrefix(s1, secretPrefix))
@@ -62,6 +65,7 @@ func TestNewSecret(t *testing.T) {
 }
 
 func TestDecodeSecret(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		secret  string
@@ -89,6 +93,7 @@ func TestDecodeSecret(t *testing.T) {
 }
 
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	secret, other := mustNewSecret(t), mustNewSecret(t)
 	key, otherKey := mustDecode(t, secret), mustDecode(t, other)
 	body := []byte(`{"type":"order.created","data":{"id":42}}`)
@@ -176,6 +181,7 @@ func TestVerify(t *testing.T) {
 }
 
 func TestVerifyInvalidSecret(t *testing.T) {
+	t.Parallel()
 	h := http.Header{}
 	setSignedHeaders(h, "msg_1", time.Now(), []byte("{}"), mustDecode(t, specSecret))
 	for _, secret := range []string{"", secretPrefix, "whsec_***secret***"} {
@@ -189,6 +195,7 @@ func TestVerifyInvalidSecret(t *testing.T) {
 }
 
 func TestVerifyUsesCurrentTime(t *testing.T) {
+	t.Parallel()
 	key := mustDecode(t, specSecret)
 	body := []byte(specBody)
 
@@ -259,6 +266,7 @@ func FuzzVerify(f *testing.F) {
 }
 
 func TestCanonicalHeaderNames(t *testing.T) {
+	t.Parallel()
 	for name, canonical := range map[string]string{headerID: canonicalID, headerTimestamp: canonicalTimestamp, headerSignature: canonicalSignature} {
 		assert.Equal(t, http.CanonicalHeaderKey(name), canonical)
 	}

@@ -38,6 +38,7 @@ func keySlot(key string) int {
 }
 
 func TestKeySlotMatchesRedis(t *testing.T) {
+	t.Parallel()
 	// Values from the Redis Cluster specification and CLUSTER KEYSLOT.
 	assert.Equal(t, 12739, keySlot("123456789"))
 	assert.Equal(t, keySlot("user1000"), keySlot("{user1000}.following"))
@@ -102,6 +103,7 @@ func randomID(r *rand.Rand) string {
 // TestEveryScriptIsSingleSlot drives every script of the library with many random ids and checks that
 // each call's keys hash to one Redis Cluster slot, and that no script runs inside a pipeline.
 func TestEveryScriptIsSingleSlot(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	rec := &scriptKeys{calls: map[string][][]string{}}

@@ -34,6 +34,7 @@ func failFirst(rc *receiver) {
 // TestReplicasRetryEachDeliveryOnce: 4 replicas run the worker over 60 events × 2 webhooks whose first
 // attempt fails; every pair gets exactly two requests.
 func TestReplicasRetryEachDeliveryOnce(t *testing.T) {
+	t.Parallel()
 	const events, replicas = 60, 4
 	tr := newTestRedis(t)
 	opts := Options{RetrySchedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}}
@@ -90,6 +91,7 @@ func mustList(t *testing.T, d *Dispatcher) []*Webhook {
 // TestFailedStaysFailedUntilRedeliver runs the schedule out, then checks that a re-dispatch sends
 // nothing and that Redeliver sends once, however many callers race it.
 func TestFailedStaysFailedUntilRedeliver(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Hour}})
@@ -164,6 +166,7 @@ func TestFailedStaysFailedUntilRedeliver(t *testing.T) {
 // TestRedeliverExtendsRecordAndBody reads the expiries of the record (the claim) and of the event body
 // after a Redeliver.
 func TestRedeliverExtendsRecordAndBody(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
@@ -191,6 +194,7 @@ func TestRedeliverExtendsRecordAndBody(t *testing.T) {
 // TestStaleLeaseCannotClobber: an attempt outlives its lease, a second worker takes the delivery over
 // and succeeds; the first attempt's late failure must not overwrite that outcome.
 func TestStaleLeaseCannotClobber(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute, time.Minute}})
@@ -236,6 +240,7 @@ func TestStaleLeaseCannotClobber(t *testing.T) {
 // TestCorruptRecordIsSkipped: undecodable entries in the schedule are reported and removed; the due
 // delivery beside them is delivered.
 func TestCorruptRecordIsSkipped(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
@@ -277,6 +282,7 @@ func TestCorruptRecordIsSkipped(t *testing.T) {
 
 // TestDeletedOrDisabledWebhookFailsItsPendingDeliveries, and Redeliver revives them once re-enabled.
 func TestDeletedOrDisabledWebhookFailsItsPendingDeliveries(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
@@ -337,6 +343,7 @@ func TestDeletedOrDisabledWebhookFailsItsPendingDeliveries(t *testing.T) {
 
 // TestRotatedURLAndSecretApplyToTheNextAttempt: a retry goes to the webhook as it is now.
 func TestRotatedURLAndSecretApplyToTheNextAttempt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
@@ -364,6 +371,7 @@ func TestRotatedURLAndSecretApplyToTheNextAttempt(t *testing.T) {
 }
 
 func TestRetryAfterAndGone(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Second}})
@@ -393,6 +401,7 @@ func TestRetryAfterAndGone(t *testing.T) {
 }
 
 func TestRunStopsWithItsContext(t *testing.T) {
+	t.Parallel()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -410,6 +419,7 @@ func TestRunStopsWithItsContext(t *testing.T) {
 
 // TestExpiredRecordLeavesTheSchedule: a schedule entry whose record has expired is dropped quietly.
 func TestExpiredRecordLeavesTheSchedule(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
@@ -431,6 +441,7 @@ func TestExpiredRecordLeavesTheSchedule(t *testing.T) {
 // TestSendTestRetriesReachADisabledWebhook: a test delivery that failed is retried even though its
 // webhook is disabled; an ordinary delivery of that webhook is not.
 func TestSendTestRetriesReachADisabledWebhook(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
