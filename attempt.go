@@ -70,6 +70,7 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record
 	}
 	req.Header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {userAgent}}
 	setSignedHeaders(req.Header, rec.ID, start, body, secrets...)
+	d.setTraceparent(ctx, req.Header, rec)
 	resp, err := d.client.Do(req)
 	res.dur = d.now().Sub(start)
 	if err != nil {

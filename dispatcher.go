@@ -131,7 +131,9 @@ func (d *Dispatcher) encode(evt Event) ([]byte, error) {
 // accepted targets come back as duplicates. With ErrNotAccepted the Results are returned too, each
 // saying whether its target was accepted (Result.Accepted). An error resolving the subscribers wraps
 // ErrNotAccepted as well, with no Results.
-func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) ([]Result, error) {
+func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) (rs []Result, err error) {
+	ctx, end := d.startCall(ctx, "Dispatch", evt)
+	defer func() { end(rs, err) }()
 	if err := evt.validate(); err != nil {
 		return nil, err
 	}
@@ -170,7 +172,9 @@ func notAccepted(eventID string, results []Result) error {
 // Dispatcher has seen open gets its delivery parked until the circuit's probe. Its results and errors
 // follow Dispatch's contract: a nil error means every pair is durably recorded and every Result has a
 // Delivery (pending, or the existing one of a duplicate).
-func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) ([]Result, error) {
+func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) (rs []Result, err error) {
+	ctx, end := d.startCall(ctx, "Enqueue", evt)
+	defer func() { end(rs, err) }()
 	if err := evt.validate(); err != nil {
 		return nil, err
 	}
@@ -222,6 +226,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, eventID, eventType str
 	shard := shardOf(eventID)
 	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(eventID, eventType, targets, plans)
+	d.stampTrace(ctx, recs)
 	reply, err := d.claim(ctx, shard, eventID, body, recs, plans)
 	if err != nil {
 		for i, t := range targets {
@@ -246,7 +251,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, eventID, eventType str
 		results[i].Delivery = &recs[i].Delivery // settle applies the outcome to it
 		wg.Go(func() {
 			defer d.flights.release(t.ID)
-			o := d.decide(recs[i], d.attempt(ctx, t, recs[i], body))
+			o := d.decide(recs[i], d.tracedAttempt(ctx, t, recs[i], body))
 			results[i].Err = d.settle(ctx, shard, []*record{recs[i]}, []outcome{o})[0]
 		})
 	}

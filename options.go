@@ -122,6 +122,10 @@ type Options struct {
 	// Hooks are callbacks on delivery outcomes. Defaults to none.
 	Hooks Hooks
 
+	// Tracer, when set, keeps each delivery's trace context and traces calls and attempts (see
+	// Tracer; otelwebhooks implements it). Defaults to none.
+	Tracer Tracer
+
 	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
 	// between: when an attempt fails, its webhook's failures started at least DisableAfter ago and no
 	// delivery to it succeeded within DisableAfter, it is disabled. Runs of failures are tracked per

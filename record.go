@@ -14,11 +14,15 @@ import (
 //	[0, 16)  lease token (tokenLen hex digits) of the last attempt started
 //	[16]     lease state: 'L' an attempt holds the lease, '+' its outcome is recorded, '-' no lease
 //	[17]     status: 'p' pending, 's' success, 'f' failed
-//	[18]     format version, recordVersion
+//	[18]     format version: recordVersion, or recordVersionTraced when the body ends in a traceparent
 //	[19, …)  varints: attempts, retry step, next attempt (ms), last status code, created (ms),
 //	         updated (ms), expiry (ms); strings (uvarint length, bytes): webhook id, event id, event type,
 //	         last error; uvarint count of attempts kept, then each attempt: varints at (ms),
-//	         duration (µs), status code; strings error, response start
+//	         duration (µs), status code; strings error, response start; then, in recordVersionTraced
+//	         only, the string traceparent (trace.go)
+//
+// A record with no traceparent is written in recordVersion, so replicas that know only that format
+// still read every record of a Dispatcher with no Tracer.
 //
 // A state change that only moves the lease (lease, unschedule) rewrites the head in Lua; every other
 // one is a whole new value computed in Go from the record it holds the lease of, written only if the
@@ -29,6 +33,8 @@ const (
 	tokenLen      = 16
 	recordHeadLen = tokenLen + 3
 	recordVersion = '1'
+	// recordVersionTraced is recordVersion with a traceparent after the history.
+	recordVersionTraced = '2'
 
 	leaseHeld     = 'L'
 	leaseSettled  = '+'
@@ -46,6 +52,8 @@ type record struct {
 	leaseState byte      // leaseHeld, leaseSettled or leaseNone
 	leaseEnd   time.Time // when the lease expires (known to the holder only)
 	raw        string    // the value this record was decoded from, "" when built in memory
+
+	traceparent string // W3C trace context of the call that created it, "" for none (trace.go)
 }
 
 // statusCodes are the statuses as the record's head spells them.
@@ -81,7 +89,11 @@ func (r *record) heldToken() string {
 func (r *record) encode() string {
 	b := make([]byte, 0, 96+len(r.WebhookID)+len(r.EventID)+len(r.EventType)+len(r.LastError)+32*len(r.History))
 	b = append(b, r.token...)
-	b = append(b, r.leaseState, statusCode(r.Status), recordVersion)
+	version := byte(recordVersion)
+	if r.traceparent != "" {
+		version = recordVersionTraced
+	}
+	b = append(b, r.leaseState, statusCode(r.Status), version)
 	var next int64
 	if r.Status == StatusPending {
 		next = unixMilli(r.NextAttemptAt)
@@ -100,6 +112,9 @@ func (r *record) encode() string {
 		b = binary.AppendVarint(b, int64(a.StatusCode))
 		b = appendString(b, a.Error)
 		b = appendString(b, a.Response)
+	}
+	if r.traceparent != "" {
+		b = appendString(b, r.traceparent)
 	}
 	return string(b)
 }
@@ -174,7 +189,8 @@ func parseRecord(id, raw string) (*record, error) {
 	if len(raw) < recordHeadLen {
 		return nil, corrupt("is too short")
 	}
-	if raw[recordHeadLen-1] != recordVersion {
+	version := raw[recordHeadLen-1]
+	if version != recordVersion && version != recordVersionTraced {
 		return nil, corrupt(fmt.Sprintf("has format %q", raw[recordHeadLen-1]))
 	}
 	r := &record{Delivery: Delivery{ID: id}, token: raw[:tokenLen], leaseState: raw[tokenLen], raw: raw}
@@ -210,6 +226,9 @@ func parseRecord(id, raw string) (*record, error) {
 		a.StatusCode = int(rd.int())
 		a.Error, a.Response = rd.string(), rd.string()
 		r.History = append(r.History, a)
+	}
+	if version == recordVersionTraced {
+		r.traceparent = rd.string()
 	}
 	switch {
 	case rd.bad || len(rd.s) != 0:

@@ -26,6 +26,13 @@ import (
 // it cannot take from for a while (open circuit, rate limit) it parks: its ready score moves to when
 // it can, one ZADD XX GT, so it no longer sits among the due; a later retime undoes a park, and the
 // next worker to see the webhook parks it again.
+//
+// Dispatcher.Stats (stats.go) reads this schedule without writing it, at a cost bounded whatever the
+// backlog: the head of each ready zset (StatsWebhooksPerShard webhooks), then per shard one script over
+// those webhooks' queues (ZCARD, ZCOUNT, head), then per shard one script over the lease byte of at
+// most StatsLeasesPerShard records whose queue score lies within one lease from now — a leased
+// delivery's score is its lease end, so only there can an attempt be in flight. Three pipelined round
+// trips in all; nothing is maintained for it on the write paths.
 
 const (
 	// idleWait is the longest Run waits when nothing is due.

@@ -228,7 +228,7 @@ func (d *Dispatcher) attemptLeased(ctx context.Context, j leasedDelivery, wh *st
 			return parkOutcome(rec, later(h.OpenUntil, d.now().Add(probeRecheck)), h)
 		}
 	}
-	o := d.decide(rec, d.attempt(ctx, wh, rec, body))
+	o := d.decide(rec, d.tracedAttempt(ctx, wh, rec, body))
 	o.probe = j.probe
 	return o
 }

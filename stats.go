@@ -1,0 +1,264 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// StatsWebhooksPerShard bounds how many webhooks Stats examines in each shard: those whose earliest
+// delivery there is due first (the head of the shard's ready zset). A shard with more webhooks queued
+// is reported Truncated, and its counts are lower bounds.
+const StatsWebhooksPerShard = 64
+
+// StatsLeasesPerShard bounds how many deliveries Stats inspects in each shard to tell the leased ones
+// (an attempt in flight) from those merely scheduled within the next lease. Beyond it the shard is
+// reported Truncated and the rest count as scheduled.
+const StatsLeasesPerShard = 256
+
+// Stats is a snapshot of the delivery backlog, as Dispatcher.Stats reads it. Counts are of pending
+// deliveries; a delivery that succeeded or failed for good is in none of them.
+type Stats struct {
+	// At is when the snapshot was taken (the Dispatcher's clock).
+	At time.Time
+	// Due is how many deliveries are due now and not leased: waiting for a worker. A delivery whose
+	// lease expired (its worker died) is due again.
+	Due int64
+	// Scheduled is how many deliveries wait for a later time: a retry, or a probe of their webhook's
+	// open circuit.
+	Scheduled int64
+	// Leased is how many deliveries a worker (or Dispatch, inline) holds the lease of: in flight.
+	Leased int64
+	// OldestDueAt is when the oldest delivery due became due (for one whose lease expired, when its
+	// lease ended); zero when nothing is due.
+	OldestDueAt time.Time
+	// OldestDueAge is At - OldestDueAt, in whole milliseconds, 0 when nothing is due: how far behind
+	// the workers are.
+	OldestDueAge time.Duration
+	// Webhooks is how many (webhook, shard) queues hold pending deliveries.
+	Webhooks int64
+	// OpenCircuits is how many webhooks have an open circuit (including those probing).
+	OpenCircuits int
+	// Truncated is set when a shard had more to examine than the bounds allow (StatsWebhooksPerShard,
+	// StatsLeasesPerShard): the counts are then lower bounds (Leased may be counted as Scheduled).
+	Truncated bool
+	// Shards are the same figures per event shard, in shard order.
+	Shards []ShardStats
+}
+
+// ShardStats are the backlog figures of one event shard.
+type ShardStats struct {
+	Shard       int
+	Due         int64
+	Scheduled   int64
+	Leased      int64
+	OldestDueAt time.Time
+	// Webhooks is how many webhooks have deliveries queued in the shard; Examined how many of them
+	// Stats read (at most StatsWebhooksPerShard).
+	Webhooks, Examined int64
+	Truncated          bool
+}
+
+// statsQueuesScript sums up some queues of one shard.
+//
+// KEYS[i] -> {P:s}:q:<webhook i>
+// ARGV[1] -> now (ms)
+// ARGV[2] -> end of the lease window (ms): a delivery leased now has its lease end at most there
+// ARGV[3] -> how many ids of deliveries in the lease window to return, at most
+// returns {due, total, oldest due (ms, 0 if none), deliveries in the lease window, ids in it...}
+var statsQueuesScript = redis.NewScript(`
+local nowArg, horizon, room = ARGV[1], ARGV[2], tonumber(ARGV[3])
+local now = tonumber(nowArg)
+local due, total, oldest, window = 0, 0, 0, 0
+local ids = {}
+for i = 1, #KEYS do
+  local q = KEYS[i]
+  total = total + redis.call('ZCARD', q)
+  due = due + redis.call('ZCOUNT', q, '-inf', nowArg)
+  local first = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
+  if first[2] then
+    local at = tonumber(first[2])
+    if at <= now and (oldest == 0 or at < oldest) then oldest = at end
+  end
+  local w = redis.call('ZCOUNT', q, '(' .. nowArg, horizon)
+  window = window + w
+  if w > 0 and #ids < room then
+    for _, id in ipairs(redis.call('ZRANGEBYSCORE', q, '(' .. nowArg, horizon, 'LIMIT', 0, room - #ids)) do
+      ids[#ids + 1] = id
+    end
+  end
+end
+local reply = {due, total, oldest, window}
+for _, id in ipairs(ids) do reply[#reply + 1] = id end
+return reply
+`)
+
+// statsLeasesScript counts the records, of one shard, whose head says an attempt holds the lease.
+//
+// KEYS[i] -> delivery key i
+// returns how many are leased
+var statsLeasesScript = redis.NewScript(`
+local n = 0
+for i = 1, #KEYS do
+  if redis.pcall('GETRANGE', KEYS[i], ` + strconv.Itoa(tokenLen) + `, ` + strconv.Itoa(tokenLen) + `) == ` + luaHeld + ` then n = n + 1 end
+end
+return n
+`)
+
+// Stats reads a snapshot of the delivery backlog across all shards: deliveries due now, scheduled
+// later and leased (in flight), the age of the oldest due delivery, and the open circuits, in total
+// and per shard. It writes nothing.
+//
+// Its cost does not grow with the backlog. It makes at most three pipelined round trips, of at most
+// 2×16+1, 16 and 16 commands (twice as many scripts' commands on a server that lost the scripts):
+//
+//  1. per shard ZCARD and ZRANGE of the ready zset (the first StatsWebhooksPerShard webhooks), and one
+//     HGETALL of the circuits hash (O(webhooks with failures), not of deliveries);
+//  2. per shard one read-only script over the queues of the webhooks read: per queue ZCARD, two
+//     ZCOUNTs, a ZRANGE of its head and at most StatsLeasesPerShard ids in all (O(log n) each);
+//  3. per shard one read-only script reading the lease byte of those ids' records (GETRANGE).
+//
+// So Redis does O(16 × (StatsWebhooksPerShard × log n + StatsLeasesPerShard)) work: cheap enough to
+// scrape every few seconds. Beyond the bounds the figures are lower bounds and Truncated says so. It
+// is a snapshot, not a transaction: deliveries that move while it reads may be counted twice or not at
+// all. A lease taken by a replica whose Options.Timeout is longer than this Dispatcher's may end
+// beyond the window it inspects, and then counts as scheduled.
+func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
+	now := d.now()
+	nowMs := now.UnixMilli()
+	st := &Stats{At: now, Shards: make([]ShardStats, shardCount)}
+
+	// 1. The ready zsets and the circuits.
+	pipe := d.rdb.Pipeline()
+	cards := make([]*redis.IntCmd, shardCount)
+	heads := make([]*redis.StringSliceCmd, shardCount)
+	for s := range shardCount {
+		cards[s] = pipe.ZCard(ctx, d.keys.readyKey(s))
+		heads[s] = pipe.ZRange(ctx, d.keys.readyKey(s), 0, StatsWebhooksPerShard-1)
+	}
+	circuits := pipe.HGetAll(ctx, d.keys.circuitsKey())
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, fmt.Errorf("webhooks: stats: read schedules: %w", err)
+	}
+	for id, v := range circuits.Val() {
+		if h := circuitHealth(id, v, now); h.State != CircuitClosed {
+			st.OpenCircuits++
+		}
+	}
+
+	// 2. The queues of the webhooks read, one script per shard.
+	var calls []statsCall
+	for s := range shardCount {
+		sh := &st.Shards[s]
+		sh.Shard, sh.Webhooks, sh.Examined = s, cards[s].Val(), int64(len(heads[s].Val()))
+		sh.Truncated = sh.Webhooks > sh.Examined
+		if len(heads[s].Val()) == 0 {
+			continue
+		}
+		keys := make([]string, len(heads[s].Val()))
+		for i, id := range heads[s].Val() {
+			keys[i] = d.keys.queueKey(s, id)
+		}
+		calls = append(calls, statsCall{shard: s, script: statsQueuesScript, keys: keys,
+			args: []any{nowMs, now.Add(d.lease).UnixMilli(), StatsLeasesPerShard}})
+	}
+	if err := d.evalAll(ctx, calls); err != nil {
+		return nil, fmt.Errorf("webhooks: stats: read queues: %w", err)
+	}
+	var leases []statsCall
+	inWindow := make([]int64, shardCount)
+	for _, c := range calls {
+		reply, err := c.cmd.Slice()
+		if err == nil && len(reply) < 4 {
+			err = fmt.Errorf("unexpected reply of %d items", len(reply))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("webhooks: stats: shard %d: %w", c.shard, err)
+		}
+		sh := &st.Shards[c.shard]
+		due, _ := reply[0].(int64)
+		total, _ := reply[1].(int64)
+		oldest, _ := reply[2].(int64)
+		inWindow[c.shard], _ = reply[3].(int64)
+		sh.Due, sh.Scheduled, sh.OldestDueAt = due, total-due, msTime(oldest)
+		if len(reply) == 4 {
+			continue
+		}
+		keys := make([]string, 0, len(reply)-4)
+		for _, item := range reply[4:] {
+			id, _ := item.(string)
+			keys = append(keys, d.keys.deliveryKey(c.shard, id))
+		}
+		sh.Truncated = sh.Truncated || inWindow[c.shard] > int64(len(keys))
+		leases = append(leases, statsCall{shard: c.shard, script: statsLeasesScript, keys: keys})
+	}
+
+	// 3. Which of the deliveries in the lease window are leased.
+	if err := d.evalAll(ctx, leases); err != nil {
+		return nil, fmt.Errorf("webhooks: stats: read leases: %w", err)
+	}
+	for _, c := range leases {
+		n, err := c.cmd.Int64()
+		if err != nil {
+			return nil, fmt.Errorf("webhooks: stats: shard %d: %w", c.shard, err)
+		}
+		sh := &st.Shards[c.shard]
+		sh.Leased, sh.Scheduled = n, sh.Scheduled-n
+	}
+
+	for _, sh := range st.Shards {
+		st.Due += sh.Due
+		st.Scheduled += sh.Scheduled
+		st.Leased += sh.Leased
+		st.Webhooks += sh.Webhooks
+		st.Truncated = st.Truncated || sh.Truncated
+		if !sh.OldestDueAt.IsZero() && (st.OldestDueAt.IsZero() || sh.OldestDueAt.Before(st.OldestDueAt)) {
+			st.OldestDueAt = sh.OldestDueAt
+		}
+	}
+	if !st.OldestDueAt.IsZero() {
+		st.OldestDueAge = max(time.Duration(nowMs-st.OldestDueAt.UnixMilli())*time.Millisecond, 0)
+	}
+	return st, nil
+}
+
+// statsCall is one script run of Stats.
+type statsCall struct {
+	shard  int
+	script *redis.Script
+	keys   []string
+	args   []any
+	cmd    *redis.Cmd
+}
+
+// evalAll runs the calls in one pipeline of EVALSHA, and those the server lacks the script of in a
+// second one of EVAL. It returns an error only when a call has none of its own.
+func (d *Dispatcher) evalAll(ctx context.Context, calls []statsCall) error {
+	if len(calls) == 0 {
+		return nil
+	}
+	pipe := d.rdb.Pipeline()
+	for i := range calls {
+		calls[i].cmd = calls[i].script.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
+	}
+	_, _ = pipe.Exec(ctx) // errors are per command
+	var missing []int
+	for i, c := range calls {
+		if err := c.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return ctx.Err()
+	}
+	pipe = d.rdb.Pipeline()
+	for _, i := range missing {
+		calls[i].cmd = calls[i].script.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
+	}
+	_, _ = pipe.Exec(ctx)
+	return ctx.Err()
+}
