@@ -127,7 +127,7 @@ var officialTestBodies = [][]byte{
 	[]byte(`{"quote":"\"a\\b\"","tab":"\t"}`),
 }
 
-func signedTestRequest(msgID string, ts time.Time, body []byte, keys ...[]byte) capturedRequest {
+func signedTestRequest[K keyMaterial](msgID string, ts time.Time, body []byte, keys ...K) capturedRequest {
 	h := http.Header{}
 	setSignedHeaders(h, msgID, ts, body, keys...)
 	return capturedRequest{Header: h, Body: body}
@@ -200,4 +200,27 @@ func TestOfficialVerifierAcceptsDispatchedRequests(t *testing.T) {
 	require.Equal(t, 1, rc2.count())
 	verifyWithOfficial(t, w1.Secret, rc1.requests())
 	verifyWithOfficial(t, w2.Secret, rc2.requests())
+}
+
+// TestOfficialVerifierMixedV1V1a: the official JS verifier (npm standardwebhooks 1.1.1) knows only
+// v1 and skips other versions, so it cannot cross-check v1a signatures; what it can check is that a
+// header also carrying v1a entries (an endpoint rotating between an HMAC secret and an ed25519 key)
+// still verifies for a receiver holding the whsec_ secret, and that a v1a-only header does not.
+func TestOfficialVerifierMixedV1V1a(t *testing.T) {
+	secret := mustNewSecret(t)
+	edSecret, _ := mustNewEd25519Key(t)
+	hm, ed := mustSigningKey(t, secret), mustSigningKey(t, edSecret)
+	now := time.Now()
+
+	var mixed []capturedRequest
+	for i, body := range officialTestBodies {
+		mixed = append(mixed, signedTestRequest(fmt.Sprintf("msg_v1_v1a_%d", i), now, body, ed, hm))
+	}
+	mixed = append(mixed, signedTestRequest("msg_v1a_last", now, officialTestBodies[1], hm, ed))
+	verifyWithOfficial(t, secret, mixed)
+
+	edOnly := []capturedRequest{signedTestRequest("msg_v1a_only", now, officialTestBodies[0], ed)}
+	for i, res := range runOfficialVerifier(t, secret, edOnly) {
+		assert.False(t, res.OK, "request %d: a v1a-only header accepted with a whsec_ secret", i)
+	}
 }
