@@ -68,7 +68,9 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record
 		res.err = "bad request: " + err.Error()
 		return res
 	}
-	req.Header = http.Header{"Content-Type": {"application/json"}, "User-Agent": {userAgent}}
+	req.Header = make(http.Header, 6+len(wh.Headers))
+	setCustomHeaders(req.Header, wh.Headers) // first: the library's own headers cannot be overridden
+	req.Header["Content-Type"], req.Header["User-Agent"] = []string{"application/json"}, []string{userAgent}
 	setSignedHeaders(req.Header, rec.ID, start, body, secrets...)
 	d.setTraceparent(ctx, req.Header, rec)
 	resp, err := d.client.Do(req)

@@ -397,7 +397,7 @@ func BenchmarkResolveSubscribers(b *testing.B) {
 		// Set up once for every b.N the sub-benchmark is run with.
 		e := newBenchEnv(b, 4, Options{})
 		e.createOthers(b, n-4)
-		list, err := e.d.webhooks.subscribers(context.Background(), "pool.created")
+		list, err := e.d.webhooks.subscribers(context.Background(), "", "pool.created")
 		if err != nil || len(list) != 4 {
 			b.Fatalf("setup: %d subscribers, %v", len(list), err)
 		}
@@ -409,7 +409,7 @@ func BenchmarkResolveSubscribers(b *testing.B) {
 			m.begin(b)
 			for range b.N {
 				e.d.webhooks.invalidate()
-				if list, err := e.d.webhooks.subscribers(ctx, "pool.created"); err != nil || len(list) != 4 {
+				if list, err := e.d.webhooks.subscribers(ctx, "", "pool.created"); err != nil || len(list) != 4 {
 					b.Fatalf("%d subscribers, %v", len(list), err)
 				}
 			}

@@ -168,7 +168,7 @@ func (tr *testRedis) redisAddr(t *testing.T) string {
 // after Redis fails gets as far as the claim.
 func pinSubscribers(t *testing.T, d *Dispatcher, evtType string, want int) {
 	t.Helper()
-	subs, err := d.webhooks.subscribers(context.Background(), evtType)
+	subs, err := d.webhooks.subscribers(context.Background(), "", evtType)
 	require.NoError(t, err)
 	require.Len(t, subs, want)
 	d.webhooks.mu.Lock()

@@ -94,8 +94,9 @@ func isNil(err error) bool { return errors.Is(err, redis.Nil) }
 
 // DeliveryRepo reads delivery records.
 type DeliveryRepo struct {
-	rdb  redis.UniversalClient
-	keys keyspace
+	rdb      redis.UniversalClient
+	keys     keyspace
+	webhooks *WebhookRepo
 }
 
 // Get returns a delivery by id, or an error wrapping ErrNotFound.
@@ -122,9 +123,14 @@ func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
 	return parseRecord(id, raw)
 }
 
-// Find returns the delivery of a (webhook, event) pair, or an error wrapping ErrNotFound.
+// Find returns the delivery of a (webhook, event) pair, or an error wrapping ErrNotFound. The event id
+// is read in the webhook's tenant (a deleted webhook's as if it had none).
 func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*Delivery, error) {
-	d, err := r.Get(ctx, deliveryIDFor(webhookID, eventID))
+	tenant := ""
+	if wh, _, err := r.webhooks.load(ctx, webhookID); err == nil {
+		tenant = wh.Tenant
+	}
+	d, err := r.Get(ctx, deliveryIDFor(webhookID, scopedEventID(tenant, eventID)))
 	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: no delivery of event %q to webhook %q", ErrNotFound, eventID, webhookID)
 	}

@@ -80,8 +80,9 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		wake: make(chan struct{}, 1)}
 	d.nextShard.Store(rand.Uint32()) // replicas start their scans at different shards
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
-		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.circuits}
-	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys}
+		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.circuits,
+		quota: opts.MaxWebhooksPerTenant}
+	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys, webhooks: d.webhooks}
 	return d, nil
 }
 
@@ -141,11 +142,11 @@ func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) (rs []Result, err 
 	if err != nil {
 		return nil, err
 	}
-	targets, err := d.webhooks.subscribers(ctx, evt.Type)
+	targets, err := d.targets(ctx, evt, body)
 	if err != nil {
-		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
+		return nil, err
 	}
-	results := d.deliver(ctx, evt.ID, evt.Type, body, targets)
+	results := d.deliver(ctx, evt.Tenant, evt.ID, evt.Type, body, targets)
 	return results, notAccepted(evt.ID, results)
 }
 
@@ -182,11 +183,11 @@ func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) (rs []Result, err e
 	if err != nil {
 		return nil, err
 	}
-	targets, err := d.webhooks.subscribers(ctx, evt.Type)
+	targets, err := d.targets(ctx, evt, body)
 	if err != nil {
-		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
+		return nil, err
 	}
-	results := d.claimAndAttempt(ctx, evt.ID, evt.Type, body, targets, false)
+	results := d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, body, targets, false)
 	return results, notAccepted(evt.ID, results)
 }
 
@@ -204,7 +205,7 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	if err != nil {
 		return nil, err
 	}
-	results := d.deliver(ctx, evt.ID, evt.Type, body, []*storedWebhook{s})
+	results := d.deliver(ctx, s.Tenant, evt.ID, evt.Type, body, []*storedWebhook{s})
 	if err := notAccepted(evt.ID, results); err != nil {
 		return nil, err
 	}
@@ -212,22 +213,48 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 }
 
 // deliver claims the pairs of one event and makes the first attempt of every fresh one it may.
-func (d *Dispatcher) deliver(ctx context.Context, eventID, eventType string, body []byte, targets []*storedWebhook) []Result {
-	return d.claimAndAttempt(ctx, eventID, eventType, body, targets, true)
+func (d *Dispatcher) deliver(ctx context.Context, tenant, eventID, eventType string, body []byte, targets []*storedWebhook) []Result {
+	return d.claimAndAttempt(ctx, tenant, eventID, eventType, body, targets, true)
+}
+
+// targets resolves an event's subscribers among its tenant's webhooks and keeps those whose filter
+// selects it: a webhook filtered out claims nothing. An error wraps ErrNotAccepted.
+func (d *Dispatcher) targets(ctx context.Context, evt Event, body []byte) ([]*storedWebhook, error) {
+	all, err := d.webhooks.subscribers(ctx, evt.Tenant, evt.Type)
+	if err != nil {
+		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
+	}
+	var data json.RawMessage
+	decoded := false
+	out := make([]*storedWebhook, 0, len(all))
+	for _, t := range all {
+		if len(t.Filter) > 0 && !decoded {
+			var w struct {
+				Data json.RawMessage `json:"data"`
+			}
+			_ = json.Unmarshal(body, &w) // the body was just encoded from the event
+			data, decoded = w.Data, true
+		}
+		if t.matches(evt.Type, data) {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // claimAndAttempt claims the pairs of one event, as planned per target, and, when inline, makes the
 // first attempt of every fresh pair planned for one, recording each outcome as its attempt ends.
-func (d *Dispatcher) claimAndAttempt(ctx context.Context, eventID, eventType string, body []byte, targets []*storedWebhook, inline bool) []Result {
+func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, eventType string, body []byte, targets []*storedWebhook, inline bool) []Result {
 	results := make([]Result, len(targets))
 	if len(targets) == 0 {
 		return results
 	}
-	shard := shardOf(eventID)
+	scoped := scopedEventID(tenant, eventID)
+	shard := shardOf(scoped)
 	plans := d.plan(ctx, targets, inline)
-	recs := d.newRecords(eventID, eventType, targets, plans)
+	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
-	reply, err := d.claim(ctx, shard, eventID, body, recs, plans)
+	reply, err := d.claim(ctx, shard, scoped, body, recs, plans)
 	if err != nil {
 		for i, t := range targets {
 			plans[i].cancel(d, t.ID)
@@ -346,11 +373,12 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 
 // newRecords builds the records a claim creates for the targets of one event, as planned: leased for
 // an inline first attempt, or due for the worker (parked ones saying why).
-func (d *Dispatcher) newRecords(eventID, eventType string, targets []*storedWebhook, plans []targetPlan) []*record {
+// scoped is the event id as scoped by its tenant, which names the pair (scopedEventID).
+func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*storedWebhook, plans []targetPlan) []*record {
 	now := d.now()
 	recs := make([]*record, len(targets))
 	for i, t := range targets {
-		recs[i] = &record{Delivery: Delivery{ID: deliveryIDFor(t.ID, eventID), WebhookID: t.ID, EventID: eventID,
+		recs[i] = &record{Delivery: Delivery{ID: deliveryIDFor(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
 			EventType: eventType, Status: StatusPending, NextAttemptAt: msTime(plans[i].due.UnixMilli()),
 			CreatedAt: msTime(now.UnixMilli()), UpdatedAt: msTime(now.UnixMilli()),
 			ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())}}
@@ -367,7 +395,7 @@ func (d *Dispatcher) newRecords(eventID, eventType string, targets []*storedWebh
 	return recs
 }
 
-// claim runs the claim script for new records of one event and returns its reply: {body stored
+// claim runs the claim script for new records of one event (its id scoped by its tenant) and returns its reply: {body stored
 // earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
 // asked for again: the script recognises its own run and reports the pairs it created as created.
 func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {

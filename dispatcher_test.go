@@ -392,7 +392,7 @@ func TestRegistryCRUD(t *testing.T) {
 	require.ErrorIs(t, repo.Delete(ctx, w.ID), ErrNotFound)
 	_, err = repo.Update(ctx, Webhook{ID: "wh_nope", URL: "https://x.y", Events: []string{"*"}})
 	require.ErrorIs(t, err, ErrNotFound)
-	subs, err := repo.subscribers(ctx, "a.b")
+	subs, err := repo.subscribers(ctx, "", "a.b")
 	require.NoError(t, err)
 	assert.Empty(t, subs, "a deleted webhook leaves every subscriber index")
 
@@ -538,7 +538,7 @@ func TestResolutionCostDoesNotGrowWithTheRegistry(t *testing.T) {
 		d.webhooks.invalidate()
 		count.n.Store(0)
 		count.items.Store(0)
-		subs, err := d.webhooks.subscribers(ctx, "pool.created")
+		subs, err := d.webhooks.subscribers(ctx, "", "pool.created")
 		require.NoError(t, err)
 		require.Len(t, subs, 4)
 		return [2]int32{count.n.Load(), count.items.Load()}

@@ -28,7 +28,10 @@ const TestEventType = "webhook.test"
 type Event struct {
 	Type string
 	ID   string
-	Data any
+	// Tenant is the customer the event belongs to: it reaches only that tenant's webhooks, and its ID
+	// is scoped by it (two tenants' "evt_1" are two events). "" reaches only webhooks with no tenant.
+	Tenant string
+	Data   any
 	// Time is when the event happened; the zero value means the time of Dispatch.
 	Time time.Time
 }
@@ -65,6 +68,9 @@ func validateEventID(id string) error {
 func (e Event) validate() error {
 	if err := validateEventType(e.Type); err != nil {
 		return err
+	}
+	if err := validateTenant(e.Tenant); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidEvent, err)
 	}
 	return validateEventID(e.ID)
 }

@@ -66,8 +66,12 @@ var errBadRequest = errors.New("invalid request")
 //	409 webhook_disabled    redeliver of a delivery whose webhook is disabled; enable it first
 //	413 too_large           a request body over 64 KiB
 //	500 internal            anything else; the cause is logged to Options.Logger, never sent
-func (d *Dispatcher) Handler() http.Handler {
-	h := &adminHandler{d: d, mux: http.NewServeMux()}
+func (d *Dispatcher) Handler() http.Handler { return d.newAdminHandler(false) }
+
+// newAdminHandler builds the admin API: the operator's (every tenant), or the portal's (the tenant of
+// the request's token only).
+func (d *Dispatcher) newAdminHandler(portal bool) *adminHandler {
+	h := &adminHandler{d: d, mux: http.NewServeMux(), portal: portal}
 	h.mux.HandleFunc("POST /webhooks", h.createWebhook)
 	h.mux.HandleFunc("GET /webhooks", h.listWebhooks)
 	h.mux.HandleFunc("GET /webhooks/{id}", h.getWebhook)
@@ -84,8 +88,9 @@ func (d *Dispatcher) Handler() http.Handler {
 
 // adminHandler serves Dispatcher.Handler.
 type adminHandler struct {
-	d   *Dispatcher
-	mux *http.ServeMux
+	d      *Dispatcher
+	mux    *http.ServeMux
+	portal bool // every route restricted to the tenant of the request's portal token
 }
 
 func (h *adminHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -138,15 +143,22 @@ type webhookBody struct {
 	Description string   `json:"description"`
 	Disabled    bool     `json:"disabled"`
 	RateLimit   int      `json:"rate_limit"`
+	// Tenant is refused by the portal, which sets the token's.
+	Tenant     string            `json:"tenant"`
+	Headers    map[string]string `json:"headers"`
+	Filter     json.RawMessage   `json:"filter"`
+	Asymmetric bool              `json:"asymmetric"`
 }
 
 // webhookPatch is the body of PATCH /webhooks/{id}: a nil field is left as it is.
 type webhookPatch struct {
-	URL         *string   `json:"url"`
-	Events      *[]string `json:"events"`
-	Description *string   `json:"description"`
-	Disabled    *bool     `json:"disabled"`
-	RateLimit   *int      `json:"rate_limit"`
+	URL         *string            `json:"url"`
+	Events      *[]string          `json:"events"`
+	Description *string            `json:"description"`
+	Disabled    *bool              `json:"disabled"`
+	RateLimit   *int               `json:"rate_limit"`
+	Headers     *map[string]string `json:"headers"`
+	Filter      *json.RawMessage   `json:"filter"`
 }
 
 // rotateBody is the optional body of POST /webhooks/{id}/rotate-secret.
@@ -160,8 +172,16 @@ func (h *adminHandler) createWebhook(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	wh, err := h.d.webhooks.Create(r.Context(), Webhook{URL: body.URL, Events: body.Events,
-		Description: body.Description, Disabled: body.Disabled, RateLimit: body.RateLimit})
+	if h.portal {
+		if body.Tenant != "" {
+			h.fail(w, r, fmt.Errorf("%w: tenant is set by the portal token", errBadRequest))
+			return
+		}
+		body.Tenant = requestTenant(r)
+	}
+	wh, err := h.d.webhooks.Create(r.Context(), Webhook{URL: body.URL, Events: body.Events, Tenant: body.Tenant,
+		Description: body.Description, Disabled: body.Disabled, RateLimit: body.RateLimit, Headers: body.Headers,
+		Filter: body.Filter, Asymmetric: body.Asymmetric})
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -170,7 +190,19 @@ func (h *adminHandler) createWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *adminHandler) listWebhooks(w http.ResponseWriter, r *http.Request) {
-	list, err := h.d.webhooks.List(r.Context())
+	var list []*Webhook
+	var err error
+	switch t, ok := r.URL.Query()["tenant"]; {
+	case h.portal:
+		list, err = h.d.webhooks.ListTenant(r.Context(), requestTenant(r))
+	case ok:
+		list, err = h.d.webhooks.ListTenant(r.Context(), t[0])
+		if errors.Is(err, ErrInvalidWebhook) {
+			err = fmt.Errorf("%w: %w", errBadRequest, err)
+		}
+	default:
+		list, err = h.d.webhooks.List(r.Context())
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -184,7 +216,7 @@ func (h *adminHandler) listWebhooks(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *adminHandler) getWebhook(w http.ResponseWriter, r *http.Request) {
-	wh, err := h.d.webhooks.Get(r.Context(), r.PathValue("id"))
+	wh, err := h.webhook(r, r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -200,13 +232,9 @@ func (h *adminHandler) patchWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	var (
-		wh  *Webhook
-		err error
-	)
-	if p.URL == nil && p.Events == nil && p.Description == nil && p.Disabled == nil && p.RateLimit == nil {
-		wh, err = h.d.webhooks.Get(r.Context(), id)
-	} else {
+	wh, err := h.webhook(r, id)
+	if err == nil && (p.URL != nil || p.Events != nil || p.Description != nil || p.Disabled != nil ||
+		p.RateLimit != nil || p.Headers != nil || p.Filter != nil) {
 		// One read-modify-write of the registry, so concurrent patches of different fields all apply.
 		wh, err = h.d.webhooks.modify(r.Context(), id, func(s *storedWebhook) error {
 			if p.URL != nil {
@@ -224,6 +252,12 @@ func (h *adminHandler) patchWebhook(w http.ResponseWriter, r *http.Request) {
 			if p.RateLimit != nil {
 				s.RateLimit = *p.RateLimit
 			}
+			if p.Headers != nil {
+				s.Headers = canonicalHeaders(*p.Headers)
+			}
+			if p.Filter != nil {
+				s.Filter = compactFilter(*p.Filter)
+			}
 			return h.d.webhooks.validate(s)
 		})
 	}
@@ -236,6 +270,10 @@ func (h *adminHandler) patchWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *adminHandler) deleteWebhook(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.webhook(r, r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	if err := h.d.webhooks.Delete(r.Context(), r.PathValue("id")); err != nil {
 		h.fail(w, r, err)
 		return
@@ -244,6 +282,10 @@ func (h *adminHandler) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *adminHandler) testWebhook(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.webhook(r, r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	dl, err := h.d.SendTest(r.Context(), r.PathValue("id"))
 	if errors.Is(err, ErrDeferred) && dl != nil {
 		h.write(w, r, http.StatusAccepted, dl) // created and scheduled; a worker makes the attempt
@@ -271,6 +313,10 @@ func (h *adminHandler) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		}
 		grace = time.Duration(s) * time.Second
 	}
+	if _, err := h.webhook(r, r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	wh, err := h.d.webhooks.RotateSecret(r.Context(), r.PathValue("id"), grace)
 	if err != nil {
 		h.fail(w, r, err)
@@ -289,6 +335,10 @@ func (h *adminHandler) listDeliveries(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		q.Limit = n
+	}
+	if _, err := h.webhook(r, r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
 	}
 	page, err := h.d.deliveries.Page(r.Context(), r.PathValue("id"), q)
 	if err != nil {
@@ -326,6 +376,10 @@ func (h *adminHandler) recoverWebhook(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if _, err := h.webhook(r, r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	n, err := h.d.Recover(r.Context(), r.PathValue("id"), since, until, limit)
 	if err != nil {
 		h.fail(w, r, err)
@@ -337,7 +391,7 @@ func (h *adminHandler) recoverWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *adminHandler) getDelivery(w http.ResponseWriter, r *http.Request) {
-	dl, err := h.d.deliveries.Get(r.Context(), r.PathValue("id"))
+	dl, err := h.delivery(r, r.PathValue("id"))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -346,6 +400,10 @@ func (h *adminHandler) getDelivery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *adminHandler) redeliver(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.delivery(r, r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
 	dl, err := h.d.Redeliver(r.Context(), r.PathValue("id"))
 	if errors.Is(err, ErrDeferred) && dl != nil {
 		h.write(w, r, http.StatusAccepted, dl) // reset and scheduled; a worker makes the attempt
@@ -356,6 +414,28 @@ func (h *adminHandler) redeliver(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.write(w, r, http.StatusOK, dl)
+}
+
+// webhook reads a webhook the request may see: any for the operator, only its token's tenant's in the
+// portal (another tenant's answers as not found).
+func (h *adminHandler) webhook(r *http.Request, id string) (*Webhook, error) {
+	wh, err := h.d.webhooks.Get(r.Context(), id)
+	if err == nil && h.portal && wh.Tenant != requestTenant(r) {
+		return nil, fmt.Errorf("%w: webhook %q", ErrNotFound, id)
+	}
+	return wh, err
+}
+
+// delivery reads a delivery the request may see: in the portal, only one of its tenant's webhooks.
+func (h *adminHandler) delivery(r *http.Request, id string) (*Delivery, error) {
+	dl, err := h.d.deliveries.Get(r.Context(), id)
+	if err != nil || !h.portal {
+		return dl, err
+	}
+	if _, err := h.webhook(r, dl.WebhookID); err != nil {
+		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
+	}
+	return dl, nil
 }
 
 // decodeBody decodes a request body holding exactly one JSON value into dst, refusing unknown fields.
@@ -398,6 +478,8 @@ func classifyAPIError(err error) (status int, code, message string) {
 		return http.StatusConflict, "conflict", "the webhook was changed concurrently; try again"
 	case errors.Is(err, ErrWebhookDisabled):
 		return http.StatusConflict, "webhook_disabled", err.Error()
+	case errors.Is(err, ErrTenantQuota):
+		return http.StatusConflict, "tenant_quota", err.Error()
 	default:
 		return http.StatusInternalServerError, "internal", "internal error"
 	}

@@ -116,6 +116,15 @@ type Options struct {
 	// up to MaxBreakFor (10 minutes). Must not be negative nor above MaxBreakFor. Defaults to 30s.
 	BreakFor time.Duration
 
+	// MaxWebhooksPerTenant bounds the webhooks of one tenant (Webhook.Tenant): Create refuses one more
+	// with an error wrapping ErrTenantQuota. Webhooks with no tenant are not bounded. Must not be
+	// negative. Defaults to DefaultMaxWebhooksPerTenant (100).
+	MaxWebhooksPerTenant int
+
+	// PortalKey signs the tokens of the tenant portal (PortalToken, Portal): at least 32 bytes, kept
+	// secret. Defaults to none: PortalToken then fails and Portal refuses every request.
+	PortalKey []byte
+
 	// Logger receives the library's logs. Secrets and bodies are never logged. Defaults to none.
 	Logger *slog.Logger
 
@@ -210,6 +219,15 @@ func (o Options) withDefaults() (Options, error) {
 		if !p.IsValid() {
 			return o, fmt.Errorf("%w: AllowedNetworks has an invalid prefix", ErrInvalidOptions)
 		}
+	}
+	if o.MaxWebhooksPerTenant == 0 {
+		o.MaxWebhooksPerTenant = DefaultMaxWebhooksPerTenant
+	}
+	if o.MaxWebhooksPerTenant < 0 {
+		return o, fmt.Errorf("%w: MaxWebhooksPerTenant must be positive", ErrInvalidOptions)
+	}
+	if o.PortalKey != nil && len(o.PortalKey) < minPortalKey {
+		return o, fmt.Errorf("%w: PortalKey must be at least %d bytes", ErrInvalidOptions, minPortalKey)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)

@@ -92,7 +92,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	token := randomHex(tokenLen / 2)
 	renewed.holdLease(token, now.Add(d.lease))
 	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.readyKey(shard),
-		d.keys.eventKey(shard, rec.EventID), d.keys.indexKey(shard, rec.WebhookID), d.keys.queueKey(shard, rec.WebhookID)}
+		d.keys.eventKey(shard, scopedEventID(wh.Tenant, rec.EventID)), d.keys.indexKey(shard, rec.WebhookID), d.keys.queueKey(shard, rec.WebhookID)}
 	reply, err := redeliverScript.Run(ctx, d.rdb, keys, now.UnixMilli(), d.opts.Retention.Milliseconds(),
 		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(), indexedHash(deliveryID),
 		unixMilli(renewed.ExpiresAt), rec.WebhookID).Slice()

@@ -1,11 +1,14 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -27,12 +30,23 @@ const maxDescriptionLen = 1024
 // MaxRateLimit bounds Webhook.RateLimit (requests per second).
 const MaxRateLimit = 10000
 
-// Webhook is a subscriber: a URL that receives the events its Events patterns select.
+// Webhook is a subscriber: a URL that receives the events its Events patterns select, among the events
+// of its Tenant.
 type Webhook struct {
-	ID  string `json:"id"`
-	URL string `json:"url"`
-	// Secret is the signing secret ("whsec_" + base64). Create fills it.
-	Secret      string `json:"secret,omitempty"`
+	ID string `json:"id"`
+	// Tenant is the customer the webhook belongs to: it receives only events of that tenant (an event
+	// with no tenant reaches only webhooks with none). "" means no tenant. Set at Create, never changed;
+	// at most MaxTenantLen bytes of [A-Za-z0-9_.-].
+	Tenant string `json:"tenant,omitempty"`
+	URL    string `json:"url"`
+	// Secret is the signing secret: "whsec_" + base64 (Standard Webhooks v1, HMAC-SHA256), or "whsk_"
+	// + base64 (v1a, an ed25519 private key; receivers get PublicKey). Create fills it, of the kind
+	// Asymmetric asks for, unless one is given.
+	Secret string `json:"secret,omitempty"`
+	// PublicKey is the "whpk_" key receivers verify v1a signatures with, when Secret is a "whsk_" key.
+	PublicKey string `json:"public_key,omitempty"`
+	// Asymmetric asks Create for an ed25519 (v1a) key when no Secret is given.
+	Asymmetric  bool   `json:"asymmetric,omitempty"`
 	Description string `json:"description,omitempty"`
 	// Events are subscription patterns: an exact type (`pool.created`), a prefix wildcard (`pool.*`,
 	// any depth) or `*`.
@@ -41,14 +55,22 @@ type Webhook struct {
 	// RateLimit bounds the requests per second sent to the webhook, by every replica together
 	// (inline attempts included): a delivery over the limit waits for the worker, it is not failed.
 	// 0 means unlimited; at most MaxRateLimit.
-	RateLimit int       `json:"rate_limit,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-	UpdatedAt time.Time `json:"updated_at"`
+	RateLimit int `json:"rate_limit,omitempty"`
+	// Headers are extra request headers sent with every attempt, e.g. a receiver's own auth token.
+	// Names the library sets or that control the connection are refused (see ReservedHeaders); at
+	// most MaxHeaders, each value at most MaxHeaderValueLen bytes with no line break. Never logged.
+	Headers map[string]string `json:"headers,omitempty"`
+	// Filter is an optional JSON filter over the event ({"type": …, "data": …}); an event it does not
+	// match gets no delivery to this webhook (nothing is claimed). nil matches every event. See
+	// the package doc's "Filters" for the operators.
+	Filter    json.RawMessage `json:"filter,omitempty"`
+	CreatedAt time.Time       `json:"created_at"`
+	UpdatedAt time.Time       `json:"updated_at"`
 }
 
 // String describes a webhook without its secret.
 func (w Webhook) String() string {
-	return fmt.Sprintf("Webhook{ID:%s URL:%s Events:%v Disabled:%t}", w.ID, w.URL, w.Events, w.Disabled)
+	return fmt.Sprintf("Webhook{ID:%s Tenant:%s URL:%s Events:%v Disabled:%t}", w.ID, w.Tenant, w.URL, w.Events, w.Disabled)
 }
 
 // GoString is String, so %#v does not print the secret either.
@@ -56,35 +78,77 @@ func (w Webhook) GoString() string { return w.String() }
 
 // storedWebhook is a webhook as the registry stores it.
 type storedWebhook struct {
-	ID          string   `json:"id"`
-	URL         string   `json:"url"`
-	Secret      string   `json:"secret"`
-	Description string   `json:"desc,omitempty"`
-	Events      []string `json:"events"`
-	Disabled    bool     `json:"off,omitempty"`
-	RateLimit   int      `json:"rl,omitempty"`
-	Created     int64    `json:"c"`
-	Updated     int64    `json:"u"`
+	ID          string            `json:"id"`
+	Tenant      string            `json:"t,omitempty"`
+	URL         string            `json:"url"`
+	Secret      string            `json:"secret"`
+	Description string            `json:"desc,omitempty"`
+	Events      []string          `json:"events"`
+	Disabled    bool              `json:"off,omitempty"`
+	RateLimit   int               `json:"rl,omitempty"`
+	Headers     map[string]string `json:"h,omitempty"`
+	Filter      json.RawMessage   `json:"f,omitempty"`
+	Created     int64             `json:"c"`
+	Updated     int64             `json:"u"`
 	// PrevSecret still signs requests, beside Secret, until PrevUntil (ms): secret rotation.
 	PrevSecret string `json:"ps,omitempty"`
 	PrevUntil  int64  `json:"pu,omitempty"`
 }
 
-func (s *storedWebhook) webhook() *Webhook {
-	return &Webhook{ID: s.ID, URL: s.URL, Secret: s.Secret, Description: s.Description, Events: slices.Clone(s.Events),
-		Disabled: s.Disabled, RateLimit: s.RateLimit, CreatedAt: time.UnixMilli(s.Created), UpdatedAt: time.UnixMilli(s.Updated)}
+// matches reports whether the webhook's filter selects an event (its type, and its data as sent).
+func (s *storedWebhook) matches(eventType string, data json.RawMessage) bool {
+	if len(s.Filter) == 0 {
+		return true
+	}
+	f, ok := compiledFilter(s.Filter)
+	return ok && f.match(eventType, data)
 }
 
-// secrets returns the decoded secrets that sign a request at now: the current one, and the previous one
-// during a rotation's grace period.
-func (s *storedWebhook) secrets(now time.Time) ([][]byte, error) {
-	cur, err := decodeSecret(s.Secret)
+// compiledFilters keeps filters compiled, by their stored JSON; bounded.
+var compiledFilters struct {
+	sync.Mutex
+	m map[string]*eventFilter // nil value: the filter does not parse
+}
+
+// compiledFilter returns a stored filter compiled, and false for one that no longer parses (filters
+// are validated when saved): such a webhook matches nothing.
+func compiledFilter(raw json.RawMessage) (*eventFilter, bool) {
+	compiledFilters.Lock()
+	defer compiledFilters.Unlock()
+	if f, ok := compiledFilters.m[string(raw)]; ok {
+		return f, f != nil
+	}
+	f, err := parseFilter(raw)
+	if err != nil {
+		f = nil
+	}
+	if compiledFilters.m == nil || len(compiledFilters.m) >= 1024 {
+		compiledFilters.m = map[string]*eventFilter{}
+	}
+	compiledFilters.m[string(raw)] = f
+	return f, f != nil
+}
+
+func (s *storedWebhook) webhook() *Webhook {
+	w := &Webhook{ID: s.ID, Tenant: s.Tenant, URL: s.URL, Secret: s.Secret, Description: s.Description,
+		Events: slices.Clone(s.Events), Disabled: s.Disabled, RateLimit: s.RateLimit, Headers: maps.Clone(s.Headers),
+		Filter: slices.Clone(s.Filter), CreatedAt: time.UnixMilli(s.Created), UpdatedAt: time.UnixMilli(s.Updated)}
+	if pk, err := PublicKey(s.Secret); err == nil {
+		w.PublicKey = pk
+	}
+	return w
+}
+
+// secrets returns the keys that sign a request at now: the current one, and the previous one during a
+// rotation's grace period (v1 and v1a may mix).
+func (s *storedWebhook) secrets(now time.Time) ([]signingKey, error) {
+	cur, err := parseSigningKey(s.Secret)
 	if err != nil {
 		return nil, err
 	}
-	out := [][]byte{cur}
+	out := []signingKey{cur}
 	if s.PrevSecret != "" && now.UnixMilli() < s.PrevUntil {
-		if prev, err := decodeSecret(s.PrevSecret); err == nil {
+		if prev, err := parseSigningKey(s.PrevSecret); err == nil {
 			out = append(out, prev)
 		}
 	}
@@ -96,6 +160,7 @@ func (s *storedWebhook) secrets(now time.Time) ([][]byte, error) {
 // event type reads a handful of small hashes whatever the number of webhooks.
 type WebhookRepo struct {
 	circuits *circuitStore
+	quota    int // Options.MaxWebhooksPerTenant
 	rdb      redis.UniversalClient
 	keys     keyspace
 	now      func() time.Time
@@ -113,19 +178,25 @@ type subscriberEntry struct {
 }
 
 // saveWebhookScript replaces a webhook in the registry, conditional on the stored JSON being what the
-// caller read (the token of this read-modify-write).
+// caller read (the token of this read-modify-write). The tenant's index is one more hash the webhook
+// leaves and joins; a new webhook of a tenant is refused when the index already holds the quota.
 //
 // KEYS[1] -> {P:registry}:webhooks
-// KEYS[2..1+ARGV[4]] -> subscriber hashes the webhook leaves (its old patterns)
-// KEYS[2+ARGV[4]..] -> subscriber hashes the webhook joins (its new patterns, when enabled)
+// KEYS[2..1+ARGV[4]] -> hashes the webhook leaves (its old patterns' subscriber hashes, its tenant index)
+// KEYS[2+ARGV[4]..] -> hashes the webhook joins (its new patterns', when enabled; its tenant index last)
 // ARGV[1] -> webhook id
 // ARGV[2] -> expected stored JSON ("" when the webhook must not exist yet)
 // ARGV[3] -> new JSON ("" deletes the webhook)
-// ARGV[4] -> number of old subscriber keys
-// returns 1 when saved, 0 when the stored JSON was not the expected one
+// ARGV[4] -> number of keys left
+// ARGV[5] -> the quota of webhooks per tenant, checked when creating ("0": none)
+// returns saveDone when saved, saveConflict when the stored JSON was not the expected one, saveOverQuota
+// when a new webhook would exceed its tenant's quota
 var saveWebhookScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if (cur or '') ~= ARGV[2] then return 0 end
+if (cur or '') ~= ARGV[2] then return ` + strconv.Itoa(saveConflict) + ` end
+if ARGV[2] == '' and ARGV[5] ~= '0' and redis.call('HLEN', KEYS[#KEYS]) >= tonumber(ARGV[5]) then
+  return ` + strconv.Itoa(saveOverQuota) + `
+end
 local nold = tonumber(ARGV[4])
 for i = 2, 1 + nold do redis.call('HDEL', KEYS[i], ARGV[1]) end
 if ARGV[3] == '' then
@@ -134,8 +205,19 @@ if ARGV[3] == '' then
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 for i = 2 + nold, #KEYS do redis.call('HSET', KEYS[i], ARGV[1], ARGV[3]) end
-return 1
+return ` + strconv.Itoa(saveDone) + `
 `)
+
+// saveWebhookScript's replies.
+const (
+	saveConflict  = 0
+	saveDone      = 1
+	saveOverQuota = 2
+)
+
+// ErrTenantQuota is returned (wrapped) by Create for a webhook whose tenant already has
+// Options.MaxWebhooksPerTenant webhooks.
+var ErrTenantQuota = errors.New("webhooks: tenant has too many webhooks")
 
 // maxSaveTries bounds the retries of a read-modify-write that lost a race to another writer.
 const maxSaveTries = 8
@@ -158,6 +240,15 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 	if len(w.Description) > maxDescriptionLen {
 		return fmt.Errorf("%w: description longer than %d bytes", ErrInvalidWebhook, maxDescriptionLen)
 	}
+	if err := validateTenant(w.Tenant); err != nil {
+		return err
+	}
+	if err := validateHeaders(w.Headers); err != nil {
+		return err
+	}
+	if _, err := parseFilter(w.Filter); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -165,16 +256,17 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 // returns the stored webhook, secret included.
 func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
 	now := r.now()
-	s := &storedWebhook{ID: "wh_" + randomHex(8), URL: w.URL, Secret: w.Secret, Description: w.Description,
-		Events: compactPatterns(w.Events), Disabled: w.Disabled, RateLimit: w.RateLimit, Created: now.UnixMilli(), Updated: now.UnixMilli()}
+	s := &storedWebhook{ID: "wh_" + randomHex(8), Tenant: w.Tenant, URL: w.URL, Secret: w.Secret,
+		Description: w.Description, Events: compactPatterns(w.Events), Disabled: w.Disabled, RateLimit: w.RateLimit,
+		Headers: canonicalHeaders(w.Headers), Filter: compactFilter(w.Filter), Created: now.UnixMilli(), Updated: now.UnixMilli()}
 	if s.Secret == "" {
-		secret, err := newSecret()
+		secret, err := newSigningSecret(w.Asymmetric)
 		if err != nil {
 			return nil, err
 		}
 		s.Secret = secret
-	} else if raw, err := decodeSecret(s.Secret); err != nil || len(raw) < minSecretBytes {
-		return nil, fmt.Errorf("%w: secret must be whsec_ followed by the base64 of at least %d bytes", ErrInvalidWebhook, minSecretBytes)
+	} else if err := validateSigningSecret(s.Secret); err != nil {
+		return nil, err
 	}
 	if err := r.validate(s); err != nil {
 		return nil, err
@@ -194,12 +286,13 @@ func (r *WebhookRepo) Get(ctx context.Context, id string) (*Webhook, error) {
 	return s.webhook(), nil
 }
 
-// Update changes a webhook's URL, Events, Description, Disabled and RateLimit, found by w.ID. A URL or secret
-// changed while deliveries are pending applies to their next attempt.
+// Update changes a webhook's URL, Events, Description, Disabled, RateLimit, Headers and Filter, found by
+// w.ID; its Tenant and secret stay (RotateSecret changes the secret). A URL or secret changed while
+// deliveries are pending applies to their next attempt.
 func (r *WebhookRepo) Update(ctx context.Context, w Webhook) (*Webhook, error) {
 	return r.modify(ctx, w.ID, func(s *storedWebhook) error {
 		s.URL, s.Events, s.Description, s.Disabled = w.URL, compactPatterns(w.Events), w.Description, w.Disabled
-		s.RateLimit = w.RateLimit
+		s.RateLimit, s.Headers, s.Filter = w.RateLimit, canonicalHeaders(w.Headers), compactFilter(w.Filter)
 		return r.validate(s)
 	})
 }
@@ -207,12 +300,14 @@ func (r *WebhookRepo) Update(ctx context.Context, w Webhook) (*Webhook, error) {
 // RotateSecret gives a webhook a new secret. For the grace period after it, every request carries
 // signatures by both the old and the new secret, so receivers can switch at their own pace; after it,
 // only the new one. It returns the webhook with its new secret.
+// A webhook keeps its kind of key: a "whsk_" (v1a) key is replaced by a new one, whose PublicKey the
+// receiver needs.
 func (r *WebhookRepo) RotateSecret(ctx context.Context, id string, grace time.Duration) (*Webhook, error) {
-	secret, err := newSecret()
-	if err != nil {
-		return nil, err
-	}
 	return r.modify(ctx, id, func(s *storedWebhook) error {
+		secret, err := newSigningSecret(isPrivateKey(s.Secret))
+		if err != nil {
+			return err
+		}
 		s.PrevSecret, s.PrevUntil = s.Secret, r.now().Add(max(grace, 0)).UnixMilli()
 		s.Secret = secret
 		return nil
@@ -266,26 +361,14 @@ func (r *WebhookRepo) forgetHealth(ctx context.Context, id string) {
 	_, _ = pipe.Exec(ctx)
 }
 
-// List returns every registered webhook, secrets included, ordered by creation time (ms), then by id.
+// List returns every registered webhook, of every tenant, secrets included, ordered by creation time
+// (ms), then by id.
 func (r *WebhookRepo) List(ctx context.Context) ([]*Webhook, error) {
 	all, err := r.rdb.HVals(ctx, r.keys.webhooksKey()).Result()
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: list webhooks: %w", err)
 	}
-	out := make([]*Webhook, 0, len(all))
-	for _, raw := range all {
-		var s storedWebhook
-		if json.Unmarshal([]byte(raw), &s) == nil {
-			out = append(out, s.webhook())
-		}
-	}
-	slices.SortFunc(out, func(a, b *Webhook) int {
-		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return out, nil
+	return decodeSorted(all), nil
 }
 
 func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*storedWebhook) error) (*Webhook, error) {
@@ -328,34 +411,49 @@ func (r *WebhookRepo) load(ctx context.Context, id string) (*storedWebhook, stri
 // saveRaw writes next (nil deletes) in place of old, whose stored JSON was raw.
 func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook, raw string, next *storedWebhook) error {
 	keys := []string{r.keys.webhooksKey()}
-	var nold int
-	if old != nil && !old.Disabled {
-		for _, p := range old.Events {
-			keys = append(keys, r.keys.subscribersKey(p))
-		}
-		nold = len(old.Events)
+	if old != nil {
+		keys = append(keys, r.indexKeys(old)...)
 	}
+	nold := len(keys) - 1
 	var encoded []byte
+	quota := 0
 	if next != nil {
 		var err error
 		if encoded, err = json.Marshal(next); err != nil {
 			return fmt.Errorf("webhooks: encode webhook: %w", err)
 		}
-		if !next.Disabled {
-			for _, p := range next.Events {
-				keys = append(keys, r.keys.subscribersKey(p))
-			}
+		keys = append(keys, r.indexKeys(next)...)
+		if old == nil && next.Tenant != "" {
+			quota = r.quota
 		}
 	}
-	ok, err := saveWebhookScript.Run(ctx, r.rdb, keys, id, raw, string(encoded), nold).Int()
-	if err != nil {
+	res, err := saveWebhookScript.Run(ctx, r.rdb, keys, id, raw, string(encoded), nold, quota).Int()
+	switch {
+	case err != nil:
 		return fmt.Errorf("webhooks: save webhook %s: %w", id, err)
-	}
-	if ok == 0 {
+	case res == saveConflict:
 		return ErrConflict
+	case res == saveOverQuota:
+		return fmt.Errorf("%w: tenant %s has %d webhooks, the most Options.MaxWebhooksPerTenant allows", ErrTenantQuota,
+			next.Tenant, quota)
 	}
 	r.invalidate()
 	return nil
+}
+
+// indexKeys are the hashes that hold a webhook besides the registry: its patterns' subscriber hashes
+// while it is enabled, then its tenant's index (a tenant's webhooks only).
+func (r *WebhookRepo) indexKeys(s *storedWebhook) []string {
+	var keys []string
+	if !s.Disabled {
+		for _, p := range s.Events {
+			keys = append(keys, r.keys.tenantSubscribersKey(s.Tenant, p))
+		}
+	}
+	if s.Tenant != "" {
+		keys = append(keys, r.keys.tenantKey(s.Tenant))
+	}
+	return keys
 }
 
 func (r *WebhookRepo) invalidate() {
@@ -365,12 +463,14 @@ func (r *WebhookRepo) invalidate() {
 	r.mu.Unlock()
 }
 
-// subscribers returns the enabled webhooks whose patterns select eventType, from a process-local cache
-// at most subscriberCacheTTL old, otherwise with one round trip.
-func (r *WebhookRepo) subscribers(ctx context.Context, eventType string) ([]*storedWebhook, error) {
+// subscribers returns the enabled webhooks of a tenant whose patterns select eventType, from a
+// process-local cache at most subscriberCacheTTL old, otherwise with one round trip that reads only
+// that tenant's subscriber hashes.
+func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string) ([]*storedWebhook, error) {
 	now := time.Now()
+	cacheKey := tenant + "\x00" + eventType
 	r.mu.Lock()
-	e, ok := r.cache[eventType]
+	e, ok := r.cache[cacheKey]
 	gen := r.gen
 	r.mu.Unlock()
 	if ok && now.Sub(e.at) < subscriberCacheTTL {
@@ -380,7 +480,7 @@ func (r *WebhookRepo) subscribers(ctx context.Context, eventType string) ([]*sto
 	pipe := r.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, len(patterns))
 	for i, p := range patterns {
-		cmds[i] = pipe.HGetAll(ctx, r.keys.subscribersKey(p))
+		cmds[i] = pipe.HGetAll(ctx, r.keys.tenantSubscribersKey(tenant, p))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("webhooks: resolve subscribers of %s: %w", eventType, err)
@@ -393,7 +493,7 @@ func (r *WebhookRepo) subscribers(ctx context.Context, eventType string) ([]*sto
 				continue
 			}
 			var s storedWebhook
-			if err := json.Unmarshal([]byte(raw), &s); err != nil || s.Disabled {
+			if err := json.Unmarshal([]byte(raw), &s); err != nil || s.Disabled || s.Tenant != tenant {
 				continue
 			}
 			seen[id] = true
@@ -403,10 +503,10 @@ func (r *WebhookRepo) subscribers(ctx context.Context, eventType string) ([]*sto
 	slices.SortFunc(list, func(a, b *storedWebhook) int { return strings.Compare(a.ID, b.ID) })
 	r.mu.Lock()
 	if len(r.cache) > 4096 {
-		clear(r.cache) // bounded: event types are few, but callers choose them
+		clear(r.cache) // bounded: event types and tenants are callers' choice
 	}
 	if r.gen == gen { // a change made meanwhile by this process may postdate what was read
-		r.cache[eventType] = subscriberEntry{at: now, list: list}
+		r.cache[cacheKey] = subscriberEntry{at: now, list: list}
 	}
 	r.mu.Unlock()
 	return list, nil
@@ -443,4 +543,17 @@ func compactPatterns(ps []string) []string {
 		}
 	}
 	return out
+}
+
+// compactFilter is a filter as stored: nil for none (empty or JSON null), otherwise compacted (a filter
+// that is not JSON is kept as given, for validate to refuse).
+func compactFilter(raw json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return slices.Clone(raw)
+	}
+	return b.Bytes()
 }

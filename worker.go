@@ -192,7 +192,7 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][
 	pipe := d.rdb.Pipeline()
 	gets := map[string]*redis.StringCmd{}
 	for _, j := range jobs {
-		key := d.keys.eventKey(j.shard, j.rec.EventID)
+		key := d.keys.eventKey(j.shard, j.scopedEventID())
 		if gets[key] == nil {
 			gets[key] = pipe.Get(ctx, key)
 		}
@@ -200,7 +200,7 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][
 	_, _ = pipe.Exec(ctx) // errors are read per command: a missing body is not one
 	bodies := make([][]byte, len(jobs))
 	for i, j := range jobs {
-		g := gets[d.keys.eventKey(j.shard, j.rec.EventID)]
+		g := gets[d.keys.eventKey(j.shard, j.scopedEventID())]
 		switch err := g.Err(); {
 		case err == nil:
 			bodies[i] = []byte(g.Val())
@@ -268,4 +268,13 @@ func (d *Dispatcher) waitRateSlot(ctx context.Context, j leasedDelivery) (outcom
 	}
 	time.Sleep(delays[0])
 	return outcome{}, true
+}
+
+// scopedEventID is the leased delivery's event id as scoped by its webhook's tenant (a deleted
+// webhook's deliveries need no body).
+func (j leasedDelivery) scopedEventID() string {
+	if j.webhook == nil {
+		return j.rec.EventID
+	}
+	return scopedEventID(j.webhook.Tenant, j.rec.EventID)
 }

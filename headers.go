@@ -1,0 +1,76 @@
+package webhooks
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+)
+
+// Bounds of Webhook.Headers.
+const (
+	// MaxHeaders is the most custom headers a webhook may have.
+	MaxHeaders = 16
+	// MaxHeaderValueLen bounds a custom header's value, in bytes.
+	MaxHeaderValueLen = 1024
+)
+
+// ReservedHeaders are the header names (canonical form) a webhook's custom Headers may not set: the
+// Standard Webhooks headers and the others the library sends (Content-Type, User-Agent, the W3C trace
+// context), and those that describe the message or the connection rather than the event (Host,
+// Content-Length, Transfer-Encoding and the hop-by-hop headers). Authorization is allowed: receivers
+// often check a token of their own.
+var ReservedHeaders = []string{
+	"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature", "Content-Type", "Content-Length", "Content-Encoding",
+	"Host", "User-Agent", "Traceparent", "Tracestate", "Connection", "Keep-Alive", "Proxy-Authenticate",
+	"Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect",
+}
+
+// validateHeaders checks a webhook's custom headers: at most MaxHeaders, names that are HTTP tokens
+// and not reserved, values without line breaks or other control bytes, at most MaxHeaderValueLen.
+func validateHeaders(h map[string]string) error {
+	if len(h) > MaxHeaders {
+		return fmt.Errorf("%w: %d headers, at most %d", ErrInvalidWebhook, len(h), MaxHeaders)
+	}
+	for name, v := range h {
+		if name == "" || strings.IndexFunc(name, func(c rune) bool { return !isTokenByte(c) }) >= 0 {
+			return fmt.Errorf("%w: header name %q is not an HTTP token", ErrInvalidWebhook, name)
+		}
+		if slices.Contains(ReservedHeaders, http.CanonicalHeaderKey(name)) {
+			return fmt.Errorf("%w: header %s is set by the library and may not be overridden", ErrInvalidWebhook,
+				http.CanonicalHeaderKey(name))
+		}
+		if len(v) > MaxHeaderValueLen {
+			return fmt.Errorf("%w: header %s: value longer than %d bytes", ErrInvalidWebhook, name, MaxHeaderValueLen)
+		}
+		if strings.IndexFunc(v, func(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }) >= 0 {
+			return fmt.Errorf("%w: header %s: value holds a control character", ErrInvalidWebhook, name)
+		}
+	}
+	return nil
+}
+
+// isTokenByte reports whether c may appear in an HTTP header name (RFC 9110 tchar).
+func isTokenByte(c rune) bool {
+	return c < 0x7f && (isNameByte(byte(c)) || strings.ContainsRune("!#$%&'*+.^`|~", c))
+}
+
+// canonicalHeaders returns the headers with canonical names (nil for none), so two spellings of one
+// name cannot both be stored.
+func canonicalHeaders(h map[string]string) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		out[http.CanonicalHeaderKey(k)] = v
+	}
+	return out
+}
+
+// setCustomHeaders adds a webhook's custom headers to a request's, before the library's own are set.
+func setCustomHeaders(dst http.Header, h map[string]string) {
+	for k, v := range h {
+		dst[k] = []string{v}
+	}
+}
