@@ -168,8 +168,15 @@ type WebhookRepo struct {
 	https    bool
 
 	mu    sync.Mutex
-	cache map[string]subscriberEntry // event type -> subscribers
+	cache map[string]subscriberEntry // tenant and event type -> subscribers
+	byID  map[string]byIDEntry       // webhook id -> webhook, for the worker
 	gen   uint64                     // bumped by every registry change this process makes
+}
+
+// byIDEntry is a webhook as read at a time (nil: not found).
+type byIDEntry struct {
+	at time.Time
+	wh *storedWebhook
 }
 
 type subscriberEntry struct {
@@ -459,6 +466,7 @@ func (r *WebhookRepo) indexKeys(s *storedWebhook) []string {
 func (r *WebhookRepo) invalidate() {
 	r.mu.Lock()
 	clear(r.cache)
+	clear(r.byID)
 	r.gen++
 	r.mu.Unlock()
 }
@@ -556,4 +564,51 @@ func compactFilter(raw json.RawMessage) json.RawMessage {
 		return slices.Clone(raw)
 	}
 	return b.Bytes()
+}
+
+// byIDs returns webhooks by id, each from a process-local cache at most subscriberCacheTTL old (a
+// deleted webhook is cached as missing), the others read in one round trip. Webhooks whose stored JSON
+// cannot be decoded are reported in broken, and not cached.
+func (r *WebhookRepo) byIDs(ctx context.Context, ids []string) (map[string]*storedWebhook, map[string]error, error) {
+	now := time.Now()
+	found := make(map[string]*storedWebhook, len(ids))
+	var missing []string
+	r.mu.Lock()
+	gen := r.gen
+	for _, id := range ids {
+		if e, ok := r.byID[id]; ok && now.Sub(e.at) < subscriberCacheTTL {
+			if e.wh != nil {
+				found[id] = e.wh
+			}
+			continue
+		}
+		missing = append(missing, id)
+	}
+	r.mu.Unlock()
+	if len(missing) == 0 {
+		return found, nil, nil
+	}
+	vals, err := r.rdb.HMGet(ctx, r.keys.webhooksKey(), missing...).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("webhooks: load webhooks: %w", err)
+	}
+	read, broken := r.decodeMany(missing, vals)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID == nil || len(r.byID) > 100_000 {
+		r.byID = map[string]byIDEntry{}
+	}
+	for _, id := range missing {
+		if broken[id] != nil {
+			continue
+		}
+		found[id] = read[id]
+		if read[id] == nil {
+			delete(found, id)
+		}
+		if r.gen == gen { // a change made meanwhile by this process may postdate what was read
+			r.byID[id] = byIDEntry{at: now, wh: read[id]}
+		}
+	}
+	return found, broken, nil
 }

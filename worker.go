@@ -28,7 +28,7 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 	var mu sync.Mutex
 	errs := []error{err}
 	var wg sync.WaitGroup
-	d.startJobs(ctx, &wg, jobs, func(err error) {
+	d.startJobs(ctx, &wg, jobs, func() {}, func(err error) {
 		if err == nil {
 			settled.Add(1)
 			return
@@ -61,12 +61,13 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		jobs, next, more, err := d.leaseDue(ctx, free)
 		busy.Add(int64(len(jobs)))
-		d.startJobs(ctx, &wg, jobs, func(err error) {
+		d.startJobs(ctx, &wg, jobs, func() {
+			busy.Add(-1)
+			d.poke()
+		}, func(err error) {
 			if err != nil && !errors.Is(err, ErrDeferred) {
 				d.log.Warn("webhooks: worker attempt not recorded", "error", err)
 			}
-			busy.Add(-1)
-			d.poke()
 		})
 		switch {
 		case err != nil && len(jobs) == 0:
@@ -115,10 +116,11 @@ func (d *Dispatcher) poke() {
 	}
 }
 
-// startJobs attempts leased deliveries, each on its own goroutine tracked by wg, and calls done with
-// each one's settle error once it is recorded. The leases are taken: the attempts go on even if ctx
-// ends, each within its own timeout.
-func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []leasedDelivery, done func(error)) {
+// startJobs attempts leased deliveries, each on its own goroutine tracked by wg. It calls freed as
+// soon as a delivery's attempt is over (its slot, and its webhook's in-flight slot, are free while its
+// outcome is being written), then done with its settle error once the outcome is recorded. The leases
+// are taken: the attempts go on even if ctx ends, each within its own timeout.
+func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []leasedDelivery, freed func(), done func(error)) {
 	if len(jobs) == 0 {
 		return
 	}
@@ -126,9 +128,10 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 	bodies, err := d.loadBodies(actx, jobs)
 	for i, j := range jobs {
 		wg.Go(func() {
-			defer d.flights.release(j.rec.WebhookID)
 			if err != nil {
 				// Nothing attempted: the lease expires and a later pass takes the delivery again.
+				d.flights.release(j.rec.WebhookID)
+				freed()
 				done(err)
 				return
 			}
@@ -136,6 +139,8 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 			if ok {
 				o = d.attemptLeased(actx, j, j.webhook, bodies[i])
 			}
+			d.flights.release(j.rec.WebhookID)
+			freed()
 			done(d.settle(actx, j.shard, []*record{j.rec}, []outcome{o})[0])
 		})
 	}
@@ -167,7 +172,8 @@ func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []leasedDeliv
 	return jobs, next, true, err
 }
 
-// dueTargets reads the webhooks found due, in one round trip.
+// dueTargets reads the webhooks found due: from the registry's by-id cache (at most a second old, as
+// subscriber resolution is), the others in one round trip.
 func (d *Dispatcher) dueTargets(ctx context.Context, due []dueWebhook) (*dueTargets, error) {
 	ids := make([]string, 0, len(due))
 	seen := map[string]bool{}
@@ -177,13 +183,11 @@ func (d *Dispatcher) dueTargets(ctx context.Context, due []dueWebhook) (*dueTarg
 			ids = append(ids, w.id)
 		}
 	}
-	vals, err := d.rdb.HMGet(ctx, d.keys.webhooksKey(), ids...).Result()
+	found, broken, err := d.webhooks.byIDs(ctx, ids)
 	if err != nil {
-		return nil, fmt.Errorf("webhooks: load webhooks: %w", err)
+		return nil, err
 	}
-	t := &dueTargets{}
-	t.webhooks, t.broken = d.webhooks.decodeMany(ids, vals)
-	return t, nil
+	return &dueTargets{webhooks: found, broken: broken}, nil
 }
 
 // loadBodies reads, in one round trip, the request bodies of leased deliveries (each event's body
