@@ -94,6 +94,7 @@ type workers struct {
 	cancel  context.CancelFunc
 	stopped sync.WaitGroup
 	clients []*redis.Client
+	ctr     counter // round trips of all k clients
 }
 
 func startWorkers(ctx context.Context, cfg config, opts webhooks.Options, k int) (*workers, error) {
@@ -102,6 +103,7 @@ func startWorkers(ctx context.Context, cfg config, opts webhooks.Options, k int)
 	ds := make([]*webhooks.Dispatcher, k)
 	for i := range k {
 		rdb := redis.NewClient(&redis.Options{Addr: cfg.redisAddr, PoolSize: cfg.pool})
+		rdb.AddHook(&w.ctr)
 		w.clients = append(w.clients, rdb)
 		d, err := webhooks.New(rdb, opts)
 		if err != nil {
@@ -223,6 +225,10 @@ func runEnqueue(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 }
 
 // engineResult is what the engine scenarios measured in one run.
+type drainStat struct {
+	trips, cmds, selfCPU, redisCPU float64
+}
+
 type engineResult struct {
 	// hung subscriber: Dispatch latency and deliveries/s to the three healthy webhooks, all healthy
 	// and then with the fourth hung behind its open circuit
@@ -232,6 +238,9 @@ type engineResult struct {
 	hungRequests                        int64         // requests the hung listener got while measured
 	// backlog drain by 1 and 3 replicas
 	drain1, drain3 float64 // deliveries/s
+	// per drain (by replicas: 1, 3, and the slow receiver's): the workers' round trips and Redis
+	// commands (commandstats) per delivery, and CPU (cores) of this process and of Redis
+	drainStats map[string]drainStat
 	// drain at a slow receiver
 	slowRate float64
 	notes    []string
@@ -239,7 +248,7 @@ type engineResult struct {
 
 // runEngine runs the scenarios of one run.
 func runEngine(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
-	eng := &engineResult{}
+	eng := &engineResult{drainStats: map[string]drainStat{}}
 	res := result{eng: eng}
 	label := fmt.Sprintf("run %d/%d engine", run, e.cfg.runs)
 	if err := e.hungScenario(ctx, label, fmt.Sprintf("%s%dg", e.prefix, run), eng); err != nil {
@@ -408,7 +417,7 @@ func (e *env) drainScenario(ctx context.Context, label, prefix string, k int, en
 	}
 	defer rc.close()
 	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention}
-	return e.drain(ctx, fmt.Sprintf("%s drain, %d replica(s)", label, k), prefix, rc, opts, k,
+	return e.drain(ctx, fmt.Sprintf("%s drain, %d replica(s)", label, k), fmt.Sprint(k), prefix, rc, opts, k,
 		func(i int) string { return eventType }, []string{eventType}, events, eng)
 }
 
@@ -432,7 +441,7 @@ func (e *env) slowScenario(ctx context.Context, label, prefix string, eng *engin
 	}
 	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention,
 		Concurrency: cfg.concurrency, MaxInFlightPerWebhook: cfg.concurrency}
-	return e.drain(ctx, label+" drain at a slow receiver", prefix, rc, opts, 1,
+	return e.drain(ctx, label+" drain at a slow receiver", "slow", prefix, rc, opts, 1,
 		func(i int) string { return types[i%hooks] }, nil, cfg.slow, eng)
 }
 
@@ -440,7 +449,7 @@ func (e *env) slowScenario(ctx context.Context, label, prefix string, eng *engin
 // nil), enqueues n events (event i of type typeOf(i)) with no worker running, then times k replicas'
 // Run until the receiver has answered every delivery and the replicas, stopped then, have recorded
 // their attempts in flight. It checks that no delivery was sent twice.
-func (e *env) drain(ctx context.Context, label, prefix string, rc *scenarioReceiver, opts webhooks.Options, k int,
+func (e *env) drain(ctx context.Context, label, key, prefix string, rc *scenarioReceiver, opts webhooks.Options, k int,
 	typeOf func(i int) string, every []string, n int, eng *engineResult) (float64, error) {
 	cfg := e.cfg
 	defer e.cleanup("{" + prefix + ":*")
@@ -476,6 +485,10 @@ func (e *env) drain(ctx context.Context, label, prefix string, rc *scenarioRecei
 		return 0, fmt.Errorf("%d requests before any worker ran", got)
 	}
 	e.prog.set(label, nil, 0)
+	a, err := takeSnapshot(ctx, e.admin)
+	if err != nil {
+		return 0, err
+	}
 	start := time.Now()
 	w, err := startWorkers(pctx, cfg, opts, k)
 	if err != nil {
@@ -486,6 +499,12 @@ func (e *env) drain(ctx context.Context, label, prefix string, rc *scenarioRecei
 	elapsed := time.Since(start)
 	if werr != nil {
 		return 0, werr
+	}
+	if b, err := takeSnapshot(ctx, e.admin); err == nil {
+		dd := diff(a, b)
+		_, trips := w.ctr.read()
+		eng.drainStats[key] = drainStat{trips: float64(trips) / float64(want), cmds: float64(dd.cmds) / float64(want),
+			selfCPU: dd.selfCPU, redisCPU: dd.redisCPU}
 	}
 	if got := rc.count.Load(); got != want {
 		eng.notes = append(eng.notes, fmt.Sprintf("%s: the receiver answered %d requests for %d deliveries", label, got, want))

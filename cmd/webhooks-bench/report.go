@@ -381,4 +381,22 @@ func reportEngine(w io.Writer, cfg config, gs []*engineResult) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "(The median row's ratios are of the medians; the targets take the median of the per-run ratios.)")
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Drains, medians over runs: the workers' round trips per delivery (go-redis hook on their clients, Run's polls included), Redis commands per delivery (commandstats, incl. inside scripts), CPU of this process and of Redis (cores) over the drain.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| drain | worker round trips per delivery | Redis commands per delivery | process CPU (cores) | Redis CPU (cores) |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
+	for _, k := range []struct{ key, name string }{{"1", "backlog, 1 replica"}, {"3", "backlog, 3 replicas"}, {"slow", "slow receiver, 1 replica"}} {
+		st := func(f func(drainStat) float64) float64 {
+			return m(func(g *engineResult) float64 {
+				if s, ok := g.drainStats[k.key]; ok {
+					return f(s)
+				}
+				return math.NaN()
+			})
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", k.name, f2(st(func(s drainStat) float64 { return s.trips })),
+			f2(st(func(s drainStat) float64 { return s.cmds })), f2(st(func(s drainStat) float64 { return s.selfCPU })),
+			f2(st(func(s drainStat) float64 { return s.redisCPU })))
+	}
+	fmt.Fprintln(w)
 }
