@@ -50,6 +50,7 @@ type config struct {
 	slow         int
 	slowDelay    time.Duration
 	only         string
+	libCap       int
 }
 
 func main() {
@@ -70,7 +71,8 @@ func main() {
 	flag.IntVar(&cfg.drain, "drain", 3000, "due deliveries of the backlog-drain scenario (4 webhooks)")
 	flag.IntVar(&cfg.slow, "slow", 1000, "due deliveries of the slow-receiver scenario (16 webhooks)")
 	flag.DurationVar(&cfg.slowDelay, "slow-delay", 50*time.Millisecond, "the slow receiver's time per request")
-	flag.StringVar(&cfg.only, "only", "", "run only the systems whose name contains this (diagnosis; the report's ratios need all)")
+	flag.StringVar(&cfg.only, "only", "", "run only the systems whose name contains one of these (comma-separated; diagnosis: the report's ratios need all)")
+	flag.IntVar(&cfg.libCap, "lib-max-inflight", 0, "also measure the library's Dispatch row with MaxInFlightPerWebhook set to this (0: not measured)")
 	flag.Parse()
 	if cfg.events < 1 || cfg.webhooks < 1 || cfg.concurrency < 1 || cfg.runs < 1 || cfg.payload < 0 {
 		fmt.Fprintln(os.Stderr, "webhooks-bench: -events, -webhooks, -concurrency and -runs must be positive")
@@ -145,8 +147,18 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 		systems = slices.Insert(systems, 1, system{name: sysEnqueue, run: runEnqueue})
 		systems = append(systems, system{name: sysEngine, run: runEngine})
 	}
+	if cfg.libCap > 0 {
+		systems = slices.Insert(systems, 1, system{name: sysLibraryCap, run: runLibraryCap(cfg.libCap)})
+	}
 	if cfg.only != "" {
-		systems = slices.DeleteFunc(systems, func(s system) bool { return !strings.Contains(s.name, cfg.only) })
+		systems = slices.DeleteFunc(systems, func(s system) bool {
+			for o := range strings.SplitSeq(cfg.only, ",") {
+				if strings.Contains(s.name, o) {
+					return false
+				}
+			}
+			return true
+		})
 	}
 	results := map[string][]result{}
 	var background []float64
@@ -191,4 +203,6 @@ const (
 	sysHTTP    = "loopback HTTP alone"
 	sysEnqueue = "webhooks: Enqueue + worker"
 	sysEngine  = "engine scenarios"
+	// sysLibraryCap is the library's row with -lib-max-inflight.
+	sysLibraryCap = "webhooks, Dispatch, MaxInFlightPerWebhook = -lib-max-inflight"
 )

@@ -139,7 +139,7 @@ func withCommas(n int64) string {
 }
 
 func report(w io.Writer, cfg config, facts redisFacts, results map[string][]result, background []float64, rcv *receiver) {
-	order := []string{sysLibrary, sysEnqueue, sysHand, sysQueue, sysHTTP}
+	order := []string{sysLibrary, sysLibraryCap, sysEnqueue, sysHand, sysQueue, sysHTTP}
 	fmt.Fprintf(w, "## webhooks-bench: %d events × %d webhooks, %d-byte payload, concurrency %d, %d interleaved runs (medians)\n\n",
 		cfg.events, cfg.webhooks, cfg.payload, cfg.concurrency, cfg.runs)
 	fmt.Fprintf(w, "Redis %s (%s) at %s; Go %s, GOMAXPROCS %d, %d CPUs; background traffic of other Redis clients ≈ %s commands/s.\n\n",
@@ -248,6 +248,23 @@ func report(w io.Writer, cfg config, facts redisFacts, results map[string][]resu
 			{fmt.Sprintf("drain at a %s receiver: requests/s ÷ %s/s (Concurrency %d ÷ %s; median of per-run ratios)", cfg.slowDelay, f0(bound), cfg.concurrency, cfg.slowDelay), "≥ 0.9", slowRatio, slowRatio >= 0.9, f2},
 		}
 		targets = append(targets, engTargets...)
+	}
+	if capped := results[sysLibraryCap]; len(capped) > 0 {
+		var cq, cl, ch []float64
+		for i := range capped {
+			a := deliveriesPerSec(capped[i])
+			if i < len(tq) {
+				cq = append(cq, per(a, deliveriesPerSec(tq[i])))
+			}
+			if i < len(lib) {
+				cl = append(cl, per(a, deliveriesPerSec(lib[i])))
+			}
+			if i < len(hand) {
+				ch = append(ch, per(a, deliveriesPerSec(hand[i])))
+			}
+		}
+		fmt.Fprintf(w, "With MaxInFlightPerWebhook = %d (%d pairs left to the worker, median): Dispatch deliveries/s ÷ task queue %s, ÷ hand-written loop %s, ÷ the default cap's row %s (medians of per-run ratios; %s).\n\n",
+			cfg.libCap, int(med(capped, func(r result) float64 { return float64(r.deferred) })), f2(median(cq)), f2(median(ch)), f2(median(cl)), fmtList(cq))
 	}
 	fmt.Fprintln(w, "| target | want | measured | verdict |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | --- |")
@@ -399,4 +416,12 @@ func reportEngine(w io.Writer, cfg config, gs []*engineResult) {
 			f2(st(func(s drainStat) float64 { return s.redisCPU })))
 	}
 	fmt.Fprintln(w)
+}
+
+func fmtList(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = f2(x)
+	}
+	return "÷ task queue per run " + strings.Join(parts, ", ")
 }

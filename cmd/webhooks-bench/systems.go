@@ -105,16 +105,33 @@ func (e *env) cleanup(pattern string) {
 func (e *env) warmups() int { return 2 * e.cfg.concurrency }
 
 // runLibrary measures this library: Dispatch of every event from -concurrency goroutines.
-func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
+func runLibrary(ctx context.Context, e *env, run int, hc *http.Client) (result, error) {
+	return runLibraryCap(0)(ctx, e, run, hc)
+}
+
+// runLibraryCap is runLibrary with Options.MaxInFlightPerWebhook set to maxInFlight (0: the default,
+// Concurrency/4): with a cap of at least the number of concurrent callers, Dispatch defers nothing.
+func runLibraryCap(maxInFlight int) func(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
+	return func(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
+		return runLibraryOpts(ctx, e, run, maxInFlight)
+	}
+}
+
+func runLibraryOpts(ctx context.Context, e *env, run int, maxInFlight int) (result, error) {
 	cfg := e.cfg
-	prefix := fmt.Sprintf("%s%dl", e.prefix, run)
+	letter := "l"
+	if maxInFlight > 0 {
+		letter = "m"
+	}
+	prefix := fmt.Sprintf("%s%d%s", e.prefix, run, letter)
 	pattern := "{" + prefix + ":*"
 	defer e.cleanup(pattern)
 	res := result{events: cfg.events, pairs: cfg.events * cfg.webhooks}
 
 	rdb, ctr := newClient(cfg)
 	defer rdb.Close()
-	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention}
+	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention,
+		MaxInFlightPerWebhook: maxInFlight}
 	d, err := webhooks.New(rdb, opts)
 	if err != nil {
 		return res, err
@@ -183,7 +200,7 @@ func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 		})
 	}
 
-	label := fmt.Sprintf("run %d/%d webhooks", run, cfg.runs)
+	label := fmt.Sprintf("run %d/%d webhooks%s", run, cfg.runs, map[bool]string{true: " (cap)"}[maxInFlight > 0])
 	stopWorker := func() {}
 	if cfg.worker {
 		// A replica's retry worker, on its own client: its Redis commands count in the server's
