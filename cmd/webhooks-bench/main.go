@@ -25,6 +25,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -42,6 +44,13 @@ type config struct {
 	phaseTimeout time.Duration
 	worker       bool
 	retention    time.Duration
+	engine       bool
+	hungEvents   int
+	drain        int
+	slow         int
+	slowDelay    time.Duration
+	only         string
+	libCap       int
 }
 
 func main() {
@@ -57,6 +66,13 @@ func main() {
 	flag.DurationVar(&cfg.phaseTimeout, "phase-timeout", 2*time.Minute, "bound on every phase")
 	flag.BoolVar(&cfg.worker, "worker", true, "run a retry-worker replica (Dispatcher.Run, own Redis client) during the library's fresh phase")
 	flag.DurationVar(&cfg.retention, "retention", 7*24*time.Hour, "retention of records and claims (all systems)")
+	flag.BoolVar(&cfg.engine, "engine", true, "measure the delivery engine: enqueue+worker row, hung subscriber, backlog drain by 1 and 3 replicas, drain at a slow receiver")
+	flag.IntVar(&cfg.hungEvents, "hung-events", 2000, "events dispatched in each phase of the hung-subscriber scenario")
+	flag.IntVar(&cfg.drain, "drain", 3000, "due deliveries of the backlog-drain scenario (4 webhooks)")
+	flag.IntVar(&cfg.slow, "slow", 1000, "due deliveries of the slow-receiver scenario (16 webhooks)")
+	flag.DurationVar(&cfg.slowDelay, "slow-delay", 50*time.Millisecond, "the slow receiver's time per request")
+	flag.StringVar(&cfg.only, "only", "", "run only the systems whose name contains one of these (comma-separated; diagnosis: the report's ratios need all)")
+	flag.IntVar(&cfg.libCap, "lib-max-inflight", 0, "also measure the library's Dispatch row with MaxInFlightPerWebhook set to this (0: not measured)")
 	flag.Parse()
 	if cfg.events < 1 || cfg.webhooks < 1 || cfg.concurrency < 1 || cfg.runs < 1 || cfg.payload < 0 {
 		fmt.Fprintln(os.Stderr, "webhooks-bench: -events, -webhooks, -concurrency and -runs must be positive")
@@ -127,6 +143,23 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 		{name: sysQueue, run: runTaskQueue},
 		{name: sysHTTP, run: runHTTPOnly},
 	}
+	if cfg.engine {
+		systems = slices.Insert(systems, 1, system{name: sysEnqueue, run: runEnqueue})
+		systems = append(systems, system{name: sysEngine, run: runEngine})
+	}
+	if cfg.libCap > 0 {
+		systems = slices.Insert(systems, 1, system{name: sysLibraryCap, run: runLibraryCap(cfg.libCap)})
+	}
+	if cfg.only != "" {
+		systems = slices.DeleteFunc(systems, func(s system) bool {
+			for o := range strings.SplitSeq(cfg.only, ",") {
+				if strings.Contains(s.name, o) {
+					return false
+				}
+			}
+			return true
+		})
+	}
 	results := map[string][]result{}
 	var background []float64
 	for r := 1; r <= cfg.runs; r++ {
@@ -168,4 +201,8 @@ const (
 	sysHand    = "hand-written loop"
 	sysQueue   = "task queue (asynq-style)"
 	sysHTTP    = "loopback HTTP alone"
+	sysEnqueue = "webhooks: Enqueue + worker"
+	sysEngine  = "engine scenarios"
+	// sysLibraryCap is the library's row with -lib-max-inflight.
+	sysLibraryCap = "webhooks, Dispatch, MaxInFlightPerWebhook = -lib-max-inflight"
 )

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"time"
 )
 
 // per is a/b, NaN when b is 0.
@@ -138,7 +139,7 @@ func withCommas(n int64) string {
 }
 
 func report(w io.Writer, cfg config, facts redisFacts, results map[string][]result, background []float64, rcv *receiver) {
-	order := []string{sysLibrary, sysHand, sysQueue, sysHTTP}
+	order := []string{sysLibrary, sysLibraryCap, sysEnqueue, sysHand, sysQueue, sysHTTP}
 	fmt.Fprintf(w, "## webhooks-bench: %d events × %d webhooks, %d-byte payload, concurrency %d, %d interleaved runs (medians)\n\n",
 		cfg.events, cfg.webhooks, cfg.payload, cfg.concurrency, cfg.runs)
 	fmt.Fprintf(w, "Redis %s (%s) at %s; Go %s, GOMAXPROCS %d, %d CPUs; background traffic of other Redis clients ≈ %s commands/s.\n\n",
@@ -169,17 +170,22 @@ func report(w io.Writer, cfg config, facts redisFacts, results map[string][]resu
 			f2(med(rs, tripsPerDelivery)), rt)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Client commands and round trips are counted by a go-redis hook on each system's own client (a pipeline or MULTI/EXEC is one round trip; EVALSHA is one command). Redis commands are the server's INFO commandstats delta over the fresh phase, which counts every EVALSHA and every command a script calls (INFO itself excluded); it also counts other clients of a shared Redis (see background traffic) and, for the library, its retry-worker replica. Memory is the used_memory delta over the fresh phase ÷ fresh deliveries, measured before anything is deleted (records are retained for the retention period).")
+	fmt.Fprintln(w, "Client commands and round trips are counted by a go-redis hook on each system's own client (a pipeline or MULTI/EXEC is one round trip; EVALSHA is one command). Redis commands are the server's INFO commandstats delta over the fresh phase, which counts every EVALSHA and every command a script calls (INFO itself excluded); it also counts other clients of a shared Redis (see background traffic) and, for the library, its retry-worker replica. The library's fresh phase lasts until every pair is delivered: a Dispatch that finds a webhook at its in-flight cap (MaxInFlightPerWebhook, default Concurrency/4 per Dispatcher, inline attempts included) leaves that attempt to the worker, here the retry-worker replica, and the phase waits for it. The Enqueue + worker row enqueues from the same number of goroutines while one Run of the same Dispatcher delivers, until the receiver has answered every pair. Memory is the used_memory delta over the fresh phase ÷ fresh deliveries, measured before anything is deleted (records are retained for the retention period).")
 	fmt.Fprintln(w)
 
 	// Targets, by ratios within each run.
 	lib, hand, tq := results[sysLibrary], results[sysHand], results[sysQueue]
-	var vsTQ, vsHand []float64
-	fmt.Fprintln(w, "| run | webhooks ÷ task queue | webhooks ÷ hand-written | webhooks ÷ loopback HTTP | webhooks dup pairs/s | webhooks B/delivery | round trips per fresh / dup Dispatch, under load (amortised) | … made alone |")
-	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	enq := results[sysEnqueue]
+	var vsTQ, vsHand, enqVsInline []float64
+	fmt.Fprintln(w, "| run | webhooks ÷ task queue | webhooks ÷ hand-written | webhooks ÷ loopback HTTP | Enqueue + worker ÷ inline Dispatch | fresh pairs Dispatch left to the worker (in-flight cap) | webhooks dup pairs/s | webhooks B/delivery | round trips per fresh / dup Dispatch, under load (amortised) | … made alone |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for i := range lib {
 		a := deliveriesPerSec(lib[i])
-		var q, h, x float64 = math.NaN(), math.NaN(), math.NaN()
+		var q, h, x, eq float64 = math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		if i < len(enq) {
+			eq = per(deliveriesPerSec(enq[i]), a)
+		}
+		enqVsInline = append(enqVsInline, eq)
 		if i < len(tq) {
 			q = per(a, deliveriesPerSec(tq[i]))
 		}
@@ -190,7 +196,8 @@ func report(w io.Writer, cfg config, facts redisFacts, results map[string][]resu
 			x = per(a, deliveriesPerSec(results[sysHTTP][i]))
 		}
 		vsTQ, vsHand = append(vsTQ, q), append(vsHand, h)
-		fmt.Fprintf(w, "| %d | %s× | %s | %s | %s | %s | %s / %s | %s / %s |\n", i+1, f2(q), f2(h), f2(x), f0(dupPerSec(lib[i])),
+		fmt.Fprintf(w, "| %d | %s× | %s | %s | %s | %s of %s | %s | %s | %s / %s | %s / %s |\n", i+1, f2(q), f2(h), f2(x), f2(eq),
+			withCommas(int64(lib[i].deferred)), withCommas(int64(lib[i].pairs)), f0(dupPerSec(lib[i])),
 			f0(memPerDelivery(lib[i])), f2(tripsPerEvent(lib[i])), f2(dupTripsPerEvent(lib[i])), f2(lib[i].loneTrips[0]), f2(lib[i].loneTrips[1]))
 	}
 	fmt.Fprintln(w)
@@ -216,12 +223,58 @@ func report(w io.Writer, cfg config, facts redisFacts, results map[string][]resu
 		{"round trips per fresh Dispatch made alone (webhooks, hook; amortised under load: " + f2(med(lib, tripsPerEvent)) + ")", "≤ 3", rtFresh, rtFresh <= 3, f2},
 		{"round trips per duplicate Dispatch made alone (webhooks, hook; amortised under load: " + f2(med(lib, dupTripsPerEvent)) + ")", "≤ 2", rtDup, rtDup <= 2, f2},
 	}
+	var engs []*engineResult
+	for _, r := range results[sysEngine] {
+		if r.eng != nil {
+			engs = append(engs, r.eng)
+		}
+	}
+	if len(enq) > 0 {
+		m := median(enqVsInline)
+		targets = append(targets, target{"deliveries/s: Enqueue + worker ÷ inline Dispatch (median of per-run ratios)", "≥ 0.9", m, m >= 0.9, f2})
+	}
+	var engTargets []target
+	if len(engs) > 0 {
+		hungRatio := medEng(engs, func(g *engineResult) float64 { return per(g.hungRate, g.healthyRate) })
+		hungP99 := medEng(engs, func(g *engineResult) float64 { return g.hungP99 })
+		drainRatio := medEng(engs, func(g *engineResult) float64 { return per(g.drain3, g.drain1) })
+		bound := float64(cfg.concurrency) / cfg.slowDelay.Seconds()
+		slowRatio := medEng(engs, func(g *engineResult) float64 { return g.slowRate / bound })
+		ms := func(x float64) string { return fmt.Sprintf("%.1f ms", x) }
+		engTargets = []target{
+			{"hung subscriber (circuit open): healthy deliveries/s ÷ all-healthy run (median of per-run ratios)", "≥ 0.8", hungRatio, hungRatio >= 0.8, f2},
+			{"hung subscriber (circuit open): Dispatch p99 latency (median over runs)", "≤ 250 ms", hungP99, hungP99 <= 250, ms},
+			{"backlog drain: 3 replicas ÷ 1 replica, deliveries/s (median of per-run ratios)", "≥ 0.9", drainRatio, drainRatio >= 0.9, f2},
+			{fmt.Sprintf("drain at a %s receiver: requests/s ÷ %s/s (Concurrency %d ÷ %s; median of per-run ratios)", cfg.slowDelay, f0(bound), cfg.concurrency, cfg.slowDelay), "≥ 0.9", slowRatio, slowRatio >= 0.9, f2},
+		}
+		targets = append(targets, engTargets...)
+	}
+	if capped := results[sysLibraryCap]; len(capped) > 0 {
+		var cq, cl, ch []float64
+		for i := range capped {
+			a := deliveriesPerSec(capped[i])
+			if i < len(tq) {
+				cq = append(cq, per(a, deliveriesPerSec(tq[i])))
+			}
+			if i < len(lib) {
+				cl = append(cl, per(a, deliveriesPerSec(lib[i])))
+			}
+			if i < len(hand) {
+				ch = append(ch, per(a, deliveriesPerSec(hand[i])))
+			}
+		}
+		fmt.Fprintf(w, "With MaxInFlightPerWebhook = %d (%d pairs left to the worker, median): Dispatch deliveries/s ÷ task queue %s, ÷ hand-written loop %s, ÷ the default cap's row %s (medians of per-run ratios; %s).\n\n",
+			cfg.libCap, int(med(capped, func(r result) float64 { return float64(r.deferred) })), f2(median(cq)), f2(median(ch)), f2(median(cl)), fmtList(cq))
+	}
 	fmt.Fprintln(w, "| target | want | measured | verdict |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | --- |")
 	for _, t := range targets {
 		fmt.Fprintf(w, "| %s | %s | %s | %s |\n", t.name, t.want, t.format(t.got), verdict(t.ok && !math.IsNaN(t.got)))
 	}
 	fmt.Fprintln(w)
+	if len(engs) > 0 {
+		reportEngine(w, cfg, engs)
+	}
 
 	fmt.Fprintln(w, "Details (medians of the fresh phase): CPU of this process (bench driver + loopback receiver + system under test) and of redis-server, in cores and in µs per delivery; MEMORY USAGE summed over the system's keys ÷ retained deliveries (warm-up included), a cross-check unaffected by other clients.")
 	fmt.Fprintln(w)
@@ -282,6 +335,9 @@ func report(w io.Writer, cfg config, facts redisFacts, results map[string][]resu
 	}
 	fmt.Fprintf(w, "Checks (each failure is listed below as a WARNING): every fresh pair delivered once with status success, no request during duplicate phases; %d sampled signatures verified with webhooks.Verify, %d failed.\n",
 		rcv.sampled.Load(), rcv.badSig.Load())
+	for _, g := range engs {
+		notes = append(notes, g.notes...)
+	}
 	for _, n := range notes {
 		fmt.Fprintln(w, "- WARNING:", n)
 	}
@@ -301,4 +357,71 @@ func memoryByKind(byKind map[string]int64, deliveries int) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+func medEng(gs []*engineResult, m func(*engineResult) float64) float64 {
+	xs := make([]float64, len(gs))
+	for i, g := range gs {
+		xs[i] = m(g)
+	}
+	return median(xs)
+}
+
+// reportEngine prints the engine scenarios' figures run by run.
+func reportEngine(w io.Writer, cfg config, gs []*engineResult) {
+	bound := float64(cfg.concurrency) / cfg.slowDelay.Seconds()
+	fmt.Fprintf(w, "Engine scenarios, run by run. **Hung subscriber**: 4 webhooks (Timeout %s), %d events dispatched from %d goroutines all healthy, then again once webhook 0's handler sleeps %s and its circuit shows open (Health); latency is per Dispatch; healthy deliveries are those to webhooks 1–3, inline or left by Dispatch to the worker (a Run of the same Dispatcher runs throughout), counted until the receiver has answered them all. **Backlog drain**: %d due deliveries (Enqueue, 4 webhooks, no worker running), then 1 or 3 Dispatchers' Run, each on its own go-redis client, until the receiver has answered all and the stopped workers have recorded their attempts (order 1, 3 in odd runs, 3, 1 in even ones). **Slow receiver**: %d due deliveries over 16 webhooks, each request answered after %s, one worker with Concurrency %d and MaxInFlightPerWebhook %d; the bound is %s requests/s.\n\n",
+		hungTimeout, cfg.hungEvents, cfg.concurrency, 3*hungTimeout/2, cfg.drain, cfg.slow, cfg.slowDelay, cfg.concurrency, cfg.concurrency, f0(bound))
+	fmt.Fprintln(w, "| run | all healthy: p50 / p99 (ms), healthy deliveries/s | one hung: p50 / p99 (ms), healthy deliveries/s | hung ÷ healthy | circuit open after | requests to the hung webhook while measured | drain, 1 replica (deliveries/s) | drain, 3 replicas | 3 ÷ 1 | slow receiver (requests/s) | ÷ bound |")
+	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	row := func(name string, g *engineResult) {
+		fmt.Fprintf(w, "| %s | %.1f / %.1f, %s | %.1f / %.1f, %s | %s | %s | %d | %s | %s | %s | %s | %s |\n", name,
+			g.healthyP50, g.healthyP99, f0(g.healthyRate), g.hungP50, g.hungP99, f0(g.hungRate), f2(per(g.hungRate, g.healthyRate)),
+			g.openAfter.Round(100*time.Millisecond), g.hungRequests, f0(g.drain1), f0(g.drain3), f2(per(g.drain3, g.drain1)),
+			f0(g.slowRate), f2(g.slowRate/bound))
+	}
+	for i, g := range gs {
+		row(fmt.Sprint(i+1), g)
+	}
+	m := func(f func(*engineResult) float64) float64 { return medEng(gs, f) }
+	med := &engineResult{
+		healthyP50: m(func(g *engineResult) float64 { return g.healthyP50 }), healthyP99: m(func(g *engineResult) float64 { return g.healthyP99 }),
+		healthyRate: m(func(g *engineResult) float64 { return g.healthyRate }),
+		hungP50:     m(func(g *engineResult) float64 { return g.hungP50 }), hungP99: m(func(g *engineResult) float64 { return g.hungP99 }),
+		hungRate:     m(func(g *engineResult) float64 { return g.hungRate }),
+		openAfter:    time.Duration(m(func(g *engineResult) float64 { return float64(g.openAfter) })),
+		hungRequests: int64(m(func(g *engineResult) float64 { return float64(g.hungRequests) })),
+		drain1:       m(func(g *engineResult) float64 { return g.drain1 }), drain3: m(func(g *engineResult) float64 { return g.drain3 }),
+		slowRate: m(func(g *engineResult) float64 { return g.slowRate }),
+	}
+	row("median", med)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "(The median row's ratios are of the medians; the targets take the median of the per-run ratios.)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Drains, medians over runs: the workers' round trips per delivery (go-redis hook on their clients, Run's polls included), Redis commands per delivery (commandstats, incl. inside scripts), CPU of this process and of Redis (cores) over the drain.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| drain | worker round trips per delivery | Redis commands per delivery | process CPU (cores) | Redis CPU (cores) |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: |")
+	for _, k := range []struct{ key, name string }{{"1", "backlog, 1 replica"}, {"3", "backlog, 3 replicas"}, {"slow", "slow receiver, 1 replica"}} {
+		st := func(f func(drainStat) float64) float64 {
+			return m(func(g *engineResult) float64 {
+				if s, ok := g.drainStats[k.key]; ok {
+					return f(s)
+				}
+				return math.NaN()
+			})
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", k.name, f2(st(func(s drainStat) float64 { return s.trips })),
+			f2(st(func(s drainStat) float64 { return s.cmds })), f2(st(func(s drainStat) float64 { return s.selfCPU })),
+			f2(st(func(s drainStat) float64 { return s.redisCPU })))
+	}
+	fmt.Fprintln(w)
+}
+
+func fmtList(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = f2(x)
+	}
+	return "÷ task queue per run " + strings.Join(parts, ", ")
 }

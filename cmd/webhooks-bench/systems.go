@@ -42,6 +42,10 @@ type result struct {
 	// loneTrips are the round trips of one Dispatch made alone (no concurrent caller to batch with):
 	// fresh, then duplicate. Library only.
 	loneTrips [2]float64
+	eng       *engineResult // the engine scenarios (sysEngine only)
+	// deferred are the fresh pairs whose first attempt Dispatch left to the worker replica
+	// (MaxInFlightPerWebhook reached), delivered by it within the phase. Library only.
+	deferred int
 }
 
 // phase times body and takes the Redis, hook, receiver and CPU counters around it.
@@ -101,16 +105,33 @@ func (e *env) cleanup(pattern string) {
 func (e *env) warmups() int { return 2 * e.cfg.concurrency }
 
 // runLibrary measures this library: Dispatch of every event from -concurrency goroutines.
-func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
+func runLibrary(ctx context.Context, e *env, run int, hc *http.Client) (result, error) {
+	return runLibraryCap(0)(ctx, e, run, hc)
+}
+
+// runLibraryCap is runLibrary with Options.MaxInFlightPerWebhook set to maxInFlight (0: the default,
+// Concurrency/4): with a cap of at least the number of concurrent callers, Dispatch defers nothing.
+func runLibraryCap(maxInFlight int) func(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
+	return func(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
+		return runLibraryOpts(ctx, e, run, maxInFlight)
+	}
+}
+
+func runLibraryOpts(ctx context.Context, e *env, run int, maxInFlight int) (result, error) {
 	cfg := e.cfg
-	prefix := fmt.Sprintf("%s%dl", e.prefix, run)
+	letter := "l"
+	if maxInFlight > 0 {
+		letter = "m"
+	}
+	prefix := fmt.Sprintf("%s%d%s", e.prefix, run, letter)
 	pattern := "{" + prefix + ":*"
 	defer e.cleanup(pattern)
 	res := result{events: cfg.events, pairs: cfg.events * cfg.webhooks}
 
 	rdb, ctr := newClient(cfg)
 	defer rdb.Close()
-	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention}
+	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention,
+		MaxInFlightPerWebhook: maxInFlight}
 	d, err := webhooks.New(rdb, opts)
 	if err != nil {
 		return res, err
@@ -125,7 +146,10 @@ func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 	}
 	e.rcv.setSecrets(secrets)
 
-	// dispatch dispatches one event and counts its pairs that went as wanted.
+	// dispatch dispatches one event and counts its pairs that went as wanted. A fresh pair whose
+	// attempt Dispatch left to the worker (its webhook at MaxInFlightPerWebhook in this Dispatcher) is
+	// counted in deferred: the worker replica delivers it, and the phase waits for that.
+	var deferred atomic.Int64
 	dispatch := func(ctx context.Context, id string, wantDup bool) (ok, failed int, err error) {
 		results, err := d.Dispatch(ctx, webhooks.Event{Type: eventType, ID: id, Data: e.data})
 		if err != nil {
@@ -136,6 +160,9 @@ func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 		}
 		for _, r := range results {
 			switch {
+			case !wantDup && cfg.worker && errors.Is(r.Err, webhooks.ErrDeferred) && r.Delivery != nil &&
+				!r.Duplicate && r.Delivery.Status == webhooks.StatusPending:
+				deferred.Add(1)
 			case r.Err != nil:
 				failed++
 				err = r.Err
@@ -154,20 +181,26 @@ func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 	phase := func(label, idPrefix string, n int, wantDup bool) (phaseOut, error) {
 		return e.phase(ctx, label, ctr, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
 			var ok, failed atomic.Int64
+			r0, d0 := e.rcv.count.Load(), deferred.Load()
 			_, err := parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
 				o, f, err := dispatch(ctx, eventID(idPrefix, i), wantDup)
 				ok.Add(int64(o))
 				failed.Add(int64(f))
 				return err
 			})
+			if def := deferred.Load() - d0; def > 0 && err == nil {
+				// Deferred pairs count once the receiver has answered every pair.
+				want := ok.Load() + def
+				if _, err := waitCount(ctx, func() int64 { return e.rcv.count.Load() - r0 }, want); err != nil {
+					return int(ok.Load()), int(failed.Load() + def), err
+				}
+				ok.Add(def)
+			}
 			return int(ok.Load()), int(failed.Load()), err
 		})
 	}
 
-	label := fmt.Sprintf("run %d/%d webhooks", run, cfg.runs)
-	if _, err := phase(label+" warm-up", prefix+"-warm", e.warmups(), false); err != nil {
-		return res, err
-	}
+	label := fmt.Sprintf("run %d/%d webhooks%s", run, cfg.runs, map[bool]string{true: " (cap)"}[maxInFlight > 0])
 	stopWorker := func() {}
 	if cfg.worker {
 		// A replica's retry worker, on its own client: its Redis commands count in the server's
@@ -190,7 +223,13 @@ func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 			wrdb.Close()
 		}
 	}
+	if _, err := phase(label+" warm-up", prefix+"-warm", e.warmups(), false); err != nil {
+		stopWorker()
+		return res, err
+	}
+	def0 := deferred.Load()
 	res.fresh, err = phase(label+" fresh", prefix+"-evt-", cfg.events, false)
+	res.deferred = int(deferred.Load() - def0)
 	stopWorker()
 	if err != nil {
 		return res, err
