@@ -39,6 +39,27 @@
 //     (outcomes are written only under the lease token they were attempted with).
 //   - Isolation. Dispatch returns a Result per target; one subscriber's failure or slowness does not
 //     hide another's outcome.
+//   - A bad subscriber hurts no one but itself. After Options.BreakAfter consecutive failed attempts
+//     (timeouts, connection errors, 5xx, 429), counted by every replica together, a webhook's circuit
+//     opens: Dispatch no longer waits for it, its new deliveries are recorded parked (pending, LastError
+//     says so) with their retry budget kept; when the open period ends one probe goes out, and its
+//     success closes the circuit and the parked backlog is delivered (TestHungSubscriberOpensItsCircuit).
+//     A webhook holds at most Options.MaxInFlightPerWebhook attempts of a Dispatcher, inline included,
+//     and the worker shares its slots among webhooks in turn, so a hung webhook never holds them all
+//     nor delays another's due deliveries (TestHungWebhookDoesNotHoldTheWorker,
+//     TestInFlightCapHoldsInline); replicas never wait idle while deliveries are due
+//     (TestReplicasDoNotIdleWhileDeliveriesAreDue).
+//   - Subscribers are protected from us. A webhook's RateLimit (requests per second) holds across every
+//     replica: each attempt takes a slot from a limiter on Redis's clock, spaced exactly, and a delivery
+//     over the limit waits, it is not failed (TestRateLimitHoldsAcrossReplicas).
+//   - Parking never outlives a record. With the breaker on, New requires Retention ≥ MinRetention +
+//     DisableAfter + MaxBreakFor; a webhook whose failures began DisableAfter ago is disabled at its next
+//     failed probe, and its parked deliveries then fail; a retry that would end after its record's
+//     expiry fails at once instead (TestParkingNeverOutlivesTheRecord).
+//   - Tenants are isolated. An event reaches only webhooks of its own tenant (Event.Tenant,
+//     Webhook.Tenant; none reaches only none); event ids are scoped by tenant, so two tenants' "evt_1"
+//     are two events with two bodies; ListTenant and the Portal show one tenant's webhooks only
+//     (TestTenantIsolation, TestSameEventIDTwoTenants, TestPortal).
 //   - Safe egress. By default no request goes to loopback, private, link-local, metadata or other
 //     special addresses (checked on the resolved IP at connect time), redirects are not followed,
 //     response bodies are read up to 64 KiB, and every attempt has a timeout.
@@ -69,6 +90,32 @@
 // delivery once its lease expires. It wraps ErrLeaseLost when another attempt took the delivery over,
 // and ErrCorruptRecord for a duplicate whose record cannot be decoded. An HTTP failure is not an error:
 // the Delivery is pending, with LastError and NextAttemptAt. SendTest follows the same contract.
+//
+// # Dispatch or Enqueue
+//
+// Dispatch makes the first attempt inline, so its Results show the subscriber's answer. Enqueue claims
+// and schedules in one round trip and returns; Run makes the attempt (in this process at once, in
+// other replicas within 250ms). A Dispatch also leaves an attempt to the worker (ErrDeferred, the pair
+// recorded) when the webhook's circuit is open, when this Dispatcher already has MaxInFlightPerWebhook
+// attempts in flight to it, or when it is over its RateLimit. Run must run somewhere: in every replica,
+// or at least in one.
+//
+// # Tenants, filters, headers, keys
+//
+// Webhook.Tenant puts a webhook in one customer's space; Event.Tenant sends an event to that space
+// only. Options.MaxWebhooksPerTenant bounds a tenant's webhooks (ErrTenantQuota); DeleteTenant removes
+// them all. Webhook.Filter selects events by a JSON filter over {"type", "data"} with the operators
+// $eq $neq $gt $gte $lt $lte $in $nin $exist $startsWith $endsWith $or $and $not and nested or dotted
+// paths; it is checked before the claim, so a filtered-out webhook gets no delivery. Webhook.Headers
+// adds request headers (ReservedHeaders are refused). A webhook created with Asymmetric signs with
+// ed25519 (Standard Webhooks v1a, "whsk_" key kept by the library, "whpk_" PublicKey for receivers);
+// Verify accepts either kind of key, and a rotation signs with both during its grace period.
+//
+// # Portal
+//
+// PortalToken(tenant, ttl) makes a token signed with Options.PortalKey that names one tenant; Portal
+// serves Handler's routes restricted to that tenant (another tenant's ids answer 404; a missing,
+// tampered or expired token 401), for a SaaS to let its customers manage their own endpoints.
 //
 // # The failed-delivery policy
 //
@@ -109,8 +156,10 @@
 //
 // # Key layout
 //
-// Keys of one event's deliveries share the hash tag {prefix:shard}, shard = FNV-1a(event id) mod 16,
-// so one script claims and creates every target of a Dispatch in one round trip, and the load spreads
-// over the masters of a cluster; the worker walks the 16 schedules. The schema comment in
-// delivery_repo.go lists every key, its type and its TTL.
+// Keys of one event's deliveries share the hash tag {prefix:shard}, shard = FNV-1a(event id, scoped by
+// its tenant) mod 16, so one script claims and creates every target of a Dispatch in one round trip,
+// and the load spreads over the masters of a cluster. Each shard schedules per webhook (schedule.go):
+// a zset of the webhooks with deliveries due and a queue per webhook, so leasing is fair across
+// webhooks. The schema comments in delivery_repo.go, schedule.go and tenant.go list every key, its type
+// and its TTL.
 package webhooks

@@ -301,3 +301,62 @@ func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 	assert.Equal(t, events*hooks, rc.count(), "each delivery sent once")
 	assert.Zero(t, idle.Load(), "no replica waited idle while deliveries were due")
 }
+
+// TestParkingNeverOutlivesTheRecord: with the breaker on, New refuses a Retention or DisableAfter that
+// would let a delivery wait parked past its record; a webhook whose failures began DisableAfter ago is
+// disabled at its next failed probe and its parked deliveries then fail (they do not wait for a probe
+// that cannot come); a retry that would end after the record's expiry fails at once.
+func TestParkingNeverOutlivesTheRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	schedule := []time.Duration{time.Minute}
+	_, err := New(tr.rdb, Options{KeyPrefix: tr.prefix, DisableAfter: -1})
+	require.ErrorIs(t, err, ErrInvalidOptions, "the breaker needs DisableAfter")
+	_, err = New(tr.rdb, Options{KeyPrefix: tr.prefix, RetrySchedule: schedule, DisableAfter: time.Hour,
+		Retention: MinRetention(schedule, DefaultTimeout) + time.Hour})
+	require.ErrorIs(t, err, ErrInvalidOptions, "Retention must cover MinRetention + DisableAfter + MaxBreakFor")
+	_, err = New(tr.rdb, Options{KeyPrefix: tr.prefix, RetrySchedule: schedule, DisableAfter: time.Hour,
+		Retention: MinRetention(schedule, DefaultTimeout) + time.Hour + MaxBreakFor})
+	require.NoError(t, err)
+
+	var disabled atomic.Int32
+	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: schedule, BreakAfter: 1, BreakFor: time.Minute,
+		DisableAfter: time.Hour, Hooks: Hooks{WebhookDisabled: func(string, string) { disabled.Add(1) }}})
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	w := mustCreate(t, d, rc, "*")
+	_, err = d.Dispatch(ctx, Event{Type: "e", ID: "first"}) // fails: the circuit opens
+	require.NoError(t, err)
+	var parked []string
+	for i := range 3 {
+		res, err := d.Dispatch(ctx, Event{Type: "e", ID: fmt.Sprintf("parked-%d", i)})
+		require.NoError(t, err)
+		require.ErrorIs(t, res[0].Err, ErrDeferred, "parked behind the open circuit")
+		parked = append(parked, res[0].Delivery.ID)
+	}
+
+	clock.Advance(2 * time.Hour) // past DisableAfter and the open period
+	for range 5 {
+		_, _ = d.ProcessDue(ctx)
+	}
+	got, err := d.Webhooks().Get(ctx, w.ID)
+	require.NoError(t, err)
+	require.True(t, got.Disabled, "the failed probe disabled the webhook failing for DisableAfter")
+	assert.EqualValues(t, 1, disabled.Load())
+	clock.Advance(MaxBreakFor)
+	for range 5 {
+		_, _ = d.ProcessDue(ctx)
+	}
+	for _, id := range parked {
+		dl, err := d.Deliveries().Get(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, StatusFailed, dl.Status, "a parked delivery failed with its webhook, visibly")
+		assert.Contains(t, dl.LastError, "disabled")
+	}
+
+	rec := &record{Delivery: Delivery{ID: "dlv_x", Status: StatusPending, ExpiresAt: clock.Now().Add(30 * time.Second)}}
+	o := d.decide(rec, attemptResult{at: clock.Now(), code: 500, err: "HTTP 500"})
+	assert.Equal(t, StatusFailed, o.status, "a retry past the record's expiry fails now")
+	assert.Contains(t, o.err, "retention")
+}

@@ -75,3 +75,11 @@ var ErrConflict = errors.New("webhooks: concurrent update, try again")
 // them unless the caller dispatches the event again, which is safe, since the pairs that were claimed
 // come back as duplicates. The []Result returned with it still tells which targets were accepted.
 var ErrNotAccepted = errors.New("webhooks: event not accepted")
+
+// ErrInvalidToken is returned (wrapped) for a portal token that is missing, malformed, signed with
+// another key, tampered with or expired.
+var ErrInvalidToken = errors.New("webhooks: invalid portal token")
+
+// ErrTenantQuota is returned (wrapped) by Create for a webhook whose tenant already has
+// Options.MaxWebhooksPerTenant webhooks.
+var ErrTenantQuota = errors.New("webhooks: tenant has too many webhooks")

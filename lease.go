@@ -54,20 +54,11 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 		}
 		wants = append(wants, want{id: id, room: room, probe: probe})
 	}
-	alloc := make([]int, len(wants))
-	for free > 0 {
-		gave := false
-		for i := range wants {
-			if free > 0 && alloc[i] < wants[i].room {
-				alloc[i]++
-				free--
-				gave = true
-			}
-		}
-		if !gave {
-			break
-		}
+	rooms := make([]int, len(wants))
+	for i, w := range wants {
+		rooms[i] = w.room
 	}
+	alloc := shareSlots(rooms, free)
 	var takes []take
 	for i, w := range wants {
 		if alloc[i] == 0 {
@@ -78,6 +69,23 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 		}
 	}
 	return takes
+}
+
+// shareSlots shares free slots one at a time in turn among webhooks, each up to its room, and returns
+// each one's share.
+func shareSlots(rooms []int, free int) []int {
+	alloc := make([]int, len(rooms))
+	for gave := true; free > 0 && gave; {
+		gave = false
+		for i := range rooms {
+			if free > 0 && alloc[i] < rooms[i] {
+				alloc[i]++
+				free--
+				gave = true
+			}
+		}
+	}
+	return alloc
 }
 
 // reserve takes, for the due ids read of one webhook, its in-flight slots, no more than its rate

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 )
@@ -156,83 +157,85 @@ func MinRetention(schedule []time.Duration, timeout time.Duration) time.Duration
 // withDefaults returns the options with every zero field set to its default, or an error wrapping
 // ErrInvalidOptions for a value out of bounds.
 func (o Options) withDefaults() (Options, error) {
-	if o.KeyPrefix == "" {
-		o.KeyPrefix = DefaultKeyPrefix
+	o.fillDefaults()
+	for _, check := range []func() error{o.checkDelivery, o.checkEngine, o.checkParking, o.checkTenancy} {
+		if err := check(); err != nil {
+			return o, err
+		}
 	}
-	if strings.ContainsAny(o.KeyPrefix, "{}") {
-		return o, fmt.Errorf("%w: KeyPrefix must not contain '{' or '}'", ErrInvalidOptions)
-	}
-	if o.Timeout == 0 {
-		o.Timeout = DefaultTimeout
-	}
-	if o.Timeout < 0 || o.Timeout > MaxTimeout {
-		return o, fmt.Errorf("%w: Timeout must be in (0, %s]", ErrInvalidOptions, MaxTimeout)
-	}
+	return o, nil
+}
+
+// fillDefaults sets every zero field to its default.
+func (o *Options) fillDefaults() {
+	orDefault(&o.KeyPrefix, DefaultKeyPrefix)
+	orDefault(&o.Timeout, DefaultTimeout)
+	orDefault(&o.Retention, DefaultRetention)
+	orDefault(&o.MaxPayloadBytes, DefaultMaxPayloadBytes)
+	orDefault(&o.Concurrency, DefaultConcurrency)
+	orDefault(&o.MaxInFlightPerWebhook, max(1, o.Concurrency/4))
+	orDefault(&o.BreakAfter, DefaultBreakAfter)
+	orDefault(&o.BreakFor, DefaultBreakFor)
+	orDefault(&o.DisableAfter, DefaultDisableAfter)
+	orDefault(&o.MaxWebhooksPerTenant, DefaultMaxWebhooksPerTenant)
 	if o.RetrySchedule == nil {
 		o.RetrySchedule = DefaultRetrySchedule()
-	}
-	for _, d := range o.RetrySchedule {
-		if d <= 0 {
-			return o, fmt.Errorf("%w: RetrySchedule delays must be positive", ErrInvalidOptions)
-		}
-	}
-	if o.Retention == 0 {
-		o.Retention = DefaultRetention
-	}
-	if m := MinRetention(o.RetrySchedule, o.Timeout); o.Retention < m {
-		return o, fmt.Errorf("%w: Retention %s is shorter than MinRetention(RetrySchedule, Timeout) = %s", ErrInvalidOptions, o.Retention, m)
-	}
-	if o.MaxPayloadBytes == 0 {
-		o.MaxPayloadBytes = DefaultMaxPayloadBytes
-	}
-	if o.MaxPayloadBytes < 0 {
-		return o, fmt.Errorf("%w: MaxPayloadBytes must be positive", ErrInvalidOptions)
-	}
-	if o.Concurrency == 0 {
-		o.Concurrency = DefaultConcurrency
-	}
-	if o.Concurrency < 0 {
-		return o, fmt.Errorf("%w: Concurrency must be positive", ErrInvalidOptions)
-	}
-	if o.MaxInFlightPerWebhook == 0 {
-		o.MaxInFlightPerWebhook = max(1, o.Concurrency/4)
-	}
-	if o.MaxInFlightPerWebhook < 0 {
-		return o, fmt.Errorf("%w: MaxInFlightPerWebhook must be positive", ErrInvalidOptions)
-	}
-	if o.BreakAfter == 0 {
-		o.BreakAfter = DefaultBreakAfter
-	}
-	if o.BreakFor == 0 {
-		o.BreakFor = DefaultBreakFor
-	}
-	if o.BreakFor < 0 || o.BreakFor > MaxBreakFor {
-		return o, fmt.Errorf("%w: BreakFor must be in (0, %s]", ErrInvalidOptions, MaxBreakFor)
-	}
-	if o.DisableAfter == 0 {
-		o.DisableAfter = DefaultDisableAfter
-	}
-	if err := o.checkParking(); err != nil {
-		return o, err
-	}
-	for _, p := range o.AllowedNetworks {
-		if !p.IsValid() {
-			return o, fmt.Errorf("%w: AllowedNetworks has an invalid prefix", ErrInvalidOptions)
-		}
-	}
-	if o.MaxWebhooksPerTenant == 0 {
-		o.MaxWebhooksPerTenant = DefaultMaxWebhooksPerTenant
-	}
-	if o.MaxWebhooksPerTenant < 0 {
-		return o, fmt.Errorf("%w: MaxWebhooksPerTenant must be positive", ErrInvalidOptions)
-	}
-	if o.PortalKey != nil && len(o.PortalKey) < minPortalKey {
-		return o, fmt.Errorf("%w: PortalKey must be at least %d bytes", ErrInvalidOptions, minPortalKey)
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return o, nil
+}
+
+// orDefault sets *v to def when it is the zero value.
+func orDefault[T comparable](v *T, def T) {
+	var zero T
+	if *v == zero {
+		*v = def
+	}
+}
+
+// checkDelivery checks what bounds one delivery: keys, attempts, retries, retention, payloads, egress.
+func (o Options) checkDelivery() error {
+	switch {
+	case strings.ContainsAny(o.KeyPrefix, "{}"):
+		return fmt.Errorf("%w: KeyPrefix must not contain '{' or '}'", ErrInvalidOptions)
+	case o.Timeout < 0 || o.Timeout > MaxTimeout:
+		return fmt.Errorf("%w: Timeout must be in (0, %s]", ErrInvalidOptions, MaxTimeout)
+	case slices.ContainsFunc(o.RetrySchedule, func(d time.Duration) bool { return d <= 0 }):
+		return fmt.Errorf("%w: RetrySchedule delays must be positive", ErrInvalidOptions)
+	case o.Retention < MinRetention(o.RetrySchedule, o.Timeout):
+		return fmt.Errorf("%w: Retention %s is shorter than MinRetention(RetrySchedule, Timeout) = %s", ErrInvalidOptions,
+			o.Retention, MinRetention(o.RetrySchedule, o.Timeout))
+	case o.MaxPayloadBytes < 0:
+		return fmt.Errorf("%w: MaxPayloadBytes must be positive", ErrInvalidOptions)
+	case slices.ContainsFunc(o.AllowedNetworks, func(p netip.Prefix) bool { return !p.IsValid() }):
+		return fmt.Errorf("%w: AllowedNetworks has an invalid prefix", ErrInvalidOptions)
+	}
+	return nil
+}
+
+// checkEngine checks the worker's and the breaker's bounds.
+func (o Options) checkEngine() error {
+	switch {
+	case o.Concurrency < 0:
+		return fmt.Errorf("%w: Concurrency must be positive", ErrInvalidOptions)
+	case o.MaxInFlightPerWebhook < 0:
+		return fmt.Errorf("%w: MaxInFlightPerWebhook must be positive", ErrInvalidOptions)
+	case o.BreakFor < 0 || o.BreakFor > MaxBreakFor:
+		return fmt.Errorf("%w: BreakFor must be in (0, %s]", ErrInvalidOptions, MaxBreakFor)
+	}
+	return nil
+}
+
+// checkTenancy checks the tenants' quota and the portal's key.
+func (o Options) checkTenancy() error {
+	switch {
+	case o.MaxWebhooksPerTenant < 0:
+		return fmt.Errorf("%w: MaxWebhooksPerTenant must be positive", ErrInvalidOptions)
+	case o.PortalKey != nil && len(o.PortalKey) < minPortalKey:
+		return fmt.Errorf("%w: PortalKey must be at least %d bytes", ErrInvalidOptions, minPortalKey)
+	}
+	return nil
 }
 
 // leaseFor is how long an attempt holds its delivery: the attempt's timeout, plus as much again (at

@@ -5,7 +5,6 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -29,10 +28,6 @@ const (
 	// maxPortalToken bounds a token's length before it is parsed.
 	maxPortalToken = 512
 )
-
-// ErrInvalidToken is returned (wrapped) for a portal token that is missing, malformed, signed with
-// another key, tampered with or expired.
-var ErrInvalidToken = errors.New("webhooks: invalid portal token")
 
 // PortalToken makes a token that opens Portal for one tenant until ttl from now (at most
 // MaxPortalTokenTTL). It needs Options.PortalKey. Hand it to the tenant's browser or client as a bearer

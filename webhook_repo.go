@@ -222,10 +222,6 @@ const (
 	saveOverQuota = 2
 )
 
-// ErrTenantQuota is returned (wrapped) by Create for a webhook whose tenant already has
-// Options.MaxWebhooksPerTenant webhooks.
-var ErrTenantQuota = errors.New("webhooks: tenant has too many webhooks")
-
 // maxSaveTries bounds the retries of a read-modify-write that lost a race to another writer.
 const maxSaveTries = 8
 
