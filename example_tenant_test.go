@@ -57,8 +57,9 @@ func ExampleDispatcher_Enqueue() {
 	// delivered by the worker
 }
 
-// A SaaS gives each customer (tenant) its own endpoints: an event reaches only its tenant's webhooks,
-// and the portal, opened by a token naming one tenant, shows and changes only that tenant's.
+// A SaaS gives each customer (tenant) its own endpoints: here customer acme registers an endpoint
+// through the portal (opened by a token naming acme), and receives acme's events and no one else's;
+// the portal never shows another tenant's webhooks.
 func ExampleDispatcher_Portal() {
 	m, err := miniredis.Run()
 	if err != nil {
@@ -80,29 +81,20 @@ func ExampleDispatcher_Portal() {
 		panic(err)
 	}
 	ctx := context.Background()
-	if _, err := d.Webhooks().Create(ctx, webhooks.Webhook{Tenant: "acme", URL: acme.URL, Events: []string{"*"}}); err != nil {
-		panic(err)
-	}
 	theirs, err := d.Webhooks().Create(ctx, webhooks.Webhook{Tenant: "globex", URL: globex.URL, Events: []string{"*"}})
 	if err != nil {
 		panic(err)
 	}
-	if _, err := d.Dispatch(ctx, webhooks.Event{Tenant: "acme", Type: "order.paid", ID: "ord_1"}); err != nil {
-		panic(err)
-	}
-	fmt.Println("acme got", acmeGot.Load(), "globex got", globexGot.Load())
 
-	portal := httptest.NewServer(d.Portal())
+	portal := httptest.NewServer(d.Portal()) // mount it under your app's prefix in production
 	defer portal.Close()
 	token, err := d.PortalToken("acme", time.Hour)
 	if err != nil {
 		panic(err)
 	}
-	get := func(path, token string) int {
-		req, _ := http.NewRequest(http.MethodGet, portal.URL+path, strings.NewReader(""))
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
+	call := func(method, path, body string) int {
+		req, _ := http.NewRequest(method, portal.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			panic(err)
@@ -110,13 +102,18 @@ func ExampleDispatcher_Portal() {
 		resp.Body.Close()
 		return resp.StatusCode
 	}
-	fmt.Println("acme lists its webhooks:", get("/webhooks", token))
-	fmt.Println("acme reads globex's webhook:", get("/webhooks/"+theirs.ID, token))
-	fmt.Println("no token:", get("/webhooks", ""))
+	fmt.Println("acme registers an endpoint:", call("POST", "/webhooks", `{"url":"`+acme.URL+`","events":["order.*"]}`))
+	fmt.Println("acme reads globex's webhook:", call("GET", "/webhooks/"+theirs.ID, ""))
+
+	for _, tenant := range []string{"acme", "globex"} {
+		if _, err := d.Dispatch(ctx, webhooks.Event{Tenant: tenant, Type: "order.paid", ID: "ord_1"}); err != nil {
+			panic(err)
+		}
+	}
+	fmt.Println("acme got", acmeGot.Load(), "globex got", globexGot.Load())
 	d.CloseIdleConnections()
 	// Output:
-	// acme got 1 globex got 0
-	// acme lists its webhooks: 200
+	// acme registers an endpoint: 201
 	// acme reads globex's webhook: 404
-	// no token: 401
+	// acme got 1 globex got 1
 }
