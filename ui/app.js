@@ -14,13 +14,15 @@
   const flashBox = document.getElementById('flash');
 
   // --- token (portal) -------------------------------------------------------------------------------
-  (function takeToken() {
+  // takeToken moves a token from the URL fragment into sessionStorage, and out of the address bar and
+  // the history.
+  function takeToken() {
     const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
     if (m) {
       sessionStorage.setItem(tokenKey, decodeURIComponent(m[1]));
       history.replaceState(null, '', location.pathname + location.search + '#/');
     }
-  })();
+  }
   function token() { return sessionStorage.getItem(tokenKey) || ''; }
 
   // --- DOM helpers ----------------------------------------------------------------------------------
@@ -33,7 +35,7 @@
       else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
       else e.setAttribute(k, v === true ? '' : String(v));
     }
-    for (const c of children.flat()) {
+    for (const c of children.flat(Infinity)) {
       if (c === undefined || c === null || c === false) continue;
       e.append(c instanceof Node ? c : document.createTextNode(String(c)));
     }
@@ -51,11 +53,12 @@
     main.replaceChildren(el('h1', { text: title }), ...children);
     main.focus({ preventScroll: true });
   }
-  function flash(message, kind) {
-    flashBox.dataset.at = String(Date.now());
+  // flash shows a message until the next navigation; keep: also on the page the next navigation shows.
+  function flash(message, kind, keep) {
+    if (keep) flashBox.dataset.keep = '1';
     flashBox.replaceChildren(el('p', { class: 'flash ' + (kind || 'ok'), text: message }));
   }
-  function clearFlash() { flashBox.replaceChildren(); }
+  function clearFlash() { flashBox.replaceChildren(); delete flashBox.dataset.keep; }
   function fmtTime(s) {
     if (!s) return '—';
     const d = new Date(s);
@@ -240,7 +243,7 @@
           if (f.tenant && f.tenant.value.trim()) body.tenant = f.tenant.value.trim();
           saved = await api('POST', '/webhooks', body);
         }
-        flash(editing ? 'Endpoint saved.' : 'Endpoint created. Its signing secret stays hidden until you reveal it.');
+        flash(editing ? 'Endpoint saved.' : 'Endpoint created. Its signing secret stays hidden until you reveal it.', 'ok', true);
         location.hash = '#/webhooks/' + enc(saved.id);
       } catch (e) { showError(e); }
     };
@@ -300,7 +303,7 @@
     const del = confirmButton('Delete', 'Really delete?', async () => {
       try {
         await api('DELETE', '/webhooks/' + enc(id));
-        flash('Endpoint deleted.');
+        flash('Endpoint deleted.', 'ok', true);
         location.hash = '#/';
       } catch (e) { showError(e); }
     }, { id: 'delete', class: 'danger' });
@@ -308,7 +311,7 @@
     // Recover: re-send the failed deliveries created in a time window.
     const now = new Date();
     const since = el('input', { id: 'r-since', type: 'datetime-local', required: true, value: localInput(new Date(now - 24 * 3600e3)) });
-    const until = el('input', { id: 'r-until', type: 'datetime-local', value: localInput(now) });
+    const until = el('input', { id: 'r-until', type: 'datetime-local', title: 'empty: now' }); // empty: now
     const recover = el('form', {
       class: 'inline-form', id: 'recover-form', onsubmit: async (ev) => {
         ev.preventDefault();
@@ -319,7 +322,7 @@
           flash('Recover: ' + r.redelivered + ' failed deliveries sent again.');
         } catch (e) { showError(e); }
       },
-    }, el('label', { for: 'r-since', text: 'From' }), since, el('label', { for: 'r-until', text: 'to' }), until,
+    }, el('label', { for: 'r-since', text: 'From' }), since, el('label', { for: 'r-until', text: 'to (empty: now)' }), until,
     el('button', { type: 'submit', id: 'recover' }, 'Recover failed deliveries'));
 
     render('Endpoint',
@@ -461,6 +464,7 @@
   // --- router ---------------------------------------------------------------------------------------
   let routing = 0;
   async function route() {
+    takeToken();
     const n = ++routing;
     const [path, query] = (location.hash.replace(/^#/, '') || '/').split('?');
     const params = new URLSearchParams(query || '');
@@ -493,8 +497,8 @@
     signout.addEventListener('click', () => { sessionStorage.removeItem(tokenKey); tokenPage(); });
   }
   window.addEventListener('hashchange', () => {
-    // A message shown just before a navigation (e.g. "created") stays for the page it led to.
-    if (Date.now() - Number(flashBox.dataset.at || 0) > 1500) clearFlash();
+    if (flashBox.dataset.keep) delete flashBox.dataset.keep;
+    else clearFlash();
     route();
   });
   route();
