@@ -349,6 +349,8 @@
       el('section', { class: 'card' }, el('h2', { text: 'Attempts per hour, last 24 hours' }), chart(stats.hours)),
       el('section', { class: 'card' }, el('h2', { text: 'Recover' }),
         el('p', { class: 'muted', text: 'Send again every failed delivery created in a time window (e.g. after an outage).' }), recover));
+    const box = main.querySelector('.chart-box');
+    box.scrollLeft = box.scrollWidth; // on a narrow screen the chart scrolls: show the latest hours
   }
   function localInput(d) {
     const p = (n) => String(n).padStart(2, '0');
@@ -377,7 +379,8 @@
       bar.append(svg('rect', { x, y: top, width: bw, height: H - bottom - top, class: 'hit' }));
       g.append(bar);
       if (i % 6 === 0 || i === hours.length - 1) {
-        g.append(svg('text', { x: x + bw / 2, y: H - 6, class: 'axis', 'text-anchor': 'middle' }, d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })));
+        const anchor = i === 0 ? 'start' : i === hours.length - 1 ? 'end' : 'middle';
+        g.append(svg('text', { x: i === 0 ? x : i === hours.length - 1 ? x + bw : x + bw / 2, y: H - 6, class: 'axis', 'text-anchor': anchor }, d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })));
       }
     });
     const s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, class: 'chart', id: 'chart', role: 'img',
