@@ -182,11 +182,12 @@ func jitter(d time.Duration) time.Duration {
 // of lost, and writes nothing twice. A pending delivery is queued again at its next attempt, a final
 // one leaves its queue, and the webhook's entry in the shard's ready zset follows its queue (retime).
 // It also keeps the shard's view of each webhook's health: the time of its last success, and the
-// start of its current run of failures. Every lease is checked before the first write.
+// start of its current run of failures, and each webhook's attempts per hour by outcome (stats.go,
+// hourlyStats). Every lease is checked before the first write.
 //
 // KEYS[1] -> {P:s}:ready
 // KEYS[2] -> {P:s}:health
-// KEYS[1+2i], KEYS[2+2i] (i = 1..n) -> outcome i's delivery key, queue key
+// KEYS[3i], KEYS[3i+1], KEYS[3i+2] (i = 1..n) -> outcome i's delivery key, queue key, hourly stats key
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms): the health hash lives at least that long after its last write (up to 1/64
 // more, so most writes leave its TTL as it is)
@@ -195,11 +196,11 @@ func jitter(d time.Duration) time.Duration {
 // returns per outcome two integers: outcomeRecorded (now or by an earlier run of the same call) or
 // outcomeLeaseLost (nothing written), and the start (ms) of the webhook's run of failures in this
 // shard (0 if none)
-var outcomeScript = redis.NewScript(luaLeaseOf + luaExtend + luaRetime + `
-local n, retention = (#KEYS - 2) / 2, tonumber(ARGV[2])
+var outcomeScript = redis.NewScript(luaLeaseOf + luaExtend + luaRetime + luaCountHour + `
+local n, retention = (#KEYS - 2) / 3, tonumber(ARGV[2])
 local held = {}
 for i = 1, n do
-  held[i] = leaseOf(KEYS[1 + 2 * i], ARGV[4 + 6 * (i - 1)])
+  held[i] = leaseOf(KEYS[3 * i], ARGV[4 + 6 * (i - 1)])
 end
 local reply, healthWritten = {}, false
 for i = 1, n do
@@ -217,14 +218,15 @@ for i = 1, n do
         reply[2 * i] = tonumber(redis.call('HGET', KEYS[2], wid .. ':fail'))
       end
       healthWritten = true
+      countHour(KEYS[3 * i + 2], tonumber(ARGV[1]), status == 'success')
     end
-    redis.call('SET', KEYS[1 + 2 * i], ARGV[2 + 6 * n + i], 'KEEPTTL')
+    redis.call('SET', KEYS[3 * i], ARGV[2 + 6 * n + i], 'KEEPTTL')
     if status == 'pending' then
-      redis.call('ZADD', KEYS[2 + 2 * i], next, id)
+      redis.call('ZADD', KEYS[3 * i + 1], next, id)
     else
-      redis.call('ZREM', KEYS[2 + 2 * i], id)
+      redis.call('ZREM', KEYS[3 * i + 1], id)
     end
-    retime(KEYS[1], KEYS[2 + 2 * i], wid)
+    retime(KEYS[1], KEYS[3 * i + 1], wid)
     reply[2 * i - 1] = ` + strconv.Itoa(outcomeRecorded) + `
   end
 end
@@ -260,7 +262,8 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		if o.attempted {
 			attempted = 1
 		}
-		keys = append(keys, d.keys.deliveryKey(shard, o.id), d.keys.queueKey(shard, recs[i].WebhookID))
+		keys = append(keys, d.keys.deliveryKey(shard, o.id), d.keys.queueKey(shard, recs[i].WebhookID),
+			d.keys.hourlyKey(shard, recs[i].WebhookID))
 		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, attempted)
 		values = append(values, next.encode())
 		idx = append(idx, i)

@@ -51,10 +51,17 @@ var errBadRequest = errors.New("invalid request")
 //	POST   /webhooks/{id}/recover        Recover, ?since=T&until=T&limit=N (RFC 3339; since required, until
 //	                                     default now; limit 1 or more, default 100, at most 1000)
 //	                                     -> 200, {"redelivered": n}
+//	GET    /webhooks/{id}/secret         -> 200, {"secret": S, "public_key": K}: the signing secret (and,
+//	                                     for an ed25519 webhook, the key receivers verify with)
+//	GET    /webhooks/{id}/health         Health -> 200, the circuit: {state, consecutive_failures, ...}
+//	GET    /webhooks/{id}/stats          -> 200, {"hours": [{"hour", "success", "failed"}, ...]}: attempts
+//	                                     per hour by outcome, the last 24 hours, oldest first
 //	GET    /deliveries/{id}              -> 200, the delivery with its attempt history
 //	POST   /deliveries/{id}/redeliver    Redeliver -> 200, the delivery (unchanged unless it was failed);
 //	                                     202 when the attempt was left to the worker (ErrDeferred).
 //	                                     Repeated or concurrent calls re-send it once
+//	GET    /ui/                          the web UI (HTML, JS and CSS embedded in the library; see ui.go),
+//	                                     which calls the routes above
 //
 // Errors are {"error": {"code": ..., "message": ...}}:
 //
@@ -83,6 +90,11 @@ func (d *Dispatcher) newAdminHandler(portal bool) *adminHandler {
 	h.mux.HandleFunc("POST /webhooks/{id}/recover", h.recoverWebhook)
 	h.mux.HandleFunc("GET /deliveries/{id}", h.getDelivery)
 	h.mux.HandleFunc("POST /deliveries/{id}/redeliver", h.redeliver)
+	h.mux.HandleFunc("GET /webhooks/{id}/secret", h.webhookSecret)
+	h.mux.HandleFunc("GET /webhooks/{id}/health", h.webhookHealth)
+	h.mux.HandleFunc("GET /webhooks/{id}/stats", h.webhookStats)
+	h.mux.Handle("GET /ui/", newUIHandler(portal))
+	h.mux.HandleFunc("GET /ui", redirectToUI)
 	return h
 }
 
@@ -388,6 +400,46 @@ func (h *adminHandler) recoverWebhook(w http.ResponseWriter, r *http.Request) {
 	h.write(w, r, http.StatusOK, struct {
 		Redelivered int `json:"redelivered"`
 	}{n})
+}
+
+func (h *adminHandler) webhookSecret(w http.ResponseWriter, r *http.Request) {
+	wh, err := h.webhook(r, r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, r, http.StatusOK, struct {
+		Secret    string `json:"secret"`
+		PublicKey string `json:"public_key,omitempty"`
+	}{wh.Secret, wh.PublicKey})
+}
+
+func (h *adminHandler) webhookHealth(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.webhook(r, r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	hl, err := h.d.webhooks.Health(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, r, http.StatusOK, hl)
+}
+
+func (h *adminHandler) webhookStats(w http.ResponseWriter, r *http.Request) {
+	if _, err := h.webhook(r, r.PathValue("id")); err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	hours, err := h.d.hourlyStats(r.Context(), r.PathValue("id"))
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.write(w, r, http.StatusOK, struct {
+		Hours []HourStats `json:"hours"`
+	}{hours})
 }
 
 func (h *adminHandler) getDelivery(w http.ResponseWriter, r *http.Request) {

@@ -526,3 +526,163 @@ func TestHandlerTestSendDeferredIs202(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, StatusPending, stored.Status, "scheduled for a worker")
 }
+
+// TestHandlerHealthStatsSecret: the routes the web UI added: a webhook's circuit, its attempts per hour
+// by outcome over the last 24 hours (counted by the outcome script in a ring that forgets older hours),
+// and its secret on explicit request.
+func TestHandlerHealthStatsSecret(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{BreakAfter: 3, RetrySchedule: []time.Duration{time.Hour}})
+	api := newAPI(t, d)
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "*")
+	other := mustCreate(t, d, rc, "other")
+
+	type stats struct {
+		Hours []HourStats `json:"hours"`
+	}
+	get := func(id string) stats {
+		var s stats
+		api.do("GET", "/webhooks/"+id+"/stats", "").ok(t, http.StatusOK, &s)
+		require.Len(t, s.Hours, 24)
+		for i := 1; i < 24; i++ {
+			require.Equal(t, time.Hour, s.Hours[i].Hour.Sub(s.Hours[i-1].Hour), "hourly, oldest first")
+		}
+		require.Equal(t, clock.Now().UTC().Truncate(time.Hour), s.Hours[23].Hour, "the current hour last")
+		return s
+	}
+	sum := func(s stats) (ok, failed int64) {
+		for _, h := range s.Hours {
+			ok, failed = ok+h.Success, failed+h.Failed
+		}
+		return ok, failed
+	}
+	dispatch := func(n int) {
+		for range n {
+			_, err := d.Dispatch(ctx, Event{Type: "x", ID: "e" + randomHex(6)})
+			require.NoError(t, err)
+		}
+	}
+
+	for _, id := range []string{wh.ID, other.ID} {
+		ok, failed := sum(get(id))
+		assert.Zero(t, ok+failed, "no attempts yet")
+	}
+	dispatch(3) // 3 successes this hour
+	rc.status.Store(http.StatusInternalServerError)
+	clock.Advance(time.Hour)
+	dispatch(2) // 2 failures the next hour
+	s := get(wh.ID)
+	assert.Equal(t, HourStats{Hour: s.Hours[22].Hour, Success: 3}, s.Hours[22])
+	assert.Equal(t, HourStats{Hour: s.Hours[23].Hour, Failed: 2}, s.Hours[23])
+	ok, failed := sum(get(other.ID))
+	assert.Zero(t, ok+failed, "another webhook's attempts are its own")
+
+	var h Health
+	api.do("GET", "/webhooks/"+wh.ID+"/health", "").ok(t, http.StatusOK, &h)
+	assert.Equal(t, CircuitClosed, h.State)
+	assert.Equal(t, 2, h.ConsecutiveFailures)
+
+	// 23 hours on, the first hour has just left the window; a day after the failures, the ring slot
+	// they were counted in is reused and starts from zero.
+	clock.Advance(23 * time.Hour)
+	ok, failed = sum(get(wh.ID))
+	assert.Equal(t, [2]int64{0, 2}, [2]int64{ok, failed}, "the successes' hour left the window")
+	clock.Advance(time.Hour)
+	rc.status.Store(http.StatusOK)
+	dispatch(1)
+	s = get(wh.ID)
+	ok, failed = sum(s)
+	assert.Equal(t, [2]int64{1, 0}, [2]int64{ok, failed}, "the reused slot counts only the new hour")
+
+	// Keys: one ring per shard written, with a TTL of 25 h.
+	keys := 0
+	for shard := range shardCount {
+		ttl, err := tr.rdb.PTTL(ctx, d.keys.hourlyKey(shard, wh.ID)).Result()
+		require.NoError(t, err)
+		if ttl > 0 {
+			keys++
+			assert.LessOrEqual(t, ttl, 25*time.Hour)
+		}
+	}
+	assert.Positive(t, keys)
+
+	var secret struct {
+		Secret    string `json:"secret"`
+		PublicKey string `json:"public_key"`
+	}
+	api.do("GET", "/webhooks/"+wh.ID+"/secret", "").ok(t, http.StatusOK, &secret)
+	assert.Equal(t, wh.Secret, secret.Secret)
+	assert.Empty(t, secret.PublicKey)
+	asym, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, Asymmetric: true})
+	require.NoError(t, err)
+	api.do("GET", "/webhooks/"+asym.ID+"/secret", "").ok(t, http.StatusOK, &secret)
+	assert.Equal(t, asym.Secret, secret.Secret)
+	assert.Equal(t, asym.PublicKey, secret.PublicKey)
+
+	for _, route := range []string{"secret", "health", "stats"} {
+		api.do("GET", "/webhooks/wh_nope/"+route, "").apiErr(t, http.StatusNotFound, "not_found")
+		api.do("POST", "/webhooks/"+wh.ID+"/"+route, "").apiErr(t, http.StatusMethodNotAllowed, "method_not_allowed")
+	}
+}
+
+// TestHandlerUI: both handlers serve the embedded UI under /ui/ with a strict CSP; the portal serves its
+// static files without a token, but no API route, and its page names the portal mode.
+func TestHandlerUI(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{PortalKey: []byte(strings.Repeat("k", 32))})
+	admin := httptest.NewServer(http.StripPrefix("/admin", d.Handler()))
+	t.Cleanup(admin.Close)
+	portal := httptest.NewServer(d.Portal())
+	t.Cleanup(portal.Close)
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	get := func(url string) (*http.Response, string) {
+		resp, err := noRedirect.Get(url)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp, string(b)
+	}
+	for _, tc := range []struct{ base, mode string }{{admin.URL + "/admin", "operator"}, {portal.URL, "portal"}} {
+		for file, ctype := range map[string]string{"/ui/": "text/html", "/ui/index.html": "text/html",
+			"/ui/app.js": "text/javascript", "/ui/app.css": "text/css"} {
+			resp, body := get(tc.base + file)
+			require.Equal(t, http.StatusOK, resp.StatusCode, "%s%s", tc.base, file)
+			assert.Contains(t, resp.Header.Get("Content-Type"), ctype)
+			assert.Equal(t, UIContentSecurityPolicy, resp.Header.Get("Content-Security-Policy"))
+			assert.Equal(t, "nosniff", resp.Header.Get("X-Content-Type-Options"))
+			assert.NotEmpty(t, body)
+			if ctype == "text/html" {
+				assert.Contains(t, body, `data-mode="`+tc.mode+`"`)
+				assert.NotContains(t, body, "<script>", "no inline script")
+				assert.NotContains(t, body, "style=", "no inline style")
+				assert.NotContains(t, body, "http", "nothing from elsewhere")
+			}
+		}
+		resp, _ := get(tc.base + "/ui")
+		assert.Equal(t, http.StatusMovedPermanently, resp.StatusCode)
+		assert.Equal(t, "ui/", resp.Header.Get("Location"), "relative: works under any prefix")
+		resp, _ = get(tc.base + "/ui/nope.js")
+		assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	}
+	// The portal's static files need no token; its API, even reached through /ui/.., does.
+	resp, _ := get(portal.URL + "/webhooks")
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	req, err := http.NewRequest("GET", portal.URL+"/ui/../webhooks", nil)
+	require.NoError(t, err)
+	req.URL.Opaque = "/ui/../webhooks" // as sent, uncleaned
+	resp, err = noRedirect.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+	req, err = http.NewRequest("POST", portal.URL+"/ui/", nil)
+	require.NoError(t, err)
+	resp, err = noRedirect.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "only GET and HEAD of the UI skip the token")
+}

@@ -100,10 +100,15 @@ func requestTenant(r *http.Request) string {
 // tenant's webhook or delivery answers 404, as if it did not exist; a missing, malformed, tampered,
 // expired or otherwise-keyed token answers 401; a tenant cannot set or change its tenant (a "tenant"
 // field is refused with 400) nor its quota. Errors have Handler's JSON shape. Unlike Handler, Portal
-// may face the tenant's own users directly.
+// may face the tenant's own users directly. Its /ui/ serves the web UI's static files without a token;
+// open it at /ui/#token=<token> (the fragment never reaches the server).
 func (d *Dispatcher) Portal() http.Handler {
 	h := d.newAdminHandler(true)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
+			h.ServeHTTP(w, r) // the UI's static files hold no data; every API call it makes needs the token
+			return
+		}
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		tenant, err := parsePortalToken(d.opts.PortalKey, strings.TrimSpace(token), d.now())
 		if !ok || err != nil {

@@ -9,6 +9,13 @@
 // records. It exits non-zero unless each webhook received exactly one correctly signed request.
 //
 //	go run ./cmd/webhooks-demo [-redis 127.0.0.1:6379]
+//
+// With -ui it serves the web UI instead, on -addr (default 127.0.0.1:8080), with three webhooks of two
+// tenants and some deliveries (one webhook's receiver always fails, so there are failures, retries and an
+// open circuit to look at), and prints the operator's URL and a tenant portal URL with its token. It
+// runs until interrupted.
+//
+//	go run ./cmd/webhooks-demo -ui [-addr 127.0.0.1:8080] [-redis 127.0.0.1:6379]
 package main
 
 import (
@@ -33,9 +40,16 @@ import (
 
 func main() {
 	addr := flag.String("redis", "", "address of a Redis to use instead of an embedded miniredis")
+	ui := flag.Bool("ui", false, "serve the web UI with some deliveries in it, until interrupted")
+	listen := flag.String("addr", "127.0.0.1:8080", "with -ui: the address to serve the UI on")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Stdout, *addr)
+	var err error
+	if *ui {
+		err = runUI(ctx, os.Stdout, *addr, *listen, nil)
+	} else {
+		err = run(ctx, os.Stdout, *addr)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "webhooks-demo:", err)

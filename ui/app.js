@@ -1,0 +1,508 @@
+// The webhooks UI: a small single-page app over the library's JSON admin API. It builds every element
+// with the DOM API (never innerHTML), so no API value can become markup, and it runs under a strict
+// Content-Security-Policy (no inline script or style). The same file serves the operator's view
+// (Handler) and the tenant portal (Portal); the portal's token comes from the URL fragment
+// (#token=…), is kept in sessionStorage and sent as "Authorization: Bearer".
+'use strict';
+
+(function () {
+  const mode = document.documentElement.dataset.mode === 'portal' ? 'portal' : 'operator';
+  // The API is mounted where the UI is, less "/ui/…".
+  const base = location.pathname.replace(/\/ui(\/.*)?$/, '');
+  const tokenKey = 'webhooks.portalToken';
+  const main = document.getElementById('main');
+  const flashBox = document.getElementById('flash');
+
+  // --- token (portal) -------------------------------------------------------------------------------
+  // takeToken moves a token from the URL fragment into sessionStorage, and out of the address bar and
+  // the history.
+  function takeToken() {
+    const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
+    if (m) {
+      sessionStorage.setItem(tokenKey, decodeURIComponent(m[1]));
+      history.replaceState(null, '', location.pathname + location.search + '#/');
+    }
+  }
+  function token() { return sessionStorage.getItem(tokenKey) || ''; }
+
+  // --- DOM helpers ----------------------------------------------------------------------------------
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'class') e.className = v;
+      else if (k === 'text') e.textContent = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v === true ? '' : String(v));
+    }
+    for (const c of children.flat(Infinity)) {
+      if (c === undefined || c === null || c === false) continue;
+      e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    }
+    return e;
+  }
+  const svgNS = 'http://www.w3.org/2000/svg';
+  function svg(tag, attrs, ...children) {
+    const e = document.createElementNS(svgNS, tag);
+    for (const [k, v] of Object.entries(attrs || {})) e.setAttribute(k, String(v));
+    for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+    return e;
+  }
+  function render(title, ...children) {
+    document.title = title + ' · Webhooks';
+    main.replaceChildren(el('h1', { text: title }), ...children);
+    main.focus({ preventScroll: true });
+  }
+  // flash shows a message until the next navigation; keep: also on the page the next navigation shows.
+  function flash(message, kind, keep) {
+    if (keep) flashBox.dataset.keep = '1';
+    flashBox.replaceChildren(el('p', { class: 'flash ' + (kind || 'ok'), text: message }));
+  }
+  function clearFlash() { flashBox.replaceChildren(); delete flashBox.dataset.keep; }
+  function fmtTime(s) {
+    if (!s) return '—';
+    const d = new Date(s);
+    if (isNaN(d)) return s;
+    return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
+  }
+  function fmtDuration(ns) {
+    if (!ns && ns !== 0) return '—';
+    const ms = ns / 1e6;
+    return ms < 1000 ? ms.toFixed(ms < 10 ? 1 : 0) + ' ms' : (ms / 1000).toFixed(2) + ' s';
+  }
+  function statusBadge(s) { return el('span', { class: 'status s-' + s, text: s }); }
+  function dl(pairs) {
+    return el('dl', { class: 'facts' }, pairs.filter(Boolean).map(([k, v]) => [el('dt', { text: k }), el('dd', {}, v)]));
+  }
+  function button(label, onclick, attrs) {
+    return el('button', Object.assign({ type: 'button', onclick }, attrs || {}), label);
+  }
+  // confirmButton is a two-step button: the first press asks, the second does it (no window.confirm).
+  function confirmButton(label, question, action, attrs) {
+    const b = button(label, async () => {
+      if (b.dataset.armed !== '1') {
+        b.dataset.armed = '1';
+        b.textContent = question;
+        b.classList.add('armed');
+        return;
+      }
+      b.disabled = true;
+      try { await action(); } finally { b.disabled = false; b.dataset.armed = ''; b.textContent = label; b.classList.remove('armed'); }
+    }, attrs);
+    b.addEventListener('blur', () => { b.dataset.armed = ''; b.textContent = label; b.classList.remove('armed'); });
+    return b;
+  }
+
+  // --- API ------------------------------------------------------------------------------------------
+  class APIError extends Error {
+    constructor(status, code, message) { super(message); this.status = status; this.code = code; }
+  }
+  async function api(method, path, body) {
+    const headers = { Accept: 'application/json' };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (token()) headers.Authorization = 'Bearer ' + token();
+    const resp = await fetch(base + path, {
+      method, headers, body: body === undefined ? undefined : JSON.stringify(body),
+      credentials: 'same-origin', cache: 'no-store',
+    });
+    if (resp.status === 204) return null;
+    let data = null;
+    try { data = await resp.json(); } catch (e) { /* not JSON */ }
+    if (!resp.ok) {
+      const err = (data && data.error) || {};
+      throw new APIError(resp.status, err.code || 'http_' + resp.status, err.message || resp.statusText);
+    }
+    return data;
+  }
+  const enc = encodeURIComponent;
+
+  function showError(e) {
+    if (e instanceof APIError && e.status === 401) { tokenPage(); main.dataset.page = 'token'; return; }
+    flash(e instanceof APIError ? e.message + ' (' + e.code + ')' : String(e), 'error');
+  }
+
+  // --- pages ----------------------------------------------------------------------------------------
+  function tokenPage() {
+    const input = el('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', required: true });
+    render('Portal token required',
+      el('p', { text: 'This portal needs a valid token. Open the link your service gave you, or paste its token here.' }),
+      el('form', {
+        class: 'card form', onsubmit: (ev) => {
+          ev.preventDefault();
+          sessionStorage.setItem(tokenKey, input.value.trim());
+          clearFlash();
+          location.hash = '#/';
+          route();
+        },
+      }, el('label', { for: 'token', text: 'Token' }), input, el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary' }, 'Open'))));
+  }
+
+  async function listPage(params) {
+    const tenant = params.get('tenant') || '';
+    const q = mode === 'operator' && params.has('tenant') ? '?tenant=' + enc(tenant) : '';
+    const { webhooks } = await api('GET', '/webhooks' + q);
+    const tools = [];
+    if (mode === 'operator') {
+      const t = el('input', { id: 'tenant-filter', name: 'tenant', value: tenant, placeholder: 'all tenants', size: 16 });
+      tools.push(el('form', {
+        class: 'toolbar', role: 'search', onsubmit: (ev) => {
+          ev.preventDefault();
+          location.hash = t.value.trim() ? '#/?tenant=' + enc(t.value.trim()) : '#/';
+        },
+      }, el('label', { for: 'tenant-filter', text: 'Tenant' }), t, el('button', { type: 'submit' }, 'Filter')));
+    }
+    tools.push(el('a', { class: 'button primary', href: '#/new', id: 'new-endpoint' }, 'New endpoint'));
+    const rows = webhooks.map((w) => {
+      const circuit = el('td', { 'data-label': 'Circuit', text: '…' });
+      const rate = el('td', { 'data-label': 'Success (24 h)', text: '…' });
+      loadHealth(w.id, circuit, rate);
+      return el('tr', { 'data-id': w.id },
+        el('td', { 'data-label': 'URL', class: 'url' }, el('a', { href: '#/webhooks/' + enc(w.id) }, w.url),
+          w.description ? el('div', { class: 'muted', text: w.description }) : null),
+        mode === 'operator' ? el('td', { 'data-label': 'Tenant', text: w.tenant || '—' }) : null,
+        el('td', { 'data-label': 'Events' }, (w.events || []).map((e) => el('code', { class: 'pill', text: e }))),
+        el('td', { 'data-label': 'Filter', text: hasFilter(w) ? 'yes' : '—' }),
+        el('td', { 'data-label': 'Headers', text: Object.keys(w.headers || {}).join(', ') || '—' }),
+        el('td', { 'data-label': 'Enabled' }, w.disabled ? el('span', { class: 'status s-failed', text: 'disabled' }) : el('span', { class: 'status s-success', text: 'enabled' })),
+        circuit, rate);
+    });
+    render(mode === 'portal' ? 'Your endpoints' : 'Endpoints',
+      el('div', { class: 'bar' }, tools),
+      webhooks.length === 0 ? el('p', { class: 'empty', text: 'No endpoints yet.' }) :
+        el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'endpoints' },
+          el('thead', {}, el('tr', {}, ['URL', mode === 'operator' ? 'Tenant' : null, 'Events', 'Filter', 'Headers', 'Enabled', 'Circuit', 'Success (24 h)']
+            .filter(Boolean).map((h) => el('th', { scope: 'col', text: h })))),
+          el('tbody', {}, rows))));
+  }
+  function hasFilter(w) { return w.filter && JSON.stringify(w.filter) !== '{}'; }
+
+  async function loadHealth(id, circuitCell, rateCell) {
+    try {
+      const [h, s] = await Promise.all([api('GET', '/webhooks/' + enc(id) + '/health'), api('GET', '/webhooks/' + enc(id) + '/stats')]);
+      circuitCell.replaceChildren(circuitBadge(h));
+      rateCell.textContent = successRate(s.hours);
+    } catch (e) {
+      circuitCell.textContent = rateCell.textContent = '?';
+    }
+  }
+  function circuitBadge(h) {
+    const cls = h.state === 'closed' ? 's-success' : h.state === 'open' ? 's-failed' : 's-pending';
+    return el('span', { class: 'status ' + cls, text: h.state + (h.consecutive_failures ? ' · ' + h.consecutive_failures + ' failed' : '') });
+  }
+  function successRate(hours) {
+    let ok = 0, all = 0;
+    for (const h of hours) { ok += h.success; all += h.success + h.failed; }
+    return all ? (100 * ok / all).toFixed(ok === all ? 0 : 1) + ' % of ' + all : 'no attempts';
+  }
+
+  function formPage(w) {
+    const editing = !!w;
+    w = w || { url: '', description: '', events: ['*'], headers: {}, disabled: false };
+    const f = {};
+    const field = (id, label, input, hint) => el('div', { class: 'field' }, el('label', { for: id, text: label }), input, hint ? el('small', { class: 'muted', text: hint }) : null);
+    f.url = el('input', { id: 'f-url', name: 'url', type: 'url', required: true, value: w.url, placeholder: 'https://example.com/webhooks', autocomplete: 'off' });
+    f.description = el('input', { id: 'f-description', name: 'description', value: w.description || '' });
+    f.events = el('input', { id: 'f-events', name: 'events', value: (w.events || []).join(', '), required: true });
+    f.filter = el('textarea', { id: 'f-filter', name: 'filter', rows: 3, placeholder: '{"data.amount": {"$gte": 100}}' });
+    f.filter.value = hasFilter(w) ? JSON.stringify(w.filter, null, 1) : '';
+    f.headers = el('textarea', { id: 'f-headers', name: 'headers', rows: 3, placeholder: 'X-Api-Key: secret' });
+    f.headers.value = Object.entries(w.headers || {}).map(([k, v]) => k + ': ' + v).join('\n');
+    f.rate = el('input', { id: 'f-rate', name: 'rate_limit', type: 'number', min: 0, value: w.rate_limit || 0 });
+    f.enabled = el('input', { id: 'f-enabled', name: 'enabled', type: 'checkbox', checked: !w.disabled });
+    if (!editing) {
+      f.asym = el('input', { id: 'f-asym', name: 'asymmetric', type: 'checkbox' });
+      if (mode === 'operator') f.tenant = el('input', { id: 'f-tenant', name: 'tenant', placeholder: 'none' });
+    }
+    const submit = async (ev) => {
+      ev.preventDefault();
+      clearFlash();
+      const body = {
+        url: f.url.value.trim(), description: f.description.value,
+        events: f.events.value.split(/[\s,]+/).filter(Boolean), rate_limit: Number(f.rate.value) || 0,
+        disabled: !f.enabled.checked,
+      };
+      const hdrs = {};
+      for (const line of f.headers.value.split('\n')) {
+        if (!line.trim()) continue;
+        const i = line.indexOf(':');
+        if (i < 1) { flash('Each header line is "Name: value".', 'error'); return; }
+        hdrs[line.slice(0, i).trim()] = line.slice(i + 1).trim();
+      }
+      body.headers = hdrs;
+      if (f.filter.value.trim()) {
+        try { body.filter = JSON.parse(f.filter.value); } catch (e) { flash('The filter is not valid JSON: ' + e.message, 'error'); return; }
+      } else if (editing && hasFilter(w)) {
+        body.filter = {};
+      }
+      try {
+        let saved;
+        if (editing) {
+          saved = await api('PATCH', '/webhooks/' + enc(w.id), body);
+        } else {
+          if (f.asym.checked) body.asymmetric = true;
+          if (f.tenant && f.tenant.value.trim()) body.tenant = f.tenant.value.trim();
+          saved = await api('POST', '/webhooks', body);
+        }
+        flash(editing ? 'Endpoint saved.' : 'Endpoint created. Its signing secret stays hidden until you reveal it.', 'ok', true);
+        location.hash = '#/webhooks/' + enc(saved.id);
+      } catch (e) { showError(e); }
+    };
+    render(editing ? 'Edit endpoint' : 'New endpoint',
+      el('form', { class: 'card form', id: 'endpoint-form', onsubmit: submit, novalidate: true },
+        field('f-url', 'URL', f.url),
+        field('f-description', 'Description', f.description),
+        field('f-events', 'Event types', f.events, 'Comma separated: an exact type, a prefix like order.*, or *'),
+        field('f-filter', 'Filter (JSON, optional)', f.filter, 'Only events matching it are delivered. Operators: $eq $neq $gt $gte $lt $lte $in $nin $exist $startsWith $endsWith $or $and $not'),
+        field('f-headers', 'Extra headers (optional)', f.headers, 'One "Name: value" per line'),
+        field('f-rate', 'Rate limit (requests per second, 0 = none)', f.rate),
+        f.tenant ? field('f-tenant', 'Tenant (optional)', f.tenant) : null,
+        el('div', { class: 'field check' }, f.enabled, el('label', { for: 'f-enabled', text: 'Enabled' })),
+        f.asym ? el('div', { class: 'field check' }, f.asym, el('label', { for: 'f-asym', text: 'Sign with ed25519 (v1a) instead of HMAC' })) : null,
+        el('div', { class: 'actions' },
+          el('button', { type: 'submit', class: 'primary', id: 'save' }, editing ? 'Save' : 'Create endpoint'),
+          el('a', { class: 'button', href: editing ? '#/webhooks/' + enc(w.id) : '#/' }, 'Cancel'))));
+    f.url.focus();
+  }
+
+  async function webhookPage(id) {
+    const w = await api('GET', '/webhooks/' + enc(id));
+    const [health, stats] = await Promise.all([api('GET', '/webhooks/' + enc(id) + '/health'), api('GET', '/webhooks/' + enc(id) + '/stats')]);
+    const secretOut = el('code', { id: 'secret', class: 'secret', text: '••••••••••••••••' });
+    let revealed = false;
+    const reveal = button('Reveal', async () => {
+      if (revealed) { secretOut.textContent = '••••••••••••••••'; reveal.textContent = 'Reveal'; revealed = false; return; }
+      try {
+        const s = await api('GET', '/webhooks/' + enc(id) + '/secret');
+        secretOut.textContent = s.public_key ? s.secret + '  (receivers verify with ' + s.public_key + ')' : s.secret;
+        reveal.textContent = 'Hide';
+        revealed = true;
+      } catch (e) { showError(e); }
+    }, { id: 'reveal-secret' });
+    const rotate = confirmButton('Rotate secret', 'Rotate now? The old secret signs for 24 h more', async () => {
+      try {
+        await api('POST', '/webhooks/' + enc(id) + '/rotate-secret', {});
+        secretOut.textContent = '••••••••••••••••'; reveal.textContent = 'Reveal'; revealed = false;
+        flash('Secret rotated. The previous secret keeps signing alongside it for 24 hours.');
+      } catch (e) { showError(e); }
+    }, { id: 'rotate-secret' });
+    const sendTest = button('Send test event', async () => {
+      sendTest.disabled = true;
+      try {
+        const d = await api('POST', '/webhooks/' + enc(id) + '/test');
+        flash('Test event sent: delivery ' + d.id + ' is ' + d.status + (d.last_status_code ? ' (HTTP ' + d.last_status_code + ')' : '') + '.');
+        route();
+      } catch (e) { showError(e); } finally { sendTest.disabled = false; }
+    }, { id: 'send-test', class: 'primary' });
+    const toggle = button(w.disabled ? 'Enable' : 'Disable', async () => {
+      try {
+        await api('PATCH', '/webhooks/' + enc(id), { disabled: !w.disabled });
+        flash(w.disabled ? 'Endpoint enabled.' : 'Endpoint disabled.');
+        route();
+      } catch (e) { showError(e); }
+    }, { id: 'toggle' });
+    const del = confirmButton('Delete', 'Really delete?', async () => {
+      try {
+        await api('DELETE', '/webhooks/' + enc(id));
+        flash('Endpoint deleted.', 'ok', true);
+        location.hash = '#/';
+      } catch (e) { showError(e); }
+    }, { id: 'delete', class: 'danger' });
+
+    // Recover: re-send the failed deliveries created in a time window.
+    const now = new Date();
+    const since = el('input', { id: 'r-since', type: 'datetime-local', required: true, value: localInput(new Date(now - 24 * 3600e3)) });
+    const until = el('input', { id: 'r-until', type: 'datetime-local', title: 'empty: now' }); // empty: now
+    const recover = el('form', {
+      class: 'inline-form', id: 'recover-form', onsubmit: async (ev) => {
+        ev.preventDefault();
+        try {
+          const q = '?since=' + enc(new Date(since.value).toISOString().replace(/\.\d+Z$/, 'Z')) +
+            (until.value ? '&until=' + enc(new Date(until.value).toISOString().replace(/\.\d+Z$/, 'Z')) : '');
+          const r = await api('POST', '/webhooks/' + enc(id) + '/recover' + q);
+          flash('Recover: ' + r.redelivered + ' failed deliveries sent again.');
+        } catch (e) { showError(e); }
+      },
+    }, el('label', { for: 'r-since', text: 'From' }), since, el('label', { for: 'r-until', text: 'to (empty: now)' }), until,
+    el('button', { type: 'submit', id: 'recover' }, 'Recover failed deliveries'));
+
+    render('Endpoint',
+      el('p', { class: 'crumbs' }, el('a', { href: '#/' }, '← Endpoints')),
+      el('section', { class: 'card' },
+        dl([
+          ['URL', el('code', { class: 'wrap', text: w.url })],
+          ['ID', el('code', { text: w.id })],
+          mode === 'operator' && ['Tenant', w.tenant || '—'],
+          ['Description', w.description || '—'],
+          ['Events', (w.events || []).map((e) => el('code', { class: 'pill', text: e }))],
+          ['Filter', hasFilter(w) ? el('code', { class: 'wrap', text: JSON.stringify(w.filter) }) : '—'],
+          ['Headers', Object.keys(w.headers || {}).join(', ') || '—'],
+          ['Rate limit', w.rate_limit ? w.rate_limit + ' / s' : 'none'],
+          ['Enabled', w.disabled ? el('span', { class: 'status s-failed', text: 'disabled' }) : el('span', { class: 'status s-success', text: 'enabled' })],
+          ['Circuit', [circuitBadge(health), health.open_until ? ' next probe ' + fmtTime(health.open_until) : '']],
+          ['Success (24 h)', el('span', { id: 'success-rate', text: successRate(stats.hours) })],
+          ['Signing', w.public_key ? 'ed25519 (v1a)' : 'HMAC-SHA256 (v1)'],
+          ['Secret', el('span', { class: 'secret-row' }, secretOut, reveal, rotate)],
+        ]),
+        el('div', { class: 'actions' }, sendTest,
+          el('a', { class: 'button', href: '#/webhooks/' + enc(id) + '/deliveries', id: 'show-deliveries' }, 'Deliveries'),
+          el('a', { class: 'button', href: '#/webhooks/' + enc(id) + '/edit', id: 'edit' }, 'Edit'), toggle, del)),
+      el('section', { class: 'card' }, el('h2', { text: 'Attempts per hour, last 24 hours' }), chart(stats.hours)),
+      el('section', { class: 'card' }, el('h2', { text: 'Recover' }),
+        el('p', { class: 'muted', text: 'Send again every failed delivery created in a time window (e.g. after an outage).' }), recover));
+    const box = main.querySelector('.chart-box');
+    box.scrollLeft = box.scrollWidth; // on a narrow screen the chart scrolls: show the latest hours
+  }
+  function localInput(d) {
+    const p = (n) => String(n).padStart(2, '0');
+    return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes());
+  }
+
+  // chart draws the hourly attempts as stacked bars (successes below, failures above).
+  function chart(hours) {
+    const W = 720, H = 200, left = 36, bottom = 24, top = 8;
+    const max = Math.max(1, ...hours.map((h) => h.success + h.failed));
+    const step = (W - left) / hours.length, bw = Math.max(2, step - 4);
+    const y = (v) => (H - bottom) - (v / max) * (H - bottom - top);
+    const g = svg('g', {});
+    for (const t of [0, max / 2, max]) {
+      g.append(svg('line', { x1: left, x2: W, y1: y(t), y2: y(t), class: 'grid' }));
+      g.append(svg('text', { x: left - 6, y: y(t) + 4, class: 'axis', 'text-anchor': 'end' }, String(Math.round(t))));
+    }
+    let ok = 0, bad = 0;
+    hours.forEach((h, i) => {
+      ok += h.success; bad += h.failed;
+      const x = left + i * step + 2, d = new Date(h.hour);
+      const label = d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' }) + ': ' + h.success + ' succeeded, ' + h.failed + ' failed';
+      const bar = svg('g', { class: 'bar-hour' }, svg('title', {}, label));
+      if (h.success) bar.append(svg('rect', { x, y: y(h.success), width: bw, height: (H - bottom) - y(h.success), class: 'ok' }));
+      if (h.failed) bar.append(svg('rect', { x, y: y(h.success + h.failed), width: bw, height: y(h.success) - y(h.success + h.failed), class: 'bad' }));
+      bar.append(svg('rect', { x, y: top, width: bw, height: H - bottom - top, class: 'hit' }));
+      g.append(bar);
+      if (i % 6 === 0 || i === hours.length - 1) {
+        const anchor = i === 0 ? 'start' : i === hours.length - 1 ? 'end' : 'middle';
+        g.append(svg('text', { x: i === 0 ? x : i === hours.length - 1 ? x + bw : x + bw / 2, y: H - 6, class: 'axis', 'text-anchor': anchor }, d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })));
+      }
+    });
+    const s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, class: 'chart', id: 'chart', role: 'img',
+      'aria-label': 'Attempts per hour over the last 24 hours: ' + ok + ' succeeded, ' + bad + ' failed' }, g);
+    return el('figure', { class: 'chart-box' }, s,
+      el('figcaption', { class: 'legend' }, el('span', { class: 'key ok' }), ' succeeded (' + ok + ')  ', el('span', { class: 'key bad' }), ' failed (' + bad + ')'));
+  }
+
+  async function deliveriesPage(id, params) {
+    const status = params.get('status') || '';
+    const cursor = params.get('cursor') || '';
+    const q = new URLSearchParams({ limit: '20' });
+    if (status) q.set('status', status);
+    if (cursor) q.set('cursor', cursor);
+    const [w, page] = await Promise.all([api('GET', '/webhooks/' + enc(id)), api('GET', '/webhooks/' + enc(id) + '/deliveries?' + q)]);
+    const href = (st, cur) => {
+      const p = new URLSearchParams();
+      if (st) p.set('status', st);
+      if (cur) p.set('cursor', cur);
+      const s = p.toString();
+      return '#/webhooks/' + enc(id) + '/deliveries' + (s ? '?' + s : '');
+    };
+    const select = el('select', { id: 'status-filter', name: 'status', onchange: () => { location.hash = href(select.value, ''); } },
+      ['', 'pending', 'success', 'failed'].map((s) => el('option', { value: s, selected: s === status }, s || 'all')));
+    const rows = page.deliveries.map((d) => el('tr', { 'data-id': d.id, 'data-status': d.status },
+      el('td', { 'data-label': 'Created' }, el('a', { href: '#/deliveries/' + enc(d.id) }, fmtTime(d.created_at))),
+      el('td', { 'data-label': 'Event' }, el('code', { text: d.event_type }), el('div', { class: 'muted', text: d.event_id })),
+      el('td', { 'data-label': 'Status' }, statusBadge(d.status)),
+      el('td', { 'data-label': 'Attempts', text: d.attempts }),
+      el('td', { 'data-label': 'Last code', text: d.last_status_code || (d.last_error ? 'error' : '—') }),
+      el('td', { 'data-label': 'Next attempt', text: d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—' })));
+    render('Deliveries',
+      el('p', { class: 'crumbs' }, el('a', { href: '#/webhooks/' + enc(id) }, '← ' + w.url)),
+      el('div', { class: 'bar' }, el('div', { class: 'toolbar' }, el('label', { for: 'status-filter', text: 'Status' }), select),
+        button('Refresh', () => route(), { id: 'refresh' })),
+      page.deliveries.length === 0 ? el('p', { class: 'empty', text: 'No deliveries' + (status ? ' with status ' + status : '') + '.' }) :
+        el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'deliveries' },
+          el('thead', {}, el('tr', {}, ['Created', 'Event', 'Status', 'Attempts', 'Last code', 'Next attempt'].map((h) => el('th', { scope: 'col', text: h })))),
+          el('tbody', {}, rows))),
+      el('nav', { class: 'pager', 'aria-label': 'Pages' },
+        cursor ? el('a', { class: 'button', href: href(status, ''), id: 'newest' }, '« Newest') : null,
+        page.next_cursor ? el('a', { class: 'button', href: href(status, page.next_cursor), id: 'older' }, 'Older »') : null));
+  }
+
+  async function deliveryPage(id) {
+    const d = await api('GET', '/deliveries/' + enc(id));
+    const redeliver = button('Redeliver', async () => {
+      redeliver.disabled = true;
+      try {
+        const r = await api('POST', '/deliveries/' + enc(id) + '/redeliver');
+        flash(d.status === 'failed' ? 'Redelivered: the delivery is now ' + r.status + '.' : 'Only a failed delivery is sent again; this one is ' + r.status + '.');
+        route();
+      } catch (e) { showError(e); } finally { redeliver.disabled = false; }
+    }, { id: 'redeliver', class: d.status === 'failed' ? 'primary' : '' });
+    const attempts = (d.history || []).map((a, i) => el('tr', {},
+      el('td', { 'data-label': '#', text: d.attempts - (d.history.length - 1 - i) }),
+      el('td', { 'data-label': 'At', text: fmtTime(a.at) }),
+      el('td', { 'data-label': 'Status code' }, a.status_code ? el('span', { class: 'status ' + (a.status_code < 300 ? 's-success' : 's-failed'), text: a.status_code }) : '—'),
+      el('td', { 'data-label': 'Duration', text: fmtDuration(a.duration) }),
+      el('td', { 'data-label': 'Error', text: a.error || '—' }),
+      el('td', { 'data-label': 'Response', class: 'resp' }, a.response ? el('pre', { text: a.response }) : '—')));
+    render('Delivery',
+      el('p', { class: 'crumbs' }, el('a', { href: '#/webhooks/' + enc(d.webhook_id) + '/deliveries' }, '← Deliveries')),
+      el('section', { class: 'card' },
+        dl([
+          ['ID', el('code', { id: 'delivery-id', text: d.id })],
+          ['Endpoint', el('a', { href: '#/webhooks/' + enc(d.webhook_id) }, d.webhook_id)],
+          ['Event', [el('code', { text: d.event_type }), ' ', el('span', { class: 'muted', text: d.event_id })]],
+          ['Status', el('span', { id: 'delivery-status' }, statusBadge(d.status))],
+          ['Attempts', String(d.attempts)],
+          ['Next attempt', d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—'],
+          d.last_error && ['Last error', d.last_error],
+          ['Created', fmtTime(d.created_at)],
+          ['Expires', fmtTime(d.expires_at)],
+        ]),
+        el('div', { class: 'actions' }, redeliver)),
+      el('section', { class: 'card' }, el('h2', { text: 'Attempts' }),
+        attempts.length === 0 ? el('p', { class: 'empty', text: 'No attempt yet.' }) :
+          el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'attempts' },
+            el('thead', {}, el('tr', {}, ['#', 'At', 'Status code', 'Duration', 'Error', 'Response'].map((h) => el('th', { scope: 'col', text: h })))),
+            el('tbody', {}, attempts)))));
+  }
+
+  // --- router ---------------------------------------------------------------------------------------
+  let routing = 0;
+  async function route() {
+    takeToken();
+    const n = ++routing;
+    const [path, query] = (location.hash.replace(/^#/, '') || '/').split('?');
+    const params = new URLSearchParams(query || '');
+    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    main.dataset.page = '';
+    let page = 'notfound';
+    try {
+      if (mode === 'portal' && !token()) { tokenPage(); main.dataset.page = 'token'; return; }
+      if (parts.length === 0) { page = 'endpoints'; await listPage(params); }
+      else if (parts[0] === 'new') { page = 'new'; formPage(null); }
+      else if (parts[0] === 'webhooks' && parts.length === 2) { page = 'endpoint'; await webhookPage(parts[1]); }
+      else if (parts[0] === 'webhooks' && parts[2] === 'edit') { page = 'edit'; formPage(await api('GET', '/webhooks/' + enc(parts[1]))); }
+      else if (parts[0] === 'webhooks' && parts[2] === 'deliveries') { page = 'deliveries'; await deliveriesPage(parts[1], params); }
+      else if (parts[0] === 'deliveries' && parts.length === 2) { page = 'delivery'; await deliveryPage(parts[1]); }
+      else render('Not found', el('p', {}, el('a', { href: '#/' }, 'Back to the endpoints')));
+      if (n === routing) main.dataset.page = page;
+    } catch (e) {
+      if (n !== routing) return;
+      if (e instanceof APIError && e.status === 401) { tokenPage(); main.dataset.page = 'token'; return; }
+      main.dataset.page = 'error';
+      render('Error', el('p', { class: 'flash error', text: e instanceof APIError ? e.message + ' (' + e.code + ')' : String(e) }),
+        el('p', {}, el('a', { href: '#/' }, 'Back to the endpoints')));
+    }
+  }
+
+  document.getElementById('mode').textContent = mode === 'portal' ? 'portal' : 'operator';
+  const signout = document.getElementById('signout');
+  if (mode === 'portal') {
+    signout.hidden = false;
+    signout.addEventListener('click', () => { sessionStorage.removeItem(tokenKey); tokenPage(); });
+  }
+  window.addEventListener('hashchange', () => {
+    if (flashBox.dataset.keep) delete flashBox.dataset.keep;
+    else clearFlash();
+    route();
+  });
+  route();
+})();
