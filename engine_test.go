@@ -154,7 +154,7 @@ func TestInFlightCapHoldsInline(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	d := newTestDispatcher(t, tr, Options{Timeout: 2 * time.Second, MaxInFlightPerWebhook: 3})
+	d := newTestDispatcher(t, tr, Options{Timeout: 10 * time.Second, MaxInFlightPerWebhook: 3}) // a long lease: no attempt deferred for lease margin on a loaded machine
 	rc := newReceiver(t)
 	release := make(chan struct{})
 	var c concurrency
