@@ -349,7 +349,7 @@
       el('section', { class: 'card' }, el('h2', { text: 'Attempts per hour, last 24 hours' }), chart(stats.hours)),
       el('section', { class: 'card' }, el('h2', { text: 'Recover' }),
         el('p', { class: 'muted', text: 'Send again every failed delivery created in a time window (e.g. after an outage).' }), recover));
-    const box = main.querySelector('.chart-box');
+    const box = main.querySelector('.chart-scroll');
     box.scrollLeft = box.scrollWidth; // on a narrow screen the chart scrolls: show the latest hours
   }
   function localInput(d) {
@@ -385,7 +385,7 @@
     });
     const s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, class: 'chart', id: 'chart', role: 'img',
       'aria-label': 'Attempts per hour over the last 24 hours: ' + ok + ' succeeded, ' + bad + ' failed' }, g);
-    return el('figure', { class: 'chart-box' }, s,
+    return el('figure', { class: 'chart-box' }, el('div', { class: 'chart-scroll' }, s),
       el('figcaption', { class: 'legend' }, el('span', { class: 'key ok' }), ' succeeded (' + ok + ')  ', el('span', { class: 'key bad' }), ' failed (' + bad + ')'));
   }
 
