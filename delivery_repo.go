@@ -39,8 +39,6 @@ import (
 )
 
 const (
-	// shardCount is the number of event shards; fixed, because delivery ids and keys encode it.
-	shardCount = 16
 	// maxHistory is how many attempts a record keeps.
 	maxHistory = 10
 	// maxHistoryBody is how much of a response body an attempt keeps.
@@ -108,7 +106,7 @@ func (r *DeliveryRepo) Get(ctx context.Context, id string) (*Delivery, error) {
 }
 
 func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
-	shard, err := shardOfDelivery(id)
+	shard, err := r.keys.shardOfDelivery(id)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +122,7 @@ func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
 
 // Find returns the delivery of a (webhook, event) pair, or an error wrapping ErrNotFound.
 func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*Delivery, error) {
-	d, err := r.Get(ctx, deliveryIDFor(webhookID, eventID))
+	d, err := r.Get(ctx, r.keys.deliveryIDFor(webhookID, eventID))
 	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: no delivery of event %q to webhook %q", ErrNotFound, eventID, webhookID)
 	}

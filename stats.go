@@ -130,13 +130,13 @@ return n
 func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 	now := d.now()
 	nowMs := now.UnixMilli()
-	st := &Stats{At: now, Shards: make([]ShardStats, shardCount)}
+	st := &Stats{At: now, Shards: make([]ShardStats, d.keys.shards)}
 
 	// 1. The ready zsets and the circuits.
 	pipe := d.rdb.Pipeline()
-	cards := make([]*redis.IntCmd, shardCount)
-	heads := make([]*redis.StringSliceCmd, shardCount)
-	for s := range shardCount {
+	cards := make([]*redis.IntCmd, d.keys.shards)
+	heads := make([]*redis.StringSliceCmd, d.keys.shards)
+	for s := range d.keys.shards {
 		cards[s] = pipe.ZCard(ctx, d.keys.readyKey(s))
 		heads[s] = pipe.ZRange(ctx, d.keys.readyKey(s), 0, StatsWebhooksPerShard-1)
 	}
@@ -152,7 +152,7 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 
 	// 2. The queues of the webhooks read, one script per shard.
 	var calls []statsCall
-	for s := range shardCount {
+	for s := range d.keys.shards {
 		sh := &st.Shards[s]
 		sh.Shard, sh.Webhooks, sh.Examined = s, cards[s].Val(), int64(len(heads[s].Val()))
 		sh.Truncated = sh.Webhooks > sh.Examined
@@ -170,7 +170,7 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 		return nil, fmt.Errorf("webhooks: stats: read queues: %w", err)
 	}
 	var leases []statsCall
-	inWindow := make([]int64, shardCount)
+	inWindow := make([]int64, d.keys.shards)
 	for _, c := range calls {
 		reply, err := c.cmd.Slice()
 		if err == nil && len(reply) < 4 {
