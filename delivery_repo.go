@@ -1,8 +1,10 @@
 package webhooks
 
-// Redis schema. P is Options.KeyPrefix; s is the event's shard, shardOf(event id) in [0, shardCount).
-// Every key of one event's deliveries carries the hash tag {P:s}, so every script below touches one
-// hash slot, and the shards spread the load over the masters of a Redis Cluster. Keys are built in Go
+// Redis schema. P is Options.KeyPrefix; s is the event's shard, keyspace.shardOf(event id) in [0,
+// Shards). Every key of one event's deliveries carries its shard's hash tag, written {P:s} below: since
+// the shard count was stored it is {P:t<n>}, chosen by hash slot (shards.go, where the stored count,
+// {P:registry}:shards, is described too); in a keyspace written before, {P:<s>}. So every script below
+// touches one hash slot, and the shards spread the load evenly over the masters of a Redis Cluster. Keys are built in Go
 // and passed in KEYS; ids follow the tag, so no id can change which slot a key hashes to.
 //
 //	{P:s}:rec:<h>                        string  the pair's claim and delivery record (record.go)  TTL Retention

@@ -175,8 +175,8 @@ func notAccepted(eventID string, results []Result) error {
 // Enqueue is Dispatch without the inline attempt: the producer's fast path. It claims every
 // subscribed webhook's pair in one round trip (once subscribers are cached), makes every fresh
 // delivery due at once, and returns; a worker (Run) in this process starts the attempts at once,
-// other replicas' workers within their poll interval (at most 250ms). A webhook whose circuit this
-// Dispatcher has seen open gets its delivery parked until the circuit's probe. Its results and errors
+// other replicas' workers within their idle sweep (Shards/16 polls of 250ms: 1s with 64 shards). A
+// webhook whose circuit this Dispatcher has seen open gets its delivery parked until the circuit's probe. Its results and errors
 // follow Dispatch's contract: a nil error means every pair is durably recorded and every Result has a
 // Delivery (pending, or the existing one of a duplicate).
 func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) (rs []Result, err error) {

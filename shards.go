@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -68,8 +69,23 @@ func tagSlot(content string) int { return int(crc16(content)) % clusterSlots }
 // rangeStart is the first slot of the i-th of shards equal slot ranges.
 func rangeStart(i, shards int) int { return i * clusterSlots / shards }
 
+// tagCache keeps the tags chosen per prefix and count (a search costs a few milliseconds).
+var tagCache sync.Map // prefix + "/" + count -> []string
+
 // slotTags returns the hash tags ("{P:t<n>}") of shards shards chosen by slot (see the file comment).
+// The slice is shared: callers must not change it.
 func slotTags(prefix string, shards int) []string {
+	key := prefix + "/" + strconv.Itoa(shards)
+	if tags, ok := tagCache.Load(key); ok {
+		return tags.([]string)
+	}
+	tags := searchTags(prefix, shards)
+	tagCache.Store(key, tags)
+	return tags
+}
+
+// searchTags chooses the tags of slotTags.
+func searchTags(prefix string, shards int) []string {
 	want := make(map[int]int, shards) // slot -> shard
 	for i := range shards {
 		want[rangeStart(i, shards)] = i

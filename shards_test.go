@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -16,14 +18,16 @@ import (
 // master j holds [j·16384/m, (j+1)·16384/m).
 func evenMasters(slot, m int) int { return slot * m / clusterSlots }
 
-// TestShardTagsSpreadEvenly: with 16, 64 and 256 shards on 3, 6 and 12 evenly split masters, the
+// TestShardTagsSpreadEvenly: with 16, 64 and 256 shards on 3, 6, 12, 16 and 32 evenly split masters, the
 // shards per master differ by at most 20% (max/min ≤ 1.2) wherever there are at least 4 shards per
 // master — for several prefixes, since tags depend on the prefix.
 func TestShardTagsSpreadEvenly(t *testing.T) {
 	t.Parallel()
 	for _, prefix := range []string{"webhooks", "wh", "a", "tenant-7"} {
 		for _, shards := range []int{16, 64, 256} {
+			start := time.Now()
 			k := newKeyspaceOf(prefix, shards, false)
+			t.Logf("prefix %q: %d tags chosen in %s", prefix, shards, time.Since(start).Round(time.Microsecond))
 			require.Len(t, k.tags, shards)
 			seen := map[string]bool{}
 			for i, tag := range k.tags {
@@ -33,7 +37,7 @@ func TestShardTagsSpreadEvenly(t *testing.T) {
 				assert.Equal(t, rangeStart(i, shards), keySlot(tag+":ready"), "%s shard %d of %d", prefix, i, shards)
 				assert.LessOrEqual(t, len(tag), len(prefix)+12, "tags stay short")
 			}
-			for _, masters := range []int{3, 6, 12} {
+			for _, masters := range []int{3, 6, 12, 16, 32} {
 				per := make([]int, masters)
 				for _, tag := range k.tags {
 					per[evenMasters(keySlot(tag), masters)]++
@@ -119,4 +123,48 @@ func TestExistingKeyspaceKeeps16(t *testing.T) {
 	k := newKeyspaceOf("x", legacyShards, true)
 	_, err := k.shardOfDelivery(indexedID(20, strings.Repeat("a", 12)))
 	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// cmdCounter counts the commands a client sends (each command of a pipeline).
+type cmdCounter struct {
+	passHook
+	n atomic.Int64
+}
+
+func (c *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+}
+
+func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(int64(len(cmds))); return next(ctx, cmds) }
+}
+
+// TestIdleWorkerCostIsBounded: an idle worker (Run with nothing due) sends Redis at most
+// idleScanShards commands per idle poll — 64 commands/s — whatever the shard count.
+func TestIdleWorkerCostIsBounded(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	for _, shards := range []int{16, 64, 256} {
+		c := tr.newClient(t)
+		count := &cmdCounter{}
+		c.AddHook(count)
+		trs := *tr
+		trs.prefix = fmt.Sprintf("%s_%d", tr.prefix, shards)
+		if tr.mini == nil {
+			t.Cleanup(func() { trs.deleteKeys(t) })
+		}
+		d := newTestDispatcherOn(t, c, &trs, Options{Shards: shards})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = d.Run(ctx) }()
+		time.Sleep(300 * time.Millisecond) // the first, full scan
+		before, start := count.n.Load(), time.Now()
+		time.Sleep(2 * time.Second)
+		n, took := count.n.Load()-before, time.Since(start)
+		cancel()
+		<-done
+		perSec := float64(n) / took.Seconds()
+		t.Logf("idle worker, %d shards: %.1f commands/s", shards, perSec)
+		assert.LessOrEqual(t, perSec, float64(idleScanShards)*float64(time.Second/idleWait)*1.1, "%d shards", shards)
+	}
 }

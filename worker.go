@@ -45,7 +45,9 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // one ends, shared fairly among the webhooks with deliveries due (a webhook at its in-flight cap, rate
 // limit or with an open circuit never keeps the others' due deliveries waiting). When nothing is due
 // it waits until the next due time, at most 250ms, or until Enqueue in this process or an ending
-// attempt wakes it. Any number of replicas may run it at once; each due attempt is made by one of
+// attempt wakes it. An idle poll reads at most 16 shards' schedules (64 commands/s per idle worker,
+// whatever Options.Shards), so a delivery another replica makes due is seen within Shards/16 polls
+// (1s with the default 64 shards); a poke, work found, or a due time it knows of reads every shard. Any number of replicas may run it at once; each due attempt is made by one of
 // them. It backs off (up to 5s) only when Redis fails it. It returns nil when ctx ends, after the
 // attempts in flight have finished and been recorded.
 func (d *Dispatcher) Run(ctx context.Context) error {
