@@ -133,3 +133,33 @@ func TestRedisBlipDuringOutcomeWrites(t *testing.T) {
 		assert.Equal(t, StatusSuccess, dl.Status)
 	}
 }
+
+// TestReplicaAcksWithoutReplicas: with ReplicaAcks set and no replica to acknowledge (the test Redis
+// has none), a claim is not accepted (ErrNotAccepted) after ReplicaAckTimeout, but its record is
+// kept: a worker delivers it, once, and records the outcome (logged as unacknowledged).
+func TestReplicaAcksWithoutReplicas(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	ctx := context.Background()
+	d := newTestDispatcher(t, tr, Options{ReplicaAcks: 1, ReplicaAckTimeout: 100 * time.Millisecond})
+	rc := newReceiver(t)
+	w := mustCreate(t, d, rc, "r.*")
+	start := time.Now()
+	res, err := d.Enqueue(ctx, Event{Type: "r.x", ID: "unacked"})
+	require.ErrorIs(t, err, ErrNotAccepted)
+	require.Len(t, res, 1)
+	assert.False(t, res[0].Accepted())
+	if tr.mini == nil {
+		assert.GreaterOrEqual(t, time.Since(start), 100*time.Millisecond, "it waited for a replica")
+	}
+	dl, err := d.Deliveries().Find(ctx, w.ID, "unacked")
+	require.NoError(t, err, "the record is kept")
+	assert.Equal(t, StatusPending, dl.Status)
+	n, err := d.ProcessDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, n)
+	dl, err = d.Deliveries().Get(ctx, dl.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, dl.Status)
+	assert.Equal(t, 1, rc.count())
+}

@@ -150,6 +150,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) (rs []Result, err 
 	}
 	targets, err := d.webhooks.subscribers(ctx, evt.Type)
 	if err != nil {
+		d.reloadOnTransport(err)
 		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
 	results := d.deliver(ctx, evt.ID, evt.Type, body, targets)
@@ -191,6 +192,7 @@ func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) (rs []Result, err e
 	}
 	targets, err := d.webhooks.subscribers(ctx, evt.Type)
 	if err != nil {
+		d.reloadOnTransport(err)
 		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
 	results := d.claimAndAttempt(ctx, evt.ID, evt.Type, body, targets, false)

@@ -109,8 +109,10 @@
 //
 // # Key layout
 //
-// Keys of one event's deliveries share the hash tag {prefix:shard}, shard = FNV-1a(event id) mod 16,
-// so one script claims and creates every target of a Dispatch in one round trip, and the load spreads
-// over the masters of a cluster; the worker walks the 16 schedules. The schema comment in
+// Keys of one event's deliveries share their shard's hash tag, shard = FNV-1a(event id) mod
+// Options.Shards (default 64, fixed per prefix once used), so one script claims and creates every
+// target of a Dispatch in one round trip; each shard's tag is chosen by hash slot, so the shards split
+// evenly over the masters of a cluster (shards.go). The worker walks the shards' schedules, an idle
+// poll at most 16 of them. The schema comment in
 // delivery_repo.go lists every key, its type and its TTL.
 package webhooks

@@ -114,7 +114,7 @@ return n
 // and per shard. It writes nothing.
 //
 // Its cost does not grow with the backlog. It makes at most three pipelined round trips, of at most
-// 2×16+1, 16 and 16 commands (twice as many scripts' commands on a server that lost the scripts):
+// 2×Shards+1, Shards and Shards commands (twice as many scripts' commands on a server that lost the scripts):
 //
 //  1. per shard ZCARD and ZRANGE of the ready zset (the first StatsWebhooksPerShard webhooks), and one
 //     HGETALL of the circuits hash (O(webhooks with failures), not of deliveries);
@@ -122,7 +122,7 @@ return n
 //     ZCOUNTs, a ZRANGE of its head and at most StatsLeasesPerShard ids in all (O(log n) each);
 //  3. per shard one read-only script reading the lease byte of those ids' records (GETRANGE).
 //
-// So Redis does O(16 × (StatsWebhooksPerShard × log n + StatsLeasesPerShard)) work: cheap enough to
+// So Redis does O(Shards × (StatsWebhooksPerShard × log n + StatsLeasesPerShard)) work: cheap enough to
 // scrape every few seconds. Beyond the bounds the figures are lower bounds and Truncated says so. It
 // is a snapshot, not a transaction: deliveries that move while it reads may be counted twice or not at
 // all. A lease taken by a replica whose Options.Timeout is longer than this Dispatcher's may end

@@ -79,6 +79,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		})
 		switch {
 		case err != nil && len(jobs) == 0:
+			d.reloadOnTransport(err)
 			d.log.Warn("webhooks: worker could not lease", "error", err)
 			d.sleep(ctx, backoff)
 			backoff = min(2*backoff, maxErrorBackoff)
