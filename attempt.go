@@ -271,10 +271,24 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	if len(idx) == 0 {
 		return errs
 	}
-	// The attempt is over whatever the caller's context says now: record it.
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.lease)
-	defer cancel()
-	reply, err := d.scripts.run(ctx, outcomeScript, keys, append(args, values...)...).Int64Slice()
+	// The attempt is over whatever the caller's context says now: record it, retrying a write that
+	// failed in transport while the lease lasts (the script is idempotent by token; failover.go).
+	ctx = context.WithoutCancel(ctx)
+	leaseEnd := now.Add(d.lease)
+	for _, i := range idx {
+		if e := recs[i].leaseEnd; !e.IsZero() && e.Before(leaseEnd) {
+			leaseEnd = e
+		}
+	}
+	var reply []int64
+	err := d.retryWithinLease(ctx, leaseEnd, func(ctx context.Context) error {
+		w := d.writeAcked(ctx, outcomeScript, keys, append(args, values...)...)
+		var err error
+		if reply, err = w.Int64Slice(); err == nil && w.ackErr != nil {
+			d.log.Warn("webhooks: outcome recorded but not acknowledged by its replicas", "shard", shard, "error", w.ackErr)
+		}
+		return err
+	})
 	if err == nil && len(reply) != 2*len(idx) {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))
 	}

@@ -229,8 +229,8 @@ func (r *DeliveryRepo) readIndexes(ctx context.Context, webhookID string, pos *p
 	if checkWebhook {
 		exists = pipe.HExists(ctx, r.keys.webhooksKey(), webhookID)
 	}
-	ranges := make([]*redis.XMessageSliceCmd, shardCount)
-	for s := range shardCount {
+	ranges := make([]*redis.XMessageSliceCmd, r.keys.shards)
+	for s := range r.keys.shards {
 		ranges[s] = pipe.XRevRangeN(ctx, r.keys.indexKey(s, webhookID), from, "-", int64(batch))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -239,7 +239,7 @@ func (r *DeliveryRepo) readIndexes(ctx context.Context, webhookID string, pos *p
 	if exists != nil && !exists.Val() {
 		return nil, fmt.Errorf("%w: webhook %q", ErrNotFound, webhookID)
 	}
-	reads := make([][]redis.XMessage, shardCount)
+	reads := make([][]redis.XMessage, r.keys.shards)
 	for s, cmd := range ranges {
 		reads[s] = cmd.Val()
 	}

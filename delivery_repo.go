@@ -1,8 +1,10 @@
 package webhooks
 
-// Redis schema. P is Options.KeyPrefix; s is the event's shard, shardOf(event id) in [0, shardCount).
-// Every key of one event's deliveries carries the hash tag {P:s}, so every script below touches one
-// hash slot, and the shards spread the load over the masters of a Redis Cluster. Keys are built in Go
+// Redis schema. P is Options.KeyPrefix; s is the event's shard, keyspace.shardOf(event id) in [0,
+// Shards). Every key of one event's deliveries carries its shard's hash tag, written {P:s} below: since
+// the shard count was stored it is {P:t<n>}, chosen by hash slot (shards.go, where the stored count,
+// {P:registry}:shards, is described too); in a keyspace written before, {P:<s>}. So every script below
+// touches one hash slot, and the shards spread the load evenly over the masters of a Redis Cluster. Keys are built in Go
 // and passed in KEYS; ids follow the tag, so no id can change which slot a key hashes to.
 //
 //	{P:s}:rec:<h>                        string  the pair's claim and delivery record (record.go)  TTL Retention
@@ -42,8 +44,6 @@ import (
 )
 
 const (
-	// shardCount is the number of event shards; fixed, because delivery ids and keys encode it.
-	shardCount = 16
 	// maxHistory is how many attempts a record keeps.
 	maxHistory = 10
 	// maxHistoryBody is how much of a response body an attempt keeps.
@@ -112,7 +112,7 @@ func (r *DeliveryRepo) Get(ctx context.Context, id string) (*Delivery, error) {
 }
 
 func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
-	shard, err := shardOfDelivery(id)
+	shard, err := r.keys.shardOfDelivery(id)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +133,7 @@ func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*De
 	if wh, _, err := r.webhooks.load(ctx, webhookID); err == nil {
 		tenant = wh.Tenant
 	}
-	d, err := r.Get(ctx, deliveryIDFor(webhookID, scopedEventID(tenant, eventID)))
+	d, err := r.Get(ctx, r.keys.deliveryIDFor(webhookID, scopedEventID(tenant, eventID)))
 	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: no delivery of event %q to webhook %q", ErrNotFound, eventID, webhookID)
 	}

@@ -58,7 +58,9 @@ type Dispatcher struct {
 	idled        func()        // tests: called before Run waits with nothing due that it could take
 }
 
-// New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client).
+// New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It reads
+// the key prefix's shard count from Redis (storing Options.Shards on first use; see Options.Shards),
+// so Redis must answer.
 func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOptions)
@@ -73,7 +75,12 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := newKeyspace(opts.KeyPrefix)
+	ctx, cancel := context.WithTimeout(context.Background(), layoutTimeout)
+	defer cancel()
+	keys, err := loadKeyspace(ctx, rdb, opts.KeyPrefix, opts.Shards)
+	if err != nil {
+		return nil, err
+	}
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		scripts: newLaneBatcher(rdb), flights: newInFlight(opts.MaxInFlightPerWebhook),
 		circuits: &circuitStore{rdb: rdb, key: keys.circuitsKey()}, circuitCache: newCircuitCache(),
@@ -169,8 +176,8 @@ func notAccepted(eventID string, results []Result) error {
 // Enqueue is Dispatch without the inline attempt: the producer's fast path. It claims every
 // subscribed webhook's pair in one round trip (once subscribers are cached), makes every fresh
 // delivery due at once, and returns; a worker (Run) in this process starts the attempts at once,
-// other replicas' workers within their poll interval (at most 250ms). A webhook whose circuit this
-// Dispatcher has seen open gets its delivery parked until the circuit's probe. Its results and errors
+// other replicas' workers within their idle sweep (Shards/16 polls of 250ms: 1s with 64 shards). A
+// webhook whose circuit this Dispatcher has seen open gets its delivery parked until the circuit's probe. Its results and errors
 // follow Dispatch's contract: a nil error means every pair is durably recorded and every Result has a
 // Delivery (pending, or the existing one of a duplicate).
 func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) (rs []Result, err error) {
@@ -222,6 +229,7 @@ func (d *Dispatcher) deliver(ctx context.Context, tenant, eventID, eventType str
 func (d *Dispatcher) targets(ctx context.Context, evt Event, body []byte) ([]*storedWebhook, error) {
 	all, err := d.webhooks.subscribers(ctx, evt.Tenant, evt.Type)
 	if err != nil {
+		d.reloadOnTransport(err)
 		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
 	var data json.RawMessage
@@ -250,7 +258,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		return results
 	}
 	scoped := scopedEventID(tenant, eventID)
-	shard := shardOf(scoped)
+	shard := d.keys.shardOf(scoped)
 	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
@@ -378,7 +386,7 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 	now := d.now()
 	recs := make([]*record, len(targets))
 	for i, t := range targets {
-		recs[i] = &record{Delivery: Delivery{ID: deliveryIDFor(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
+		recs[i] = &record{Delivery: Delivery{ID: d.keys.deliveryIDFor(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
 			EventType: eventType, Status: StatusPending, NextAttemptAt: msTime(plans[i].due.UnixMilli()),
 			CreatedAt: msTime(now.UnixMilli()), UpdatedAt: msTime(now.UnixMilli()),
 			ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())}}
@@ -407,9 +415,15 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body 
 		keys = append(keys, d.keys.deliveryKey(shard, r.ID), d.keys.indexKey(shard, r.WebhookID), d.keys.queueKey(shard, r.WebhookID))
 		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID)
 	}
-	reply, err := d.scripts.run(ctx, claimScript, keys, args...).Slice()
-	if err != nil && isTransient(err) && ctx.Err() == nil {
-		reply, err = d.scripts.run(ctx, claimScript, keys, args...).Slice()
+	w := d.writeAcked(ctx, claimScript, keys, args...)
+	reply, err := w.Slice()
+	if err != nil && retryable(err) && ctx.Err() == nil {
+		d.reloadOnTransport(err)
+		w = d.writeAcked(ctx, claimScript, keys, args...)
+		reply, err = w.Slice()
+	}
+	if err == nil && w.ackErr != nil {
+		err = w.ackErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
 	}
 	if err == nil && len(reply) != 1+len(recs) {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))

@@ -355,7 +355,10 @@ func TestNewValidatesOptions(t *testing.T) {
 	}
 	_, err := New(nil, Options{})
 	require.ErrorIs(t, err, ErrInvalidOptions)
-	d, err := New(rdb, Options{})
+	_, err = New(rdb, Options{})
+	require.Error(t, err, "New reads the shard count: Redis must answer")
+	tr := newTestRedis(t)
+	d, err := New(tr.rdb, Options{KeyPrefix: tr.prefix})
 	require.NoError(t, err)
 	assert.Greater(t, d.lease, d.opts.Timeout, "a lease outlives the attempt it covers")
 }

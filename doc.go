@@ -156,10 +156,11 @@
 //
 // # Key layout
 //
-// Keys of one event's deliveries share the hash tag {prefix:shard}, shard = FNV-1a(event id, scoped by
-// its tenant) mod 16, so one script claims and creates every target of a Dispatch in one round trip,
-// and the load spreads over the masters of a cluster. Each shard schedules per webhook (schedule.go):
-// a zset of the webhooks with deliveries due and a queue per webhook, so leasing is fair across
-// webhooks. The schema comments in delivery_repo.go, schedule.go and tenant.go list every key, its type
-// and its TTL.
+// Keys of one event's deliveries share their shard's hash tag, shard = FNV-1a(event id, scoped by its
+// tenant) mod Options.Shards (default 64, fixed per prefix once used), so one script claims and creates
+// every target of a Dispatch in one round trip; each shard's tag is chosen by hash slot, so the shards
+// split evenly over the masters of a cluster (shards.go). Each shard schedules per webhook
+// (schedule.go): a zset of the webhooks with deliveries due and a queue per webhook, so leasing is fair
+// across webhooks; an idle poll reads at most 16 shards. The schema comments in delivery_repo.go,
+// schedule.go and tenant.go list every key, its type and its TTL.
 package webhooks

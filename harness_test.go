@@ -162,8 +162,12 @@ func newTestDispatcherOn(t testing.TB, rdb redis.UniversalClient, tr *testRedis,
 		// (breaker_test.go, engine_test.go) set BreakAfter.
 		opts.BreakAfter = -1
 	}
-	d, err := New(rdb, opts)
+	// The shard count is read on the test's own client: rdb may be one the test breaks.
+	d, err := New(tr.rdb, opts)
 	require.NoError(t, err)
+	if rdb != tr.rdb {
+		useClient(d, rdb)
+	}
 	return d
 }
 

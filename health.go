@@ -14,8 +14,8 @@ import (
 // lastSuccess is the latest success of the webhook any shard has seen (zero if none is retained).
 func (d *Dispatcher) lastSuccess(ctx context.Context, webhookID string) (time.Time, error) {
 	pipe := d.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, shardCount)
-	for s := range shardCount {
+	cmds := make([]*redis.StringCmd, d.keys.shards)
+	for s := range d.keys.shards {
 		cmds[s] = pipe.HGet(ctx, d.keys.healthKey(s), webhookID+":ok")
 	}
 	_, _ = pipe.Exec(ctx) // read per command: a missing field is not an error
@@ -52,7 +52,7 @@ func (d *Dispatcher) disableIfBroken(ctx context.Context, rec *record, o outcome
 		}
 		// A success in another shard came after this shard's run of failures began: the run that
 		// counts starts now. (Only this shard's start is known, so the clock restarts late, never early.)
-		shard, _ := shardOfDelivery(rec.ID)
+		shard, _ := d.keys.shardOfDelivery(rec.ID)
 		if err := d.rdb.HSet(ctx, d.keys.healthKey(shard), rec.WebhookID+":fail", d.now().UnixMilli()).Err(); err != nil {
 			d.log.Warn("webhooks: reset webhook health", "webhook_id", rec.WebhookID, "error", err)
 		}

@@ -56,8 +56,8 @@ type HourStats struct {
 // current hour last, summed over every shard.
 func (d *Dispatcher) hourlyStats(ctx context.Context, webhookID string) ([]HourStats, error) {
 	pipe := d.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, shardCount)
-	for s := range shardCount {
+	cmds := make([]*redis.MapStringStringCmd, d.keys.shards)
+	for s := range d.keys.shards {
 		cmds[s] = pipe.HGetAll(ctx, d.keys.hourlyKey(s, webhookID))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {

@@ -6,23 +6,20 @@ import (
 	"encoding/hex"
 	"fmt"
 	"hash/fnv"
-	"strconv"
 	"strings"
 )
 
-// keyspace builds every key of one KeyPrefix; make it with newKeyspace.
+// keyspace builds every key of one KeyPrefix; New makes it with loadKeyspace (shards.go), which reads
+// the prefix's shard count from Redis.
 type keyspace struct {
 	prefix string
-	tags   *[shardCount]string // the shards' hash tags, built once
+	shards int      // the number of event shards, fixed per prefix once used (shards.go)
+	tags   []string // the shards' hash tags, built once
 }
 
-func newKeyspace(prefix string) keyspace {
-	k := keyspace{prefix: prefix, tags: new([shardCount]string)}
-	for s := range shardCount {
-		k.tags[s] = "{" + prefix + ":" + strconv.Itoa(s) + "}"
-	}
-	return k
-}
+// newKeyspace is the keyspace of a new prefix with the default shard count (tests, and what needs
+// only the registry's keys).
+func newKeyspace(prefix string) keyspace { return newKeyspaceOf(prefix, DefaultShards, false) }
 
 // tag is a shard's hash tag; shard comes from shardOf or shardOfDelivery, so it is in range.
 func (k keyspace) tag(shard int) string { return k.tags[shard] }
@@ -82,20 +79,20 @@ func (k keyspace) subscribersKey(pattern string) string {
 }
 
 // shardOf is the shard of an event id.
-func shardOf(eventID string) int {
+func (k keyspace) shardOf(eventID string) int {
 	h := fnv.New32a()
 	h.Write([]byte(eventID))
-	return int(h.Sum32() % shardCount)
+	return int(h.Sum32() % uint32(k.shards))
 }
 
 // deliveryIDFor is the id of a (webhook, event) pair's delivery: its shard, then 96 bits of a hash of
 // the pair. Because it follows from the pair, the claim script can be handed the record key of a pair
 // whether or not the pair was claimed before.
-func deliveryIDFor(webhookID, eventID string) string {
+func (k keyspace) deliveryIDFor(webhookID, eventID string) string {
 	pair := make([]byte, 0, len(webhookID)+1+len(eventID))
 	pair = append(append(append(pair, webhookID...), 0), eventID...)
 	sum := sha256.Sum256(pair)
-	return indexedID(shardOf(eventID), string(sum[:12]))
+	return indexedID(k.shardOf(eventID), string(sum[:12]))
 }
 
 // randomHex returns n random bytes, hex encoded.
@@ -106,13 +103,13 @@ func randomHex(n int) string {
 }
 
 // shardOfDelivery reads the shard out of a delivery id.
-func shardOfDelivery(id string) (int, error) {
+func (k keyspace) shardOfDelivery(id string) (int, error) {
 	rest, ok := strings.CutPrefix(id, deliveryIDPrefix)
 	if !ok || len(id) != deliveryIDLen {
 		return 0, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
 	}
 	b, err := hex.DecodeString(rest[:2])
-	if err != nil || int(b[0]) >= shardCount {
+	if err != nil || int(b[0]) >= k.shards {
 		return 0, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
 	}
 	return int(b[0]), nil

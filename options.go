@@ -23,6 +23,8 @@ const (
 	DefaultBreakAfter = 5
 	// DefaultBreakFor is a circuit's first open period.
 	DefaultBreakFor = 30 * time.Second
+	// DefaultReplicaAckTimeout bounds each WAIT of Options.ReplicaAcks.
+	DefaultReplicaAckTimeout = time.Second
 	// DefaultMaxPayloadBytes is the default bound on an encoded request body.
 	DefaultMaxPayloadBytes = 256 << 10
 )
@@ -136,6 +138,26 @@ type Options struct {
 	// Tracer; otelwebhooks implements it). Defaults to none.
 	Tracer Tracer
 
+	// Shards is the number of event shards: the unit that spreads deliveries over a Redis Cluster's
+	// masters (each shard's keys share a hash tag chosen by slot, so S shards split evenly over any
+	// even slot layout). It is fixed per KeyPrefix once used: the first Dispatcher stores it in Redis,
+	// and New refuses a Dispatcher set to another count with ErrInvalidOptions. 0 takes the stored
+	// count, or DefaultShards (64) for a new prefix; a prefix written by a version that did not store
+	// it keeps 16. At most MaxShards (256). An idle worker's Redis cost does not grow with it (see Run).
+	Shards int
+
+	// ReplicaAcks, when positive, makes every claim and every outcome write wait (WAIT) until this many
+	// replicas of the master that took it have acknowledged it, for up to ReplicaAckTimeout. A claim
+	// not acknowledged in time is not accepted (ErrNotAccepted; its record is kept, so dispatching the
+	// event again returns it as a duplicate); an outcome not acknowledged in time is logged. The WAIT
+	// goes to that master alone, on the connection that wrote: it never holds up writes to other
+	// masters. Costs one round trip of the replica's replication per write (see BENCHMARKS.md).
+	// Must not be negative. Defaults to 0 (no WAIT).
+	ReplicaAcks int
+
+	// ReplicaAckTimeout bounds each WAIT of ReplicaAcks. Defaults to 1s.
+	ReplicaAckTimeout time.Duration
+
 	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
 	// between: when an attempt fails, its webhook's failures started at least DisableAfter ago and no
 	// delivery to it succeeded within DisableAfter, it is disabled. Runs of failures are tracked per
@@ -178,6 +200,7 @@ func (o *Options) fillDefaults() {
 	orDefault(&o.BreakFor, DefaultBreakFor)
 	orDefault(&o.DisableAfter, DefaultDisableAfter)
 	orDefault(&o.MaxWebhooksPerTenant, DefaultMaxWebhooksPerTenant)
+	orDefault(&o.ReplicaAckTimeout, DefaultReplicaAckTimeout)
 	if o.RetrySchedule == nil {
 		o.RetrySchedule = DefaultRetrySchedule()
 	}
@@ -223,6 +246,12 @@ func (o Options) checkEngine() error {
 		return fmt.Errorf("%w: MaxInFlightPerWebhook must be positive", ErrInvalidOptions)
 	case o.BreakFor < 0 || o.BreakFor > MaxBreakFor:
 		return fmt.Errorf("%w: BreakFor must be in (0, %s]", ErrInvalidOptions, MaxBreakFor)
+	case o.Shards < 0 || o.Shards > MaxShards:
+		return fmt.Errorf("%w: Shards must be in [1, %d]", ErrInvalidOptions, MaxShards)
+	case o.ReplicaAcks < 0:
+		return fmt.Errorf("%w: ReplicaAcks must not be negative", ErrInvalidOptions)
+	case o.ReplicaAckTimeout < 0:
+		return fmt.Errorf("%w: ReplicaAckTimeout must be positive", ErrInvalidOptions)
 	}
 	return nil
 }

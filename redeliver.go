@@ -83,7 +83,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	if wh.Disabled {
 		return &rec.Delivery, false, fmt.Errorf("%w: redeliver %s: webhook %s", ErrWebhookDisabled, deliveryID, wh.ID)
 	}
-	shard, _ := shardOfDelivery(deliveryID)
+	shard, _ := d.keys.shardOfDelivery(deliveryID)
 	now := d.now()
 	renewed := *rec
 	renewed.Status, renewed.step, renewed.NextAttemptAt = StatusPending, 0, msTime(now.Add(d.lease).UnixMilli())

@@ -161,16 +161,29 @@ type leasedDelivery struct {
 	webhook *storedWebhook // nil when deleted
 }
 
+// idleScanShards bounds the shards an idle poll of Run reads: an idle worker costs Redis at most
+// idleScanShards commands per idleWait (64 commands/s), whatever the shard count. A poll after a
+// poke, after work was found or at a known due time reads every shard.
+const idleScanShards = 16
+
 // scanReady reads, in one round trip, the webhooks with deliveries due in every shard (up to limit per
-// shard), starting at a shard that rotates per call, and the earliest due time in the future.
-func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int) ([]dueWebhook, time.Time, error) {
-	first := int(d.nextShard.Add(1)) % shardCount
+// shard), starting at a shard that rotates per call, and the earliest due time in the future. With
+// full unset it reads only the next idleScanShards shards in turn (an idle poll): a sweep of every
+// shard then takes shards/idleScanShards polls.
+func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, full bool) ([]dueWebhook, time.Time, error) {
+	shards := d.keys.shards
+	n, step := shards, uint32(1)
+	if !full && shards > idleScanShards {
+		n, step = idleScanShards, idleScanShards
+	}
+	first := int((d.nextShard.Add(step) - step) % uint32(shards))
 	pipe := d.rdb.Pipeline()
-	heads := make([]*redis.ZSliceCmd, shardCount)
-	for k := range shardCount {
-		heads[k] = pipe.ZRangeWithScores(ctx, d.keys.readyKey((first+k)%shardCount), 0, int64(limit))
+	heads := make([]*redis.ZSliceCmd, n)
+	for k := range n {
+		heads[k] = pipe.ZRangeWithScores(ctx, d.keys.readyKey((first+k)%shards), 0, int64(limit))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		d.reloadOnTransport(err)
 		return nil, time.Time{}, fmt.Errorf("webhooks: read schedules: %w", err)
 	}
 	var due []dueWebhook
@@ -184,7 +197,7 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int) ([
 				break
 			}
 			id, _ := z.Member.(string)
-			due = append(due, dueWebhook{shard: (first + k) % shardCount, id: id})
+			due = append(due, dueWebhook{shard: (first + k) % shards, id: id})
 		}
 	}
 	return due, next, nil

@@ -111,6 +111,8 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	client.AddHook(rec)
 	clock := newTestClock()
 	d := newTestDispatcherOn(t, client, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	_, err := New(client, Options{KeyPrefix: tr.prefix}) // the layout script, on the recorded client
+	require.NoError(t, err)
 	d.now = clock.Now
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
@@ -160,13 +162,13 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 		_, err = d.Redeliver(ctx, dl.ID)
 		require.NoError(t, err)
 	}
-	_, err := d.Webhooks().RotateSecret(ctx, hooks[1].ID, time.Hour)
+	_, err = d.Webhooks().RotateSecret(ctx, hooks[1].ID, time.Hour)
 	require.NoError(t, err)
 	require.NoError(t, d.Webhooks().Delete(ctx, hooks[2].ID))
 
 	names := map[string]*redis.Script{
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
-		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript,
+		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

@@ -114,7 +114,7 @@ return n
 // and per shard. It writes nothing.
 //
 // Its cost does not grow with the backlog. It makes at most three pipelined round trips, of at most
-// 2×16+1, 16 and 16 commands (twice as many scripts' commands on a server that lost the scripts):
+// 2×Shards+1, Shards and Shards commands (twice as many scripts' commands on a server that lost the scripts):
 //
 //  1. per shard ZCARD and ZRANGE of the ready zset (the first StatsWebhooksPerShard webhooks), and one
 //     HGETALL of the circuits hash (O(webhooks with failures), not of deliveries);
@@ -122,7 +122,7 @@ return n
 //     ZCOUNTs, a ZRANGE of its head and at most StatsLeasesPerShard ids in all (O(log n) each);
 //  3. per shard one read-only script reading the lease byte of those ids' records (GETRANGE).
 //
-// So Redis does O(16 × (StatsWebhooksPerShard × log n + StatsLeasesPerShard)) work: cheap enough to
+// So Redis does O(Shards × (StatsWebhooksPerShard × log n + StatsLeasesPerShard)) work: cheap enough to
 // scrape every few seconds. Beyond the bounds the figures are lower bounds and Truncated says so. It
 // is a snapshot, not a transaction: deliveries that move while it reads may be counted twice or not at
 // all. A lease taken by a replica whose Options.Timeout is longer than this Dispatcher's may end
@@ -130,13 +130,13 @@ return n
 func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 	now := d.now()
 	nowMs := now.UnixMilli()
-	st := &Stats{At: now, Shards: make([]ShardStats, shardCount)}
+	st := &Stats{At: now, Shards: make([]ShardStats, d.keys.shards)}
 
 	// 1. The ready zsets and the circuits.
 	pipe := d.rdb.Pipeline()
-	cards := make([]*redis.IntCmd, shardCount)
-	heads := make([]*redis.StringSliceCmd, shardCount)
-	for s := range shardCount {
+	cards := make([]*redis.IntCmd, d.keys.shards)
+	heads := make([]*redis.StringSliceCmd, d.keys.shards)
+	for s := range d.keys.shards {
 		cards[s] = pipe.ZCard(ctx, d.keys.readyKey(s))
 		heads[s] = pipe.ZRange(ctx, d.keys.readyKey(s), 0, StatsWebhooksPerShard-1)
 	}
@@ -152,7 +152,7 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 
 	// 2. The queues of the webhooks read, one script per shard.
 	var calls []statsCall
-	for s := range shardCount {
+	for s := range d.keys.shards {
 		sh := &st.Shards[s]
 		sh.Shard, sh.Webhooks, sh.Examined = s, cards[s].Val(), int64(len(heads[s].Val()))
 		sh.Truncated = sh.Webhooks > sh.Examined
@@ -170,7 +170,7 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 		return nil, fmt.Errorf("webhooks: stats: read queues: %w", err)
 	}
 	var leases []statsCall
-	inWindow := make([]int64, shardCount)
+	inWindow := make([]int64, d.keys.shards)
 	for _, c := range calls {
 		reply, err := c.cmd.Slice()
 		if err == nil && len(reply) < 4 {

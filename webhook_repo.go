@@ -358,7 +358,7 @@ func (r *WebhookRepo) Delete(ctx context.Context, id string) error {
 // forgetHealth drops a deleted webhook's health entries (best effort: they expire with Retention).
 func (r *WebhookRepo) forgetHealth(ctx context.Context, id string) {
 	pipe := r.rdb.Pipeline()
-	for s := range shardCount {
+	for s := range r.keys.shards {
 		pipe.HDel(ctx, r.keys.healthKey(s), id+":ok", id+":fail")
 	}
 	_, _ = pipe.Exec(ctx)

@@ -45,7 +45,9 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // one ends, shared fairly among the webhooks with deliveries due (a webhook at its in-flight cap, rate
 // limit or with an open circuit never keeps the others' due deliveries waiting). When nothing is due
 // it waits until the next due time, at most 250ms, or until Enqueue in this process or an ending
-// attempt wakes it. Any number of replicas may run it at once; each due attempt is made by one of
+// attempt wakes it. An idle poll reads at most 16 shards' schedules (64 commands/s per idle worker,
+// whatever Options.Shards), so a delivery another replica makes due is seen within Shards/16 polls
+// (1s with the default 64 shards); a poke, work found, or a due time it knows of reads every shard. Any number of replicas may run it at once; each due attempt is made by one of
 // them. It backs off (up to 5s) only when Redis fails it. It returns nil when ctx ends, after the
 // attempts in flight have finished and been recorded.
 func (d *Dispatcher) Run(ctx context.Context) error {
@@ -53,13 +55,20 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer wg.Wait()
 	var busy atomic.Int64
 	backoff := minBackoff
+	full := true        // read every shard (see scanReady); an idle poll reads a few
+	var known time.Time // the earliest due time a scan saw: a poll once it has come reads every shard
 	for ctx.Err() == nil {
 		free := d.opts.Concurrency - int(busy.Load())
 		if free <= 0 {
 			d.sleep(ctx, idleWait)
+			full = true
 			continue
 		}
-		jobs, next, more, err := d.leaseDue(ctx, free)
+		jobs, next, more, err := d.leaseDueScan(ctx, free, full)
+		if full || !next.IsZero() && (known.IsZero() || next.Before(known)) {
+			known = next
+		}
+		full = true
 		busy.Add(int64(len(jobs)))
 		d.startJobs(ctx, &wg, jobs, func() {
 			busy.Add(-1)
@@ -71,6 +80,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		})
 		switch {
 		case err != nil && len(jobs) == 0:
+			d.reloadOnTransport(err)
 			d.log.Warn("webhooks: worker could not lease", "error", err)
 			d.sleep(ctx, backoff)
 			backoff = min(2*backoff, maxErrorBackoff)
@@ -83,13 +93,14 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			continue // more may be due
 		}
 		wait := idleWait
-		if !next.IsZero() {
-			wait = min(wait, max(next.Sub(d.now()), minWait))
+		if !known.IsZero() {
+			wait = min(wait, max(known.Sub(d.now()), minWait))
 		}
 		if d.idled != nil {
 			d.idled()
 		}
-		d.sleep(ctx, wait)
+		// Woken by a poke, or at a due time it knows of: read every shard; else an idle poll.
+		full = d.sleep(ctx, wait) || !known.IsZero() && !d.now().Before(known)
 	}
 	return nil
 }
@@ -97,15 +108,18 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 // minBackoff is Run's first wait after Redis failed it.
 const minBackoff = 100 * time.Millisecond
 
-// sleep waits for wait, the context's end or a poke, whichever comes first.
-func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) {
+// sleep waits for wait, the context's end or a poke, whichever comes first, and reports whether a
+// poke (or the context's end) cut it short.
+func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
 	t := time.NewTimer(wait)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 	case <-t.C:
+		return false
 	case <-d.wake:
 	}
+	return true
 }
 
 // poke wakes a sleeping worker of this Dispatcher.
@@ -150,8 +164,13 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 // returns them, the earliest due time in the future, whether it found due deliveries it could take
 // (then the caller looks again at once instead of waiting), and Redis's errors.
 func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []leasedDelivery, next time.Time, more bool, err error) {
+	return d.leaseDueScan(ctx, free, true)
+}
+
+// leaseDueScan is leaseDue reading every shard's schedule (full) or an idle poll's few (scanReady).
+func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, full bool) (jobs []leasedDelivery, next time.Time, more bool, err error) {
 	now := d.now()
-	due, next, err := d.scanReady(ctx, now, free+16)
+	due, next, err := d.scanReady(ctx, now, free+16, full)
 	if err != nil || len(due) == 0 {
 		return nil, next, false, err
 	}

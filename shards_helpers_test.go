@@ -1,0 +1,29 @@
+package webhooks
+
+import "github.com/redis/go-redis/v9"
+
+// Helpers for tests on the default keyspace: every test prefix is new, so its Dispatcher has
+// DefaultShards shards.
+
+// shardCount is the shard count of a test's (new) keyspace.
+const shardCount = DefaultShards
+
+var defaultKeys = newKeyspace("test")
+
+// shardOf is the shard of an event id in a new keyspace.
+func shardOf(eventID string) int { return defaultKeys.shardOf(eventID) }
+
+// shardOfDelivery reads the shard out of a delivery id of a new keyspace.
+func shardOfDelivery(id string) (int, error) { return defaultKeys.shardOfDelivery(id) }
+
+// deliveryIDFor is the delivery id of a pair in a new keyspace.
+func deliveryIDFor(webhookID, eventID string) string {
+	return defaultKeys.deliveryIDFor(webhookID, eventID)
+}
+
+// useClient points a Dispatcher at another client of the same Redis (made after New, which needs
+// Redis to answer, so that a test can break the client).
+func useClient(d *Dispatcher, rdb redis.UniversalClient) {
+	d.rdb, d.scripts = rdb, newLaneBatcher(rdb)
+	d.circuits.rdb, d.webhooks.rdb, d.deliveries.rdb = rdb, rdb, rdb
+}

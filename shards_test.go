@@ -1,0 +1,170 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// evenMasters is how redis-cli --cluster create splits the slots over m masters (up to a slot):
+// master j holds [j·16384/m, (j+1)·16384/m).
+func evenMasters(slot, m int) int { return slot * m / clusterSlots }
+
+// TestShardTagsSpreadEvenly: with 16, 64 and 256 shards on 3, 6, 12, 16 and 32 evenly split masters, the
+// shards per master differ by at most 20% (max/min ≤ 1.2) wherever there are at least 4 shards per
+// master — for several prefixes, since tags depend on the prefix.
+func TestShardTagsSpreadEvenly(t *testing.T) {
+	t.Parallel()
+	for _, prefix := range []string{"webhooks", "wh", "a", "tenant-7"} {
+		for _, shards := range []int{16, 64, 256} {
+			start := time.Now()
+			k := newKeyspaceOf(prefix, shards, false)
+			t.Logf("prefix %q: %d tags chosen in %s", prefix, shards, time.Since(start).Round(time.Microsecond))
+			require.Len(t, k.tags, shards)
+			seen := map[string]bool{}
+			for i, tag := range k.tags {
+				require.NotEmpty(t, tag)
+				assert.False(t, seen[tag], "tags are distinct")
+				seen[tag] = true
+				assert.Equal(t, rangeStart(i, shards), keySlot(tag+":ready"), "%s shard %d of %d", prefix, i, shards)
+				assert.LessOrEqual(t, len(tag), len(prefix)+12, "tags stay short")
+			}
+			for _, masters := range []int{3, 6, 12, 16, 32} {
+				per := make([]int, masters)
+				for _, tag := range k.tags {
+					per[evenMasters(keySlot(tag), masters)]++
+				}
+				lo, hi := per[0], per[0]
+				for _, n := range per {
+					lo, hi = min(lo, n), max(hi, n)
+				}
+				t.Logf("prefix %q, %d shards on %d masters: per master %v", prefix, shards, masters, per)
+				if shards >= 4*masters {
+					assert.LessOrEqual(t, float64(hi)/float64(lo), 1.2, "prefix %q, %d shards on %d masters: %v", prefix, shards, masters, per)
+				}
+			}
+		}
+	}
+}
+
+// TestShardTagsOfV1: the 16 tags of v1, {P:0}…{P:15}, bunch (7, 3 and 6 shards on 3 masters for the
+// default prefix): the reason tags are now chosen by slot.
+func TestShardTagsOfV1(t *testing.T) {
+	t.Parallel()
+	per := make([]int, 3)
+	for _, tag := range legacyTags("webhooks") {
+		per[evenMasters(keySlot(tag), 3)]++
+	}
+	t.Logf("v1 tags of prefix webhooks on 3 masters: %v", per)
+	assert.Equal(t, []int{7, 3, 6}, per)
+}
+
+func TestShardCountIsStoredAndFixed(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	ctx := context.Background()
+	d := newTestDispatcher(t, tr, Options{})
+	assert.Equal(t, DefaultShards, d.keys.shards)
+	v, err := tr.rdb.Get(ctx, d.keys.shardsKey()).Result()
+	require.NoError(t, err)
+	assert.Equal(t, strconv.Itoa(DefaultShards), v)
+
+	// The same count, or none, is fine; another is refused.
+	d2 := newTestDispatcher(t, tr, Options{Shards: DefaultShards})
+	assert.Equal(t, d.keys.tags, d2.keys.tags)
+	_, err = New(tr.rdb, Options{KeyPrefix: tr.prefix, Shards: 32})
+	require.ErrorIs(t, err, ErrInvalidOptions)
+	_, err = New(tr.rdb, Options{KeyPrefix: tr.prefix, Shards: MaxShards + 1})
+	require.ErrorIs(t, err, ErrInvalidOptions)
+
+	// A new prefix takes the count it is given.
+	d3, err := New(tr.rdb, Options{KeyPrefix: tr.prefix + "x", Shards: 256})
+	require.NoError(t, err)
+	t.Cleanup(func() { tr.rdb.Del(ctx, d3.keys.shardsKey()) })
+	assert.Equal(t, 256, d3.keys.shards)
+	rc := newReceiver(t)
+	_, err = d3.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"a"}})
+	require.Error(t, err, "the egress guard is on in d3") // the layout is what this checks
+}
+
+// TestExistingKeyspaceKeeps16: a keyspace written before the count was stored (its registry exists,
+// or an old shard's schedule does) keeps 16 shards and the old tags, so its records stay readable.
+func TestExistingKeyspaceKeeps16(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	ctx := context.Background()
+	for i, seed := range []func(p string){
+		func(p string) { tr.rdb.HSet(ctx, "{"+p+":registry}:webhooks", "wh_x", "{}") },
+		func(p string) { tr.rdb.ZAdd(ctx, "{"+p+":5}:ready", redis.Z{Score: 1, Member: "wh_x"}) },
+	} {
+		p := fmt.Sprintf("%s_%d", tr.prefix, i)
+		seed(p)
+		d, err := New(tr.rdb, Options{KeyPrefix: p})
+		require.NoError(t, err)
+		assert.Equal(t, legacyShards, d.keys.shards)
+		assert.Equal(t, "{"+p+":3}", d.keys.tag(3))
+		v, _ := tr.rdb.Get(ctx, d.keys.shardsKey()).Result()
+		assert.Equal(t, "16 v1", v)
+		_, err = New(tr.rdb, Options{KeyPrefix: p, Shards: 64})
+		require.ErrorIs(t, err, ErrInvalidOptions)
+		_, err = New(tr.rdb, Options{KeyPrefix: p, Shards: 16})
+		require.NoError(t, err)
+		tr.rdb.Del(ctx, d.keys.shardsKey(), "{"+p+":registry}:webhooks", "{"+p+":5}:ready")
+	}
+	// A delivery id of shard ≥ 16 is not one of a legacy keyspace's.
+	k := newKeyspaceOf("x", legacyShards, true)
+	_, err := k.shardOfDelivery(indexedID(20, strings.Repeat("a", 12)))
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// cmdCounter counts the commands a client sends (each command of a pipeline).
+type cmdCounter struct {
+	passHook
+	n atomic.Int64
+}
+
+func (c *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { c.n.Add(1); return next(ctx, cmd) }
+}
+
+func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(int64(len(cmds))); return next(ctx, cmds) }
+}
+
+// TestIdleWorkerCostIsBounded: an idle worker (Run with nothing due) sends Redis at most
+// idleScanShards commands per idle poll — 64 commands/s — whatever the shard count.
+func TestIdleWorkerCostIsBounded(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	for _, shards := range []int{16, 64, 256} {
+		c := tr.newClient(t)
+		count := &cmdCounter{}
+		c.AddHook(count)
+		trs := *tr
+		trs.prefix = fmt.Sprintf("%s_%d", tr.prefix, shards)
+		if tr.mini == nil {
+			t.Cleanup(func() { trs.deleteKeys(t) })
+		}
+		d := newTestDispatcherOn(t, c, &trs, Options{Shards: shards})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); _ = d.Run(ctx) }()
+		time.Sleep(300 * time.Millisecond) // the first, full scan
+		before, start := count.n.Load(), time.Now()
+		time.Sleep(2 * time.Second)
+		n, took := count.n.Load()-before, time.Since(start)
+		cancel()
+		<-done
+		perSec := float64(n) / took.Seconds()
+		t.Logf("idle worker, %d shards: %.1f commands/s", shards, perSec)
+		assert.LessOrEqual(t, perSec, float64(idleScanShards)*float64(time.Second/idleWait)*1.1, "%d shards", shards)
+	}
+}
