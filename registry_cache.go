@@ -1,0 +1,187 @@
+package webhooks
+
+// The registry as a process sees it: subscribers resolved per tenant and event type, and webhooks by
+// id, each cached for at most subscriberCacheTTL; compiled filters.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// matches reports whether the webhook's filter selects an event (its type, and its data as sent).
+func (s *storedWebhook) matches(eventType string, data json.RawMessage) bool {
+	if len(s.Filter) == 0 {
+		return true
+	}
+	f, ok := compiledFilter(s.Filter)
+	return ok && f.match(eventType, data)
+}
+
+// compiledFilters keeps filters compiled, by their stored JSON; bounded.
+var compiledFilters struct {
+	sync.Mutex
+	m map[string]*eventFilter // nil value: the filter does not parse
+}
+
+// compiledFilter returns a stored filter compiled, and false for one that no longer parses (filters
+// are validated when saved): such a webhook matches nothing.
+func compiledFilter(raw json.RawMessage) (*eventFilter, bool) {
+	compiledFilters.Lock()
+	defer compiledFilters.Unlock()
+	if f, ok := compiledFilters.m[string(raw)]; ok {
+		return f, f != nil
+	}
+	f, err := parseFilter(raw)
+	if err != nil {
+		f = nil
+	}
+	if compiledFilters.m == nil || len(compiledFilters.m) >= 1024 {
+		compiledFilters.m = map[string]*eventFilter{}
+	}
+	compiledFilters.m[string(raw)] = f
+	return f, f != nil
+}
+
+// byIDEntry is a webhook as read at a time (nil: not found).
+type byIDEntry struct {
+	at time.Time
+	wh *storedWebhook
+}
+
+type subscriberEntry struct {
+	at   time.Time
+	list []*storedWebhook
+}
+
+func (r *WebhookRepo) invalidate() {
+	r.mu.Lock()
+	clear(r.cache)
+	clear(r.byID)
+	r.gen++
+	r.mu.Unlock()
+}
+
+// subscribers returns the enabled webhooks of a tenant whose patterns select eventType, from a
+// process-local cache at most subscriberCacheTTL old, otherwise with one round trip that reads only
+// that tenant's subscriber hashes.
+func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string) ([]*storedWebhook, error) {
+	now := time.Now()
+	cacheKey := tenant + "\x00" + eventType
+	r.mu.Lock()
+	e, ok := r.cache[cacheKey]
+	gen := r.gen
+	r.mu.Unlock()
+	if ok && now.Sub(e.at) < subscriberCacheTTL {
+		return e.list, nil
+	}
+	patterns := patternsFor(eventType)
+	pipe := r.rdb.Pipeline()
+	cmds := make([]*redis.MapStringStringCmd, len(patterns))
+	for i, p := range patterns {
+		cmds[i] = pipe.HGetAll(ctx, r.keys.tenantSubscribersKey(tenant, p))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("webhooks: resolve subscribers of %s: %w", eventType, err)
+	}
+	seen := map[string]bool{}
+	var list []*storedWebhook
+	for _, cmd := range cmds {
+		for id, raw := range cmd.Val() {
+			if seen[id] {
+				continue
+			}
+			var s storedWebhook
+			if err := json.Unmarshal([]byte(raw), &s); err != nil || s.Disabled || s.Tenant != tenant {
+				continue
+			}
+			seen[id] = true
+			list = append(list, &s)
+		}
+	}
+	slices.SortFunc(list, func(a, b *storedWebhook) int { return strings.Compare(a.ID, b.ID) })
+	r.mu.Lock()
+	if len(r.cache) > 4096 {
+		clear(r.cache) // bounded: event types and tenants are callers' choice
+	}
+	if r.gen == gen { // a change made meanwhile by this process may postdate what was read
+		r.cache[cacheKey] = subscriberEntry{at: now, list: list}
+	}
+	r.mu.Unlock()
+	return list, nil
+}
+
+// decodeMany decodes an HMGET reply of the registry: a missing id is left out, and an id whose JSON
+// cannot be decoded is reported in broken.
+func (r *WebhookRepo) decodeMany(ids []string, vals []any) (found map[string]*storedWebhook, broken map[string]error) {
+	found = make(map[string]*storedWebhook, len(ids))
+	for i, v := range vals {
+		raw, ok := v.(string)
+		if !ok || i >= len(ids) {
+			continue
+		}
+		var s storedWebhook
+		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+			if broken == nil {
+				broken = map[string]error{}
+			}
+			broken[ids[i]] = fmt.Errorf("webhooks: decode webhook %s: %w", ids[i], err)
+			continue
+		}
+		found[ids[i]] = &s
+	}
+	return found, broken
+}
+
+// byIDs returns webhooks by id, each from a process-local cache at most subscriberCacheTTL old (a
+// deleted webhook is cached as missing), the others read in one round trip. Webhooks whose stored JSON
+// cannot be decoded are reported in broken, and not cached.
+func (r *WebhookRepo) byIDs(ctx context.Context, ids []string) (map[string]*storedWebhook, map[string]error, error) {
+	now := time.Now()
+	found := make(map[string]*storedWebhook, len(ids))
+	var missing []string
+	r.mu.Lock()
+	gen := r.gen
+	for _, id := range ids {
+		if e, ok := r.byID[id]; ok && now.Sub(e.at) < subscriberCacheTTL {
+			if e.wh != nil {
+				found[id] = e.wh
+			}
+			continue
+		}
+		missing = append(missing, id)
+	}
+	r.mu.Unlock()
+	if len(missing) == 0 {
+		return found, nil, nil
+	}
+	vals, err := r.rdb.HMGet(ctx, r.keys.webhooksKey(), missing...).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("webhooks: load webhooks: %w", err)
+	}
+	read, broken := r.decodeMany(missing, vals)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byID == nil || len(r.byID) > 100_000 {
+		r.byID = map[string]byIDEntry{}
+	}
+	for _, id := range missing {
+		if broken[id] != nil {
+			continue
+		}
+		found[id] = read[id]
+		if read[id] == nil {
+			delete(found, id)
+		}
+		if r.gen == gen { // a change made meanwhile by this process may postdate what was read
+			r.byID[id] = byIDEntry{at: now, wh: read[id]}
+		}
+	}
+	return found, broken, nil
+}
