@@ -36,7 +36,7 @@ func hold(rc *receiver, release <-chan struct{}, c *concurrency) {
 		select {
 		case <-release:
 		case <-r.Context().Done():
-		case <-time.After(10 * time.Second):
+		case <-time.After(20 * time.Second):
 		}
 	})
 }
@@ -124,7 +124,7 @@ func TestHungWebhookDoesNotHoldTheWorker(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	d := newTestDispatcher(t, tr, Options{Timeout: 5 * time.Second, Concurrency: 8, MaxInFlightPerWebhook: 2})
+	d := newTestDispatcher(t, tr, Options{Timeout: 15 * time.Second, Concurrency: 8, MaxInFlightPerWebhook: 2})
 	a, b := newReceiver(t), newReceiver(t)
 	release := make(chan struct{})
 	var c concurrency
@@ -174,6 +174,8 @@ func TestInFlightCapHoldsInline(t *testing.T) {
 		})
 	}
 	eventually(t, 5*time.Second, func() bool { return deferred.Load() == 9 }, "all but 3 are deferred")
+	// The 3 inline attempts all reach the receiver, and are held there, before it lets them go.
+	eventually(t, 5*time.Second, func() bool { return c.now.Load() == 3 }, "3 requests held at once")
 	close(release)
 	wg.Wait()
 	assert.Equal(t, int32(3), c.peak.Load(), "3 requests at once, no more")
