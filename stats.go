@@ -129,10 +129,26 @@ return n
 // beyond the window it inspects, and then counts as scheduled.
 func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 	now := d.now()
-	nowMs := now.UnixMilli()
 	st := &Stats{At: now, Shards: make([]ShardStats, d.keys.shards)}
+	heads, err := d.statsReady(ctx, now, st)
+	if err != nil {
+		return nil, err
+	}
+	leases, err := d.statsQueues(ctx, now, st, heads)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.statsLeases(ctx, st, leases); err != nil {
+		return nil, err
+	}
+	st.total(now)
+	return st, nil
+}
 
-	// 1. The ready zsets and the circuits.
+// statsReady reads, in one round trip, the ready zsets (their size and first webhooks) and the
+// circuits; it fills each shard's webhook counts and the open circuits, and returns each shard's
+// webhooks examined.
+func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) ([][]string, error) {
 	pipe := d.rdb.Pipeline()
 	cards := make([]*redis.IntCmd, d.keys.shards)
 	heads := make([]*redis.StringSliceCmd, d.keys.shards)
@@ -149,28 +165,36 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 			st.OpenCircuits++
 		}
 	}
-
-	// 2. The queues of the webhooks read, one script per shard.
-	var calls []statsCall
+	out := make([][]string, d.keys.shards)
 	for s := range d.keys.shards {
 		sh := &st.Shards[s]
-		sh.Shard, sh.Webhooks, sh.Examined = s, cards[s].Val(), int64(len(heads[s].Val()))
+		out[s] = heads[s].Val()
+		sh.Shard, sh.Webhooks, sh.Examined = s, cards[s].Val(), int64(len(out[s]))
 		sh.Truncated = sh.Webhooks > sh.Examined
-		if len(heads[s].Val()) == 0 {
+	}
+	return out, nil
+}
+
+// statsQueues reads the queues of the webhooks examined, one script per shard, and fills each shard's
+// due, scheduled and oldest due; it returns the lease reads to make, of the deliveries whose score lies
+// within a lease from now.
+func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, heads [][]string) ([]statsCall, error) {
+	var calls []statsCall
+	for s, ids := range heads {
+		if len(ids) == 0 {
 			continue
 		}
-		keys := make([]string, len(heads[s].Val()))
-		for i, id := range heads[s].Val() {
+		keys := make([]string, len(ids))
+		for i, id := range ids {
 			keys[i] = d.keys.queueKey(s, id)
 		}
 		calls = append(calls, statsCall{shard: s, script: statsQueuesScript, keys: keys,
-			args: []any{nowMs, now.Add(d.lease).UnixMilli(), StatsLeasesPerShard}})
+			args: []any{now.UnixMilli(), now.Add(d.lease).UnixMilli(), StatsLeasesPerShard}})
 	}
 	if err := d.evalAll(ctx, calls); err != nil {
 		return nil, fmt.Errorf("webhooks: stats: read queues: %w", err)
 	}
 	var leases []statsCall
-	inWindow := make([]int64, d.keys.shards)
 	for _, c := range calls {
 		reply, err := c.cmd.Slice()
 		if err == nil && len(reply) < 4 {
@@ -183,7 +207,7 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 		due, _ := reply[0].(int64)
 		total, _ := reply[1].(int64)
 		oldest, _ := reply[2].(int64)
-		inWindow[c.shard], _ = reply[3].(int64)
+		inWindow, _ := reply[3].(int64)
 		sh.Due, sh.Scheduled, sh.OldestDueAt = due, total-due, msTime(oldest)
 		if len(reply) == 4 {
 			continue
@@ -193,23 +217,30 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 			id, _ := item.(string)
 			keys = append(keys, d.keys.deliveryKey(c.shard, id))
 		}
-		sh.Truncated = sh.Truncated || inWindow[c.shard] > int64(len(keys))
+		sh.Truncated = sh.Truncated || inWindow > int64(len(keys))
 		leases = append(leases, statsCall{shard: c.shard, script: statsLeasesScript, keys: keys})
 	}
+	return leases, nil
+}
 
-	// 3. Which of the deliveries in the lease window are leased.
+// statsLeases reads which of the deliveries in the lease window are leased, one script per shard.
+func (d *Dispatcher) statsLeases(ctx context.Context, st *Stats, leases []statsCall) error {
 	if err := d.evalAll(ctx, leases); err != nil {
-		return nil, fmt.Errorf("webhooks: stats: read leases: %w", err)
+		return fmt.Errorf("webhooks: stats: read leases: %w", err)
 	}
 	for _, c := range leases {
 		n, err := c.cmd.Int64()
 		if err != nil {
-			return nil, fmt.Errorf("webhooks: stats: shard %d: %w", c.shard, err)
+			return fmt.Errorf("webhooks: stats: shard %d: %w", c.shard, err)
 		}
 		sh := &st.Shards[c.shard]
 		sh.Leased, sh.Scheduled = n, sh.Scheduled-n
 	}
+	return nil
+}
 
+// total sums the shards into the totals.
+func (st *Stats) total(now time.Time) {
 	for _, sh := range st.Shards {
 		st.Due += sh.Due
 		st.Scheduled += sh.Scheduled
@@ -221,9 +252,8 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 		}
 	}
 	if !st.OldestDueAt.IsZero() {
-		st.OldestDueAge = max(time.Duration(nowMs-st.OldestDueAt.UnixMilli())*time.Millisecond, 0)
+		st.OldestDueAge = max(time.Duration(now.UnixMilli()-st.OldestDueAt.UnixMilli())*time.Millisecond, 0)
 	}
-	return st, nil
 }
 
 // statsCall is one script run of Stats.
