@@ -139,8 +139,14 @@ func (d *Dispatcher) encode(evt Event) ([]byte, error) {
 // accepted targets come back as duplicates. With ErrNotAccepted the Results are returned too, each
 // saying whether its target was accepted (Result.Accepted). An error resolving the subscribers wraps
 // ErrNotAccepted as well, with no Results.
-func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) (rs []Result, err error) {
-	ctx, end := d.startCall(ctx, "Dispatch", evt)
+func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) ([]Result, error) {
+	return d.accept(ctx, "Dispatch", evt, true)
+}
+
+// accept is Dispatch (inline) and Enqueue: it validates and encodes the event, resolves its targets
+// and claims them, within the Tracer's call span.
+func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bool) (rs []Result, err error) {
+	ctx, end := d.startCall(ctx, op, evt)
 	defer func() { end(rs, err) }()
 	if err := evt.validate(); err != nil {
 		return nil, err
@@ -153,7 +159,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) (rs []Result, err 
 	if err != nil {
 		return nil, err
 	}
-	results := d.deliver(ctx, evt.Tenant, evt.ID, evt.Type, body, targets)
+	results := d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, body, targets, inline)
 	return results, notAccepted(evt.ID, results)
 }
 
@@ -180,22 +186,8 @@ func notAccepted(eventID string, results []Result) error {
 // webhook whose circuit this Dispatcher has seen open gets its delivery parked until the circuit's probe. Its results and errors
 // follow Dispatch's contract: a nil error means every pair is durably recorded and every Result has a
 // Delivery (pending, or the existing one of a duplicate).
-func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) (rs []Result, err error) {
-	ctx, end := d.startCall(ctx, "Enqueue", evt)
-	defer func() { end(rs, err) }()
-	if err := evt.validate(); err != nil {
-		return nil, err
-	}
-	body, err := d.encode(evt)
-	if err != nil {
-		return nil, err
-	}
-	targets, err := d.targets(ctx, evt, body)
-	if err != nil {
-		return nil, err
-	}
-	results := d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, body, targets, false)
-	return results, notAccepted(evt.ID, results)
+func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) ([]Result, error) {
+	return d.accept(ctx, "Enqueue", evt, false)
 }
 
 // SendTest sends a `webhook.test` event with a fresh id (`test_` + random) to one webhook, whatever its
@@ -212,16 +204,11 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	if err != nil {
 		return nil, err
 	}
-	results := d.deliver(ctx, s.Tenant, evt.ID, evt.Type, body, []*storedWebhook{s})
+	results := d.claimAndAttempt(ctx, s.Tenant, evt.ID, evt.Type, body, []*storedWebhook{s}, true)
 	if err := notAccepted(evt.ID, results); err != nil {
 		return nil, err
 	}
 	return results[0].Delivery, results[0].Err
-}
-
-// deliver claims the pairs of one event and makes the first attempt of every fresh one it may.
-func (d *Dispatcher) deliver(ctx context.Context, tenant, eventID, eventType string, body []byte, targets []*storedWebhook) []Result {
-	return d.claimAndAttempt(ctx, tenant, eventID, eventType, body, targets, true)
 }
 
 // targets resolves an event's subscribers among its tenant's webhooks and keeps those whose filter

@@ -362,3 +362,22 @@ func TestParkingNeverOutlivesTheRecord(t *testing.T) {
 	assert.Equal(t, StatusFailed, o.status, "a retry past the record's expiry fails now")
 	assert.Contains(t, o.err, "retention")
 }
+
+// TestDeleteForgetsTheCircuit: deleting a webhook whose circuit is open removes its circuit state,
+// which has no TTL of its own.
+func TestDeleteForgetsTheCircuit(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{BreakAfter: 1})
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	w := mustCreate(t, d, rc, "*")
+	_, err := d.Dispatch(ctx, Event{Type: "e", ID: "x"})
+	require.NoError(t, err)
+	h, err := d.Webhooks().Health(ctx, w.ID)
+	require.NoError(t, err)
+	require.Equal(t, CircuitOpen, h.State)
+	require.NoError(t, d.Webhooks().Delete(ctx, w.ID))
+	assert.False(t, tr.rdb.HExists(ctx, d.keys.circuitsKey(), w.ID).Val(), "the circuit is forgotten")
+}

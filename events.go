@@ -77,12 +77,16 @@ func (e Event) validate() error {
 
 func isNameSegment(s string) bool {
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+		if !isNameByte(s[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// isNameByte reports whether c is in [A-Za-z0-9_-].
+func isNameByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 
 // validatePattern accepts a subscription pattern: an exact type (`pool.created`), a prefix wildcard

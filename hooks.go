@@ -40,6 +40,27 @@ type AttemptInfo struct {
 	Error string
 }
 
+// Outcomes of an attempt, as AttemptOutcome names them: the values telemetry (otelwebhooks,
+// promwebhooks) labels attempts with.
+const (
+	OutcomeSuccess   = "success"    // a 2xx response
+	OutcomeHTTPError = "http_error" // a response with another status
+	OutcomeError     = "error"      // no response: a timeout, a connection error, a refused address
+)
+
+// AttemptOutcome classifies an attempt by its status code and error (AttemptInfo.StatusCode and
+// Error, or a Tracer's AttemptEnd).
+func AttemptOutcome(statusCode int, errText string) string {
+	switch {
+	case statusCode >= 200 && statusCode < 300 && errText == "":
+		return OutcomeSuccess
+	case statusCode > 0:
+		return OutcomeHTTPError
+	default:
+		return OutcomeError
+	}
+}
+
 // runHook calls f, recovering and logging a panic.
 func (d *Dispatcher) runHook(name string, f func()) {
 	defer func() {

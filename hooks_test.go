@@ -194,3 +194,22 @@ func TestHealthExpiresAfterTheLastAttempt(t *testing.T) {
 	ttl := tr.rdb.PTTL(ctx, d.keys.healthKey(shardOf("health"))).Val()
 	assert.True(t, ttl > 50*time.Hour-time.Minute && ttl <= 50*time.Hour+50*time.Hour/64, "TTL %s", ttl)
 }
+
+// TestAttemptOutcome: the outcome telemetry labels an attempt with.
+func TestAttemptOutcome(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		code int
+		err  string
+		want string
+	}{
+		{200, "", OutcomeSuccess},
+		{204, "", OutcomeSuccess},
+		{200, "body read failed", OutcomeHTTPError},
+		{302, "redirect not followed", OutcomeHTTPError},
+		{500, "HTTP 500", OutcomeHTTPError},
+		{0, "timeout", OutcomeError},
+	} {
+		assert.Equal(t, tc.want, AttemptOutcome(tc.code, tc.err), "%d %q", tc.code, tc.err)
+	}
+}

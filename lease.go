@@ -12,10 +12,11 @@ import (
 
 // chooseTakes shares free worker slots among the webhooks found due, one slot at a time in turn, so a
 // webhook with a large backlog gets no more than its share while others have deliveries due. Each
-// webhook's share is bounded by its room under MaxInFlightPerWebhook (taken here, and given back by
-// leaseTakes for what it does not lease), by its circuit (none while open, one probe when the open
-// period has ended) and by its rate limit (slots taken here); a webhook that cannot be taken from for
-// a while is parked. Webhooks whose stored JSON is broken are left leased to nobody and logged.
+// webhook's share is bounded by its room under MaxInFlightPerWebhook and by its circuit (none while
+// open, one probe when the open period has ended; a webhook waiting for its probe is parked);
+// leaseTakes then reserves the room and the rate-limit slots. The circuits of every webhook found due
+// are read at once (cached, one HMGET for those not cached). Webhooks whose stored JSON is broken are
+// left leased to nobody and logged.
 func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWebhook, t *dueTargets, free int) []take {
 	shards := map[string][]dueWebhook{}
 	var order []string
@@ -31,6 +32,7 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 		probe string
 	}
 	var wants []want
+	circuits := d.circuitsOf(ctx, order)
 	for _, id := range order {
 		if err := t.broken[id]; err != nil {
 			d.log.Error("webhooks: webhook cannot be decoded: its deliveries wait", "webhook_id", id, "error", err)
@@ -44,10 +46,10 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 		wh := t.webhooks[id]
 		// A deleted or disabled webhook's deliveries are taken whatever its circuit says: they fail
 		// (refuse), and must not wait parked for a probe that never comes.
-		if h := d.circuit(ctx, id); h.State != CircuitClosed && wh != nil && !wh.Disabled {
+		if h := circuits[id]; h.State != CircuitClosed && wh != nil && !wh.Disabled {
 			tok, ok := d.tryProbe(ctx, id, now, h)
 			if !ok {
-				d.parkAll(ctx, shards[id], later(h.OpenUntil, now.Add(probeRecheck)))
+				d.park(ctx, shards[id], later(h.OpenUntil, now.Add(probeRecheck)))
 				continue
 			}
 			room, probe = 1, tok
@@ -95,18 +97,11 @@ func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebho
 	if wh != nil && wh.RateLimit > 0 {
 		free, wait := freeRateSlots(tat, now, wh.RateLimit, rateHorizon)
 		if free == 0 {
-			d.parkAll(ctx, due, now.Add(max(wait, minWait)))
+			d.park(ctx, due, now.Add(max(wait, minWait)))
 		}
 		want = min(want, free)
 	}
 	return d.flights.take(id, want)
-}
-
-// parkAll parks a webhook in every shard it was found due in.
-func (d *Dispatcher) parkAll(ctx context.Context, due []dueWebhook, until time.Time) {
-	for _, w := range due {
-		d.park(ctx, w, until)
-	}
 }
 
 // leaseTakes reads the due ids of each take's queue, reserves in-flight slots for them within the

@@ -203,12 +203,19 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, fu
 	return due, next, nil
 }
 
-// park moves a webhook's ready score in a shard to until, if it is earlier: nothing of the webhook is
-// taken there before then (a retime may undo it; the next worker to see the webhook parks it again).
-func (d *Dispatcher) park(ctx context.Context, w dueWebhook, until time.Time) {
-	err := d.rdb.ZAddArgs(ctx, d.keys.readyKey(w.shard), redis.ZAddArgs{XX: true, GT: true,
-		Members: []redis.Z{{Score: float64(until.UnixMilli()), Member: w.id}}}).Err()
-	if err != nil {
-		d.log.Warn("webhooks: park webhook", "webhook_id", w.id, "error", err)
+// park moves a webhook's ready score, in every shard it was found due in, to until if that is later:
+// nothing of the webhook is taken there before then (a retime may undo it; the next worker to see the
+// webhook parks it again). One round trip: each shard's ZADD XX GT in one pipeline.
+func (d *Dispatcher) park(ctx context.Context, due []dueWebhook, until time.Time) {
+	if len(due) == 0 {
+		return
+	}
+	pipe := d.rdb.Pipeline()
+	for _, w := range due {
+		pipe.ZAddArgs(ctx, d.keys.readyKey(w.shard), redis.ZAddArgs{XX: true, GT: true,
+			Members: []redis.Z{{Score: float64(until.UnixMilli()), Member: w.id}}})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		d.log.Warn("webhooks: park webhook", "webhook_id", due[0].id, "error", err)
 	}
 }

@@ -39,11 +39,6 @@ func validateTenant(t string) error {
 	return nil
 }
 
-// isNameByte reports whether c is in [A-Za-z0-9_-].
-func isNameByte(c byte) bool {
-	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
-}
-
 // scopedEventID is the id under which an event of a tenant is stored and sharded: the event id itself
 // for no tenant (as before tenants), else the tenant and the id joined by a NUL byte, which no event id
 // can hold (ids are printable), so no two tenants' ids, nor a tenant's and a tenantless one, meet.

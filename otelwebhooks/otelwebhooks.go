@@ -33,25 +33,6 @@ const (
 	AttrAbandoned  = attribute.Key("webhooks.attempt.abandoned")
 )
 
-// Outcomes of an attempt, the values of AttrOutcome on the attempt metrics.
-const (
-	OutcomeSuccess   = "success"    // a 2xx response
-	OutcomeHTTPError = "http_error" // a response with another status
-	OutcomeError     = "error"      // no response: a timeout, a connection error, a refused address
-)
-
-// Outcome classifies an attempt the way the metrics do.
-func Outcome(statusCode int, errText string) string {
-	switch {
-	case statusCode >= 200 && statusCode < 300 && errText == "":
-		return OutcomeSuccess
-	case statusCode > 0:
-		return OutcomeHTTPError
-	default:
-		return OutcomeError
-	}
-}
-
 // Option configures Telemetry.
 type Option func(*config)
 
@@ -153,7 +134,7 @@ func (t *Telemetry) Instrument(opts webhooks.Options) webhooks.Options {
 func (t *Telemetry) Hooks(next webhooks.Hooks) webhooks.Hooks {
 	h := next
 	h.AttemptFinished = func(a webhooks.AttemptInfo) {
-		set := metric.WithAttributeSet(attribute.NewSet(AttrOutcome.String(Outcome(a.StatusCode, a.Error))))
+		set := metric.WithAttributeSet(attribute.NewSet(AttrOutcome.String(webhooks.AttemptOutcome(a.StatusCode, a.Error))))
 		t.attempts.Add(context.Background(), 1, set)
 		t.duration.Record(context.Background(), a.Duration.Seconds(), set)
 		if next.AttemptFinished != nil {
@@ -296,7 +277,7 @@ func (t *Telemetry) StartAttempt(ctx context.Context, traceparent string, a webh
 		if e.Abandoned {
 			span.SetAttributes(AttrAbandoned.Bool(true))
 		}
-		if Outcome(e.StatusCode, e.Error) != OutcomeSuccess {
+		if webhooks.AttemptOutcome(e.StatusCode, e.Error) != webhooks.OutcomeSuccess {
 			errType := "_OTHER"
 			if e.StatusCode > 0 {
 				errType = strconv.Itoa(e.StatusCode)

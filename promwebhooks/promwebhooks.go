@@ -9,25 +9,6 @@ import (
 	"github.com/smartdrop/webhooks"
 )
 
-// Outcomes of an attempt, the values of the outcome label.
-const (
-	OutcomeSuccess   = "success"    // a 2xx response
-	OutcomeHTTPError = "http_error" // a response with another status
-	OutcomeError     = "error"      // no response: a timeout, a connection error, a refused address
-)
-
-// Outcome classifies an attempt the way the metrics do.
-func Outcome(statusCode int, errText string) string {
-	switch {
-	case statusCode >= 200 && statusCode < 300 && errText == "":
-		return OutcomeSuccess
-	case statusCode > 0:
-		return OutcomeHTTPError
-	default:
-		return OutcomeError
-	}
-}
-
 // DefaultBuckets are the attempt duration histogram's buckets, in seconds.
 var DefaultBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 
@@ -110,7 +91,7 @@ func (c *Collector) Instrument(opts webhooks.Options) webhooks.Options {
 func (c *Collector) Hooks(next webhooks.Hooks) webhooks.Hooks {
 	h := next
 	h.AttemptFinished = func(a webhooks.AttemptInfo) {
-		o := Outcome(a.StatusCode, a.Error)
+		o := webhooks.AttemptOutcome(a.StatusCode, a.Error)
 		c.attempts.WithLabelValues(o).Inc()
 		c.duration.WithLabelValues(o).Observe(a.Duration.Seconds())
 		if next.AttemptFinished != nil {
