@@ -1,24 +1,39 @@
 package webhooks
 
-// Redis schema. P is Options.KeyPrefix; s is the event's shard, keyspace.shardOf(event id) in [0,
-// Shards). Every key of one event's deliveries carries its shard's hash tag, written {P:s} below: since
-// the shard count was stored it is {P:t<n>}, chosen by hash slot (shards.go, where the stored count,
-// {P:registry}:shards, is described too); in a keyspace written before, {P:<s>}. So every script below
-// touches one hash slot, and the shards spread the load evenly over the masters of a Redis Cluster. Keys are built in Go
-// and passed in KEYS; ids follow the tag, so no id can change which slot a key hashes to.
+// Redis schema: every key the library writes, one line per key pattern (TestSchemaListsEveryKey reads
+// this table, and fails on a key it does not list, of another type, or on a line no key matches).
+// P is Options.KeyPrefix; s is the event's shard, keyspace.shardOf(event id) in [0, Shards). Every key
+// of one event's deliveries carries its shard's hash tag, written {P:s} below: since the shard count
+// was stored it is {P:t<n>}, chosen by hash slot (shards.go); in a keyspace written before, {P:<s>}.
+// So every script below touches one hash slot, and the shards spread the load evenly over the masters
+// of a Redis Cluster. The registry's keys share the tag {P:registry}; a rate limiter has a tag of its
+// own. Keys are built in Go (keys.go and the files named below) and passed in KEYS; ids follow the
+// tag, so no id can change which slot a key hashes to. <event_id> is scoped by tenant (scopedEventID),
+// <pattern> is a subscription pattern (`pool.*`).
 //
-//	{P:s}:rec:<h>                        string  the pair's claim and delivery record (record.go)  TTL Retention
-//	{P:s}:evt:<event_id>                 string  the request body, stored once per event   TTL ≥ every record of the event
-//	{P:s}:due                            zset    delivery id -> next attempt or lease end (ms); pending only
-//	{P:s}:list:<webhook_id>              stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
-//	                                             its creation or Redeliver; trimmed on write, TTL ≥ newest entry
-//	{P:s}:health                         hash    <webhook_id>:ok -> last success (ms), <webhook_id>:fail -> start of
-//	                                             the current run of failures (ms); TTL ≥ Retention from the last attempt
-//	{P:s}:hourly:<webhook_id>            hash    attempts per hour by outcome, a ring of 24 hours: t<k> -> the hour
-//	                                             (Unix hours), s<k>/f<k> -> successes/failures, k = hour mod 24
-//	                                             (hourly.go); written by the outcome script; TTL 25 h from the last attempt
-//	{P:registry}:webhooks                hash    webhook id -> webhook JSON (with secrets)
-//	{P:registry}:sub:<pattern>           hash    webhook id -> webhook JSON, enabled subscribers of pattern only
+//	{P:s}:rec:<h>                          string  the pair's claim and delivery record (record.go)  TTL Retention
+//	{P:s}:evt:<event_id>                   string  the request body, stored once per event   TTL ≥ every record of the event
+//	{P:s}:ready                            zset    webhook id -> when its earliest delivery in the shard is due, or later
+//	                                               while the webhook is parked (ms) (schedule.go); empty when none pending
+//	{P:s}:q:<webhook_id>                   zset    delivery id -> next attempt, or lease end while leased (ms); pending only
+//	{P:s}:list:<webhook_id>                stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
+//	                                               its creation or Redeliver; trimmed on write, TTL ≥ newest entry
+//	{P:s}:health                           hash    <webhook_id>:ok -> last success (ms), <webhook_id>:fail -> start of
+//	                                               the current run of failures (ms); TTL ≥ Retention from the last attempt
+//	{P:s}:hourly:<webhook_id>              hash    attempts per hour by outcome, a ring of 24 hours: t<k> -> the hour
+//	                                               (Unix hours), s<k>/f<k> -> successes/failures, k = hour mod 24
+//	                                               (hourly.go); written by the outcome script; TTL 25 h from the last attempt
+//	{P:registry}:webhooks                  hash    webhook id -> webhook JSON (with secrets) (webhook_repo.go)
+//	{P:registry}:sub:<pattern>             hash    webhook id -> webhook JSON, enabled webhooks with no tenant subscribed
+//	                                               to pattern only
+//	{P:registry}:t:<tenant>:sub:<pattern>  hash    the same for one tenant's enabled webhooks (tenant.go)
+//	{P:registry}:t:<tenant>:all            hash    every webhook of the tenant: id -> JSON (tenant.go)
+//	{P:registry}:circuits                  hash    webhook id -> its circuit, "failures:since:openUntil:openFor:probeUntil:
+//	                                               token" (breaker.go); a success or Delete removes the field; no TTL
+//	{P:registry}:shards                    string  the shard count, "<S>", or "16 v1" for a keyspace written before the
+//	                                               count was stored (shards.go); no TTL
+//	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,
+//	                                               Redis time) (ratelimit.go)  TTL 1 s after that slot
 //
 // UNIQUE (webhook_id, event_id): h is 24 hex digits of SHA-256(webhook id, 0, event id), and the
 // delivery id is "dlv_" + the shard as two hex digits + h, so the pair names its record and its id,

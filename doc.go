@@ -94,11 +94,12 @@
 // # Dispatch or Enqueue
 //
 // Dispatch makes the first attempt inline, so its Results show the subscriber's answer. Enqueue claims
-// and schedules in one round trip and returns; Run makes the attempt (in this process at once, in
-// other replicas within 250ms). A Dispatch also leaves an attempt to the worker (ErrDeferred, the pair
-// recorded) when the webhook's circuit is open, when this Dispatcher already has MaxInFlightPerWebhook
-// attempts in flight to it, or when it is over its RateLimit. Run must run somewhere: in every replica,
-// or at least in one.
+// and schedules in one round trip and returns; Run makes the attempt: in this process at once, in
+// other replicas within Shards/16 idle polls of at most 250ms (an idle poll reads 16 shards'
+// schedules), 1s with the default 64 shards. A Dispatch also leaves an attempt to the worker
+// (ErrDeferred, the pair recorded) when the webhook's circuit is open, when this Dispatcher already
+// has MaxInFlightPerWebhook attempts in flight to it, or when it is over its RateLimit. Run must run
+// somewhere: in every replica, or at least in one.
 //
 // # Tenants, filters, headers, keys
 //
@@ -161,6 +162,7 @@
 // every target of a Dispatch in one round trip; each shard's tag is chosen by hash slot, so the shards
 // split evenly over the masters of a cluster (shards.go). Each shard schedules per webhook
 // (schedule.go): a zset of the webhooks with deliveries due and a queue per webhook, so leasing is fair
-// across webhooks; an idle poll reads at most 16 shards. The schema comments in delivery_repo.go,
-// schedule.go and tenant.go list every key, its type and its TTL.
+// across webhooks; an idle poll reads at most 16 shards. The schema comment at the top of
+// delivery_repo.go lists every key the library writes, its type and its TTL (TestSchemaListsEveryKey
+// fails on a key it does not list).
 package webhooks

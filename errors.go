@@ -48,8 +48,9 @@ var ErrInvalidWebhook = errors.New("webhooks: invalid webhook")
 // ErrNotFound is returned (wrapped) by every call that takes an id the library does not know.
 var ErrNotFound = errors.New("webhooks: not found")
 
-// ErrInvalidSignature is returned by Verify when no v1 signature in the
-// webhook-signature header matches the request.
+// ErrInvalidSignature is returned by Verify when no signature in the webhook-signature header that
+// the key can check matches the request: no "v1" entry for a whsec_ secret, no "v1a" entry for a
+// whpk_ public key.
 var ErrInvalidSignature = errors.New("webhooks: invalid signature")
 
 // ErrInvalidTimestamp is returned by Verify when the webhook-timestamp header
