@@ -212,13 +212,15 @@ func (r *Receiver) serve(w http.ResponseWriter, hr *http.Request) {
 	}
 	r.mu.Lock()
 	keys, script := r.keys, r.script
-	for _, p := range r.reqs {
+	r.mu.Unlock()
+	q.Verified, q.VerifyErr = verify(keys, q.Header, body)
+	r.mu.Lock()
+	for _, p := range r.reqs { // numbered and recorded in one step, so concurrent attempts count right
 		if p.DeliveryID == q.DeliveryID {
-			q.Attempt = max(q.Attempt, p.Attempt)
+			q.Attempt++
 		}
 	}
 	q.Attempt++
-	q.Verified, q.VerifyErr = verify(keys, q.Header, body)
 	r.reqs = append(r.reqs, q)
 	r.notifyLocked()
 	r.mu.Unlock()

@@ -8,6 +8,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -262,4 +263,39 @@ func TestReceiverWaitEndsWithItsContext(t *testing.T) {
 	defer cancel()
 	err := rc.Wait(ctx, func(reqs []webhookstest.Request) bool { return len(reqs) > 0 })
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
+}
+
+// TestReceiverConcurrentRequests: sixteen concurrent attempts of one delivery get sixteen distinct
+// attempt numbers, so FailTimes fails exactly the first n of them, whatever the interleaving.
+func TestReceiverConcurrentRequests(t *testing.T) {
+	t.Parallel()
+	rc := webhookstest.Start(t)
+	rc.SetKey(secret)
+	rc.Answer(webhookstest.FailTimes(3, http.StatusServiceUnavailable))
+	s := hmacSigner(t, secret)
+	const n = 16
+	statuses := make([]int, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { statuses[i] = post(t, rc, s, "same", "evt", time.Now(), within) })
+	}
+	wg.Wait()
+	var attempts []int
+	failed := 0
+	for _, q := range rc.Requests() {
+		attempts = append(attempts, q.Attempt)
+		if q.Status == http.StatusServiceUnavailable {
+			failed++
+			assert.LessOrEqual(t, q.Attempt, 3)
+		}
+	}
+	slices.Sort(attempts)
+	want := make([]int, n)
+	for i := range want {
+		want[i] = i + 1
+	}
+	assert.Equal(t, want, attempts)
+	assert.Equal(t, 3, failed)
+	slices.Sort(statuses) // what the clients got: 200s, then the three 503s
+	assert.Equal(t, append(slices.Repeat([]int{200}, n-3), 503, 503, 503), statuses)
 }
