@@ -29,8 +29,9 @@ type schemaLine struct {
 	re      *regexp.Regexp
 }
 
-// schemaRow is a line of the schema table: a tab, a key pattern (it starts with its hash tag), its type.
-var schemaRow = regexp.MustCompile(`^//\t(\{\S*)\s+(\S+)`)
+// schemaRow is a line of the schema table: a tab, a key pattern, its type (continuation lines start
+// with spaces after the tab).
+var schemaRow = regexp.MustCompile(`^//\t(\S+)\s+(\S+)`)
 
 // redisTypes are the types a schema line may name.
 var redisTypes = []string{"string", "hash", "zset", "stream", "set", "list"}

@@ -4,13 +4,15 @@
 // records it, and answers by a Script (succeed, fail N times, always one status, hang, 410 Gone).
 // Helpers wait for and check what it received with a testing.TB:
 //
-//	rc := webhookstest.Start(t)
+//	rc := webhookstest.Start(t) // closed at the test's end
 //	wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: rc.URL(), Events: []string{"order.*"}})
-//	rc.SetKeyOf(wh)
-//	rc.Answer(webhookstest.FailTimes(2, http.StatusServiceUnavailable))
+//	rc.SetKeyOf(wh) // verify with the webhook's secret, or its public key
 //	_, err = d.Dispatch(ctx, webhooks.Event{Type: "order.paid", ID: "order-1"})
-//	rc.WaitForEvent(t, "order-1", 10*time.Second) // answered 2xx at the third attempt (Run retries)
-//	rc.ReceivedOnce(t, "order-1")                  // fails: three requests
+//	rc.ReceivedOnce(t, "order-1") // one request, and it verified
+//
+//	rc.Answer(webhookstest.FailTimes(2, http.StatusServiceUnavailable)) // each delivery: two 503s, then 200
+//	_, err = d.Dispatch(ctx, webhooks.Event{Type: "order.paid", ID: "order-2"})
+//	req := rc.WaitForEvent(t, "order-2", 10*time.Second) // the third attempt, made by Run: req.Attempt == 3
 //
 // The dispatcher must allow loopback addresses (Options.AllowPrivateNetworks, tests only). Use one
 // Receiver per webhook: it counts requests by event id, whichever webhook sent them.
