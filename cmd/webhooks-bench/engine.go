@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -19,6 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks"
+
+	"github.com/smartdrop/webhooks/cmd/webhooks-bench/internal/e2e"
 )
 
 // scenarioReceiver is a loopback receiver with one listener per webhook, each answering 204 after its
@@ -33,16 +34,9 @@ type scenarioReceiver struct {
 
 func startScenarioReceiver(n int) (*scenarioReceiver, error) {
 	rc := &scenarioReceiver{counts: make([]atomic.Int64, n), delays: make([]atomic.Int64, n)}
-	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			rc.close()
-			return nil, err
-		}
-		srv := &http.Server{Handler: rc.handler(i), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-		go func() { _ = srv.Serve(ln) }()
-		rc.srvs = append(rc.srvs, srv)
-		rc.urls = append(rc.urls, "http://"+ln.Addr().String()+"/hook")
+	var err error
+	if rc.srvs, rc.urls, err = e2e.Serve(n, rc.handler); err != nil {
+		return nil, err
 	}
 	return rc, nil
 }
@@ -94,7 +88,7 @@ type workers struct {
 	cancel  context.CancelFunc
 	stopped sync.WaitGroup
 	clients []*redis.Client
-	ctr     counter // round trips of all k clients
+	ctr     e2e.Counter // round trips of all k clients
 }
 
 func startWorkers(ctx context.Context, cfg config, opts webhooks.Options, k int) (*workers, error) {
@@ -148,15 +142,15 @@ func runEnqueue(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 	if err != nil {
 		return res, err
 	}
-	secrets := make([]string, len(e.rcv.urls))
-	for i, u := range e.rcv.urls {
-		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{eventType}})
+	secrets := make([]string, len(e.rcv.URLs))
+	for i, u := range e.rcv.URLs {
+		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{e2e.EventType}})
 		if err != nil {
 			return res, err
 		}
 		secrets[i] = wh.Secret
 	}
-	e.rcv.setSecrets(secrets)
+	e.rcv.SetSecrets(secrets)
 	wctx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
 	go func() { defer close(runDone); _ = d.Run(wctx) }()
@@ -170,7 +164,7 @@ func runEnqueue(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 	defer stopWorker()
 
 	enqueue := func(ctx context.Context, id string, wantDup bool) (ok, failed int, err error) {
-		results, err := d.Enqueue(ctx, webhooks.Event{Type: eventType, ID: id, Data: e.data})
+		results, err := d.Enqueue(ctx, webhooks.Event{Type: e2e.EventType, ID: id, Data: e.data})
 		if err != nil {
 			return 0, cfg.webhooks, err
 		}
@@ -191,10 +185,10 @@ func runEnqueue(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 	// phase enqueues n events and, for fresh ones, waits until the receiver has answered every pair.
 	phase := func(label, idPrefix string, n int, wantDup bool) (phaseOut, error) {
 		return e.phase(ctx, label, ctr, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
-			r0 := e.rcv.count.Load()
+			r0 := e.rcv.Count.Load()
 			var ok, failed atomic.Int64
-			_, err := parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
-				o, f, err := enqueue(ctx, eventID(idPrefix, i), wantDup)
+			_, err := e2e.Parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
+				o, f, err := enqueue(ctx, e2e.EventID(idPrefix, i), wantDup)
 				ok.Add(int64(o))
 				failed.Add(int64(f))
 				return err
@@ -202,7 +196,7 @@ func runEnqueue(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 			if wantDup || err != nil {
 				return int(ok.Load()), int(failed.Load()), err
 			}
-			if _, err := waitCount(ctx, func() int64 { return e.rcv.count.Load() - r0 }, ok.Load()); err != nil {
+			if _, err := waitCount(ctx, func() int64 { return e.rcv.Count.Load() - r0 }, ok.Load()); err != nil {
 				return 0, int(ok.Load()), err
 			}
 			return int(ok.Load()), int(failed.Load()), nil
@@ -299,7 +293,7 @@ func (e *env) hungScenario(ctx context.Context, label, prefix string, eng *engin
 	}
 	ids := make([]string, len(rc.urls))
 	for i, u := range rc.urls {
-		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{eventType}})
+		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{e2e.EventType}})
 		if err != nil {
 			return err
 		}
@@ -334,9 +328,9 @@ func (e *env) hungScenario(ctx context.Context, label, prefix string, eng *engin
 		var bad atomic.Int64
 		var firstBad atomic.Pointer[error]
 		start, h0 := time.Now(), healthyCount()
-		_, err = parallel(pctx, n, cfg.concurrency, &done, func(ctx context.Context, i int) error {
+		_, err = e2e.Parallel(pctx, n, cfg.concurrency, &done, func(ctx context.Context, i int) error {
 			t0 := time.Now()
-			results, err := d.Dispatch(ctx, webhooks.Event{Type: eventType, ID: eventID(idPrefix, i), Data: e.data})
+			results, err := d.Dispatch(ctx, webhooks.Event{Type: e2e.EventType, ID: e2e.EventID(idPrefix, i), Data: e.data})
 			lat[i] = float64(time.Since(t0).Microseconds()) / 1000
 			if err != nil {
 				return err
@@ -390,8 +384,8 @@ func (e *env) hungScenario(ctx context.Context, label, prefix string, eng *engin
 	t0 := time.Now()
 	opened := false
 	for round := range 10 {
-		_, _ = parallel(ctx, 8, 8, nil, func(ctx context.Context, i int) error {
-			_, err := d.Dispatch(ctx, webhooks.Event{Type: eventType, ID: eventID(fmt.Sprintf("%s-o%02d-", prefix, round), i), Data: e.data})
+		_, _ = e2e.Parallel(ctx, 8, 8, nil, func(ctx context.Context, i int) error {
+			_, err := d.Dispatch(ctx, webhooks.Event{Type: e2e.EventType, ID: e2e.EventID(fmt.Sprintf("%s-o%02d-", prefix, round), i), Data: e.data})
 			return err
 		})
 		h, err := d.Webhooks().Health(ctx, hung)
@@ -437,7 +431,7 @@ func (e *env) drainScenario(ctx context.Context, label, prefix string, k int, en
 	defer rc.close()
 	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention}
 	return e.drain(ctx, fmt.Sprintf("%s drain, %d replica(s)", label, k), fmt.Sprint(k), prefix, rc, opts, k,
-		func(i int) string { return eventType }, []string{eventType}, events, eng)
+		func(i int) string { return e2e.EventType }, []string{e2e.EventType}, events, eng)
 }
 
 // slowScenario: -slow due deliveries spread over 16 webhooks (one event type each), a receiver that
@@ -492,8 +486,8 @@ func (e *env) drain(ctx context.Context, label, key, prefix string, rc *scenario
 	var done atomic.Int64
 	e.prog.set(label+": enqueue", &done, n)
 	var pairs atomic.Int64
-	if _, err := parallel(pctx, n, cfg.concurrency, &done, func(ctx context.Context, i int) error {
-		results, err := producer.Enqueue(ctx, webhooks.Event{Type: typeOf(i), ID: eventID(prefix+"-evt-", i), Data: e.data})
+	if _, err := e2e.Parallel(pctx, n, cfg.concurrency, &done, func(ctx context.Context, i int) error {
+		results, err := producer.Enqueue(ctx, webhooks.Event{Type: typeOf(i), ID: e2e.EventID(prefix+"-evt-", i), Data: e.data})
 		pairs.Add(int64(len(results)))
 		return err
 	}); err != nil {
@@ -521,7 +515,7 @@ func (e *env) drain(ctx context.Context, label, key, prefix string, rc *scenario
 	}
 	if b, err := takeSnapshot(ctx, e.admin); err == nil {
 		dd := diff(a, b)
-		_, trips := w.ctr.read()
+		_, trips := w.ctr.Read()
 		eng.drainStats[key] = drainStat{trips: float64(trips) / float64(want), cmds: float64(dd.cmds) / float64(want),
 			selfCPU: dd.selfCPU, redisCPU: dd.redisCPU}
 	}

@@ -27,9 +27,12 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/cmd/webhooks-bench/internal/e2e"
 )
 
 type config struct {
@@ -51,6 +54,8 @@ type config struct {
 	slowDelay    time.Duration
 	only         string
 	libCap       int
+	v1           string
+	child        bool
 }
 
 func main() {
@@ -73,6 +78,8 @@ func main() {
 	flag.DurationVar(&cfg.slowDelay, "slow-delay", 50*time.Millisecond, "the slow receiver's time per request")
 	flag.StringVar(&cfg.only, "only", "", "run only the systems whose name contains one of these (comma-separated; diagnosis: the report's ratios need all)")
 	flag.IntVar(&cfg.libCap, "lib-max-inflight", 0, "also measure the library's Dispatch row with MaxInFlightPerWebhook set to this (0: not measured)")
+	flag.StringVar(&cfg.v1, "v1", "ac27a5b", "also measure the child program built against this version of the library: a directory holding the module, or a git revision of the repository this runs in (\"\": not measured)")
+	flag.BoolVar(&cfg.child, "child", true, "also measure the child program built against this tree (the same program as the -v1 row)")
 	flag.Parse()
 	if cfg.events < 1 || cfg.webhooks < 1 || cfg.concurrency < 1 || cfg.runs < 1 || cfg.payload < 0 {
 		fmt.Fprintln(os.Stderr, "webhooks-bench: -events, -webhooks, -concurrency and -runs must be positive")
@@ -94,10 +101,13 @@ func main() {
 type env struct {
 	cfg    config
 	admin  *redis.Client // INFO, SCAN, UNLINK: never counted against a system's round trips
-	rcv    *receiver
+	rcv    *e2e.Receiver
 	prefix string // wb<4 random hex digits>
-	data   eventData
+	data   e2e.EventData
 	prog   *progress
+	tmp    string // the child programs' builds
+	// the signatures the children's receivers checked, and the failures
+	childSampled, childBadSig atomic.Int64
 }
 
 func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
@@ -113,19 +123,23 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
-	rcv, err := startReceiver(cfg.webhooks)
+	rcv, err := e2e.StartReceiver(cfg.webhooks)
 	if err != nil {
 		return err
 	}
-	defer rcv.close()
+	defer rcv.Close()
 
 	// Key prefixes are as long as the library's default, "webhooks": "wb", 4 random hex digits, the
 	// run and a letter per system.
 	var rnd [2]byte
 	_, _ = rand.Read(rnd[:])
 	e := &env{cfg: cfg, admin: admin, rcv: rcv, prefix: "wb" + hex.EncodeToString(rnd[:]),
-		data: newEventData(cfg.payload), prog: newProgress(errOut)}
+		data: e2e.NewEventData(cfg.payload), prog: newProgress(errOut)}
 	defer e.prog.stop()
+	if e.tmp, err = os.MkdirTemp("", "webhooks-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(e.tmp)
 	defer func() {
 		// Whatever happened, leave no key of ours behind.
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -137,15 +151,9 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 		}
 	}()
 
-	systems := []system{
-		{name: sysLibrary, run: runLibrary},
-		{name: sysHand, run: runHandWritten},
-		{name: sysQueue, run: runTaskQueue},
-		{name: sysHTTP, run: runHTTPOnly},
-	}
-	if cfg.engine {
-		systems = slices.Insert(systems, 1, system{name: sysEnqueue, run: runEnqueue})
-		systems = append(systems, system{name: sysEngine, run: runEngine})
+	systems, err := e.systems(ctx)
+	if err != nil {
+		return err
 	}
 	if cfg.libCap > 0 {
 		systems = slices.Insert(systems, 1, system{name: sysLibraryCap, run: runLibraryCap(cfg.libCap)})
@@ -184,11 +192,40 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 		shared.CloseIdleConnections()
 	}
 	e.prog.stop()
-	report(out, cfg, info, results, background, rcv)
-	if f := rcv.badSig.Load(); f > 0 {
+	report(out, cfg, info, results, background, rcv.Sampled.Load()+e.childSampled.Load(), rcv.BadSig.Load()+e.childBadSig.Load())
+	if f := rcv.BadSig.Load() + e.childBadSig.Load(); f > 0 {
 		return errors.New("some sampled requests failed signature verification")
 	}
 	return nil
+}
+
+// systems are the rows and scenarios of a run, in the order they run; the child programs are built
+// first.
+func (e *env) systems(ctx context.Context) ([]system, error) {
+	cfg := e.cfg
+	systems := []system{{name: sysLibrary, run: runLibrary}}
+	if cfg.engine {
+		systems = append(systems, system{name: sysEnqueue, run: runEnqueue})
+	}
+	if cfg.child || cfg.v1 != "" {
+		e.prog.set("building the child program(s)", nil, 0)
+		current, old, err := buildChildren(ctx, e.tmp, cfg.v1)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.child {
+			systems = append(systems, system{name: sysChild, run: runChild(current, "c")})
+		}
+		if old != "" {
+			systems = append(systems, system{name: sysV1, run: runChild(old, "v")})
+		}
+	}
+	systems = append(systems, system{name: sysHand, run: runHandWritten}, system{name: sysQueue, run: runTaskQueue},
+		system{name: sysHTTP, run: runHTTPOnly})
+	if cfg.engine {
+		systems = append(systems, system{name: sysEngine, run: runEngine})
+	}
+	return systems, nil
 }
 
 type system struct {
@@ -203,6 +240,10 @@ const (
 	sysHTTP    = "loopback HTTP alone"
 	sysEnqueue = "webhooks: Enqueue + worker"
 	sysEngine  = "engine scenarios"
+	// sysChild and sysV1 are the same program (./child) in a child process, built against this tree
+	// and against -v1.
+	sysChild = "webhooks, child process (same program as v1's row)"
+	sysV1    = "v1 (-v1, default ac27a5b), child process"
 	// sysLibraryCap is the library's row with -lib-max-inflight.
 	sysLibraryCap = "webhooks, Dispatch, MaxInFlightPerWebhook = -lib-max-inflight"
 )
