@@ -1,15 +1,19 @@
 // Command webhooks-bench runs the workload of the performance issue end to end against a real Redis and
-// a loopback receiver, and prints one markdown table comparing, measured in the same run:
+// a loopback receiver, and prints markdown tables comparing, measured in the same run:
 //
 //  1. webhooks: this library (Dispatch from -concurrency goroutines, a retry worker replica running);
-//  2. hand-written loop: SET claim NX PX → signed POST → HSET record + PEXPIRE (MULTI/EXEC), no schedule;
-//  3. task queue: an asynq-style Redis task queue with unique locks, Lua enqueue/dequeue/complete, and
+//  2. webhooks: Enqueue + worker (Enqueue from -concurrency goroutines, Run of the same Dispatcher);
+//  3. the same end-to-end program (./child) in a child process, built against this tree and against
+//     the last v1 commit (-v1), so that a regression against v1 shows within the run;
+//  4. hand-written loop: SET claim NX PX → signed POST → HSET record + PEXPIRE (MULTI/EXEC), no schedule;
+//  5. task queue: an asynq-style Redis task queue with unique locks, Lua enqueue/dequeue/complete, and
 //     -concurrency polling workers;
-//  4. loopback HTTP alone: the same signed POSTs, no Redis.
+//  6. loopback HTTP alone: the same signed POSTs, no Redis;
 //
-// The systems run interleaved (A B C D, A B C D, … for -runs) and the table shows medians; ratios are
-// computed within each run, then their median is taken. Each system gets its own key prefix, and its
-// keys are deleted (SCAN + UNLINK) before the next one runs.
+// and the engine scenarios (hung subscriber, backlog drain by 1 and 3 replicas, slow receiver). The
+// systems run interleaved (A B C …, A B C …, for -runs) and the tables show medians; ratios are
+// computed within each run, then their median is taken, and set against the goals of issue 20. Each
+// system gets its own key prefix, and its keys are deleted (SCAN + UNLINK) before the next one runs.
 //
 //	go run ./cmd/webhooks-bench -redis 127.0.0.1:6379 [-events 5000 -webhooks 4 -payload 512 -concurrency 64 -runs 3]
 package main
@@ -170,7 +174,9 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 	}
 	results := map[string][]result{}
 	var background []float64
+	var loads []string
 	for r := 1; r <= cfg.runs; r++ {
+		loads = append(loads, loadAverage())
 		bg, err := backgroundRate(ctx, admin, time.Second)
 		if err != nil {
 			return err
@@ -192,6 +198,8 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 		shared.CloseIdleConnections()
 	}
 	e.prog.stop()
+	loads = append(loads, loadAverage())
+	fmt.Fprintf(out, "Load average (1, 5, 15 min) at the start of each run, then at the end: %s.\n\n", strings.Join(loads, "; "))
 	report(out, cfg, info, results, background, rcv.Sampled.Load()+e.childSampled.Load(), rcv.BadSig.Load()+e.childBadSig.Load())
 	if f := rcv.BadSig.Load() + e.childBadSig.Load(); f > 0 {
 		return errors.New("some sampled requests failed signature verification")
@@ -247,3 +255,12 @@ const (
 	// sysLibraryCap is the library's row with -lib-max-inflight.
 	sysLibraryCap = "webhooks, Dispatch, MaxInFlightPerWebhook = -lib-max-inflight"
 )
+
+// loadAverage is the machine's load average, from /proc/loadavg ("?" where there is none).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}

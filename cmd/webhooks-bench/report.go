@@ -145,8 +145,8 @@ func report(w io.Writer, cfg config, facts redisFacts, results map[string][]resu
 	order := []string{sysLibrary, sysLibraryCap, sysEnqueue, sysChild, sysV1, sysHand, sysQueue, sysHTTP}
 	fmt.Fprintf(w, "## webhooks-bench: %d events × %d webhooks, %d-byte payload, concurrency %d, %d interleaved runs (medians)\n\n",
 		cfg.events, cfg.webhooks, cfg.payload, cfg.concurrency, cfg.runs)
-	fmt.Fprintf(w, "Redis %s (%s) at %s; Go %s, GOMAXPROCS %d, %d CPUs; background traffic of other Redis clients ≈ %s commands/s.\n\n",
-		facts.version, facts.mode, cfg.redisAddr, runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), f0(median(background)))
+	fmt.Fprintf(w, "Redis %s (%s) at %s; Go %s, GOMAXPROCS %d, %d CPUs; background traffic of other Redis clients (INFO commandstats over an idle second before each run) %s commands/s: it inflates the commands and Redis CPU per delivery of a phase by its rate × the phase's length.\n\n",
+		facts.version, facts.mode, cfg.redisAddr, runtime.Version(), runtime.GOMAXPROCS(0), runtime.NumCPU(), fmtFloats(background))
 
 	fmt.Fprintln(w, "| system | deliveries/s end to end | duplicate pairs rejected/s | Redis memory per delivery (used_memory Δ) | Redis commands per delivery (commandstats, incl. inside scripts) | client commands per delivery (hook) | round trips per delivery (hook) | round trips per event: fresh / duplicate |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -253,6 +253,11 @@ func report(w io.Writer, cfg config, facts redisFacts, results map[string][]resu
 			if r.hasRedis && r.dup.received > 0 {
 				notes = append(notes, fmt.Sprintf("%s run %d: the receiver got %d requests during the duplicate phase", name, i+1, r.dup.received))
 			}
+			if i < len(background) && r.hasRedis {
+				if x := background[i] * r.fresh.elapsed.Seconds() / float64(r.pairs); x >= 0.1 {
+					notes = append(notes, fmt.Sprintf("%s run %d: other clients' traffic (%s commands/s before the run) may add about %.2f commands per delivery", name, i+1, f0(background[i]), x))
+				}
+			}
 			if r.fresh.received != int64(r.pairs) {
 				notes = append(notes, fmt.Sprintf("%s run %d: the receiver got %d requests for %d fresh pairs", name, i+1, r.fresh.received, r.pairs))
 			}
@@ -349,4 +354,12 @@ func fmtList(xs []float64) string {
 		parts[i] = f2(x)
 	}
 	return "÷ task queue per run " + strings.Join(parts, ", ")
+}
+
+func fmtFloats(xs []float64) string {
+	parts := make([]string, len(xs))
+	for i, x := range xs {
+		parts[i] = f0(x)
+	}
+	return strings.Join(parts, ", ")
 }
