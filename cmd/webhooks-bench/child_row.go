@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -40,7 +41,7 @@ func runChild(bin, letter string) func(ctx context.Context, e *env, run int, _ *
 			return res, err
 		}
 		defer p.stop()
-		label := fmt.Sprintf("run %d/%d %s", run, cfg.runs, bin)
+		label := fmt.Sprintf("run %d/%d %s child", run, cfg.runs, filepath.Base(bin))
 		if res.fresh, err = p.phase(ctx, e, label+" fresh"); err != nil {
 			return res, p.explain(err)
 		}
