@@ -88,14 +88,14 @@ type workers struct {
 	cancel  context.CancelFunc
 	stopped sync.WaitGroup
 	clients []*redis.Client
+	ds      []*webhooks.Dispatcher
 	ctr     e2e.Counter // round trips of all k clients
 }
 
 func startWorkers(ctx context.Context, cfg config, opts webhooks.Options, k int) (*workers, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	w := &workers{cancel: cancel}
-	ds := make([]*webhooks.Dispatcher, k)
-	for i := range k {
+	for range k {
 		rdb := redis.NewClient(&redis.Options{Addr: cfg.redisAddr, PoolSize: cfg.pool})
 		rdb.AddHook(&w.ctr)
 		w.clients = append(w.clients, rdb)
@@ -104,9 +104,9 @@ func startWorkers(ctx context.Context, cfg config, opts webhooks.Options, k int)
 			w.stop()
 			return nil, err
 		}
-		ds[i] = d
+		w.ds = append(w.ds, d)
 	}
-	for _, d := range ds {
+	for _, d := range w.ds {
 		w.stopped.Go(func() { _ = d.Run(wctx) })
 	}
 	return w, nil
@@ -120,6 +120,9 @@ func (w *workers) stop() {
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
+	}
+	for _, d := range w.ds {
+		d.CloseIdleConnections()
 	}
 	for _, c := range w.clients {
 		c.Close()
@@ -199,6 +202,7 @@ func (e *env) hungScenario(ctx context.Context, label, prefix string, eng *engin
 	if err != nil {
 		return err
 	}
+	defer d.CloseIdleConnections()
 	ids := make([]string, len(rc.urls))
 	for i, u := range rc.urls {
 		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{e2e.EventType}})
@@ -380,6 +384,7 @@ func (e *env) drain(ctx context.Context, label, key, prefix string, rc *scenario
 	if err != nil {
 		return 0, err
 	}
+	defer producer.CloseIdleConnections()
 	for i, u := range rc.urls {
 		events := every
 		if events == nil {

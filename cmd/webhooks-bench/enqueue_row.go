@@ -30,6 +30,7 @@ func runEnqueue(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 	if err != nil {
 		return res, err
 	}
+	defer d.CloseIdleConnections() // no keep-alive connection of this row outlives it
 	secrets := make([]string, len(e.rcv.URLs))
 	for i, u := range e.rcv.URLs {
 		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{e2e.EventType}})

@@ -60,6 +60,7 @@ type config struct {
 	libCap       int
 	v1           string
 	child        bool
+	rotate       bool
 }
 
 func main() {
@@ -84,6 +85,7 @@ func main() {
 	flag.IntVar(&cfg.libCap, "lib-max-inflight", 0, "also measure the library's Dispatch row with MaxInFlightPerWebhook set to this (0: not measured)")
 	flag.StringVar(&cfg.v1, "v1", "ac27a5b", "also measure the child program built against this version of the library: a directory holding the module, or a git revision of the repository this runs in (\"\": not measured)")
 	flag.BoolVar(&cfg.child, "child", true, "also measure the child program built against this tree (the same program as the -v1 row)")
+	flag.BoolVar(&cfg.rotate, "rotate", true, "start round r at the r-th system (the engine scenarios stay last), so that no system always runs first or after the same one")
 	flag.Parse()
 	if cfg.events < 1 || cfg.webhooks < 1 || cfg.concurrency < 1 || cfg.runs < 1 || cfg.payload < 0 {
 		fmt.Fprintln(os.Stderr, "webhooks-bench: -events, -webhooks, -concurrency and -runs must be positive")
@@ -183,7 +185,7 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 		}
 		background = append(background, bg)
 		shared := newBaselineClient(cfg)
-		for _, s := range systems {
+		for _, s := range roundOrder(systems, r, cfg.rotate) {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -234,6 +236,24 @@ func (e *env) systems(ctx context.Context) ([]system, error) {
 		systems = append(systems, system{name: sysEngine, run: runEngine})
 	}
 	return systems, nil
+}
+
+// roundOrder is the order of round r (from 1): with rotate, the rows rotated left by r-1, the engine
+// scenarios last.
+func roundOrder(systems []system, r int, rotate bool) []system {
+	var rows, rest []system
+	for _, s := range systems {
+		if s.name == sysEngine {
+			rest = append(rest, s)
+		} else {
+			rows = append(rows, s)
+		}
+	}
+	if rotate && len(rows) > 0 {
+		k := (r - 1) % len(rows)
+		rows = append(rows[k:len(rows):len(rows)], rows[:k]...)
+	}
+	return append(rows, rest...)
 }
 
 type system struct {

@@ -142,6 +142,7 @@ func runLibraryOpts(ctx context.Context, e *env, run int, maxInFlight int) (resu
 	if err != nil {
 		return res, err
 	}
+	defer d.CloseIdleConnections() // no keep-alive connection of this row outlives it
 	secrets := make([]string, len(e.rcv.URLs))
 	for i, u := range e.rcv.URLs {
 		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{e2e.EventType}})

@@ -64,6 +64,7 @@ func StartReplica(ctx context.Context, addr string, pool int, opts webhooks.Opti
 		case <-stopped:
 		case <-time.After(30 * time.Second):
 		}
+		d.CloseIdleConnections()
 		rdb.Close()
 	}, nil
 }
