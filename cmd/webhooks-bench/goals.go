@@ -112,6 +112,7 @@ func reportRuns(w io.Writer, results map[string][]result) {
 		{"÷ hand-written", ratios(lib, results[sysHand], deliveriesPerSec), f2},
 		{"÷ loopback HTTP", ratios(lib, results[sysHTTP], deliveriesPerSec), f2},
 		{"child: this tree ÷ v1", ratios(results[sysChild], results[sysV1], deliveriesPerSec), f2},
+		{"child: whole-system CPU per delivery, this tree ÷ v1", ratios(results[sysChild], results[sysV1], systemCPUPerDl), f2},
 		{"in-process ÷ child row (same library)", ratios(lib, results[sysChild], deliveriesPerSec), f2},
 		{"Enqueue + worker ÷ inline", ratios(results[sysEnqueue], lib, deliveriesPerSec), f2},
 		{"dup/s ÷ task queue", ratios(lib, results[sysQueue], dupPerSec), f2},
