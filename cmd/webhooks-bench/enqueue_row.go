@@ -31,15 +31,9 @@ func runEnqueue(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 		return res, err
 	}
 	defer d.CloseIdleConnections() // no keep-alive connection of this row outlives it
-	secrets := make([]string, len(e.rcv.URLs))
-	for i, u := range e.rcv.URLs {
-		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{e2e.EventType}})
-		if err != nil {
-			return res, err
-		}
-		secrets[i] = wh.Secret
+	if err := e2e.Subscribe(ctx, d, e.rcv); err != nil {
+		return res, err
 	}
-	e.rcv.SetSecrets(secrets)
 	wctx, stopRun := context.WithCancel(ctx)
 	runDone := make(chan struct{})
 	go func() { defer close(runDone); _ = d.Run(wctx) }()
@@ -91,18 +85,8 @@ func runEnqueue(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 			return int(ok.Load()), int(failed.Load()), nil
 		})
 	}
-	label := fmt.Sprintf("run %d/%d enqueue+worker", run, cfg.runs)
-	if _, err := phase(label+" warm-up", prefix+"-warm", e.warmups(), false); err != nil {
-		return res, err
-	}
-	if res.fresh, err = phase(label+" fresh", prefix+"-evt-", cfg.events, false); err != nil {
-		return res, err
-	}
 	// The worker goes on running through the duplicate phase (it finds nothing due): an Enqueue that
 	// sent something would show in the receiver's count.
-	if err := e.afterFresh(ctx, &res, pattern, prefix, (cfg.events+e.warmups())*cfg.webhooks); err != nil {
-		return res, err
-	}
-	res.dup, err = phase(label+" duplicates", prefix+"-evt-", cfg.events, true)
+	err = e.sequence(ctx, &res, fmt.Sprintf("run %d/%d enqueue+worker", run, cfg.runs), prefix, pattern, phase)
 	return res, err
 }

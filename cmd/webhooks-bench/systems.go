@@ -101,6 +101,24 @@ func (e *env) afterFresh(ctx context.Context, res *result, pattern, prefix strin
 	return nil
 }
 
+// sequence runs the phases of a row: warm-up, fresh, what it retains then, duplicates.
+func (e *env) sequence(ctx context.Context, res *result, label, prefix, pattern string,
+	phase func(label, idPrefix string, n int, wantDup bool) (phaseOut, error)) error {
+	cfg := e.cfg
+	if _, err := phase(label+" warm-up", prefix+"-warm", e.warmups(), false); err != nil {
+		return err
+	}
+	var err error
+	if res.fresh, err = phase(label+" fresh", prefix+"-evt-", cfg.events, false); err != nil {
+		return err
+	}
+	if err := e.afterFresh(ctx, res, pattern, prefix, (cfg.events+e.warmups())*cfg.webhooks); err != nil {
+		return err
+	}
+	res.dup, err = phase(label+" duplicates", prefix+"-evt-", cfg.events, true)
+	return err
+}
+
 func (e *env) cleanup(pattern string) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -143,15 +161,9 @@ func runLibraryOpts(ctx context.Context, e *env, run int, maxInFlight int) (resu
 		return res, err
 	}
 	defer d.CloseIdleConnections() // no keep-alive connection of this row outlives it
-	secrets := make([]string, len(e.rcv.URLs))
-	for i, u := range e.rcv.URLs {
-		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{e2e.EventType}})
-		if err != nil {
-			return res, err
-		}
-		secrets[i] = wh.Secret
+	if err := e2e.Subscribe(ctx, d, e.rcv); err != nil {
+		return res, err
 	}
-	e.rcv.SetSecrets(secrets)
 
 	// dispatch dispatches one event and counts its pairs that went as wanted. A fresh pair whose
 	// attempt Dispatch left to the worker (its webhook at MaxInFlightPerWebhook in this Dispatcher) is
@@ -305,18 +317,7 @@ func runHandWritten(ctx context.Context, e *env, run int, hc *http.Client) (resu
 			return int(ok.Load()), int(failed.Load()), err
 		})
 	}
-	label := fmt.Sprintf("run %d/%d hand-written", run, cfg.runs)
-	if _, err := phase(label+" warm-up", prefix+"-warm", e.warmups(), false); err != nil {
-		return res, err
-	}
-	var err error
-	if res.fresh, err = phase(label+" fresh", prefix+"-evt-", cfg.events, false); err != nil {
-		return res, err
-	}
-	if err := e.afterFresh(ctx, &res, pattern, prefix, (cfg.events+e.warmups())*cfg.webhooks); err != nil {
-		return res, err
-	}
-	res.dup, err = phase(label+" duplicates", prefix+"-evt-", cfg.events, true)
+	err := e.sequence(ctx, &res, fmt.Sprintf("run %d/%d hand-written", run, cfg.runs), prefix, pattern, phase)
 	return res, err
 }
 

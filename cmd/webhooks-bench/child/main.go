@@ -61,15 +61,9 @@ func run(c config) error {
 	if err != nil {
 		return err
 	}
-	secrets := make([]string, c.hooks)
-	for i, u := range rcv.URLs {
-		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{e2e.EventType}})
-		if err != nil {
-			return err
-		}
-		secrets[i] = wh.Secret
+	if err := e2e.Subscribe(ctx, d, rcv); err != nil {
+		return err
 	}
-	rcv.SetSecrets(secrets)
 	stopWorker, err := e2e.StartReplica(ctx, c.addr, c.pool, opts)
 	if err != nil {
 		return err

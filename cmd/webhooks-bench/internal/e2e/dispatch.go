@@ -42,6 +42,21 @@ func Tally(id string, results []webhooks.Result, want int, wantDup, deferOK bool
 	return ok, failed, deferred, err
 }
 
+// Subscribe creates one webhook per listener of rc, subscribed to EventType, and gives rc their
+// secrets.
+func Subscribe(ctx context.Context, d *webhooks.Dispatcher, rc *Receiver) error {
+	secrets := make([]string, len(rc.URLs))
+	for i, u := range rc.URLs {
+		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{EventType}})
+		if err != nil {
+			return err
+		}
+		secrets[i] = wh.Secret
+	}
+	rc.SetSecrets(secrets)
+	return nil
+}
+
 // StartReplica runs Run of a second Dispatcher with opts, on its own Redis client, in this process:
 // a replica's worker. stop ends it (at most 30 s) and may be called more than once.
 func StartReplica(ctx context.Context, addr string, pool int, opts webhooks.Options) (stop func(), err error) {
