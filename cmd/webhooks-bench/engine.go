@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -19,6 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks"
+
+	"github.com/smartdrop/webhooks/cmd/webhooks-bench/internal/e2e"
 )
 
 // scenarioReceiver is a loopback receiver with one listener per webhook, each answering 204 after its
@@ -33,16 +34,9 @@ type scenarioReceiver struct {
 
 func startScenarioReceiver(n int) (*scenarioReceiver, error) {
 	rc := &scenarioReceiver{counts: make([]atomic.Int64, n), delays: make([]atomic.Int64, n)}
-	for i := range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			rc.close()
-			return nil, err
-		}
-		srv := &http.Server{Handler: rc.handler(i), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute}
-		go func() { _ = srv.Serve(ln) }()
-		rc.srvs = append(rc.srvs, srv)
-		rc.urls = append(rc.urls, "http://"+ln.Addr().String()+"/hook")
+	var err error
+	if rc.srvs, rc.urls, err = e2e.Serve(n, rc.handler); err != nil {
+		return nil, err
 	}
 	return rc, nil
 }
@@ -94,14 +88,14 @@ type workers struct {
 	cancel  context.CancelFunc
 	stopped sync.WaitGroup
 	clients []*redis.Client
-	ctr     counter // round trips of all k clients
+	ds      []*webhooks.Dispatcher
+	ctr     e2e.Counter // round trips of all k clients
 }
 
 func startWorkers(ctx context.Context, cfg config, opts webhooks.Options, k int) (*workers, error) {
 	wctx, cancel := context.WithCancel(ctx)
 	w := &workers{cancel: cancel}
-	ds := make([]*webhooks.Dispatcher, k)
-	for i := range k {
+	for range k {
 		rdb := redis.NewClient(&redis.Options{Addr: cfg.redisAddr, PoolSize: cfg.pool})
 		rdb.AddHook(&w.ctr)
 		w.clients = append(w.clients, rdb)
@@ -110,9 +104,9 @@ func startWorkers(ctx context.Context, cfg config, opts webhooks.Options, k int)
 			w.stop()
 			return nil, err
 		}
-		ds[i] = d
+		w.ds = append(w.ds, d)
 	}
-	for _, d := range ds {
+	for _, d := range w.ds {
 		w.stopped.Go(func() { _ = d.Run(wctx) })
 	}
 	return w, nil
@@ -127,101 +121,12 @@ func (w *workers) stop() {
 	case <-done:
 	case <-time.After(30 * time.Second):
 	}
+	for _, d := range w.ds {
+		d.CloseIdleConnections()
+	}
 	for _, c := range w.clients {
 		c.Close()
 	}
-}
-
-// runEnqueue measures Enqueue from -concurrency goroutines with one Run of the same Dispatcher
-// delivering: deliveries/s from the first Enqueue until every pair is delivered and recorded (the
-// receiver has answered them all and Run, stopped then, has recorded its attempts in flight).
-func runEnqueue(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
-	cfg := e.cfg
-	prefix := fmt.Sprintf("%s%dq", e.prefix, run)
-	pattern := "{" + prefix + ":*"
-	defer e.cleanup(pattern)
-	res := result{events: cfg.events, pairs: cfg.events * cfg.webhooks}
-	rdb, ctr := newClient(cfg)
-	defer rdb.Close()
-	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention}
-	d, err := webhooks.New(rdb, opts)
-	if err != nil {
-		return res, err
-	}
-	secrets := make([]string, len(e.rcv.urls))
-	for i, u := range e.rcv.urls {
-		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{eventType}})
-		if err != nil {
-			return res, err
-		}
-		secrets[i] = wh.Secret
-	}
-	e.rcv.setSecrets(secrets)
-	wctx, stopRun := context.WithCancel(ctx)
-	runDone := make(chan struct{})
-	go func() { defer close(runDone); _ = d.Run(wctx) }()
-	stopWorker := func() {
-		stopRun()
-		select {
-		case <-runDone:
-		case <-time.After(30 * time.Second):
-		}
-	}
-	defer stopWorker()
-
-	enqueue := func(ctx context.Context, id string, wantDup bool) (ok, failed int, err error) {
-		results, err := d.Enqueue(ctx, webhooks.Event{Type: eventType, ID: id, Data: e.data})
-		if err != nil {
-			return 0, cfg.webhooks, err
-		}
-		for _, r := range results {
-			switch {
-			case r.Err != nil || r.Delivery == nil:
-				failed++
-				err = cmpErr(err, r.Err, 0)
-			case r.Duplicate == wantDup:
-				ok++
-			default:
-				failed++
-				err = fmt.Errorf("event %s webhook %s: duplicate=%t", id, r.WebhookID, r.Duplicate)
-			}
-		}
-		return ok, failed, err
-	}
-	// phase enqueues n events and, for fresh ones, waits until the receiver has answered every pair.
-	phase := func(label, idPrefix string, n int, wantDup bool) (phaseOut, error) {
-		return e.phase(ctx, label, ctr, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
-			r0 := e.rcv.count.Load()
-			var ok, failed atomic.Int64
-			_, err := parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
-				o, f, err := enqueue(ctx, eventID(idPrefix, i), wantDup)
-				ok.Add(int64(o))
-				failed.Add(int64(f))
-				return err
-			})
-			if wantDup || err != nil {
-				return int(ok.Load()), int(failed.Load()), err
-			}
-			if _, err := waitCount(ctx, func() int64 { return e.rcv.count.Load() - r0 }, ok.Load()); err != nil {
-				return 0, int(ok.Load()), err
-			}
-			return int(ok.Load()), int(failed.Load()), nil
-		})
-	}
-	label := fmt.Sprintf("run %d/%d enqueue+worker", run, cfg.runs)
-	if _, err := phase(label+" warm-up", prefix+"-warm", e.warmups(), false); err != nil {
-		return res, err
-	}
-	if res.fresh, err = phase(label+" fresh", prefix+"-evt-", cfg.events, false); err != nil {
-		return res, err
-	}
-	// The worker goes on running through the duplicate phase (it finds nothing due): an Enqueue that
-	// sent something would show in the receiver's count.
-	if err := e.afterFresh(ctx, &res, pattern, prefix, (cfg.events+e.warmups())*cfg.webhooks); err != nil {
-		return res, err
-	}
-	res.dup, err = phase(label+" duplicates", prefix+"-evt-", cfg.events, true)
-	return res, err
 }
 
 // engineResult is what the engine scenarios measured in one run.
@@ -297,9 +202,10 @@ func (e *env) hungScenario(ctx context.Context, label, prefix string, eng *engin
 	if err != nil {
 		return err
 	}
+	defer d.CloseIdleConnections()
 	ids := make([]string, len(rc.urls))
 	for i, u := range rc.urls {
-		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{eventType}})
+		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{e2e.EventType}})
 		if err != nil {
 			return err
 		}
@@ -334,9 +240,9 @@ func (e *env) hungScenario(ctx context.Context, label, prefix string, eng *engin
 		var bad atomic.Int64
 		var firstBad atomic.Pointer[error]
 		start, h0 := time.Now(), healthyCount()
-		_, err = parallel(pctx, n, cfg.concurrency, &done, func(ctx context.Context, i int) error {
+		_, err = e2e.Parallel(pctx, n, cfg.concurrency, &done, func(ctx context.Context, i int) error {
 			t0 := time.Now()
-			results, err := d.Dispatch(ctx, webhooks.Event{Type: eventType, ID: eventID(idPrefix, i), Data: e.data})
+			results, err := d.Dispatch(ctx, webhooks.Event{Type: e2e.EventType, ID: e2e.EventID(idPrefix, i), Data: e.data})
 			lat[i] = float64(time.Since(t0).Microseconds()) / 1000
 			if err != nil {
 				return err
@@ -390,8 +296,8 @@ func (e *env) hungScenario(ctx context.Context, label, prefix string, eng *engin
 	t0 := time.Now()
 	opened := false
 	for round := range 10 {
-		_, _ = parallel(ctx, 8, 8, nil, func(ctx context.Context, i int) error {
-			_, err := d.Dispatch(ctx, webhooks.Event{Type: eventType, ID: eventID(fmt.Sprintf("%s-o%02d-", prefix, round), i), Data: e.data})
+		_, _ = e2e.Parallel(ctx, 8, 8, nil, func(ctx context.Context, i int) error {
+			_, err := d.Dispatch(ctx, webhooks.Event{Type: e2e.EventType, ID: e2e.EventID(fmt.Sprintf("%s-o%02d-", prefix, round), i), Data: e.data})
 			return err
 		})
 		h, err := d.Webhooks().Health(ctx, hung)
@@ -437,7 +343,7 @@ func (e *env) drainScenario(ctx context.Context, label, prefix string, k int, en
 	defer rc.close()
 	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention}
 	return e.drain(ctx, fmt.Sprintf("%s drain, %d replica(s)", label, k), fmt.Sprint(k), prefix, rc, opts, k,
-		func(i int) string { return eventType }, []string{eventType}, events, eng)
+		func(i int) string { return e2e.EventType }, []string{e2e.EventType}, events, eng)
 }
 
 // slowScenario: -slow due deliveries spread over 16 webhooks (one event type each), a receiver that
@@ -478,6 +384,7 @@ func (e *env) drain(ctx context.Context, label, key, prefix string, rc *scenario
 	if err != nil {
 		return 0, err
 	}
+	defer producer.CloseIdleConnections()
 	for i, u := range rc.urls {
 		events := every
 		if events == nil {
@@ -492,8 +399,8 @@ func (e *env) drain(ctx context.Context, label, key, prefix string, rc *scenario
 	var done atomic.Int64
 	e.prog.set(label+": enqueue", &done, n)
 	var pairs atomic.Int64
-	if _, err := parallel(pctx, n, cfg.concurrency, &done, func(ctx context.Context, i int) error {
-		results, err := producer.Enqueue(ctx, webhooks.Event{Type: typeOf(i), ID: eventID(prefix+"-evt-", i), Data: e.data})
+	if _, err := e2e.Parallel(pctx, n, cfg.concurrency, &done, func(ctx context.Context, i int) error {
+		results, err := producer.Enqueue(ctx, webhooks.Event{Type: typeOf(i), ID: e2e.EventID(prefix+"-evt-", i), Data: e.data})
 		pairs.Add(int64(len(results)))
 		return err
 	}); err != nil {
@@ -521,7 +428,7 @@ func (e *env) drain(ctx context.Context, label, key, prefix string, rc *scenario
 	}
 	if b, err := takeSnapshot(ctx, e.admin); err == nil {
 		dd := diff(a, b)
-		_, trips := w.ctr.read()
+		_, trips := w.ctr.Read()
 		eng.drainStats[key] = drainStat{trips: float64(trips) / float64(want), cmds: float64(dd.cmds) / float64(want),
 			selfCPU: dd.selfCPU, redisCPU: dd.redisCPU}
 	}

@@ -1,15 +1,19 @@
 // Command webhooks-bench runs the workload of the performance issue end to end against a real Redis and
-// a loopback receiver, and prints one markdown table comparing, measured in the same run:
+// a loopback receiver, and prints markdown tables comparing, measured in the same run:
 //
 //  1. webhooks: this library (Dispatch from -concurrency goroutines, a retry worker replica running);
-//  2. hand-written loop: SET claim NX PX → signed POST → HSET record + PEXPIRE (MULTI/EXEC), no schedule;
-//  3. task queue: an asynq-style Redis task queue with unique locks, Lua enqueue/dequeue/complete, and
+//  2. webhooks: Enqueue + worker (Enqueue from -concurrency goroutines, Run of the same Dispatcher);
+//  3. the same end-to-end program (./child) in a child process, built against this tree and against
+//     the last v1 commit (-v1), so that a regression against v1 shows within the run;
+//  4. hand-written loop: SET claim NX PX → signed POST → HSET record + PEXPIRE (MULTI/EXEC), no schedule;
+//  5. task queue: an asynq-style Redis task queue with unique locks, Lua enqueue/dequeue/complete, and
 //     -concurrency polling workers;
-//  4. loopback HTTP alone: the same signed POSTs, no Redis.
+//  6. loopback HTTP alone: the same signed POSTs, no Redis;
 //
-// The systems run interleaved (A B C D, A B C D, … for -runs) and the table shows medians; ratios are
-// computed within each run, then their median is taken. Each system gets its own key prefix, and its
-// keys are deleted (SCAN + UNLINK) before the next one runs.
+// and the engine scenarios (hung subscriber, backlog drain by 1 and 3 replicas, slow receiver). The
+// systems run interleaved (A B C …, A B C …, for -runs) and the tables show medians; ratios are
+// computed within each run, then their median is taken, and set against the goals of issue 20. Each
+// system gets its own key prefix, and its keys are deleted (SCAN + UNLINK) before the next one runs.
 //
 //	go run ./cmd/webhooks-bench -redis 127.0.0.1:6379 [-events 5000 -webhooks 4 -payload 512 -concurrency 64 -runs 3]
 package main
@@ -27,9 +31,12 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/cmd/webhooks-bench/internal/e2e"
 )
 
 type config struct {
@@ -51,6 +58,9 @@ type config struct {
 	slowDelay    time.Duration
 	only         string
 	libCap       int
+	v1           string
+	child        bool
+	rotate       bool
 }
 
 func main() {
@@ -73,6 +83,9 @@ func main() {
 	flag.DurationVar(&cfg.slowDelay, "slow-delay", 50*time.Millisecond, "the slow receiver's time per request")
 	flag.StringVar(&cfg.only, "only", "", "run only the systems whose name contains one of these (comma-separated; diagnosis: the report's ratios need all)")
 	flag.IntVar(&cfg.libCap, "lib-max-inflight", 0, "also measure the library's Dispatch row with MaxInFlightPerWebhook set to this (0: not measured)")
+	flag.StringVar(&cfg.v1, "v1", "ac27a5b", "also measure the child program built against this version of the library: a directory holding the module, or a git revision of the repository this runs in (\"\": not measured)")
+	flag.BoolVar(&cfg.child, "child", true, "also measure the child program built against this tree (the same program as the -v1 row)")
+	flag.BoolVar(&cfg.rotate, "rotate", true, "start round r at the r-th system (the engine scenarios stay last), so that no system always runs first or after the same one")
 	flag.Parse()
 	if cfg.events < 1 || cfg.webhooks < 1 || cfg.concurrency < 1 || cfg.runs < 1 || cfg.payload < 0 {
 		fmt.Fprintln(os.Stderr, "webhooks-bench: -events, -webhooks, -concurrency and -runs must be positive")
@@ -94,10 +107,13 @@ func main() {
 type env struct {
 	cfg    config
 	admin  *redis.Client // INFO, SCAN, UNLINK: never counted against a system's round trips
-	rcv    *receiver
+	rcv    *e2e.Receiver
 	prefix string // wb<4 random hex digits>
-	data   eventData
+	data   e2e.EventData
 	prog   *progress
+	tmp    string // the child programs' builds
+	// the signatures the children's receivers checked, and the failures
+	childSampled, childBadSig atomic.Int64
 }
 
 func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
@@ -113,19 +129,23 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 	if err != nil {
 		return err
 	}
-	rcv, err := startReceiver(cfg.webhooks)
+	rcv, err := e2e.StartReceiver(cfg.webhooks)
 	if err != nil {
 		return err
 	}
-	defer rcv.close()
+	defer rcv.Close()
 
 	// Key prefixes are as long as the library's default, "webhooks": "wb", 4 random hex digits, the
 	// run and a letter per system.
 	var rnd [2]byte
 	_, _ = rand.Read(rnd[:])
 	e := &env{cfg: cfg, admin: admin, rcv: rcv, prefix: "wb" + hex.EncodeToString(rnd[:]),
-		data: newEventData(cfg.payload), prog: newProgress(errOut)}
+		data: e2e.NewEventData(cfg.payload), prog: newProgress(errOut)}
 	defer e.prog.stop()
+	if e.tmp, err = os.MkdirTemp("", "webhooks-bench-"); err != nil {
+		return err
+	}
+	defer os.RemoveAll(e.tmp)
 	defer func() {
 		// Whatever happened, leave no key of ours behind.
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -137,15 +157,9 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 		}
 	}()
 
-	systems := []system{
-		{name: sysLibrary, run: runLibrary},
-		{name: sysHand, run: runHandWritten},
-		{name: sysQueue, run: runTaskQueue},
-		{name: sysHTTP, run: runHTTPOnly},
-	}
-	if cfg.engine {
-		systems = slices.Insert(systems, 1, system{name: sysEnqueue, run: runEnqueue})
-		systems = append(systems, system{name: sysEngine, run: runEngine})
+	systems, err := e.systems(ctx)
+	if err != nil {
+		return err
 	}
 	if cfg.libCap > 0 {
 		systems = slices.Insert(systems, 1, system{name: sysLibraryCap, run: runLibraryCap(cfg.libCap)})
@@ -162,14 +176,16 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 	}
 	results := map[string][]result{}
 	var background []float64
+	var loads []string
 	for r := 1; r <= cfg.runs; r++ {
+		loads = append(loads, loadAverage())
 		bg, err := backgroundRate(ctx, admin, time.Second)
 		if err != nil {
 			return err
 		}
 		background = append(background, bg)
 		shared := newBaselineClient(cfg)
-		for _, s := range systems {
+		for _, s := range roundOrder(systems, r, cfg.rotate) {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -184,11 +200,60 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 		shared.CloseIdleConnections()
 	}
 	e.prog.stop()
-	report(out, cfg, info, results, background, rcv)
-	if f := rcv.badSig.Load(); f > 0 {
+	loads = append(loads, loadAverage())
+	fmt.Fprintf(out, "Load average (1, 5, 15 min) at the start of each run, then at the end: %s.\n\n", strings.Join(loads, "; "))
+	report(out, cfg, info, results, background, rcv.Sampled.Load()+e.childSampled.Load(), rcv.BadSig.Load()+e.childBadSig.Load())
+	if f := rcv.BadSig.Load() + e.childBadSig.Load(); f > 0 {
 		return errors.New("some sampled requests failed signature verification")
 	}
 	return nil
+}
+
+// systems are the rows and scenarios of a run, in the order they run; the child programs are built
+// first.
+func (e *env) systems(ctx context.Context) ([]system, error) {
+	cfg := e.cfg
+	systems := []system{{name: sysLibrary, run: runLibrary}}
+	if cfg.engine {
+		systems = append(systems, system{name: sysEnqueue, run: runEnqueue})
+	}
+	if cfg.child || cfg.v1 != "" {
+		e.prog.set("building the child program(s)", nil, 0)
+		current, old, err := buildChildren(ctx, e.tmp, cfg.v1)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.child {
+			systems = append(systems, system{name: sysChild, run: runChild(current, "c")})
+		}
+		if old != "" {
+			systems = append(systems, system{name: sysV1, run: runChild(old, "v")})
+		}
+	}
+	systems = append(systems, system{name: sysHand, run: runHandWritten}, system{name: sysQueue, run: runTaskQueue},
+		system{name: sysHTTP, run: runHTTPOnly})
+	if cfg.engine {
+		systems = append(systems, system{name: sysEngine, run: runEngine})
+	}
+	return systems, nil
+}
+
+// roundOrder is the order of round r (from 1): with rotate, the rows rotated left by r-1, the engine
+// scenarios last.
+func roundOrder(systems []system, r int, rotate bool) []system {
+	var rows, rest []system
+	for _, s := range systems {
+		if s.name == sysEngine {
+			rest = append(rest, s)
+		} else {
+			rows = append(rows, s)
+		}
+	}
+	if rotate && len(rows) > 0 {
+		k := (r - 1) % len(rows)
+		rows = append(rows[k:len(rows):len(rows)], rows[:k]...)
+	}
+	return append(rows, rest...)
 }
 
 type system struct {
@@ -203,6 +268,19 @@ const (
 	sysHTTP    = "loopback HTTP alone"
 	sysEnqueue = "webhooks: Enqueue + worker"
 	sysEngine  = "engine scenarios"
+	// sysChild and sysV1 are the same program (./child) in a child process, built against this tree
+	// and against -v1.
+	sysChild = "webhooks, child process (same program as v1's row)"
+	sysV1    = "v1 (-v1, default ac27a5b), child process"
 	// sysLibraryCap is the library's row with -lib-max-inflight.
 	sysLibraryCap = "webhooks, Dispatch, MaxInFlightPerWebhook = -lib-max-inflight"
 )
+
+// loadAverage is the machine's load average, from /proc/loadavg ("?" where there is none).
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
+}

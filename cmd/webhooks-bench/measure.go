@@ -13,43 +13,13 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/cmd/webhooks-bench/internal/e2e"
 )
 
-// counter is a go-redis hook counting what a client sends: every Process call is one command and one
-// round trip; every pipeline (or MULTI/EXEC transaction) is one round trip of len(cmds) commands (a
-// transaction's MULTI and EXEC included). A script run is EVALSHA, plus EVAL when the script was not
-// loaded yet.
-type counter struct {
-	cmds  atomic.Int64
-	trips atomic.Int64
-}
-
-func (c *counter) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (c *counter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		c.trips.Add(1)
-		c.cmds.Add(1)
-		return next(ctx, cmd)
-	}
-}
-
-func (c *counter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		c.trips.Add(1)
-		c.cmds.Add(int64(len(cmds)))
-		return next(ctx, cmds)
-	}
-}
-
-func (c *counter) read() (cmds, trips int64) { return c.cmds.Load(), c.trips.Load() }
-
 // newClient is the Redis client of one system, with a counting hook.
-func newClient(cfg config) (*redis.Client, *counter) {
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.redisAddr, PoolSize: cfg.pool})
-	c := &counter{}
-	rdb.AddHook(c)
-	return rdb, c
+func newClient(cfg config) (*redis.Client, *e2e.Counter) {
+	return e2e.NewClient(cfg.redisAddr, cfg.pool)
 }
 
 // snapshot is the Redis server's counters at one moment.
@@ -62,7 +32,7 @@ type snapshot struct {
 }
 
 func takeSnapshot(ctx context.Context, admin *redis.Client) (snapshot, error) {
-	s := snapshot{at: time.Now(), cmds: map[string]int64{}, selfCPU: processCPU()}
+	s := snapshot{at: time.Now(), cmds: map[string]int64{}, selfCPU: e2e.ProcessCPU()}
 	raw, err := admin.Info(ctx, "memory", "commandstats", "cpu").Result()
 	if err != nil {
 		return s, fmt.Errorf("INFO: %w", err)
@@ -229,38 +199,6 @@ func serverInfo(ctx context.Context, admin *redis.Client) (redisFacts, error) {
 		}
 	}
 	return f, nil
-}
-
-// parallel runs fn(i) for i in [0, n) from workers goroutines, until done or ctx ends. It returns the
-// number of calls that failed and the first error.
-func parallel(ctx context.Context, n, workers int, done *atomic.Int64, fn func(ctx context.Context, i int) error) (int, error) {
-	var next atomic.Int64
-	var failed atomic.Int64
-	var first error
-	var once sync.Once
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Go(func() {
-			for ctx.Err() == nil {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				if err := fn(ctx, i); err != nil {
-					failed.Add(1)
-					once.Do(func() { first = err })
-				}
-				if done != nil {
-					done.Add(1)
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if ctx.Err() != nil && first == nil {
-		first = ctx.Err()
-	}
-	return int(failed.Load()), first
 }
 
 // progress is the progress line on stderr.

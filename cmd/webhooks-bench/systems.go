@@ -14,6 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks"
+
+	"github.com/smartdrop/webhooks/cmd/webhooks-bench/internal/e2e"
 )
 
 // phaseOut is what one timed phase of one system measured.
@@ -26,6 +28,10 @@ type phaseOut struct {
 	cmds     int64 // client commands (hook)
 	trips    int64 // round trips (hook)
 	received int64 // requests the receiver got
+	// childSec is the CPU time of the child process that ran the phase (child rows only): the
+	// library, its driver and its receiver; the parent's own CPU is in d.selfSec.
+	childSec float64
+	deferred int // fresh pairs Dispatch left to the worker (child rows; the in-process row keeps result.deferred)
 }
 
 // result is one system's figures of one run.
@@ -49,7 +55,7 @@ type result struct {
 }
 
 // phase times body and takes the Redis, hook, receiver and CPU counters around it.
-func (e *env) phase(ctx context.Context, label string, ctr *counter, total int,
+func (e *env) phase(ctx context.Context, label string, ctr *e2e.Counter, total int,
 	body func(ctx context.Context, done *atomic.Int64) (ok, failed int, err error)) (phaseOut, error) {
 	pctx, cancel := context.WithTimeout(ctx, e.cfg.phaseTimeout)
 	defer cancel()
@@ -61,16 +67,16 @@ func (e *env) phase(ctx context.Context, label string, ctr *counter, total int,
 	}
 	var c0, t0 int64
 	if ctr != nil {
-		c0, t0 = ctr.read()
+		c0, t0 = ctr.Read()
 	}
-	r0 := e.rcv.count.Load()
+	r0 := e.rcv.Count.Load()
 	start := time.Now()
 	var out phaseOut
 	out.ok, out.failed, out.firstErr = body(pctx, &done)
 	out.elapsed = time.Since(start)
-	out.received = e.rcv.count.Load() - r0
+	out.received = e.rcv.Count.Load() - r0
 	if ctr != nil {
-		c1, t1 := ctr.read()
+		c1, t1 := ctr.Read()
 		out.cmds, out.trips = c1-c0, t1-t0
 	}
 	b, err := takeSnapshot(ctx, e.admin)
@@ -93,6 +99,24 @@ func (e *env) afterFresh(ctx context.Context, res *result, pattern, prefix strin
 	}
 	res.memUsage, res.memByKind, res.keys, res.retained, res.hasRedis = mu, byKind, n, retained, true
 	return nil
+}
+
+// sequence runs the phases of a row: warm-up, fresh, what it retains then, duplicates.
+func (e *env) sequence(ctx context.Context, res *result, label, prefix, pattern string,
+	phase func(label, idPrefix string, n int, wantDup bool) (phaseOut, error)) error {
+	cfg := e.cfg
+	if _, err := phase(label+" warm-up", prefix+"-warm", e.warmups(), false); err != nil {
+		return err
+	}
+	var err error
+	if res.fresh, err = phase(label+" fresh", prefix+"-evt-", cfg.events, false); err != nil {
+		return err
+	}
+	if err := e.afterFresh(ctx, res, pattern, prefix, (cfg.events+e.warmups())*cfg.webhooks); err != nil {
+		return err
+	}
+	res.dup, err = phase(label+" duplicates", prefix+"-evt-", cfg.events, true)
+	return err
 }
 
 func (e *env) cleanup(pattern string) {
@@ -136,54 +160,30 @@ func runLibraryOpts(ctx context.Context, e *env, run int, maxInFlight int) (resu
 	if err != nil {
 		return res, err
 	}
-	secrets := make([]string, len(e.rcv.urls))
-	for i, u := range e.rcv.urls {
-		wh, err := d.Webhooks().Create(ctx, webhooks.Webhook{URL: u, Events: []string{eventType}})
-		if err != nil {
-			return res, err
-		}
-		secrets[i] = wh.Secret
+	defer d.CloseIdleConnections() // no keep-alive connection of this row outlives it
+	if err := e2e.Subscribe(ctx, d, e.rcv); err != nil {
+		return res, err
 	}
-	e.rcv.setSecrets(secrets)
 
 	// dispatch dispatches one event and counts its pairs that went as wanted. A fresh pair whose
 	// attempt Dispatch left to the worker (its webhook at MaxInFlightPerWebhook in this Dispatcher) is
 	// counted in deferred: the worker replica delivers it, and the phase waits for that.
 	var deferred atomic.Int64
 	dispatch := func(ctx context.Context, id string, wantDup bool) (ok, failed int, err error) {
-		results, err := d.Dispatch(ctx, webhooks.Event{Type: eventType, ID: id, Data: e.data})
+		results, err := d.Dispatch(ctx, webhooks.Event{Type: e2e.EventType, ID: id, Data: e.data})
 		if err != nil {
 			return 0, cfg.webhooks, err
 		}
-		if len(results) != cfg.webhooks {
-			return 0, cfg.webhooks, fmt.Errorf("event %s: %d targets, want %d", id, len(results), cfg.webhooks)
-		}
-		for _, r := range results {
-			switch {
-			case !wantDup && cfg.worker && errors.Is(r.Err, webhooks.ErrDeferred) && r.Delivery != nil &&
-				!r.Duplicate && r.Delivery.Status == webhooks.StatusPending:
-				deferred.Add(1)
-			case r.Err != nil:
-				failed++
-				err = r.Err
-			case r.Delivery == nil:
-				failed++
-				err = fmt.Errorf("event %s webhook %s: no delivery", id, r.WebhookID)
-			case wantDup && r.Duplicate, !wantDup && !r.Duplicate && r.Delivery.Status == webhooks.StatusSuccess:
-				ok++
-			default:
-				failed++
-				err = fmt.Errorf("event %s webhook %s: duplicate=%t status %s (%s)", id, r.WebhookID, r.Duplicate, r.Delivery.Status, r.Delivery.LastError)
-			}
-		}
+		ok, failed, def, err := e2e.Tally(id, results, cfg.webhooks, wantDup, cfg.worker)
+		deferred.Add(int64(def))
 		return ok, failed, err
 	}
 	phase := func(label, idPrefix string, n int, wantDup bool) (phaseOut, error) {
 		return e.phase(ctx, label, ctr, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
 			var ok, failed atomic.Int64
-			r0, d0 := e.rcv.count.Load(), deferred.Load()
-			_, err := parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
-				o, f, err := dispatch(ctx, eventID(idPrefix, i), wantDup)
+			r0, d0 := e.rcv.Count.Load(), deferred.Load()
+			_, err := e2e.Parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
+				o, f, err := dispatch(ctx, e2e.EventID(idPrefix, i), wantDup)
 				ok.Add(int64(o))
 				failed.Add(int64(f))
 				return err
@@ -191,7 +191,7 @@ func runLibraryOpts(ctx context.Context, e *env, run int, maxInFlight int) (resu
 			if def := deferred.Load() - d0; def > 0 && err == nil {
 				// Deferred pairs count once the receiver has answered every pair.
 				want := ok.Load() + def
-				if _, err := waitCount(ctx, func() int64 { return e.rcv.count.Load() - r0 }, want); err != nil {
+				if _, err := waitCount(ctx, func() int64 { return e.rcv.Count.Load() - r0 }, want); err != nil {
 					return int(ok.Load()), int(failed.Load() + def), err
 				}
 				ok.Add(def)
@@ -205,22 +205,9 @@ func runLibraryOpts(ctx context.Context, e *env, run int, maxInFlight int) (resu
 	if cfg.worker {
 		// A replica's retry worker, on its own client: its Redis commands count in the server's
 		// commandstats, not in the round trips of Dispatch.
-		wrdb := redis.NewClient(&redis.Options{Addr: cfg.redisAddr, PoolSize: cfg.pool})
-		wd, err := webhooks.New(wrdb, opts)
-		if err != nil {
-			wrdb.Close()
+		var err error
+		if stopWorker, err = e2e.StartReplica(ctx, cfg.redisAddr, cfg.pool, opts); err != nil {
 			return res, err
-		}
-		wctx, cancel := context.WithCancel(ctx)
-		stopped := make(chan struct{})
-		go func() { defer close(stopped); _ = wd.Run(wctx) }()
-		stopWorker = func() {
-			cancel()
-			select {
-			case <-stopped:
-			case <-time.After(30 * time.Second):
-			}
-			wrdb.Close()
 		}
 	}
 	if _, err := phase(label+" warm-up", prefix+"-warm", e.warmups(), false); err != nil {
@@ -246,13 +233,13 @@ func runLibraryOpts(ctx context.Context, e *env, run int, maxInFlight int) (resu
 	e.prog.set(label+" round trips of a lone Dispatch", nil, 0)
 	const lone = 100
 	for pass, wantDup := range []bool{false, true} {
-		_, t0 := ctr.read()
+		_, t0 := ctr.Read()
 		for i := range lone {
-			if _, f, err := dispatch(ctx, eventID(prefix+"-lone", i), wantDup); f > 0 {
+			if _, f, err := dispatch(ctx, e2e.EventID(prefix+"-lone", i), wantDup); f > 0 {
 				return res, fmt.Errorf("lone Dispatch: %w", err)
 			}
 		}
-		_, t1 := ctr.read()
+		_, t1 := ctr.Read()
 		res.loneTrips[pass] = float64(t1-t0) / lone
 	}
 	return res, nil
@@ -273,7 +260,7 @@ func runHandWritten(ctx context.Context, e *env, run int, hc *http.Client) (resu
 
 	// deliver is the whole hand-written dispatcher.
 	deliver := func(ctx context.Context, evtID string) (sent, skipped, failed int, firstErr error) {
-		body, err := json.Marshal(wireEvent{ID: evtID, Type: eventType, Timestamp: time.Now().UTC(), Data: e.data})
+		body, err := json.Marshal(wireEvent{ID: evtID, Type: e2e.EventType, Timestamp: time.Now().UTC(), Data: e.data})
 		if err != nil {
 			return 0, 0, len(hooks), err
 		}
@@ -295,7 +282,7 @@ func runHandWritten(ctx context.Context, e *env, run int, hc *http.Client) (resu
 			}
 			rec := prefix + ":dlv:" + h.id + ":" + evtID
 			_, err = rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-				p.HSet(ctx, rec, "webhook_id", h.id, "event_id", evtID, "event_type", eventType, "status", status,
+				p.HSet(ctx, rec, "webhook_id", h.id, "event_id", evtID, "event_type", e2e.EventType, "status", status,
 					"attempts", 1, "status_code", code, "error", lastErr, "created_at", start.UnixMilli(),
 					"duration_us", time.Since(start).Microseconds())
 				p.PExpire(ctx, rec, cfg.retention)
@@ -316,8 +303,8 @@ func runHandWritten(ctx context.Context, e *env, run int, hc *http.Client) (resu
 	phase := func(label, idPrefix string, n int, wantDup bool) (phaseOut, error) {
 		return e.phase(ctx, label, ctr, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
 			var ok, failed atomic.Int64
-			_, err := parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
-				s, k, f, err := deliver(ctx, eventID(idPrefix, i))
+			_, err := e2e.Parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
+				s, k, f, err := deliver(ctx, e2e.EventID(idPrefix, i))
 				if wantDup {
 					ok.Add(int64(k))
 					failed.Add(int64(s + f))
@@ -330,18 +317,7 @@ func runHandWritten(ctx context.Context, e *env, run int, hc *http.Client) (resu
 			return int(ok.Load()), int(failed.Load()), err
 		})
 	}
-	label := fmt.Sprintf("run %d/%d hand-written", run, cfg.runs)
-	if _, err := phase(label+" warm-up", prefix+"-warm", e.warmups(), false); err != nil {
-		return res, err
-	}
-	var err error
-	if res.fresh, err = phase(label+" fresh", prefix+"-evt-", cfg.events, false); err != nil {
-		return res, err
-	}
-	if err := e.afterFresh(ctx, &res, pattern, prefix, (cfg.events+e.warmups())*cfg.webhooks); err != nil {
-		return res, err
-	}
-	res.dup, err = phase(label+" duplicates", prefix+"-evt-", cfg.events, true)
+	err := e.sequence(ctx, &res, fmt.Sprintf("run %d/%d hand-written", run, cfg.runs), prefix, pattern, phase)
 	return res, err
 }
 
@@ -353,9 +329,9 @@ func runHTTPOnly(ctx context.Context, e *env, run int, hc *http.Client) (result,
 	phase := func(label, idPrefix string, n int) (phaseOut, error) {
 		return e.phase(ctx, label, nil, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
 			var ok, failed atomic.Int64
-			_, err := parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
+			_, err := e2e.Parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
 				evtID := idPrefix + strconv.Itoa(i)
-				body, err := json.Marshal(wireEvent{ID: evtID, Type: eventType, Timestamp: time.Now().UTC(), Data: e.data})
+				body, err := json.Marshal(wireEvent{ID: evtID, Type: e2e.EventType, Timestamp: time.Now().UTC(), Data: e.data})
 				if err != nil {
 					return err
 				}

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/cmd/webhooks-bench/internal/e2e"
 )
 
 // The task-queue baseline emulates what a Go user usually reaches for: a Redis-backed task queue with
@@ -106,7 +108,7 @@ func runTaskQueue(ctx context.Context, e *env, run int, hc *http.Client) (result
 	// enqueue enqueues one task per webhook for an event; it returns how many were enqueued and how
 	// many were rejected as duplicates.
 	enqueue := func(ctx context.Context, evtID string) (enq, dup int, err error) {
-		body, err := json.Marshal(wireEvent{ID: evtID, Type: eventType, Timestamp: time.Now().UTC(), Data: e.data})
+		body, err := json.Marshal(wireEvent{ID: evtID, Type: e2e.EventType, Timestamp: time.Now().UTC(), Data: e.data})
 		if err != nil {
 			return 0, 0, err
 		}
@@ -208,8 +210,8 @@ func runTaskQueue(ctx context.Context, e *env, run int, hc *http.Client) (result
 			var notEnqueued atomic.Int64
 			var wg sync.WaitGroup
 			wg.Go(func() {
-				_, enqErr = parallel(ctx, n, cfg.concurrency, nil, func(ctx context.Context, i int) error {
-					enq, _, err := enqueue(ctx, eventID(idPrefix, i))
+				_, enqErr = e2e.Parallel(ctx, n, cfg.concurrency, nil, func(ctx context.Context, i int) error {
+					enq, _, err := enqueue(ctx, e2e.EventID(idPrefix, i))
 					notEnqueued.Add(int64(cfg.webhooks - enq))
 					return err
 				})
@@ -232,8 +234,8 @@ func runTaskQueue(ctx context.Context, e *env, run int, hc *http.Client) (result
 	}
 	res.dup, err = e.phase(ctx, label+" duplicates", ctr, cfg.events, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
 		var ok, failed atomic.Int64
-		_, err := parallel(ctx, cfg.events, cfg.concurrency, done, func(ctx context.Context, i int) error {
-			enq, dup, err := enqueue(ctx, eventID(prefix+"-evt-", i))
+		_, err := e2e.Parallel(ctx, cfg.events, cfg.concurrency, done, func(ctx context.Context, i int) error {
+			enq, dup, err := enqueue(ctx, e2e.EventID(prefix+"-evt-", i))
 			ok.Add(int64(dup))
 			failed.Add(int64(enq))
 			return err

@@ -1,14 +1,14 @@
 //go:build unix
 
-package main
+package e2e
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU is the CPU time (user + system) this process has used.
-func processCPU() time.Duration {
+// ProcessCPU is the CPU time (user + system) this process has used.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0

@@ -1,0 +1,92 @@
+package main
+
+// The Enqueue + worker row: Enqueue from -concurrency goroutines with one Run of the same Dispatcher
+// delivering, compared run by run with the inline Dispatch row.
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/smartdrop/webhooks"
+	"github.com/smartdrop/webhooks/cmd/webhooks-bench/internal/e2e"
+)
+
+// runEnqueue measures Enqueue from -concurrency goroutines with one Run of the same Dispatcher
+// delivering: deliveries/s from the first Enqueue until every pair is delivered and recorded (the
+// receiver has answered them all and Run, stopped then, has recorded its attempts in flight).
+func runEnqueue(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
+	cfg := e.cfg
+	prefix := fmt.Sprintf("%s%dq", e.prefix, run)
+	pattern := "{" + prefix + ":*"
+	defer e.cleanup(pattern)
+	res := result{events: cfg.events, pairs: cfg.events * cfg.webhooks}
+	rdb, ctr := newClient(cfg)
+	defer rdb.Close()
+	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention}
+	d, err := webhooks.New(rdb, opts)
+	if err != nil {
+		return res, err
+	}
+	defer d.CloseIdleConnections() // no keep-alive connection of this row outlives it
+	if err := e2e.Subscribe(ctx, d, e.rcv); err != nil {
+		return res, err
+	}
+	wctx, stopRun := context.WithCancel(ctx)
+	runDone := make(chan struct{})
+	go func() { defer close(runDone); _ = d.Run(wctx) }()
+	stopWorker := func() {
+		stopRun()
+		select {
+		case <-runDone:
+		case <-time.After(30 * time.Second):
+		}
+	}
+	defer stopWorker()
+
+	enqueue := func(ctx context.Context, id string, wantDup bool) (ok, failed int, err error) {
+		results, err := d.Enqueue(ctx, webhooks.Event{Type: e2e.EventType, ID: id, Data: e.data})
+		if err != nil {
+			return 0, cfg.webhooks, err
+		}
+		for _, r := range results {
+			switch {
+			case r.Err != nil || r.Delivery == nil:
+				failed++
+				err = cmpErr(err, r.Err, 0)
+			case r.Duplicate == wantDup:
+				ok++
+			default:
+				failed++
+				err = fmt.Errorf("event %s webhook %s: duplicate=%t", id, r.WebhookID, r.Duplicate)
+			}
+		}
+		return ok, failed, err
+	}
+	// phase enqueues n events and, for fresh ones, waits until the receiver has answered every pair.
+	phase := func(label, idPrefix string, n int, wantDup bool) (phaseOut, error) {
+		return e.phase(ctx, label, ctr, n, func(ctx context.Context, done *atomic.Int64) (int, int, error) {
+			r0 := e.rcv.Count.Load()
+			var ok, failed atomic.Int64
+			_, err := e2e.Parallel(ctx, n, cfg.concurrency, done, func(ctx context.Context, i int) error {
+				o, f, err := enqueue(ctx, e2e.EventID(idPrefix, i), wantDup)
+				ok.Add(int64(o))
+				failed.Add(int64(f))
+				return err
+			})
+			if wantDup || err != nil {
+				return int(ok.Load()), int(failed.Load()), err
+			}
+			if _, err := waitCount(ctx, func() int64 { return e.rcv.Count.Load() - r0 }, ok.Load()); err != nil {
+				return 0, int(ok.Load()), err
+			}
+			return int(ok.Load()), int(failed.Load()), nil
+		})
+	}
+	// The worker goes on running through the duplicate phase (it finds nothing due): an Enqueue that
+	// sent something would show in the receiver's count.
+	err = e.sequence(ctx, &res, fmt.Sprintf("run %d/%d enqueue+worker", run, cfg.runs), prefix, pattern, phase)
+	return res, err
+}
