@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/smartdrop/webhooks/internal/egress"
 	"github.com/smartdrop/webhooks/internal/filter"
 )
 
@@ -72,7 +73,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		return nil, err
 	}
 	lease := leaseFor(opts.Timeout)
-	policy := egressPolicy{allowPrivate: opts.AllowPrivateNetworks, allowed: opts.AllowedNetworks}
+	policy := egress.Policy{AllowPrivate: opts.AllowPrivateNetworks, Allowed: opts.AllowedNetworks}
 	client, err := newHTTPClient(opts.HTTPClient, opts.Timeout, policy)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,8 @@ package webhooks
 import (
 	"errors"
 	"fmt"
+
+	"github.com/smartdrop/webhooks/internal/egress"
 )
 
 // ErrInvalidQuery is returned (wrapped) by DeliveryRepo.Page and Dispatcher.Recover for arguments that
@@ -33,7 +35,7 @@ var ErrLeaseLost = errors.New("webhooks: lease lost: a newer attempt owns the de
 // to, an address the egress guard refuses: loopback, private, link-local (cloud metadata), multicast,
 // reserved and similar non-public ranges. Options.AllowedNetworks and Options.AllowPrivateNetworks
 // relax the guard.
-var ErrBlockedAddress = errors.New("webhooks: blocked address")
+var ErrBlockedAddress = egress.ErrBlocked
 
 // ErrInvalidOptions is returned (wrapped) when Options cannot be used as given.
 var ErrInvalidOptions = errors.New("webhooks: invalid options")

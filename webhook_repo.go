@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/internal/egress"
 )
 
 // subscriberCacheTTL bounds how long a process-local view of the registry is used: a registry change
@@ -129,7 +131,7 @@ type WebhookRepo struct {
 	rdb      redis.UniversalClient
 	keys     keyspace
 	now      func() time.Time
-	policy   egressPolicy
+	policy   egress.Policy
 	https    bool
 
 	mu    sync.Mutex
