@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/smartdrop/webhooks/internal/egress"
+	"github.com/smartdrop/webhooks/internal/signing"
 )
 
 // ErrInvalidQuery is returned (wrapped) by DeliveryRepo.Page and Dispatcher.Recover for arguments that
@@ -50,17 +51,18 @@ var ErrInvalidWebhook = errors.New("webhooks: invalid webhook")
 // ErrNotFound is returned (wrapped) by every call that takes an id the library does not know.
 var ErrNotFound = errors.New("webhooks: not found")
 
-// ErrInvalidSignature is returned by Verify when no v1 signature in the
-// webhook-signature header matches the request.
-var ErrInvalidSignature = errors.New("webhooks: invalid signature")
+// ErrInvalidSignature is returned by Verify when no entry of the webhook-signature header of the
+// key's scheme (v1 for a "whsec_" secret, v1a for a "whpk_" public key) matches the request.
+var ErrInvalidSignature = signing.ErrInvalidSignature
 
-// ErrInvalidTimestamp is returned by Verify when the webhook-timestamp header
-// is malformed or further than VerifyTolerance from the current time.
-var ErrInvalidTimestamp = errors.New("webhooks: timestamp out of tolerance")
+// ErrInvalidTimestamp is returned by Verify when the webhook-timestamp header is not a canonical
+// decimal number of seconds (no sign, no leading zero, no space) or is further than VerifyTolerance
+// from the current time.
+var ErrInvalidTimestamp = signing.ErrInvalidTimestamp
 
 // ErrMissingHeaders is returned by Verify when webhook-id, webhook-timestamp
 // or webhook-signature is absent or empty.
-var ErrMissingHeaders = errors.New("webhooks: missing webhook headers")
+var ErrMissingHeaders = signing.ErrMissingHeaders
 
 // ErrWebhookDisabled is returned (wrapped) by Redeliver for a delivery whose webhook is disabled:
 // enable the webhook (Update) first.
