@@ -37,16 +37,12 @@ func TestEgressCreateRefusesBlockedHosts(t *testing.T) {
 	require.NoError(t, err, "a public host name is accepted")
 }
 
-type egressRoundTripper func(*http.Request) (*http.Response, error)
-
-func (f egressRoundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
-
 // TestEgressNewRefusesUnguardableTransport: New refuses an HTTPClient whose Transport the guard
 // cannot wrap, with ErrInvalidOptions, unless AllowPrivateNetworks.
 func TestEgressNewRefusesUnguardableTransport(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	rt := egressRoundTripper(func(*http.Request) (*http.Response, error) { return nil, errors.New("unused") })
+	rt := http.NewFileTransport(http.Dir(t.TempDir())) // an http.RoundTripper that is no *http.Transport
 	_, err := New(tr.rdb, Options{KeyPrefix: tr.prefix, HTTPClient: &http.Client{Transport: rt}})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	_, err = New(tr.rdb, Options{KeyPrefix: tr.prefix, HTTPClient: &http.Client{Transport: rt}, AllowPrivateNetworks: true})
