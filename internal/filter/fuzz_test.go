@@ -123,3 +123,34 @@ func FuzzFilter(f *testing.F) {
 		}
 	})
 }
+
+// longNumberEvent is an event whose data holds a 256K-digit number, and a filter comparing it.
+func longNumberEvent(tb testing.TB) (*Filter, []byte) {
+	tb.Helper()
+	f, err := Parse([]byte(`{"data.n": {"$gt": 1e262143, "$lt": 1e262145, "$nin": [1.5, 2, 1e262144]}}`))
+	require.NoError(tb, err)
+	return f, []byte(`{"n": 1` + strings.Repeat("7", 1<<18) + `}`) // 1.77…e262144
+}
+
+// TestFilterLongNumber: a 256K-digit number compares exactly (it lies strictly between 1e262143
+// and 1e262145, and differs from 1e262144) in time linear in its length: no arbitrary-precision
+// parsing (BenchmarkFilterLongNumber).
+func TestFilterLongNumber(t *testing.T) {
+	t.Parallel()
+	f, data := longNumberEvent(t)
+	assert.True(t, f.Match(NewDocument("a", data)))
+	digits := strings.Repeat("7", 4000)
+	g, err := Parse([]byte(`{"data.n": {"$in": [1` + digits + `]}}`))
+	require.NoError(t, err)
+	assert.True(t, g.Match(NewDocument("a", []byte(`{"n": 1`+digits+`.000}`))), "the same number, spelled with a fraction")
+	assert.True(t, g.Match(NewDocument("a", []byte(`{"n": 0.1`+digits+`e4001}`))), "the same number, spelled with an exponent")
+	assert.False(t, g.Match(NewDocument("a", []byte(`{"n": 1`+digits+`1}`))), "one more digit")
+	assert.False(t, g.Match(NewDocument("a", []byte(`{"n": 1`+digits[1:]+`8}`))), "the last digit differs")
+}
+
+func BenchmarkFilterLongNumber(b *testing.B) {
+	f, data := longNumberEvent(b)
+	for b.Loop() {
+		f.Match(NewDocument("a", data))
+	}
+}
