@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/internal/signing"
 )
 
 // isTransient reports whether a Redis call failed in transport (a timeout, a dropped connection), so
@@ -71,7 +73,7 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record
 	req.Header = make(http.Header, 6+len(wh.Headers))
 	setCustomHeaders(req.Header, wh.Headers) // first: the library's own headers cannot be overridden
 	req.Header["Content-Type"], req.Header["User-Agent"] = []string{"application/json"}, []string{userAgent}
-	setSignedHeaders(req.Header, rec.ID, start, body, secrets...)
+	signing.SetHeaders(req.Header, rec.ID, start, body, secrets...)
 	d.setTraceparent(ctx, req.Header, rec)
 	resp, err := d.client.Do(req)
 	res.dur = d.now().Sub(start)

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/internal/egress"
+	"github.com/smartdrop/webhooks/internal/filter"
 )
 
 // Result is the outcome of a Dispatch (or Enqueue) for one subscribed webhook.
@@ -70,7 +73,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		return nil, err
 	}
 	lease := leaseFor(opts.Timeout)
-	policy := egressPolicy{allowPrivate: opts.AllowPrivateNetworks, allowed: opts.AllowedNetworks}
+	policy := egress.Policy{AllowPrivate: opts.AllowPrivateNetworks, Allowed: opts.AllowedNetworks}
 	client, err := newHTTPClient(opts.HTTPClient, opts.Timeout, policy)
 	if err != nil {
 		return nil, err
@@ -219,18 +222,17 @@ func (d *Dispatcher) targets(ctx context.Context, evt Event, body []byte) ([]*st
 		d.reloadOnTransport(err)
 		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
-	var data json.RawMessage
-	decoded := false
+	var doc *filter.Document // one for all the webhooks: it decodes the data once, if a filter reads it
 	out := make([]*storedWebhook, 0, len(all))
 	for _, t := range all {
-		if len(t.Filter) > 0 && !decoded {
+		if len(t.Filter) > 0 && doc == nil {
 			var w struct {
 				Data json.RawMessage `json:"data"`
 			}
 			_ = json.Unmarshal(body, &w) // the body was just encoded from the event
-			data, decoded = w.Data, true
+			doc = filter.NewDocument(evt.Type, w.Data)
 		}
-		if t.matches(evt.Type, data) {
+		if t.matches(doc) {
 			out = append(out, t)
 		}
 	}

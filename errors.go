@@ -5,6 +5,9 @@ package webhooks
 import (
 	"errors"
 	"fmt"
+
+	"github.com/smartdrop/webhooks/internal/egress"
+	"github.com/smartdrop/webhooks/internal/signing"
 )
 
 // ErrInvalidQuery is returned (wrapped) by DeliveryRepo.Page and Dispatcher.Recover for arguments that
@@ -33,7 +36,7 @@ var ErrLeaseLost = errors.New("webhooks: lease lost: a newer attempt owns the de
 // to, an address the egress guard refuses: loopback, private, link-local (cloud metadata), multicast,
 // reserved and similar non-public ranges. Options.AllowedNetworks and Options.AllowPrivateNetworks
 // relax the guard.
-var ErrBlockedAddress = errors.New("webhooks: blocked address")
+var ErrBlockedAddress = egress.ErrBlocked
 
 // ErrInvalidOptions is returned (wrapped) when Options cannot be used as given.
 var ErrInvalidOptions = errors.New("webhooks: invalid options")
@@ -48,18 +51,18 @@ var ErrInvalidWebhook = errors.New("webhooks: invalid webhook")
 // ErrNotFound is returned (wrapped) by every call that takes an id the library does not know.
 var ErrNotFound = errors.New("webhooks: not found")
 
-// ErrInvalidSignature is returned by Verify when no signature in the webhook-signature header that
-// the key can check matches the request: no "v1" entry for a whsec_ secret, no "v1a" entry for a
-// whpk_ public key.
-var ErrInvalidSignature = errors.New("webhooks: invalid signature")
+// ErrInvalidSignature is returned by Verify when no entry of the webhook-signature header of the
+// key's scheme (v1 for a "whsec_" secret, v1a for a "whpk_" public key) matches the request.
+var ErrInvalidSignature = signing.ErrInvalidSignature
 
-// ErrInvalidTimestamp is returned by Verify when the webhook-timestamp header
-// is malformed or further than VerifyTolerance from the current time.
-var ErrInvalidTimestamp = errors.New("webhooks: timestamp out of tolerance")
+// ErrInvalidTimestamp is returned by Verify when the webhook-timestamp header is not a canonical
+// decimal number of seconds (no sign, no leading zero, no space) or is further than VerifyTolerance
+// from the current time.
+var ErrInvalidTimestamp = signing.ErrInvalidTimestamp
 
 // ErrMissingHeaders is returned by Verify when webhook-id, webhook-timestamp
 // or webhook-signature is absent or empty.
-var ErrMissingHeaders = errors.New("webhooks: missing webhook headers")
+var ErrMissingHeaders = signing.ErrMissingHeaders
 
 // ErrWebhookDisabled is returned (wrapped) by Redeliver for a delivery whose webhook is disabled:
 // enable the webhook (Update) first.

@@ -1,9 +1,12 @@
 package webhooks
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/smartdrop/webhooks/internal/filter"
 )
 
 // FuzzMatchPattern: matching never panics, and the registry index (patternsFor) selects exactly the
@@ -59,5 +62,30 @@ func FuzzEventValidation(f *testing.F) {
 				t.Fatalf("key %q left its event's slot", k)
 			}
 		}
+	})
+}
+
+// FuzzFilter: Create's filter check (parseFilter) never panics, refuses only with ErrInvalidWebhook,
+// and a webhook with an accepted filter matches any event without panicking. The language itself is
+// fuzzed in internal/filter (FuzzFilter there also bounds the work of a match).
+func FuzzFilter(f *testing.F) {
+	for _, s := range [][3]string{
+		{`{"type": "pool.created"}`, "pool.created", `{}`},
+		{`{"data.tags": {"$in": ["a", 1.5, null, {"k": [true]}]}}`, "a", `{"tags": ["a", [1]]}`},
+		{`{"data.x": {"$regex": "a"}}`, "a", `{`},
+		{`{"$or": [{"type": {"$neq": "a"}}, {"$not": {"data.x": {"$exist": false}}}]}`, "a", `{"x": null}`},
+	} {
+		f.Add([]byte(s[0]), s[1], []byte(s[2]))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, eventType string, data []byte) {
+		flt, err := parseFilter(raw)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidWebhook) || flt != nil {
+				t.Fatalf("parseFilter(%q) = %v, %v: want nil and an error wrapping ErrInvalidWebhook", raw, flt, err)
+			}
+			return
+		}
+		s := &storedWebhook{Filter: compactFilter(raw)}
+		s.matches(filter.NewDocument(eventType, data))
 	})
 }

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/signing"
 )
 
 // officialModulesEnv names a folder containing node_modules/standardwebhooks,
@@ -60,7 +62,7 @@ func verifyWithOfficial(t *testing.T, secret string, reqs []capturedRequest) {
 	t.Helper()
 	for i, res := range runOfficialVerifier(t, secret, reqs) {
 		assert.True(t, res.OK, "request %d (webhook-id %q) rejected by the official verifier: %s",
-			i, reqs[i].Header.Get(headerID), res.Error)
+			i, reqs[i].Header.Get("webhook-id"), res.Error)
 	}
 }
 
@@ -92,9 +94,9 @@ func runOfficialVerifier(t *testing.T, secret string, reqs []capturedRequest) []
 		require.True(t, utf8.Valid(r.Body), "request %d: the official verifier only handles UTF-8 bodies", i)
 		input.Requests[i] = jsRequest{
 			Headers: map[string]string{
-				headerID:        r.Header.Get(headerID),
-				headerTimestamp: r.Header.Get(headerTimestamp),
-				headerSignature: r.Header.Get(headerSignature),
+				"webhook-id":        r.Header.Get("webhook-id"),
+				"webhook-timestamp": r.Header.Get("webhook-timestamp"),
+				"webhook-signature": r.Header.Get("webhook-signature"),
 			},
 			Body: r.Body,
 		}
@@ -127,16 +129,16 @@ var officialTestBodies = [][]byte{
 	[]byte(`{"quote":"\"a\\b\"","tab":"\t"}`),
 }
 
-func signedTestRequest[K keyMaterial](msgID string, ts time.Time, body []byte, keys ...K) capturedRequest {
+func signedTestRequest(msgID string, ts time.Time, body []byte, keys ...signing.Key) capturedRequest {
 	h := http.Header{}
-	setSignedHeaders(h, msgID, ts, body, keys...)
+	signing.SetHeaders(h, msgID, ts, body, keys...)
 	return capturedRequest{Header: h, Body: body}
 }
 
 func TestOfficialVerifierAcceptsSigner(t *testing.T) {
 	t.Parallel()
 	secret, other := mustNewSecret(t), mustNewSecret(t)
-	key, otherKey := mustDecode(t, secret), mustDecode(t, other)
+	key, otherKey := mustSigningKey(t, secret), mustSigningKey(t, other)
 	now := time.Now()
 
 	var reqs []capturedRequest
@@ -154,18 +156,18 @@ func TestOfficialVerifierAcceptsSigner(t *testing.T) {
 func TestOfficialVerifierRejectsForgeries(t *testing.T) {
 	t.Parallel()
 	secret, other := mustNewSecret(t), mustNewSecret(t)
-	key, otherKey := mustDecode(t, secret), mustDecode(t, other)
+	key, otherKey := mustSigningKey(t, secret), mustSigningKey(t, other)
 	now := time.Now()
 	body := officialTestBodies[0]
 
 	tampered := signedTestRequest("msg_tampered", now, body, key)
 	tampered.Body = bytes.Replace(body, []byte("42"), []byte("43"), 1)
 	flipped := signedTestRequest("msg_flipped", now, body, key)
-	sig := []byte(flipped.Header.Get(headerSignature))
+	sig := []byte(flipped.Header.Get("webhook-signature"))
 	sig[5] ^= 1 // still base64, different signature
-	flipped.Header.Set(headerSignature, string(sig))
+	flipped.Header.Set("webhook-signature", string(sig))
 	wrongVersion := signedTestRequest("msg_v2", now, body, key)
-	wrongVersion.Header.Set(headerSignature, "v2"+wrongVersion.Header.Get(headerSignature)[2:])
+	wrongVersion.Header.Set("webhook-signature", "v2"+wrongVersion.Header.Get("webhook-signature")[2:])
 
 	reqs := []capturedRequest{
 		tampered,
@@ -177,7 +179,7 @@ func TestOfficialVerifierRejectsForgeries(t *testing.T) {
 		{Header: http.Header{}, Body: body},
 	}
 	for i, res := range runOfficialVerifier(t, secret, reqs) {
-		assert.False(t, res.OK, "request %d (webhook-id %q) accepted by the official verifier", i, reqs[i].Header.Get(headerID))
+		assert.False(t, res.OK, "request %d (webhook-id %q) accepted by the official verifier", i, reqs[i].Header.Get("webhook-id"))
 		assert.Error(t, verifyAt(secret, reqs[i].Header, reqs[i].Body, now), "request %d accepted by Verify", i)
 	}
 }

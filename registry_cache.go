@@ -1,7 +1,7 @@
 package webhooks
 
 // The registry as a process sees it: subscribers resolved per tenant and event type, and webhooks by
-// id, each cached for at most subscriberCacheTTL; compiled filters.
+// id, each cached for at most subscriberCacheTTL.
 
 import (
 	"context"
@@ -9,45 +9,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
-
-// matches reports whether the webhook's filter selects an event (its type, and its data as sent).
-func (s *storedWebhook) matches(eventType string, data json.RawMessage) bool {
-	if len(s.Filter) == 0 {
-		return true
-	}
-	f, ok := compiledFilter(s.Filter)
-	return ok && f.match(eventType, data)
-}
-
-// compiledFilters keeps filters compiled, by their stored JSON; bounded.
-var compiledFilters struct {
-	sync.Mutex
-	m map[string]*eventFilter // nil value: the filter does not parse
-}
-
-// compiledFilter returns a stored filter compiled, and false for one that no longer parses (filters
-// are validated when saved): such a webhook matches nothing.
-func compiledFilter(raw json.RawMessage) (*eventFilter, bool) {
-	compiledFilters.Lock()
-	defer compiledFilters.Unlock()
-	if f, ok := compiledFilters.m[string(raw)]; ok {
-		return f, f != nil
-	}
-	f, err := parseFilter(raw)
-	if err != nil {
-		f = nil
-	}
-	if compiledFilters.m == nil || len(compiledFilters.m) >= 1024 {
-		compiledFilters.m = map[string]*eventFilter{}
-	}
-	compiledFilters.m[string(raw)] = f
-	return f, f != nil
-}
 
 // byIDEntry is a webhook as read at a time (nil: not found).
 type byIDEntry struct {

@@ -1,7 +1,11 @@
 package webhooks
 
+// Tests of the root's signing API: Verify on the current time, its sentinels, and the fuzz targets
+// (.ci/run fuzzes the root). The schemes themselves are tested in internal/signing.
+
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"net/http"
 	"strconv"
@@ -11,180 +15,79 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/signing"
 )
 
-// The example published by the Standard Webhooks specification and used by
-// its reference libraries.
+// The example published by the Standard Webhooks specification and used by its reference
+// libraries, and a fixed ed25519 key with its signature of that example (see internal/signing).
 const (
-	specSecret    = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	specMsgID     = "msg_p5jXN8AQM9LWM0D4loKWxJek"
-	specTimestamp = 1614265330
-	specBody      = `{"test": 2432232314}`
-	specSignature = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+	specSecret            = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	specMsgID             = "msg_p5jXN8AQM9LWM0D4loKWxJek"
+	specTimestamp         = 1614265330
+	specBody              = `{"test": 2432232314}`
+	specSignature         = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
+	v1aSeedKey            = "whsk_VEVTVFNJR05JTkdLRVlET05PVFVTRVRISVNGT1JBTlk="
+	v1aSecretKey          = "whsk_VEVTVFNJR05JTkdLRVlET05PVFVTRVRISVNGT1JBTllmU3h6Dt1JKqLSahf2FBSTeius6i4rdBVBKUlrbjxz+A=="
+	v1aPublicKey          = "whpk_ZlN4eg7dSSqi0moX9hQUk3orrOouK3QVQSlJa248c/g="
+	v1aReferenceSignature = "v1a,tQ9V2XOqn7jL/DQenEFpqIugdBVtiMmER5mhSkXBNwM0mkATuDe6KYYUuxqtaiHeYGb7KaaBRdM5WqyeFiL8Ag=="
 )
 
-func mustDecode(t testing.TB, secret string) []byte {
+func mustSigningKey(t testing.TB, secret string) signing.Key {
 	t.Helper()
-	key, err := decodeSecret(secret)
+	k, err := signing.ParseKey(secret)
 	require.NoError(t, err)
-	return key
-}
-
-func TestSignaturesSpecVector(t *testing.T) {
-	t.Parallel()
-	got := signatures(specMsgID, time.Unix(specTimestamp, 0), []byte(specBody), mustDecode(t, specSecret))
-	assert.Equal(t, specSignature, got)
-
-	h := http.Header{}
-	setSignedHeaders(h, specMsgID, time.Unix(specTimestamp, 0), []byte(specBody), mustDecode(t, specSecret))
-	assert.NoError(t, verifyAt(specSecret, h, []byte(specBody), time.Unix(specTimestamp, 0)))
-}
-
-func TestSignaturesMultipleSecrets(t *testing.T) {
-	t.Parallel()
-	a, b := mustDecode(t, specSecret), mustDecode(t, mustNewSecret(t))
-	ts := time.Unix(specTimestamp, 0)
-	got := signatures(specMsgID, ts, []byte(specBody), a, b)
-	assert.Equal(t, specSignature+" "+signatures(specMsgID, ts, []byte(specBody), b), got)
-	assert.Empty(t, signatures[signingKey](specMsgID, ts, []byte(specBody)))
+	return k
 }
 
 func mustNewSecret(t testing.TB) string {
 	t.Helper()
-	s, err := newSecret()
+	s, err := signing.NewSecret(signing.V1)
 	require.NoError(t, err)
 	return s
 }
 
-func TestNewSecret(t *testing.T) {
-	t.Parallel()
-	s1, s2 := mustNewSecret(t), mustNewSecret(t)
-	assert.NotEqual(t, s1, s2)
-	require.True(t, strings.HasPrefix(s1, secretPrefix))
-	assert.Len(t, mustDecode(t, s1), 32)
+func mustNewEd25519Key(t testing.TB) (secret, public string) {
+	t.Helper()
+	secret, public, err := NewEd25519Key()
+	require.NoError(t, err)
+	return secret, public
 }
 
-func TestDecodeSecret(t *testing.T) {
-	t.Parallel()
-	tests := []struct {
-		name    string
-		secret  string
-		wantLen int
-		wantErr bool
-	}{
-		{name: "with prefix", secret: specSecret, wantLen: 24},
-		{name: "without prefix", secret: strings.TrimPrefix(specSecret, secretPrefix), wantLen: 24},
-		{name: "empty", secret: "", wantErr: true},
-		{name: "prefix only", secret: secretPrefix, wantErr: true},
-		{name: "bad base64", secret: "whsec_not*base64!", wantErr: true},
-		{name: "embedded space", secret: "whsec_YWJj ZA==", wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			key, err := decodeSecret(tt.secret)
-			if tt.wantErr {
-				require.Error(t, err)
-				return
-			}
-			require.NoError(t, err)
-			assert.Len(t, key, tt.wantLen)
-		})
-	}
+func b64(t testing.TB, s string) []byte {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(s)
+	require.NoError(t, err)
+	return raw
 }
 
-func TestVerify(t *testing.T) {
+// TestVerifyCanonicalTimestamp (issue 21): Verify accepts only the canonical decimal spelling of the
+// timestamp, though the signature (over the parsed number) matches every spelling.
+func TestVerifyCanonicalTimestamp(t *testing.T) {
 	t.Parallel()
-	secret, other := mustNewSecret(t), mustNewSecret(t)
-	key, otherKey := mustDecode(t, secret), mustDecode(t, other)
-	body := []byte(`{"type":"order.created","data":{"id":42}}`)
-	now := time.Unix(1_700_000_000, 0)
-
-	signed := func(ts time.Time, keys ...[]byte) http.Header {
+	body := []byte(specBody)
+	for _, secret := range []string{specSecret, v1aSecretKey} {
+		public := secret
+		if secret == v1aSecretKey {
+			public = v1aPublicKey
+		}
+		now := time.Now()
 		h := http.Header{}
-		setSignedHeaders(h, "msg_1", ts, body, keys...)
-		return h
-	}
-	with := func(h http.Header, name, value string) http.Header {
-		h.Set(name, value)
-		return h
-	}
-	without := func(name string) http.Header {
-		h := signed(now, key)
-		h.Del(name)
-		return h
-	}
-
-	tests := []struct {
-		name    string
-		secret  string
-		header  http.Header
-		body    []byte
-		wantErr error // nil means accepted
-	}{
-		{name: "own signature", secret: secret, header: signed(now, key), body: body},
-		{name: "own signature without prefix", secret: strings.TrimPrefix(secret, secretPrefix), header: signed(now, key), body: body},
-		{name: "canonical header names", secret: secret, header: http.Header{
-			"Webhook-Id":        {"msg_1"},
-			"Webhook-Timestamp": {strconv.FormatInt(now.Unix(), 10)},
-			"Webhook-Signature": {signatures("msg_1", now, body, key)},
-		}, body: body},
-		{name: "rotation: second entry matches", secret: secret, header: signed(now, otherKey, key), body: body},
-		{name: "unknown versions are skipped", secret: secret,
-			header: with(signed(now, key), headerSignature, "v2,abc v1a,x "+signatures("msg_1", now, body, key)), body: body},
-		{name: "extra spaces between entries", secret: secret,
-			header: with(signed(now, key), headerSignature, "  v1,AAAA   "+signatures("msg_1", now, body, key)+"  "), body: body},
-		{name: "4m59s old", secret: secret, header: signed(now.Add(-299*time.Second), key), body: body},
-		{name: "4m59s ahead", secret: secret, header: signed(now.Add(299*time.Second), key), body: body},
-
-		{name: "modified body", secret: secret, header: signed(now, key), body: []byte(`{"type":"order.created","data":{"id":43}}`), wantErr: ErrInvalidSignature},
-		{name: "trailing newline", secret: secret, header: signed(now, key), body: append(bytes.Clone(body), '\n'), wantErr: ErrInvalidSignature},
-		{name: "other secret", secret: other, header: signed(now, key), body: body, wantErr: ErrInvalidSignature},
-		{name: "modified id", secret: secret, header: with(signed(now, key), headerID, "msg_2"), body: body, wantErr: ErrInvalidSignature},
-		{name: "modified timestamp", secret: secret, header: with(signed(now, key), headerTimestamp, strconv.FormatInt(now.Unix()+1, 10)), body: body, wantErr: ErrInvalidSignature},
-		{name: "non-v1 version", secret: secret,
-			header: with(signed(now, key), headerSignature, strings.Replace(signatures("msg_1", now, body, key), "v1,", "v2,", 1)), body: body, wantErr: ErrInvalidSignature},
-		{name: "signature without version", secret: secret,
-			header: with(signed(now, key), headerSignature, strings.TrimPrefix(signatures("msg_1", now, body, key), "v1,")), body: body, wantErr: ErrInvalidSignature},
-		{name: "truncated signature", secret: secret,
-			header: with(signed(now, key), headerSignature, strings.TrimSuffix(signatures("msg_1", now, body, key), "=")), body: body, wantErr: ErrInvalidSignature},
-		{name: "garbage signature", secret: secret, header: with(signed(now, key), headerSignature, "v1,%%%not-base64%%%"), body: body, wantErr: ErrInvalidSignature},
-		{name: "huge signature header", secret: secret,
-			header: with(signed(now, key), headerSignature, strings.Repeat("v1,AAAA ", 100_000)), body: body, wantErr: ErrInvalidSignature},
-
-		{name: "6 minutes old", secret: secret, header: signed(now.Add(-6*time.Minute), key), body: body, wantErr: ErrInvalidTimestamp},
-		{name: "6 minutes ahead", secret: secret, header: signed(now.Add(6*time.Minute), key), body: body, wantErr: ErrInvalidTimestamp},
-		{name: "timestamp in milliseconds", secret: secret, header: with(signed(now, key), headerTimestamp, strconv.FormatInt(now.UnixMilli(), 10)), body: body, wantErr: ErrInvalidTimestamp},
-		{name: "malformed timestamp", secret: secret, header: with(signed(now, key), headerTimestamp, "yesterday"), body: body, wantErr: ErrInvalidTimestamp},
-		{name: "RFC 3339 timestamp", secret: secret, header: with(signed(now, key), headerTimestamp, now.Format(time.RFC3339)), body: body, wantErr: ErrInvalidTimestamp},
-		{name: "min int64 timestamp", secret: secret, header: with(signed(now, key), headerTimestamp, "-9223372036854775808"), body: body, wantErr: ErrInvalidTimestamp},
-		{name: "max int64 timestamp", secret: secret, header: with(signed(now, key), headerTimestamp, "9223372036854775807"), body: body, wantErr: ErrInvalidTimestamp},
-		{name: "overflowing timestamp", secret: secret, header: with(signed(now, key), headerTimestamp, "99999999999999999999"), body: body, wantErr: ErrInvalidTimestamp},
-
-		{name: "no headers", secret: secret, header: http.Header{}, body: body, wantErr: ErrMissingHeaders},
-		{name: "nil header", secret: secret, header: nil, body: body, wantErr: ErrMissingHeaders},
-		{name: "missing id", secret: secret, header: without(headerID), body: body, wantErr: ErrMissingHeaders},
-		{name: "missing timestamp", secret: secret, header: without(headerTimestamp), body: body, wantErr: ErrMissingHeaders},
-		{name: "missing signature", secret: secret, header: without(headerSignature), body: body, wantErr: ErrMissingHeaders},
-		{name: "empty signature", secret: secret, header: with(signed(now, key), headerSignature, ""), body: body, wantErr: ErrMissingHeaders},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := verifyAt(tt.secret, tt.header, tt.body, now)
-			if tt.wantErr == nil {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, tt.wantErr)
-			assert.NotContains(t, err.Error(), strings.TrimPrefix(tt.secret, secretPrefix))
-		})
+		signing.SetHeaders(h, specMsgID, now, body, mustSigningKey(t, secret))
+		require.NoError(t, Verify(public, h, body))
+		ts := strconv.FormatInt(now.Unix(), 10)
+		for _, spelling := range []string{"+" + ts, "0" + ts, "000" + ts, " " + ts, ts + " ", "+0" + ts} {
+			h.Set("webhook-timestamp", spelling)
+			assert.ErrorIs(t, Verify(public, h, body), ErrInvalidTimestamp, "%s: timestamp %q", public, spelling)
+		}
 	}
 }
 
 func TestVerifyInvalidSecret(t *testing.T) {
 	t.Parallel()
 	h := http.Header{}
-	setSignedHeaders(h, "msg_1", time.Now(), []byte("{}"), mustDecode(t, specSecret))
-	for _, secret := range []string{"", secretPrefix, "whsec_***secret***"} {
+	signing.SetHeaders(h, "msg_1", time.Now(), []byte("{}"), mustSigningKey(t, specSecret))
+	for _, secret := range []string{"", "whsec_", "whsec_***secret***"} {
 		err := Verify(secret, h, []byte("{}"))
 		require.Error(t, err, "secret %q", secret)
 		assert.NotContains(t, err.Error(), "***secret***")
@@ -196,16 +99,16 @@ func TestVerifyInvalidSecret(t *testing.T) {
 
 func TestVerifyUsesCurrentTime(t *testing.T) {
 	t.Parallel()
-	key := mustDecode(t, specSecret)
+	key := mustSigningKey(t, specSecret)
 	body := []byte(specBody)
 
 	h := http.Header{}
-	setSignedHeaders(h, specMsgID, time.Now(), body, key)
+	signing.SetHeaders(h, specMsgID, time.Now(), body, key)
 	require.NoError(t, Verify(specSecret, h, body))
 
 	// The spec vector was signed in 2021: far out of tolerance today.
 	h = http.Header{}
-	setSignedHeaders(h, specMsgID, time.Unix(specTimestamp, 0), body, key)
+	signing.SetHeaders(h, specMsgID, time.Unix(specTimestamp, 0), body, key)
 	require.ErrorIs(t, Verify(specSecret, h, body), ErrInvalidTimestamp)
 }
 
@@ -225,7 +128,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add("", int64(-1<<62), []byte("\xff\xfe"), []byte(""), "")
 
 	now := time.Unix(1_700_000_000, 0)
-	key, otherKey := mustDecode(f, fuzzSecret), mustDecode(f, fuzzOtherSecret)
+	key, otherKey := mustSigningKey(f, fuzzSecret), mustSigningKey(f, fuzzOtherSecret)
 
 	f.Fuzz(func(t *testing.T, msgID string, skew int64, body, other []byte, sigHeader string) {
 		skew %= 1 << 40 // keep now+skew far from int64 overflow
@@ -233,7 +136,7 @@ func FuzzVerify(f *testing.F) {
 		fresh := skew >= -300 && skew <= 300
 
 		h := http.Header{}
-		setSignedHeaders(h, msgID, ts, body, key)
+		signing.SetHeaders(h, msgID, ts, body, key)
 		err := verifyAt(fuzzSecret, h, body, now)
 		switch {
 		case msgID == "":
@@ -250,24 +153,106 @@ func FuzzVerify(f *testing.F) {
 		require.Error(t, verifyAt(fuzzOtherSecret, h, body, now), "accepted another secret")
 
 		otherSigned := http.Header{}
-		setSignedHeaders(otherSigned, msgID, ts, body, otherKey)
+		signing.SetHeaders(otherSigned, msgID, ts, body, otherKey)
 		require.Error(t, verifyAt(fuzzSecret, otherSigned, body, now), "accepted a signature made with another secret")
 
 		// An arbitrary signature header is only accepted if it carries the real signature.
-		h.Set(headerSignature, sigHeader)
+		h.Set("webhook-signature", sigHeader)
 		if verifyAt(fuzzSecret, h, body, now) == nil {
-			require.Contains(t, sigHeader, signatures(msgID, ts, body, key))
+			require.Contains(t, sigHeader, key.Sign(msgID, ts.Unix(), body))
 		}
 
 		// Arbitrary header values must not panic.
-		h.Set(headerTimestamp, string(other))
+		h.Set("webhook-timestamp", string(other))
 		_ = verifyAt(fuzzSecret, h, body, now)
 	})
 }
 
-func TestCanonicalHeaderNames(t *testing.T) {
-	t.Parallel()
-	for name, canonical := range map[string]string{headerID: canonicalID, headerTimestamp: canonicalTimestamp, headerSignature: canonicalSignature} {
-		assert.Equal(t, http.CanonicalHeaderKey(name), canonical)
+func TestVerifyRefusesSecretKeyAndMalformedPublicKeys(t *testing.T) {
+	secret, public := mustNewEd25519Key(t)
+	h := http.Header{}
+	signing.SetHeaders(h, "msg_1", time.Now(), []byte("{}"), mustSigningKey(t, secret))
+	require.NoError(t, Verify(public, h, []byte("{}")))
+
+	for _, key := range []string{
+		secret, // receivers verify with the public key
+		v1aSeedKey,
+		"whpk_",
+		"whpk_***public***",
+		public[:len(public)-4],
+		public + "AAAA",
+		"whpk_" + base64.StdEncoding.EncodeToString(make([]byte, 31)),
+	} {
+		err := Verify(key, h, []byte("{}"))
+		require.Error(t, err, "key %q", key)
+		assert.NotContains(t, err.Error(), strings.TrimPrefix(secret, "whsk_"))
+		assert.NotContains(t, err.Error(), "***public***")
+		for _, sentinel := range []error{ErrInvalidSignature, ErrInvalidTimestamp, ErrMissingHeaders} {
+			assert.False(t, errors.Is(err, sentinel), "key %q: %v", key, err)
+		}
 	}
+}
+
+func TestVerifyV1aUsesCurrentTime(t *testing.T) {
+	h := http.Header{}
+	h.Set("webhook-id", specMsgID)
+	h.Set("webhook-timestamp", strconv.Itoa(specTimestamp))
+	h.Set("webhook-signature", v1aReferenceSignature)
+	require.ErrorIs(t, Verify(v1aPublicKey, h, []byte(specBody)), ErrInvalidTimestamp, "signed in 2021")
+
+	h = http.Header{}
+	signing.SetHeaders(h, specMsgID, time.Now(), []byte(specBody), mustSigningKey(t, v1aSecretKey))
+	require.NoError(t, Verify(v1aPublicKey, h, []byte(specBody)))
+}
+
+// FuzzVerifyKey feeds arbitrary strings to Verify as the key, and to the key parsers: none panics,
+// and a request signed both ways (v1 by fuzzSecret, v1a by v1aSecretKey) verifies only with a key
+// that decodes to one of those two.
+func FuzzVerifyKey(f *testing.F) {
+	for _, s := range []string{
+		"", "whpk_", "whsk_", "whsec_", v1aPublicKey, v1aSecretKey, v1aSeedKey, fuzzSecret, fuzzOtherSecret,
+		strings.TrimPrefix(v1aPublicKey, "whpk_"), "whpk_" + strings.TrimPrefix(fuzzSecret, "whsec_"),
+		"whpk_ZlN4eg7dSSqi0moX9hQUk3orrOouK3QVQSlJa248c/g", "whpk_ZlN4eg7dSSqi0moX9hQUk3orrOouK3QVQSlJa248c/g=\n",
+		"whsk_AAAA", "whpk_" + strings.Repeat("A", 10_000), "whsk_\xff\xfe",
+	} {
+		f.Add(s)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	body := []byte(`{"a":1}`)
+	h := http.Header{}
+	signing.SetHeaders(h, "msg_1", now, body, mustSigningKey(f, fuzzSecret), mustSigningKey(f, v1aSecretKey))
+	hmacKey := b64(f, strings.TrimPrefix(fuzzSecret, "whsec_"))
+	pub := b64(f, strings.TrimPrefix(v1aPublicKey, "whpk_"))
+
+	f.Fuzz(func(t *testing.T, key string) {
+		if err := verifyAt(key, h, body, now); err == nil {
+			// An independent decoding of the key: it must be one of the two that signed.
+			if rest, ok := strings.CutPrefix(key, "whpk_"); ok {
+				p, err := base64.StdEncoding.DecodeString(rest)
+				require.NoError(t, err)
+				require.Equal(t, pub, p, "accepted v1a with another public key")
+			} else {
+				k, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(key, "whsec_"))
+				require.NoError(t, err)
+				require.Equal(t, hmacKey, k, "accepted v1 with another secret")
+			}
+		}
+		if sk, err := signing.ParseKey(key); err == nil {
+			require.Contains(t, []signing.Scheme{signing.V1, signing.V1a}, sk.Scheme())
+			require.Equal(t, signing.SchemeOf(key), sk.Scheme())
+			if sk.Scheme() == signing.V1a {
+				public, err := PublicKey(key)
+				require.NoError(t, err)
+				signed := http.Header{}
+				signing.SetHeaders(signed, "msg_2", now, body, sk)
+				require.NoError(t, verifyAt(public, signed, body, now), "PublicKey is the signing key's")
+				require.NoError(t, validateSigningSecret(key))
+			}
+		} else {
+			_, err := PublicKey(key)
+			if signing.SchemeOf(key) == signing.V1a {
+				require.Error(t, err)
+			}
+		}
+	})
 }

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/internal/egress"
+	"github.com/smartdrop/webhooks/internal/signing"
 )
 
 // subscriberCacheTTL bounds how long a process-local view of the registry is used: a registry change
@@ -106,14 +109,14 @@ func (s *storedWebhook) webhook() *Webhook {
 
 // secrets returns the keys that sign a request at now: the current one, and the previous one during a
 // rotation's grace period (v1 and v1a may mix).
-func (s *storedWebhook) secrets(now time.Time) ([]signingKey, error) {
-	cur, err := parseSigningKey(s.Secret)
+func (s *storedWebhook) secrets(now time.Time) ([]signing.Key, error) {
+	cur, err := signing.ParseKey(s.Secret)
 	if err != nil {
 		return nil, err
 	}
-	out := []signingKey{cur}
+	out := []signing.Key{cur}
 	if s.PrevSecret != "" && now.UnixMilli() < s.PrevUntil {
-		if prev, err := parseSigningKey(s.PrevSecret); err == nil {
+		if prev, err := signing.ParseKey(s.PrevSecret); err == nil {
 			out = append(out, prev)
 		}
 	}
@@ -129,7 +132,7 @@ type WebhookRepo struct {
 	rdb      redis.UniversalClient
 	keys     keyspace
 	now      func() time.Time
-	policy   egressPolicy
+	policy   egress.Policy
 	https    bool
 
 	mu    sync.Mutex
@@ -217,7 +220,7 @@ func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
 		Description: w.Description, Events: compactPatterns(w.Events), Disabled: w.Disabled, RateLimit: w.RateLimit,
 		Headers: canonicalHeaders(w.Headers), Filter: compactFilter(w.Filter), Created: now.UnixMilli(), Updated: now.UnixMilli()}
 	if s.Secret == "" {
-		secret, err := newSigningSecret(w.Asymmetric)
+		secret, err := signing.NewSecret(webhookScheme(w.Asymmetric))
 		if err != nil {
 			return nil, err
 		}
@@ -261,7 +264,7 @@ func (r *WebhookRepo) Update(ctx context.Context, w Webhook) (*Webhook, error) {
 // receiver needs.
 func (r *WebhookRepo) RotateSecret(ctx context.Context, id string, grace time.Duration) (*Webhook, error) {
 	return r.modify(ctx, id, func(s *storedWebhook) error {
-		secret, err := newSigningSecret(isPrivateKey(s.Secret))
+		secret, err := signing.NewSecret(signing.SchemeOf(s.Secret))
 		if err != nil {
 			return err
 		}

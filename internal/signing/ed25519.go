@@ -1,4 +1,4 @@
-package webhooks
+package signing
 
 import (
 	"bytes"
@@ -61,9 +61,6 @@ func encodePublicKey(pub ed25519.PublicKey) string {
 	return publicKeyPrefix + base64.StdEncoding.EncodeToString(pub)
 }
 
-// isPrivateKey reports whether secret is (meant as) an ed25519 secret key rather than an HMAC secret.
-func isPrivateKey(secret string) bool { return strings.HasPrefix(secret, privateKeyPrefix) }
-
 // decodePrivateKey returns the ed25519 private key of a "whsk_" key holding either the 32-byte
 // seed or the 64-byte private key.
 func decodePrivateKey(secret string) (ed25519.PrivateKey, error) {
@@ -104,53 +101,4 @@ func decodePublicKey(public string) (ed25519.PublicKey, error) {
 		return nil, fmt.Errorf("webhooks: ed25519 public key must decode to %d bytes, not %d", ed25519.PublicKeySize, len(raw))
 	}
 	return ed25519.PublicKey(raw), nil
-}
-
-// parseSigningKey decodes a webhook's stored secret into the key that signs its requests: a
-// "whsk_" ed25519 key (v1a signatures) or a "whsec_" HMAC secret, prefix optional (v1). A "whpk_"
-// public key cannot sign and is refused. Its error never contains the secret.
-func parseSigningKey(secret string) (signingKey, error) {
-	switch {
-	case isPrivateKey(secret):
-		priv, err := decodePrivateKey(secret)
-		if err != nil {
-			return signingKey{}, err
-		}
-		return signingKey{ed: priv}, nil
-	case strings.HasPrefix(secret, publicKeyPrefix):
-		return signingKey{}, errors.New("webhooks: a " + publicKeyPrefix + " public key cannot sign; use its " + privateKeyPrefix + " secret key")
-	default:
-		key, err := decodeSecret(secret)
-		if err != nil {
-			return signingKey{}, err
-		}
-		return signingKey{hmac: key}, nil
-	}
-}
-
-// validateSigningSecret checks a caller-supplied webhook secret: "whsec_" + base64 of at least
-// minSecretBytes bytes, or a "whsk_" ed25519 secret key (seed or 64-byte form). The error wraps
-// ErrInvalidWebhook and never contains the secret.
-func validateSigningSecret(secret string) error {
-	if isPrivateKey(secret) {
-		if _, err := decodePrivateKey(secret); err != nil {
-			return fmt.Errorf("%w: %s", ErrInvalidWebhook, strings.TrimPrefix(err.Error(), "webhooks: "))
-		}
-		return nil
-	}
-	if raw, err := decodeSecret(secret); err != nil || len(raw) < minSecretBytes {
-		return fmt.Errorf("%w: secret must be whsec_ followed by the base64 of at least %d bytes, or a %s ed25519 secret key",
-			ErrInvalidWebhook, minSecretBytes, privateKeyPrefix)
-	}
-	return nil
-}
-
-// newSigningSecret returns a fresh webhook secret: an ed25519 "whsk_" key when asymmetric, else
-// a "whsec_" HMAC secret.
-func newSigningSecret(asymmetric bool) (string, error) {
-	if asymmetric {
-		secret, _, err := NewEd25519Key()
-		return secret, err
-	}
-	return newSecret()
 }
