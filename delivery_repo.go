@@ -18,8 +18,6 @@ package webhooks
 //	{P:s}:q:<webhook_id>                   zset    delivery id -> next attempt, or lease end while leased (ms); pending only
 //	{P:s}:list:<webhook_id>                stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
 //	                                               its creation or Redeliver; trimmed on write, TTL ≥ newest entry
-//	{P:s}:health                           hash    <webhook_id>:ok -> last success (ms), <webhook_id>:fail -> start of
-//	                                               the current run of failures (ms); TTL ≥ Retention from the last attempt
 //	{P:s}:hourly:<webhook_id>              hash    attempts per hour by outcome, a ring of 24 hours: t<k> -> the hour
 //	                                               (Unix hours), s<k>/f<k> -> successes/failures, k = hour mod 24
 //	                                               (hourly.go); written by the outcome script; TTL 25 h from the last attempt
@@ -28,8 +26,9 @@ package webhooks
 //	                                               to pattern only
 //	{P:registry}:t:<tenant>:sub:<pattern>  hash    the same for one tenant's enabled webhooks (tenant.go)
 //	{P:registry}:t:<tenant>:all            hash    every webhook of the tenant: id -> JSON (tenant.go)
-//	{P:registry}:circuits                  hash    webhook id -> its circuit, "failures:since:openUntil:openFor:probeUntil:
-//	                                               token" (breaker.go); a success or Delete removes the field; no TTL
+//	{P:registry}:circuits                  hash    webhook id -> its circuit and run of failed attempts,
+//	                                               "failures:since:openUntil:openFor:probeUntil:token" (breaker.go);
+//	                                               no TTL: a success, or Delete, removes the field
 //	{P:registry}:shards                    string  the shard count, "<S>", or "16 v1" for a keyspace written before the
 //	                                               count was stored (shards.go); no TTL
 //	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,

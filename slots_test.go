@@ -169,7 +169,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	names := map[string]*redis.Script{
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
 		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
-		"circuitSuccess": recordSuccessScript, // Delete forgets the circuit through it
+		"circuitCount": countScript, // every attempt's outcome is counted in its webhook's circuit
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
