@@ -79,8 +79,9 @@ func (f *fleet) handle(i, inc int, fields []string) {
 		return
 	}
 	if fields[0] == "circuit-opened" || fields[0] == "circuit-closed" {
-		if len(fields) >= 2 {
-			f.watch.hookReport(fields[0], fields[1])
+		if len(fields) >= 3 {
+			ms, _ := strconv.ParseInt(fields[2], 10, 64)
+			f.watch.hookReport(fields[0], fields[1], time.UnixMilli(ms))
 		}
 		return
 	}

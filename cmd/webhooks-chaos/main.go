@@ -19,16 +19,17 @@
 // It asserts, and exits 1 with a message naming each failed check: every pair delivered (a 2xx seen)
 // or its record failed, none pending or missing; every pair final within -drain-bound of the last
 // accept; extra 2xx at most -max-dup-ratio of the pairs; no success recorded without a 2xx seen; no
-// bad signature; all planned kills happened; and no webhook's circuit opens unless the receiver saw it
-// fail at least BreakAfter-1 requests in a row (one less than BreakAfter, as concurrent outcomes may
-// reach Redis in another order than the requests reached the receiver). Every child is stopped by pid
+// bad signature; all planned kills happened; and no circuit opening that no run of failures explains:
+// each opening a producer's hook reports (or a Health poll sees) must follow, within a few seconds, a
+// run of at least BreakAfter-1 failed requests in the order they reached the receiver (one less than
+// BreakAfter, as concurrent outcomes may reach Redis in another order). Every child is stopped by pid
 // at the end, also on failure or SIGINT/SIGTERM (and, on Linux, killed by the kernel if the
 // orchestrator itself dies).
 //
-// Why -break-after defaults to 6, not the library's 5: with ~16,500 attempts at 10% failures, a
-// correct consecutive count opens at 5 in about 1 soak in 7 (16,500 × 0.9 × 0.1^5), which would make
-// CI flaky; the soak then excuses an opening only after a run of 5 (about 14% of soaks, printed when
-// it happens). Runs of 6 or more without the receiver seeing 5 in a row need two reorderings: rare.
+// Why -break-after defaults to 6, not the library's 5: with ~16,500 attempts at 10% failures, runs of 4
+// (which, with one reordering, open a correct count at 5) occur in most soaks, so at 5 openings would
+// often be excused; at 6 it takes a run of 5 (about 1 soak in 7), and then only openings within
+// seconds after it are excused.
 //
 //	go build -o /tmp/webhooks-chaos ./cmd/webhooks-chaos && /tmp/webhooks-chaos
 //

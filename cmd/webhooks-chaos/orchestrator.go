@@ -81,7 +81,7 @@ func (s *soak) setUp(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.recv, err = startReceiver(3 * s.cfg.timeout); err != nil {
+	if s.recv, err = startReceiver(3*s.cfg.timeout, s.cfg.breakAfter-1); err != nil {
 		return err
 	}
 	s.rdb = newClient(s.redis.addr())

@@ -20,8 +20,8 @@ import (
 //
 //	progress N            N events accepted so far (every 100)
 //	done N RETRIES        every event accepted; RETRIES calls were not accepted and were made again
-//	circuit-opened ID MS  Hooks.CircuitOpened: webhook ID open until MS (Unix ms)
-//	circuit-closed ID     Hooks.CircuitClosed
+//	circuit-opened ID MS UNTIL  Hooks.CircuitOpened at MS: webhook ID open until UNTIL (Unix ms)
+//	circuit-closed ID MS        Hooks.CircuitClosed at MS
 //	error TEXT            something the orchestrator should show
 //	taken I               (-fault skip-replay only) event I is about to be dispatched
 
@@ -66,8 +66,10 @@ func runProducer(ctx context.Context, cfg config) error {
 	rdb := newClient(cfg.redisAddr)
 	defer rdb.Close()
 	hooks := webhooks.Hooks{
-		CircuitOpened: func(id string, until time.Time) { report("circuit-opened %s %d", id, until.UnixMilli()) },
-		CircuitClosed: func(id string) { report("circuit-closed %s", id) },
+		CircuitOpened: func(id string, until time.Time) {
+			report("circuit-opened %s %d %d", id, time.Now().UnixMilli(), until.UnixMilli())
+		},
+		CircuitClosed: func(id string) { report("circuit-closed %s %d", id, time.Now().UnixMilli()) },
 	}
 	d, err := newDispatcher(ctx, rdb, dispatcherOptions(cfg, hooks))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,8 +49,10 @@ type receiver struct {
 	mu      sync.Mutex
 	secrets []string
 	ok      map[pair]int
-	run     []int       // the current run of failed requests of each endpoint, in the order they arrived
-	maxRun  []int       // the longest such run
+	run     []int // the current run of failed requests of each endpoint, in the order they arrived
+	maxRun  []int // the longest such run
+	longRun int   // a run at least this long is long: its failures' arrival times are kept
+	longAt  [][]time.Time
 	dupAt   []time.Time // when each extra 2xx was answered
 
 	counts       []endpointCounts
@@ -58,14 +61,15 @@ type receiver struct {
 }
 
 // startReceiver listens on a loopback port; a hanging request is held for hangFor (or until the
-// client gives up).
-func startReceiver(hangFor time.Duration) (*receiver, error) {
+// client gives up). It keeps when each failure of a run of at least longRun failures arrived.
+func startReceiver(hangFor time.Duration, longRun int) (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
 	r := &receiver{ln: ln, hangFor: hangFor, secrets: make([]string, len(endpoints)), ok: make(map[pair]int),
-		run: make([]int, len(endpoints)), maxRun: make([]int, len(endpoints)), counts: make([]endpointCounts, len(endpoints))}
+		run: make([]int, len(endpoints)), maxRun: make([]int, len(endpoints)), longRun: max(longRun, 1),
+		longAt: make([][]time.Time, len(endpoints)), counts: make([]endpointCounts, len(endpoints))}
 	mux := http.NewServeMux()
 	for i, e := range endpoints {
 		mux.HandleFunc("POST /"+e.name, func(w http.ResponseWriter, req *http.Request) { r.serve(w, req, i) })
@@ -146,6 +150,16 @@ func (r *receiver) countRun(i int, fails bool) {
 	}
 	r.run[i]++
 	r.maxRun[i] = max(r.maxRun[i], r.run[i])
+	if r.run[i] >= r.longRun {
+		r.longAt[i] = append(r.longAt[i], time.Now())
+	}
+}
+
+// longRuns is when each failure of endpoint i's long runs arrived.
+func (r *receiver) longRuns(i int) []time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.longAt[i])
 }
 
 // longestRun is the most requests of endpoint i that failed in a row, in the order they arrived.

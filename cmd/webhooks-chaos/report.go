@@ -30,9 +30,10 @@ func (s *soak) verdict(r *sweepResult, dr drainResult) error {
 	fmt.Printf("  drain            %s (bound %s)\n", drain, s.cfg.drainBound)
 	for i, e := range endpoints {
 		c := &s.recv.counts[i]
-		hooks, polled := s.watch.openings(i)
-		fmt.Printf("  %-8s         %d requests, %d 2xx, %d 500, %d hung, at most %d failed in a row (breaker counted up to %d); circuit openings: %d by hooks, %d by Health polls\n",
-			e.name, c.requests.Load(), c.ok.Load(), c.failed.Load(), c.hung.Load(), s.recv.longestRun(i), s.watch.maxFailures(i), hooks, polled)
+		o := s.openings(i)
+		fmt.Printf("  %-8s         %d requests, %d 2xx, %d 500, %d hung, at most %d failed in a row (breaker counted up to %d); circuit openings: %d by hooks + %d seen only by Health polls, %d without %d failures in a row before\n",
+			e.name, c.requests.Load(), c.ok.Load(), c.failed.Load(), c.hung.Load(), s.recv.longestRun(i), s.watch.maxFailures(i),
+			o.hooks, o.polled, o.unexplained, s.cfg.breakAfter-1)
 	}
 	polls, pollErrors := s.watch.pollCounts()
 	fmt.Printf("  health polls     %d (%d failed: Redis down)\n", polls, pollErrors)
@@ -81,14 +82,9 @@ func (s *soak) checks(r *sweepResult, dr drainResult, kills int) error {
 		fail("%d requests with a bad signature or body, or for pairs never dispatched", n)
 	}
 	for i, e := range endpoints {
-		hooks, polled := s.watch.openings(i)
-		switch run := s.recv.longestRun(i); {
-		case hooks+polled == 0:
-		case run >= s.cfg.breakAfter-1:
-			fmt.Printf("chaos: the %s webhook failed %d requests in a row (BreakAfter %d): its circuit may open\n", e.name, run, s.cfg.breakAfter)
-		default:
-			fail("the %s webhook's circuit opened (%d by hooks, %d by Health polls), though it never failed more than %d requests in a row (BreakAfter %d)",
-				e.name, hooks, polled, run, s.cfg.breakAfter)
+		if o := s.openings(i); o.unexplained > 0 {
+			fail("the %s webhook's circuit opened %d times without %d failures in a row within %s before (BreakAfter %d; %d openings by hooks, %d seen only by polls; at most %d failed in a row in the whole soak)",
+				e.name, o.unexplained, s.cfg.breakAfter-1, s.explainWindow(), s.cfg.breakAfter, o.hooks, o.polled, s.recv.longestRun(i))
 		}
 	}
 	if kills < s.cfg.producerKills || s.redis.restarts < s.cfg.redisKills {
@@ -106,4 +102,14 @@ func describeDrain(dr drainResult) string {
 		return fmt.Sprintf("took %.1fs", dr.after.Seconds())
 	}
 	return fmt.Sprintf("%d pairs not final after %.1fs", dr.left, dr.after.Seconds())
+}
+
+// explainWindow is how long before a circuit opening a run of failures explains it: the run's last
+// failure arrived at the receiver, then its attempt timed out (at most Timeout) and its outcome was
+// recorded, and the poll that saw it may be late by pollEvery.
+func (s *soak) explainWindow() time.Duration { return 2*s.cfg.timeout + time.Second + pollEvery }
+
+// openings assesses endpoint i's circuit openings against the receiver's long runs of failures.
+func (s *soak) openings(i int) openings {
+	return s.watch.assess(i, s.recv.longRuns(i), s.explainWindow())
 }
