@@ -45,11 +45,7 @@ func (s *soak) verdict(r *sweepResult, dr drainResult) error {
 		fmt.Printf("    %s\n", l)
 	}
 	if s.cfg.verbose {
-		s.recv.mu.Lock()
-		for _, t := range s.recv.dupAt {
-			fmt.Printf("    extra 2xx at %.2fs\n", t.Sub(s.started).Seconds())
-		}
-		s.recv.mu.Unlock()
+		fmt.Printf("    extra 2xx per second of the soak: %s\n", s.dupSeconds())
 	}
 	fmt.Printf("  wall time        %.1fs\n", time.Since(s.started).Seconds())
 	return s.checks(r, dr, kills)
@@ -112,4 +108,27 @@ func (s *soak) explainWindow() time.Duration { return 2*s.cfg.timeout + time.Sec
 // openings assesses endpoint i's circuit openings against the receiver's long runs of failures.
 func (s *soak) openings(i int) openings {
 	return s.watch.assess(i, s.recv.longRuns(i), s.explainWindow())
+}
+
+// dupSeconds lists how many extra 2xx were answered in each second of the soak ("12s:3 ..."), to
+// match them with the kills that -v prints.
+func (s *soak) dupSeconds() string {
+	s.recv.mu.Lock()
+	defer s.recv.mu.Unlock()
+	var b strings.Builder
+	last, n := -1, 0
+	flush := func() {
+		if n > 0 {
+			fmt.Fprintf(&b, "%ds:%d ", last, n)
+		}
+	}
+	for _, t := range s.recv.dupAt { // in the order answered
+		if sec := int(t.Sub(s.started).Seconds()); sec != last {
+			flush()
+			last, n = sec, 0
+		}
+		n++
+	}
+	flush()
+	return strings.TrimSpace(b.String())
 }
