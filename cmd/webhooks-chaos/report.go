@@ -33,7 +33,7 @@ func (s *soak) verdict(r *sweepResult, dr drainResult) error {
 		o := s.openings(i)
 		fmt.Printf("  %-8s         %d requests, %d 2xx, %d 500, %d hung, at most %d failed in a row (breaker counted up to %d); circuit openings: %d by hooks + %d seen only by Health polls, %d without %d failures in a row before\n",
 			e.name, c.requests.Load(), c.ok.Load(), c.failed.Load(), c.hung.Load(), s.recv.longestRun(i), s.watch.maxFailures(i),
-			o.hooks, o.polled, o.unexplained, s.cfg.breakAfter-1)
+			o.hooks, o.polled, o.unexplained, s.recv.longRun)
 	}
 	polls, pollErrors := s.watch.pollCounts()
 	fmt.Printf("  health polls     %d (%d failed: Redis down)\n", polls, pollErrors)
@@ -80,7 +80,7 @@ func (s *soak) checks(r *sweepResult, dr drainResult, kills int) error {
 	for i, e := range endpoints {
 		if o := s.openings(i); o.unexplained > 0 {
 			fail("the %s webhook's circuit opened %d times without %d failures in a row within %s before (BreakAfter %d; %d openings by hooks, %d seen only by polls; at most %d failed in a row in the whole soak)",
-				e.name, o.unexplained, s.cfg.breakAfter-1, s.explainWindow(), s.cfg.breakAfter, o.hooks, o.polled, s.recv.longestRun(i))
+				e.name, o.unexplained, s.recv.longRun, s.explainWindow(), s.cfg.breakAfter, o.hooks, o.polled, s.recv.longestRun(i))
 		}
 	}
 	if kills < s.cfg.producerKills || s.redis.restarts < s.cfg.redisKills {
