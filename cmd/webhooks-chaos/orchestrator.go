@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks"
+)
+
+// soak is one run of the orchestrator: what it started and what it saw.
+type soak struct {
+	cfg     config
+	started time.Time
+	rng     *rand.Rand
+	redis   *redisServer
+	recv    *receiver
+	d       *webhooks.Dispatcher // the orchestrator's own: setup, health polls, record reads
+	ids     []string             // webhook id of each endpoint
+	pairs   []pair
+	watch   *circuitWatch
+	fleet   *fleet
+	tmp     string        // the temporary directory (Redis's AOF and log)
+	rdb     *redis.Client // the orchestrator's client
+
+	mu         sync.Mutex
+	redisFails []error // the Redis process exited by itself
+
+	lastAccept time.Time
+}
+
+func runOrchestrator(ctx context.Context, cfg config) (err error) {
+	if cfg.seed == 0 {
+		cfg.seed = uint64(time.Now().UnixNano())
+	}
+	s := &soak{cfg: cfg, started: time.Now(), rng: rand.New(rand.NewPCG(cfg.seed, 1))}
+	fmt.Printf("chaos: seed %d; %d producers × %d events × %d webhooks; %d producer kills, %d Redis kills; Timeout %s, BreakAfter %d\n",
+		cfg.seed, cfg.producers, cfg.events, len(endpoints), cfg.producerKills, cfg.redisKills, cfg.timeout, cfg.breakAfter)
+	defer s.shutdown()
+	if err := s.setUp(ctx); err != nil {
+		return err
+	}
+	pollCtx, stopPolls := context.WithCancel(ctx)
+	var polls sync.WaitGroup
+	polls.Go(func() { s.watch.poll(pollCtx, s.d) })
+	defer func() { stopPolls(); polls.Wait() }()
+
+	if err := s.acceptPhase(ctx); err != nil {
+		return err
+	}
+	dr := s.drain(ctx)
+	s.fleet.stopAll(3 * s.cfg.timeout)
+	stopPolls()
+	polls.Wait()
+	res, err := s.sweep(ctx)
+	if err != nil {
+		return err
+	}
+	return s.verdict(res, dr)
+}
+
+// setUp starts Redis and the receiver, creates the three webhooks and starts the producers.
+func (s *soak) setUp(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "webhooks-chaos-")
+	if err != nil {
+		return err
+	}
+	s.tmp = dir
+	s.redis, err = startRedis(ctx, s.cfg.redisBin, dir, func(c *child) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.redisFails = append(s.redisFails, c.exitError())
+	})
+	if err != nil {
+		return err
+	}
+	if s.recv, err = startReceiver(3*s.cfg.timeout, s.cfg.breakAfter-1); err != nil {
+		return err
+	}
+	s.rdb = newClient(s.redis.addr())
+	if s.d, err = webhooks.New(s.rdb, dispatcherOptions(s.cfg, webhooks.Hooks{})); err != nil {
+		return err
+	}
+	for i, e := range endpoints {
+		wh, err := s.d.Webhooks().Create(ctx, webhooks.Webhook{URL: s.recv.url(i), Events: []string{eventType}, Description: "chaos " + e.name})
+		if err != nil {
+			return fmt.Errorf("create webhook %s: %w", e.name, err)
+		}
+		s.recv.setSecret(i, wh.Secret)
+		s.ids = append(s.ids, wh.ID)
+	}
+	for p := range s.cfg.producers {
+		for i := range s.cfg.events {
+			for e := range endpoints {
+				s.pairs = append(s.pairs, pair{e, eventID(p, i)})
+			}
+		}
+	}
+	fmt.Printf("chaos: redis-server pid %d on %s (AOF in %s); receiver on %s\n", s.redis.proc.pid(), s.redis.addr(), s.redis.dir, s.recv.ln.Addr())
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	s.watch = newCircuitWatch(s.ids)
+	s.fleet = newFleet(s.cfg, exe, s.redis.addr(), s.watch)
+	for p := range s.cfg.producers {
+		if err := s.fleet.start(p, 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// killPlan returns when (as shares of all events accepted) to kill: producers at random points in
+// [0.05, 0.9], Redis spread evenly over [0.1, 0.8] with some jitter.
+func (s *soak) killPlan() (producers, redis []float64) {
+	for range s.cfg.producerKills {
+		producers = append(producers, 0.05+0.85*s.rng.Float64())
+	}
+	slices.Sort(producers)
+	for k := range s.cfg.redisKills {
+		at := 0.1 + 0.7*float64(k+1)/float64(s.cfg.redisKills+1)
+		redis = append(redis, at+0.1*(s.rng.Float64()-0.5))
+	}
+	slices.Sort(redis)
+	return producers, redis
+}
+
+// acceptPhase runs the kill plan while the producers accept their events, and returns once every
+// producer's current incarnation has accepted them all (the last accept).
+func (s *soak) acceptPhase(ctx context.Context) error {
+	pkills, rkills := s.killPlan()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	bound := time.After(s.cfg.acceptBound)
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("accept phase: %w", ctx.Err())
+		case <-bound:
+			return fmt.Errorf("the producers did not accept all events within -accept-bound %s (%.1f%% accepted)", s.cfg.acceptBound, 100*s.fleet.progress())
+		case <-tick.C:
+		}
+		if err := s.failure(); err != nil {
+			return err
+		}
+		at := s.fleet.progress()
+		if len(rkills) > 0 && at >= rkills[0] {
+			rkills = rkills[1:]
+			s.logf("Redis SIGKILLed (pid %d) at %.0f%% accepted", s.redis.proc.pid(), 100*at)
+			if err := s.redis.killRestart(ctx, s.cfg.redisDown); err != nil {
+				return err
+			}
+			s.logf("Redis restarted on its AOF (pid %d)", s.redis.proc.pid())
+		}
+		if len(pkills) > 0 && at >= pkills[0] {
+			pkills = pkills[1:]
+			if err := s.fleet.killRestart(s.rng); err != nil {
+				return err
+			}
+		}
+		if len(pkills) == 0 && len(rkills) == 0 && s.fleet.allDone() {
+			s.lastAccept = time.Now()
+			fmt.Printf("chaos: every event accepted after %.1fs\n", s.lastAccept.Sub(s.started).Seconds())
+			return nil
+		}
+	}
+}
+
+// failure is the first child that exited by itself, if any.
+func (s *soak) failure() error {
+	s.mu.Lock()
+	err := errors.Join(s.redisFails...)
+	s.mu.Unlock()
+	return errors.Join(err, s.fleet.failure())
+}
+
+func (s *soak) logf(format string, args ...any) {
+	if s.cfg.verbose {
+		fmt.Printf("chaos: %5.1fs %s\n", time.Since(s.started).Seconds(), fmt.Sprintf(format, args...))
+	}
+}
+
+// shutdown stops every child by pid (producers, then Redis), closes the receiver and removes the
+// temporary directory. It runs on every return, failures included.
+func (s *soak) shutdown() {
+	if s.fleet != nil {
+		s.fleet.stopAll(3 * s.cfg.timeout)
+	}
+	if s.recv != nil {
+		s.recv.close()
+	}
+	if s.rdb != nil {
+		_ = s.rdb.Close()
+	}
+	if err := s.redis.stop(); err != nil {
+		fmt.Fprintf(os.Stderr, "webhooks-chaos: stop redis: %v\n", err)
+	}
+	if s.tmp != "" {
+		_ = os.RemoveAll(s.tmp)
+	}
+}
