@@ -170,6 +170,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
 		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
 		"circuitSuccess": recordSuccessScript, // Delete forgets the circuit through it
+		"subscribers":    subscribersScript,
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

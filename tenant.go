@@ -26,10 +26,14 @@ const MaxTenantLen = 64
 // DefaultMaxWebhooksPerTenant is Options.MaxWebhooksPerTenant's default.
 const DefaultMaxWebhooksPerTenant = 100
 
-// validateTenant checks a tenant name: "" or 1–MaxTenantLen bytes of [A-Za-z0-9_.-].
+// validateTenant checks a tenant name: "" or 1–MaxTenantLen bytes of [A-Za-z0-9_.-], but not "." or
+// ".." (which a path or a key joined with the name would read as a directory).
 func validateTenant(t string) error {
 	if len(t) > MaxTenantLen {
 		return fmt.Errorf("%w: tenant longer than %d bytes", ErrInvalidWebhook, MaxTenantLen)
+	}
+	if t == "." || t == ".." {
+		return fmt.Errorf("%w: tenant %q is not a name", ErrInvalidWebhook, t)
 	}
 	for _, c := range []byte(t) {
 		if !isNameByte(c) && c != '.' {

@@ -29,6 +29,15 @@ const maxDescriptionLen = 1024
 // MaxRateLimit bounds Webhook.RateLimit (requests per second).
 const MaxRateLimit = 10000
 
+// Bounds of Webhook.Events. Each pattern is one entry of one more subscription hash, so they bound
+// what a webhook costs the registry beyond its own JSON.
+const (
+	// MaxEventPatterns is the most subscription patterns a webhook may have.
+	MaxEventPatterns = 64
+	// MaxEventPatternsBytes bounds the total length of a webhook's subscription patterns.
+	MaxEventPatternsBytes = 4096
+)
+
 // Webhook is a subscriber: a URL that receives the events its Events patterns select, among the events
 // of its Tenant.
 type Webhook struct {
@@ -139,33 +148,40 @@ type WebhookRepo struct {
 }
 
 // saveWebhookScript replaces a webhook in the registry, conditional on the stored JSON being what the
-// caller read (the token of this read-modify-write). The tenant's index is one more hash the webhook
-// leaves and joins; a new webhook of a tenant is refused when the index already holds the quota.
+// caller read (the token of this read-modify-write). The webhook's JSON is stored in the registry and,
+// for a tenant's webhook, in the tenant's index; each subscription hash it joins gets its id only (so a
+// webhook costs Redis its size, not its size per pattern). A new webhook of a tenant is refused when
+// the tenant's index already holds the quota.
 //
 // KEYS[1] -> {P:registry}:webhooks
-// KEYS[2..1+ARGV[4]] -> hashes the webhook leaves (its old patterns' subscriber hashes, its tenant index)
-// KEYS[2+ARGV[4]..] -> hashes the webhook joins (its new patterns', when enabled; its tenant index last)
+// KEYS[2..1+ARGV[4]] -> hashes the webhook leaves (its old patterns' subscription hashes)
+// KEYS[2+ARGV[4]..#KEYS-ARGV[6]] -> subscription hashes the webhook joins (its new patterns', when enabled)
+// KEYS[#KEYS] -> its tenant's index, when ARGV[6] is 1
 // ARGV[1] -> webhook id
 // ARGV[2] -> expected stored JSON ("" when the webhook must not exist yet)
 // ARGV[3] -> new JSON ("" deletes the webhook)
-// ARGV[4] -> number of keys left
+// ARGV[4] -> number of subscription hashes left
 // ARGV[5] -> the quota of webhooks per tenant, checked when creating ("0": none)
+// ARGV[6] -> 1 when the last key is the tenant's index, else 0
 // returns saveDone when saved, saveConflict when the stored JSON was not the expected one, saveOverQuota
 // when a new webhook would exceed its tenant's quota
 var saveWebhookScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if (cur or '') ~= ARGV[2] then return ` + strconv.Itoa(saveConflict) + ` end
-if ARGV[2] == '' and ARGV[5] ~= '0' and redis.call('HLEN', KEYS[#KEYS]) >= tonumber(ARGV[5]) then
+local tenant = ARGV[6] == '1' and KEYS[#KEYS]
+if ARGV[2] == '' and ARGV[5] ~= '0' and redis.call('HLEN', tenant) >= tonumber(ARGV[5]) then
   return ` + strconv.Itoa(saveOverQuota) + `
 end
 local nold = tonumber(ARGV[4])
 for i = 2, 1 + nold do redis.call('HDEL', KEYS[i], ARGV[1]) end
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], ARGV[1])
-  return 1
+  if tenant then redis.call('HDEL', tenant, ARGV[1]) end
+  return ` + strconv.Itoa(saveDone) + `
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-for i = 2 + nold, #KEYS do redis.call('HSET', KEYS[i], ARGV[1], ARGV[3]) end
+for i = 2 + nold, #KEYS - tonumber(ARGV[6]) do redis.call('HSET', KEYS[i], ARGV[1], '') end
+if tenant then redis.call('HSET', tenant, ARGV[1], ARGV[3]) end
 return ` + strconv.Itoa(saveDone) + `
 `)
 
@@ -183,13 +199,8 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 	if err := validateWebhookURL(w.URL, r.https, r.policy); err != nil {
 		return err
 	}
-	if len(w.Events) == 0 {
-		return fmt.Errorf("%w: at least one subscription pattern is required", ErrInvalidWebhook)
-	}
-	for _, p := range w.Events {
-		if err := validatePattern(p); err != nil {
-			return err
-		}
+	if err := validatePatterns(w.Events); err != nil {
+		return err
 	}
 	if w.RateLimit < 0 || w.RateLimit > MaxRateLimit {
 		return fmt.Errorf("%w: rate limit %d is not in [0, %d]", ErrInvalidWebhook, w.RateLimit, MaxRateLimit)
@@ -370,8 +381,9 @@ func (r *WebhookRepo) load(ctx context.Context, id string) (*storedWebhook, stri
 // saveRaw writes next (nil deletes) in place of old, whose stored JSON was raw.
 func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook, raw string, next *storedWebhook) error {
 	keys := []string{r.keys.webhooksKey()}
+	tenant := ""
 	if old != nil {
-		keys = append(keys, r.indexKeys(old)...)
+		keys, tenant = append(keys, r.subscriptionKeys(old)...), old.Tenant
 	}
 	nold := len(keys) - 1
 	var encoded []byte
@@ -381,12 +393,16 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 		if encoded, err = json.Marshal(next); err != nil {
 			return fmt.Errorf("webhooks: encode webhook: %w", err)
 		}
-		keys = append(keys, r.indexKeys(next)...)
+		keys, tenant = append(keys, r.subscriptionKeys(next)...), next.Tenant
 		if old == nil && next.Tenant != "" {
 			quota = r.quota
 		}
 	}
-	res, err := saveWebhookScript.Run(ctx, r.rdb, keys, id, raw, string(encoded), nold, quota).Int()
+	withTenant := 0
+	if tenant != "" {
+		keys, withTenant = append(keys, r.keys.tenantKey(tenant)), 1
+	}
+	res, err := saveWebhookScript.Run(ctx, r.rdb, keys, id, raw, string(encoded), nold, quota, withTenant).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("webhooks: save webhook %s: %w", id, err)
@@ -400,19 +416,37 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 	return nil
 }
 
-// indexKeys are the hashes that hold a webhook besides the registry: its patterns' subscriber hashes
-// while it is enabled, then its tenant's index (a tenant's webhooks only).
-func (r *WebhookRepo) indexKeys(s *storedWebhook) []string {
-	var keys []string
-	if !s.Disabled {
-		for _, p := range s.Events {
-			keys = append(keys, r.keys.tenantSubscribersKey(s.Tenant, p))
-		}
+// subscriptionKeys are the subscription hashes that hold a webhook's id while it is enabled: one per
+// pattern, in its tenant's index.
+func (r *WebhookRepo) subscriptionKeys(s *storedWebhook) []string {
+	if s.Disabled {
+		return nil
 	}
-	if s.Tenant != "" {
-		keys = append(keys, r.keys.tenantKey(s.Tenant))
+	keys := make([]string, 0, len(s.Events))
+	for _, p := range s.Events {
+		keys = append(keys, r.keys.tenantSubscribersKey(s.Tenant, p))
 	}
 	return keys
+}
+
+// validatePatterns checks a webhook's subscription patterns: 1 to MaxEventPatterns of them, at most
+// MaxEventPatternsBytes together, each valid.
+func validatePatterns(ps []string) error {
+	if len(ps) == 0 || len(ps) > MaxEventPatterns {
+		return fmt.Errorf("%w: %d subscription patterns, 1 to %d are allowed", ErrInvalidWebhook, len(ps), MaxEventPatterns)
+	}
+	total := 0
+	for _, p := range ps {
+		if err := validatePattern(p); err != nil {
+			return err
+		}
+		total += len(p)
+	}
+	if total > MaxEventPatternsBytes {
+		return fmt.Errorf("%w: subscription patterns of %d bytes together, at most %d", ErrInvalidWebhook, total,
+			MaxEventPatternsBytes)
+	}
+	return nil
 }
 
 // compactPatterns drops duplicate patterns, keeping order.
