@@ -2,7 +2,9 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -49,7 +51,8 @@ func storedBytes(t *testing.T, tr *testRedis) int64 {
 	return total
 }
 
-// portalCall sends one request to a portal, with a token unless tok is "".
+// portalCall sends one request to an API server, with a portal token unless tok is "", and returns the
+// status and body of the answer.
 func portalCall(t *testing.T, srv *httptest.Server, tok, method, path, body string) (int, string) {
 	t.Helper()
 	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
@@ -60,9 +63,17 @@ func portalCall(t *testing.T, srv *httptest.Server, tok, method, path, body stri
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var b strings.Builder
-	_, _ = fmt.Fprint(&b, resp.Header.Get("Content-Type"))
-	return resp.StatusCode, b.String()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+// decodeJSON decodes an answer's body, refusing unknown fields.
+func decodeJSON(t *testing.T, body string, dst any) {
+	t.Helper()
+	dec := json.NewDecoder(strings.NewReader(body))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(dst), body)
 }
 
 // TestPortalCreateCostsRedisItsSize: a portal create of a body close to the 64 KiB request bound is

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -83,35 +82,6 @@ func (w Webhook) String() string {
 
 // GoString is String, so %#v does not print the secret either.
 func (w Webhook) GoString() string { return w.String() }
-
-// storedWebhook is a webhook as the registry stores it.
-type storedWebhook struct {
-	ID          string            `json:"id"`
-	Tenant      string            `json:"t,omitempty"`
-	URL         string            `json:"url"`
-	Secret      string            `json:"secret"`
-	Description string            `json:"desc,omitempty"`
-	Events      []string          `json:"events"`
-	Disabled    bool              `json:"off,omitempty"`
-	RateLimit   int               `json:"rl,omitempty"`
-	Headers     map[string]string `json:"h,omitempty"`
-	Filter      json.RawMessage   `json:"f,omitempty"`
-	Created     int64             `json:"c"`
-	Updated     int64             `json:"u"`
-	// PrevSecret still signs requests, beside Secret, until PrevUntil (ms): secret rotation.
-	PrevSecret string `json:"ps,omitempty"`
-	PrevUntil  int64  `json:"pu,omitempty"`
-}
-
-func (s *storedWebhook) webhook() *Webhook {
-	w := &Webhook{ID: s.ID, Tenant: s.Tenant, URL: s.URL, Secret: s.Secret, Description: s.Description,
-		Events: slices.Clone(s.Events), Disabled: s.Disabled, RateLimit: s.RateLimit, Headers: maps.Clone(s.Headers),
-		Filter: slices.Clone(s.Filter), CreatedAt: time.UnixMilli(s.Created), UpdatedAt: time.UnixMilli(s.Updated)}
-	if pk, err := PublicKey(s.Secret); err == nil {
-		w.PublicKey = pk
-	}
-	return w
-}
 
 // secrets returns the keys that sign a request at now: the current one, and the previous one during a
 // rotation's grace period (v1 and v1a may mix).
@@ -223,10 +193,8 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 // Create registers a webhook. It fills ID, Secret (unless one is given), CreatedAt and UpdatedAt and
 // returns the stored webhook, secret included.
 func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
-	now := r.now()
-	s := &storedWebhook{ID: "wh_" + randomHex(8), Tenant: w.Tenant, URL: w.URL, Secret: w.Secret,
-		Description: w.Description, Events: compactPatterns(w.Events), Disabled: w.Disabled, RateLimit: w.RateLimit,
-		Headers: canonicalHeaders(w.Headers), Filter: compactFilter(w.Filter), Created: now.UnixMilli(), Updated: now.UnixMilli()}
+	s := &storedWebhook{Webhook: w}
+	s.ID, s.CreatedAt, s.UpdatedAt = "wh_"+randomHex(8), r.now(), r.now()
 	if s.Secret == "" {
 		secret, err := newSigningSecret(w.Asymmetric)
 		if err != nil {
@@ -236,6 +204,7 @@ func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
 	} else if err := validateSigningSecret(s.Secret); err != nil {
 		return nil, err
 	}
+	s.normalize()
 	if err := r.validate(s); err != nil {
 		return nil, err
 	}
@@ -254,15 +223,21 @@ func (r *WebhookRepo) Get(ctx context.Context, id string) (*Webhook, error) {
 	return s.webhook(), nil
 }
 
-// Update changes a webhook's URL, Events, Description, Disabled, RateLimit, Headers and Filter, found by
-// w.ID; its Tenant and secret stay (RotateSecret changes the secret). A URL or secret changed while
-// deliveries are pending applies to their next attempt.
+// Update changes a webhook to w, found by w.ID: every field but its ID, Tenant, secret and CreatedAt
+// (RotateSecret changes the secret). A URL or secret changed while deliveries are pending applies to
+// their next attempt.
 func (r *WebhookRepo) Update(ctx context.Context, w Webhook) (*Webhook, error) {
 	return r.modify(ctx, w.ID, func(s *storedWebhook) error {
-		s.URL, s.Events, s.Description, s.Disabled = w.URL, compactPatterns(w.Events), w.Description, w.Disabled
-		s.RateLimit, s.Headers, s.Filter = w.RateLimit, canonicalHeaders(w.Headers), compactFilter(w.Filter)
-		return r.validate(s)
+		return r.replace(s, w)
 	})
+}
+
+// replace puts w in s's place, keeping the fields Update does not change, and validates it.
+func (r *WebhookRepo) replace(s *storedWebhook, w Webhook) error {
+	w.keptFields(&s.Webhook)
+	s.Webhook = w
+	s.normalize()
+	return r.validate(s)
 }
 
 // RotateSecret gives a webhook a new secret. For the grace period after it, every request carries
@@ -341,6 +316,8 @@ func (r *WebhookRepo) List(ctx context.Context) ([]*Webhook, error) {
 	return decodeSorted(all), nil
 }
 
+// modify is a read-modify-write of one webhook: change edits a copy of it (and validates what it
+// changed), which is saved if no other writer changed the webhook meanwhile (else it is read again).
 func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*storedWebhook) error) (*Webhook, error) {
 	for range maxSaveTries {
 		old, raw, err := r.load(ctx, id)
@@ -348,11 +325,12 @@ func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*stored
 			return nil, err
 		}
 		next := *old
-		next.Events = slices.Clone(old.Events)
+		next.Webhook = *old.webhook()
 		if err := change(&next); err != nil {
 			return nil, err
 		}
-		next.Updated = r.now().UnixMilli()
+		next.UpdatedAt = r.now()
+		next.normalize()
 		if err := r.saveRaw(ctx, id, old, raw, &next); !errors.Is(err, ErrConflict) {
 			if err != nil {
 				return nil, err
