@@ -188,3 +188,55 @@ func TestDotTenantsAreRefused(t *testing.T) {
 		assert.NoError(t, validateTenant(tenant), tenant)
 	}
 }
+
+// TestLargestWebhookBytes: a webhook at every bound (with characters JSON escapes where it can) costs
+// Redis at most maxWebhookRedisBytes, the figure README's "Security" multiplies by the tenant quota.
+func TestLargestWebhookBytes(t *testing.T) {
+	t.Parallel()
+	const maxWebhookRedisBytes = 64 << 10
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	w := Webhook{Tenant: strings.Repeat("t", MaxTenantLen), Description: strings.Repeat("\"", maxDescriptionLen),
+		Headers: map[string]string{}}
+	w.URL = "https://example.com/" + strings.Repeat("a", maxWebhookURLLen-len("https://example.com/"))
+	for i := range MaxEventPatterns {
+		p := fmt.Sprintf("e%02d.", i)
+		w.Events = append(w.Events, p+strings.Repeat("x", MaxEventPatternsBytes/MaxEventPatterns-len(p)))
+	}
+	for i := range MaxHeaders {
+		name := fmt.Sprintf("X-%02d-", i)
+		w.Headers[name+strings.Repeat("h", MaxHeaderNameLen-len(name))] = strings.Repeat("<", MaxHeaderValueLen)
+	}
+	var filter strings.Builder
+	filter.WriteString(`{"$or":[`)
+	for i := 0; filter.Len() < maxFilterBytes-300; i++ {
+		if i > 0 {
+			filter.WriteString(",")
+		}
+		fmt.Fprintf(&filter, `{"data.k%d":%q}`, i, strings.Repeat("<", 200))
+	}
+	filter.WriteString("]}")
+	w.Filter = json.RawMessage(filter.String())
+	before := storedBytes(t, tr)
+	_, err := d.Webhooks().Create(ctx, w)
+	require.NoError(t, err)
+	used := storedBytes(t, tr) - before
+	t.Logf("the largest webhook: %d bytes of Redis (filter %d bytes)", used, len(w.Filter))
+	assert.LessOrEqual(t, used, int64(maxWebhookRedisBytes))
+}
+
+// TestDescriptionIsText: a description that is not UTF-8, or holds control characters (which JSON
+// would store six-fold), is refused.
+func TestDescriptionIsText(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	for _, desc := range []string{"caf\xe9", "a\x01b", "a\rb", "\x7f"} {
+		_, err := d.Webhooks().Create(ctx, Webhook{URL: "https://example.com/", Events: []string{"*"}, Description: desc})
+		assert.ErrorIs(t, err, ErrInvalidWebhook, "%q", desc)
+	}
+	_, err := d.Webhooks().Create(ctx, Webhook{URL: "https://example.com/", Events: []string{"*"}, Description: "Orders <b>\n\tcafé"})
+	assert.NoError(t, err)
+}

@@ -68,13 +68,14 @@ func (r *WebhookRepo) invalidate() {
 	r.mu.Unlock()
 }
 
-// subscribersScript reads the webhooks subscribed to any of some patterns: the ids in the patterns'
-// subscription hashes, each once, and their JSON from the registry, in one round trip.
+// indexedWebhooksScript reads the webhooks some index hashes name: the ids in the hashes (the
+// subscription hashes of an event type's patterns, or a tenant's index), each once, and their JSON
+// from the registry, in one round trip.
 //
 // KEYS[1] -> {P:registry}:webhooks
-// KEYS[2..] -> the patterns' subscription hashes ({P:registry}:sub:<pattern> or its tenant's)
+// KEYS[2..] -> index hashes: {P:registry}:sub:<pattern>, {P:registry}:t:<tenant>:sub:<pattern>, {P:registry}:t:<tenant>:all
 // returns the JSON of every webhook whose id one of the hashes holds and the registry still has
-var subscribersScript = redis.NewScript(`
+var indexedWebhooksScript = redis.NewScript(`
 local seen, out = {}, {}
 for i = 2, #KEYS do
   for _, id in ipairs(redis.call('HKEYS', KEYS[i])) do
@@ -89,7 +90,7 @@ return out
 `)
 
 // subscribers returns the enabled webhooks of a tenant whose patterns select eventType, from a
-// process-local cache at most subscriberCacheTTL old, otherwise with one round trip (subscribersScript)
+// process-local cache at most subscriberCacheTTL old, otherwise with one round trip (indexedWebhooksScript)
 // that reads only that tenant's subscription hashes and the webhooks they name.
 func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string) ([]*storedWebhook, error) {
 	now := time.Now()
@@ -105,7 +106,7 @@ func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string)
 	for _, p := range patternsFor(eventType) {
 		keys = append(keys, r.keys.tenantSubscribersKey(tenant, p))
 	}
-	bodies, err := subscribersScript.Run(ctx, r.rdb, keys).StringSlice()
+	bodies, err := indexedWebhooksScript.Run(ctx, r.rdb, keys).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: resolve subscribers of %s: %w", eventType, err)
 	}

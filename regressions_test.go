@@ -179,10 +179,12 @@ type holdSubs struct {
 	release chan struct{}
 }
 
-func (h *holdSubs) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		if len(cmds) > 0 && strings.EqualFold(cmds[0].Name(), "hgetall") && strings.Contains(fmt.Sprint(cmds[0].Args()), ":sub:") && h.armed.CompareAndSwap(true, false) {
+// ProcessHook holds the script that resolves subscribers (its keys hold ":sub:") once, when armed.
+func (h *holdSubs) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		name := strings.ToLower(cmd.Name())
+		if err == nil && (name == "evalsha" || name == "eval") && strings.Contains(fmt.Sprint(cmd.Args()), ":sub:") && h.armed.CompareAndSwap(true, false) {
 			close(h.entered)
 			<-h.release
 		}

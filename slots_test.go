@@ -169,8 +169,8 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	names := map[string]*redis.Script{
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
 		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
-		"circuitSuccess": recordSuccessScript, // Delete forgets the circuit through it
-		"subscribers":    subscribersScript,
+		"circuitSuccess":  recordSuccessScript,   // Delete forgets the circuit through it
+		"indexedWebhooks": indexedWebhooksScript, // resolving subscribers, listing a tenant
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

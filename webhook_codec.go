@@ -66,6 +66,17 @@ func (s *storedWebhook) webhook() *Webhook {
 	return &w
 }
 
+// encode is a stored webhook's JSON, with '<', '>' and '&' as they are (not escaped six-fold).
+func (s *storedWebhook) encode() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return nil, fmt.Errorf("webhooks: encode webhook: %w", err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
 // UnmarshalJSON decodes a stored webhook, in the form this build writes or the one of builds before it
 // (legacyStoredWebhook).
 func (s *storedWebhook) UnmarshalJSON(b []byte) error {

@@ -8,8 +8,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -118,9 +121,9 @@ type WebhookRepo struct {
 }
 
 // saveWebhookScript replaces a webhook in the registry, conditional on the stored JSON being what the
-// caller read (the token of this read-modify-write). The webhook's JSON is stored in the registry and,
-// for a tenant's webhook, in the tenant's index; each subscription hash it joins gets its id only (so a
-// webhook costs Redis its size, not its size per pattern). A new webhook of a tenant is refused when
+// caller read (the token of this read-modify-write). The webhook's JSON is stored once, in the
+// registry; each subscription hash it joins, and its tenant's index, get its id only (so a webhook
+// costs Redis its size, not its size per pattern). A new webhook of a tenant is refused when
 // the tenant's index already holds the quota.
 //
 // KEYS[1] -> {P:registry}:webhooks
@@ -151,7 +154,7 @@ if ARGV[3] == '' then
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
 for i = 2 + nold, #KEYS - tonumber(ARGV[6]) do redis.call('HSET', KEYS[i], ARGV[1], '') end
-if tenant then redis.call('HSET', tenant, ARGV[1], ARGV[3]) end
+if tenant then redis.call('HSET', tenant, ARGV[1], '') end
 return ` + strconv.Itoa(saveDone) + `
 `)
 
@@ -177,6 +180,9 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 	}
 	if len(w.Description) > maxDescriptionLen {
 		return fmt.Errorf("%w: description longer than %d bytes", ErrInvalidWebhook, maxDescriptionLen)
+	}
+	if !utf8.ValidString(w.Description) || strings.IndexFunc(w.Description, isControlButSpace) >= 0 {
+		return fmt.Errorf("%w: description must be UTF-8 text without control characters", ErrInvalidWebhook)
 	}
 	if err := validateTenant(w.Tenant); err != nil {
 		return err
@@ -368,8 +374,8 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 	quota := 0
 	if next != nil {
 		var err error
-		if encoded, err = json.Marshal(next); err != nil {
-			return fmt.Errorf("webhooks: encode webhook: %w", err)
+		if encoded, err = next.encode(); err != nil {
+			return err
 		}
 		keys, tenant = append(keys, r.subscriptionKeys(next)...), next.Tenant
 		if old == nil && next.Tenant != "" {
@@ -406,6 +412,9 @@ func (r *WebhookRepo) subscriptionKeys(s *storedWebhook) []string {
 	}
 	return keys
 }
+
+// isControlButSpace reports whether c is a control character other than tab and line feed.
+func isControlButSpace(c rune) bool { return unicode.IsControl(c) && c != '\t' && c != '\n' }
 
 // validatePatterns checks a webhook's subscription patterns: 1 to MaxEventPatterns of them, at most
 // MaxEventPatternsBytes together, each valid.
