@@ -17,8 +17,10 @@ package webhooks
 //	{P:s}:hourly:<webhook_id>            hash    attempts per hour by outcome, a ring of 24 hours: t<k> -> the hour
 //	                                             (Unix hours), s<k>/f<k> -> successes/failures, k = hour mod 24
 //	                                             (hourly.go); written by the outcome script; TTL 25 h from the last attempt
-//	{P:registry}:webhooks                hash    webhook id -> webhook JSON (with secrets)
-//	{P:registry}:sub:<pattern>           hash    webhook id -> webhook JSON, enabled subscribers of pattern only
+//	{P:registry}:webhooks                hash    webhook id -> webhook JSON (with secrets; webhook_codec.go), the
+//	                                             only copy of it
+//	{P:registry}:sub:<pattern>           hash    webhook id -> "", enabled subscribers of pattern only (tenant.go has
+//	                                             the tenants' :t:<tenant>:sub:<pattern> and :t:<tenant>:all)
 //
 // UNIQUE (webhook_id, event_id): h is 24 hex digits of SHA-256(webhook id, 0, event id), and the
 // delivery id is "dlv_" + the shard as two hex digits + h, so the pair names its record and its id,

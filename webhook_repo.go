@@ -1,12 +1,10 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -434,28 +432,4 @@ func validatePatterns(ps []string) error {
 			MaxEventPatternsBytes)
 	}
 	return nil
-}
-
-// compactPatterns drops duplicate patterns, keeping order.
-func compactPatterns(ps []string) []string {
-	out := make([]string, 0, len(ps))
-	for _, p := range ps {
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// compactFilter is a filter as stored: nil for none (empty or JSON null), otherwise compacted (a filter
-// that is not JSON is kept as given, for validate to refuse).
-func compactFilter(raw json.RawMessage) json.RawMessage {
-	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
-		return nil
-	}
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return slices.Clone(raw)
-	}
-	return b.Bytes()
 }
