@@ -476,10 +476,11 @@ func BenchmarkResolveTenant(b *testing.B) {
 		pipe := e.d.rdb.Pipeline()
 		for i := range tenants {
 			t := "t" + strconv.Itoa(i)
-			s := storedWebhook{ID: "wh_" + t, Tenant: t, URL: "https://example.com/" + t, Secret: "whsec_x", Events: []string{"pool.*"}}
+			s := storedWebhook{Webhook: Webhook{ID: "wh_" + t, Tenant: t, URL: "https://example.com/" + t, Secret: "whsec_x",
+				Events: []string{"pool.*"}, CreatedAt: time.Now()}}
 			raw, _ := json.Marshal(s)
 			pipe.HSet(ctx, e.d.keys.webhooksKey(), s.ID, raw)
-			pipe.HSet(ctx, e.d.keys.tenantSubscribersKey(t, "pool.*"), s.ID, raw)
+			pipe.HSet(ctx, e.d.keys.tenantSubscribersKey(t, "pool.*"), s.ID, "")
 			pipe.HSet(ctx, e.d.keys.tenantKey(t), s.ID, raw)
 			if i%1000 == 999 || i == tenants-1 {
 				if _, err := pipe.Exec(ctx); err != nil {

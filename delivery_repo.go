@@ -21,11 +21,12 @@ package webhooks
 //	{P:s}:hourly:<webhook_id>              hash    attempts per hour by outcome, a ring of 24 hours: t<k> -> the hour
 //	                                               (Unix hours), s<k>/f<k> -> successes/failures, k = hour mod 24
 //	                                               (hourly.go); written by the outcome script; TTL 25 h from the last attempt
-//	{P:registry}:webhooks                  hash    webhook id -> webhook JSON (with secrets) (webhook_repo.go)
-//	{P:registry}:sub:<pattern>             hash    webhook id -> webhook JSON, enabled webhooks with no tenant subscribed
-//	                                               to pattern only
+//	{P:registry}:webhooks                  hash    webhook id -> webhook JSON (with secrets; webhook_codec.go), the
+//	                                               only copy of it
+//	{P:registry}:sub:<pattern>             hash    webhook id -> "", enabled webhooks with no tenant subscribed to
+//	                                               pattern only
 //	{P:registry}:t:<tenant>:sub:<pattern>  hash    the same for one tenant's enabled webhooks (tenant.go)
-//	{P:registry}:t:<tenant>:all            hash    every webhook of the tenant: id -> JSON (tenant.go)
+//	{P:registry}:t:<tenant>:all            hash    every webhook of the tenant: id -> "" (tenant.go)
 //	{P:registry}:circuits                  hash    webhook id -> its circuit and run of failed attempts,
 //	                                               "failures:since:openUntil:openFor:probeUntil:token" (breaker.go);
 //	                                               no TTL: a success, or Delete, removes the field

@@ -85,7 +85,7 @@ func FuzzFilter(f *testing.F) {
 			}
 			return
 		}
-		s := &storedWebhook{Filter: compactFilter(raw)}
+		s := &storedWebhook{Webhook: Webhook{Filter: compactFilter(raw)}}
 		s.matches(filter.NewDocument(eventType, data))
 	})
 }

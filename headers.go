@@ -5,12 +5,15 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Bounds of Webhook.Headers.
 const (
 	// MaxHeaders is the most custom headers a webhook may have.
 	MaxHeaders = 16
+	// MaxHeaderNameLen bounds a custom header's name, in bytes.
+	MaxHeaderNameLen = 256
 	// MaxHeaderValueLen bounds a custom header's value, in bytes.
 	MaxHeaderValueLen = 1024
 )
@@ -26,26 +29,52 @@ var ReservedHeaders = []string{
 	"Proxy-Authorization", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Expect",
 }
 
-// validateHeaders checks a webhook's custom headers: at most MaxHeaders, names that are HTTP tokens
-// and not reserved, values without line breaks or other control bytes, at most MaxHeaderValueLen.
+// validateHeaders checks a webhook's custom headers: at most MaxHeaders; names that are HTTP tokens of
+// at most MaxHeaderNameLen bytes, not reserved, and no two of them, nor one and a reserved name, alike
+// once '_' is read as '-' (CGI, PHP and WSGI servers read them as one); values of 1 to
+// MaxHeaderValueLen bytes of UTF-8 without line breaks or other control bytes.
 func validateHeaders(h map[string]string) error {
 	if len(h) > MaxHeaders {
 		return fmt.Errorf("%w: %d headers, at most %d", ErrInvalidWebhook, len(h), MaxHeaders)
 	}
+	seen := make(map[string]string, len(h))
 	for name, v := range h {
-		if name == "" || strings.IndexFunc(name, func(c rune) bool { return !isTokenByte(c) }) >= 0 {
-			return fmt.Errorf("%w: header name %q is not an HTTP token", ErrInvalidWebhook, name)
+		if name == "" || len(name) > MaxHeaderNameLen || strings.IndexFunc(name, func(c rune) bool { return !isTokenByte(c) }) >= 0 {
+			return fmt.Errorf("%w: header name %.300q is not an HTTP token of at most %d bytes", ErrInvalidWebhook, name,
+				MaxHeaderNameLen)
 		}
-		if slices.Contains(ReservedHeaders, http.CanonicalHeaderKey(name)) {
-			return fmt.Errorf("%w: header %s is set by the library and may not be overridden", ErrInvalidWebhook,
-				http.CanonicalHeaderKey(name))
+		alias := headerAlias(name)
+		if slices.Contains(ReservedHeaders, alias) {
+			return fmt.Errorf("%w: header %s is set by the library and may not be overridden", ErrInvalidWebhook, name)
 		}
-		if len(v) > MaxHeaderValueLen {
-			return fmt.Errorf("%w: header %s: value longer than %d bytes", ErrInvalidWebhook, name, MaxHeaderValueLen)
+		if other, ok := seen[alias]; ok {
+			return fmt.Errorf("%w: headers %s and %s are one header to some servers", ErrInvalidWebhook, other, name)
 		}
-		if strings.IndexFunc(v, func(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }) >= 0 {
-			return fmt.Errorf("%w: header %s: value holds a control character", ErrInvalidWebhook, name)
+		seen[alias] = name
+		if err := validateHeaderValue(name, v); err != nil {
+			return err
 		}
+	}
+	return nil
+}
+
+// headerAlias is the name a header is known by to servers that read '_' as '-' and ignore case.
+func headerAlias(name string) string {
+	return http.CanonicalHeaderKey(strings.ReplaceAll(name, "_", "-"))
+}
+
+// validateHeaderValue checks a custom header's value: 1 to MaxHeaderValueLen bytes of UTF-8 without
+// control characters but tab. An invalid value is refused, never rewritten.
+func validateHeaderValue(name, v string) error {
+	switch {
+	case v == "":
+		return fmt.Errorf("%w: header %s: empty value", ErrInvalidWebhook, name)
+	case len(v) > MaxHeaderValueLen:
+		return fmt.Errorf("%w: header %s: value longer than %d bytes", ErrInvalidWebhook, name, MaxHeaderValueLen)
+	case !utf8.ValidString(v):
+		return fmt.Errorf("%w: header %s: value is not valid UTF-8", ErrInvalidWebhook, name)
+	case strings.IndexFunc(v, func(c rune) bool { return c < ' ' && c != '\t' || c == 0x7f }) >= 0:
+		return fmt.Errorf("%w: header %s: value holds a control character", ErrInvalidWebhook, name)
 	}
 	return nil
 }

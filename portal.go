@@ -1,12 +1,10 @@
 package webhooks
 
 import (
-	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
 	"fmt"
-	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -84,38 +82,4 @@ func parsePortalToken(key []byte, token string, now time.Time) (string, error) {
 		return "", fmt.Errorf("%w: expired", ErrInvalidToken)
 	}
 	return tenant, nil
-}
-
-// tenantKeyType keys the portal request's tenant in its context.
-type tenantKeyType struct{}
-
-// requestTenant is the tenant of a portal request ("" outside the portal).
-func requestTenant(r *http.Request) string {
-	t, _ := r.Context().Value(tenantKeyType{}).(string)
-	return t
-}
-
-// Portal returns the tenant-scoped admin API: the routes of Handler, each restricted to the tenant
-// named by the request's token (from PortalToken), sent as "Authorization: Bearer <token>". Another
-// tenant's webhook or delivery answers 404, as if it did not exist; a missing, malformed, tampered,
-// expired or otherwise-keyed token answers 401; a tenant cannot set or change its tenant (a "tenant"
-// field is refused with 400) nor its quota. Errors have Handler's JSON shape. Unlike Handler, Portal
-// may face the tenant's own users directly. Its /ui/ serves the web UI's static files without a token;
-// open it at /ui/#token=<token> (the fragment never reaches the server).
-func (d *Dispatcher) Portal() http.Handler {
-	h := d.newAdminHandler(true)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if isUIPath(r.URL.Path) && (r.Method == http.MethodGet || r.Method == http.MethodHead) {
-			h.ServeHTTP(w, r) // the UI's static files hold no data; every API call it makes needs the token
-			return
-		}
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		tenant, err := parsePortalToken(d.opts.PortalKey, strings.TrimSpace(token), d.now())
-		if !ok || err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="webhooks portal"`)
-			writeAPIError(w, http.StatusUnauthorized, "unauthorized", "a valid portal token is required")
-			return
-		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKeyType{}, tenant)))
-	})
 }

@@ -33,9 +33,30 @@ func (r *WebhookRepo) invalidate() {
 	r.mu.Unlock()
 }
 
+// indexedWebhooksScript reads the webhooks some index hashes name: the ids in the hashes (the
+// subscription hashes of an event type's patterns, or a tenant's index), each once, and their JSON
+// from the registry, in one round trip.
+//
+// KEYS[1] -> {P:registry}:webhooks
+// KEYS[2..] -> index hashes: {P:registry}:sub:<pattern>, {P:registry}:t:<tenant>:sub:<pattern>, {P:registry}:t:<tenant>:all
+// returns the JSON of every webhook whose id one of the hashes holds and the registry still has
+var indexedWebhooksScript = redis.NewScript(`
+local seen, out = {}, {}
+for i = 2, #KEYS do
+  for _, id in ipairs(redis.call('HKEYS', KEYS[i])) do
+    if not seen[id] then
+      seen[id] = true
+      local body = redis.call('HGET', KEYS[1], id)
+      if body then out[#out + 1] = body end
+    end
+  end
+end
+return out
+`)
+
 // subscribers returns the enabled webhooks of a tenant whose patterns select eventType, from a
-// process-local cache at most subscriberCacheTTL old, otherwise with one round trip that reads only
-// that tenant's subscriber hashes.
+// process-local cache at most subscriberCacheTTL old, otherwise with one round trip (indexedWebhooksScript)
+// that reads only that tenant's subscription hashes and the webhooks they name.
 func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string) ([]*storedWebhook, error) {
 	now := time.Now()
 	cacheKey := tenant + "\x00" + eventType
@@ -46,29 +67,21 @@ func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string)
 	if ok && now.Sub(e.at) < subscriberCacheTTL {
 		return e.list, nil
 	}
-	patterns := patternsFor(eventType)
-	pipe := r.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, len(patterns))
-	for i, p := range patterns {
-		cmds[i] = pipe.HGetAll(ctx, r.keys.tenantSubscribersKey(tenant, p))
+	keys := []string{r.keys.webhooksKey()}
+	for _, p := range patternsFor(eventType) {
+		keys = append(keys, r.keys.tenantSubscribersKey(tenant, p))
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	bodies, err := indexedWebhooksScript.Run(ctx, r.rdb, keys).StringSlice()
+	if err != nil {
 		return nil, fmt.Errorf("webhooks: resolve subscribers of %s: %w", eventType, err)
 	}
-	seen := map[string]bool{}
-	var list []*storedWebhook
-	for _, cmd := range cmds {
-		for id, raw := range cmd.Val() {
-			if seen[id] {
-				continue
-			}
-			var s storedWebhook
-			if err := json.Unmarshal([]byte(raw), &s); err != nil || s.Disabled || s.Tenant != tenant {
-				continue
-			}
-			seen[id] = true
-			list = append(list, &s)
+	list := make([]*storedWebhook, 0, len(bodies))
+	for _, raw := range bodies {
+		var s storedWebhook
+		if err := json.Unmarshal([]byte(raw), &s); err != nil || s.Disabled || s.Tenant != tenant {
+			continue
 		}
+		list = append(list, &s)
 	}
 	slices.SortFunc(list, func(a, b *storedWebhook) int { return strings.Compare(a.ID, b.ID) })
 	r.mu.Lock()

@@ -179,12 +179,17 @@ type holdSubs struct {
 	release chan struct{}
 }
 
-func (h *holdSubs) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		err := next(ctx, cmds)
-		if len(cmds) > 0 && strings.EqualFold(cmds[0].Name(), "hgetall") && strings.Contains(fmt.Sprint(cmds[0].Args()), ":sub:") && h.armed.CompareAndSwap(true, false) {
+// ProcessHook holds the script that resolves subscribers (its keys hold ":sub:") once, when armed.
+func (h *holdSubs) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		name := strings.ToLower(cmd.Name())
+		if err == nil && (name == "evalsha" || name == "eval") && strings.Contains(fmt.Sprint(cmd.Args()), ":sub:") && h.armed.CompareAndSwap(true, false) {
 			close(h.entered)
-			<-h.release
+			select { // bounded: a test that never releases fails below rather than hanging
+			case <-h.release:
+			case <-time.After(10 * time.Second):
+			}
 		}
 		return err
 	}
@@ -203,7 +208,11 @@ func TestOwnRegistryChangeIsSeenAtOnce(t *testing.T) {
 	w := mustCreate(t, d, rc, "x")
 	h.armed.Store(true)
 	go func() { _, _ = d.Dispatch(ctx, Event{Type: "x", ID: "e0"}) }()
-	<-h.entered
+	select {
+	case <-h.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the resolution of subscribers was never held: the hook no longer sees it")
+	}
 	w.Disabled = true
 	_, err := d.Webhooks().Update(ctx, *w)
 	require.NoError(t, err)

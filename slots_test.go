@@ -169,7 +169,8 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	names := map[string]*redis.Script{
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
 		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
-		"circuitCount": countScript, // every attempt's outcome is counted in its webhook's circuit
+		"circuitCount":    countScript,           // every attempt's outcome is counted in its webhook's circuit
+		"indexedWebhooks": indexedWebhooksScript, // resolving subscribers, listing a tenant
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

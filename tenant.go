@@ -13,9 +13,12 @@ import (
 // hashes and an index of its webhooks, so resolving an event's subscribers reads only its tenant's
 // patterns, whatever the number of tenants:
 //
-//	{P:registry}:sub:<pattern>             hash  webhooks with no tenant subscribed to pattern (enabled)
-//	{P:registry}:t:<tenant>:sub:<pattern>  hash  the tenant's webhooks subscribed to pattern (enabled)
-//	{P:registry}:t:<tenant>:all            hash  every webhook of the tenant: id -> JSON
+//	{P:registry}:sub:<pattern>             hash  webhooks with no tenant subscribed to pattern (enabled): id -> ""
+//	{P:registry}:t:<tenant>:sub:<pattern>  hash  the tenant's webhooks subscribed to pattern (enabled): id -> ""
+//	{P:registry}:t:<tenant>:all            hash  every webhook of the tenant: id -> ""
+//
+// Each webhook's JSON is stored once, in {P:registry}:webhooks; the index hashes hold its id (builds
+// before this one stored its JSON there: only the ids are read).
 //
 // Event ids are scoped by tenant: two tenants' "evt_1" are two events, with two bodies and their own
 // shards (scopedEventID).
@@ -26,10 +29,14 @@ const MaxTenantLen = 64
 // DefaultMaxWebhooksPerTenant is Options.MaxWebhooksPerTenant's default.
 const DefaultMaxWebhooksPerTenant = 100
 
-// validateTenant checks a tenant name: "" or 1–MaxTenantLen bytes of [A-Za-z0-9_.-].
+// validateTenant checks a tenant name: "" or 1–MaxTenantLen bytes of [A-Za-z0-9_.-], but not "." or
+// ".." (which a path or a key joined with the name would read as a directory).
 func validateTenant(t string) error {
 	if len(t) > MaxTenantLen {
 		return fmt.Errorf("%w: tenant longer than %d bytes", ErrInvalidWebhook, MaxTenantLen)
+	}
+	if t == "." || t == ".." {
+		return fmt.Errorf("%w: tenant %q is not a name", ErrInvalidWebhook, t)
 	}
 	for _, c := range []byte(t) {
 		if !isNameByte(c) && c != '.' {
@@ -74,7 +81,7 @@ func (r *WebhookRepo) ListTenant(ctx context.Context, tenant string) ([]*Webhook
 		}
 		return slices.DeleteFunc(all, func(w *Webhook) bool { return w.Tenant != "" }), nil
 	}
-	vals, err := r.rdb.HVals(ctx, r.keys.tenantKey(tenant)).Result()
+	vals, err := indexedWebhooksScript.Run(ctx, r.rdb, []string{r.keys.webhooksKey(), r.keys.tenantKey(tenant)}).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: list webhooks of tenant %s: %w", tenant, err)
 	}

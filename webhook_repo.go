@@ -1,16 +1,16 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
 
@@ -31,6 +31,15 @@ const maxDescriptionLen = 1024
 
 // MaxRateLimit bounds Webhook.RateLimit (requests per second).
 const MaxRateLimit = 10000
+
+// Bounds of Webhook.Events. Each pattern is one entry of one more subscription hash, so they bound
+// what a webhook costs the registry beyond its own JSON.
+const (
+	// MaxEventPatterns is the most subscription patterns a webhook may have.
+	MaxEventPatterns = 64
+	// MaxEventPatternsBytes bounds the total length of a webhook's subscription patterns.
+	MaxEventPatternsBytes = 4096
+)
 
 // Webhook is a subscriber: a URL that receives the events its Events patterns select, among the events
 // of its Tenant.
@@ -78,35 +87,6 @@ func (w Webhook) String() string {
 // GoString is String, so %#v does not print the secret either.
 func (w Webhook) GoString() string { return w.String() }
 
-// storedWebhook is a webhook as the registry stores it.
-type storedWebhook struct {
-	ID          string            `json:"id"`
-	Tenant      string            `json:"t,omitempty"`
-	URL         string            `json:"url"`
-	Secret      string            `json:"secret"`
-	Description string            `json:"desc,omitempty"`
-	Events      []string          `json:"events"`
-	Disabled    bool              `json:"off,omitempty"`
-	RateLimit   int               `json:"rl,omitempty"`
-	Headers     map[string]string `json:"h,omitempty"`
-	Filter      json.RawMessage   `json:"f,omitempty"`
-	Created     int64             `json:"c"`
-	Updated     int64             `json:"u"`
-	// PrevSecret still signs requests, beside Secret, until PrevUntil (ms): secret rotation.
-	PrevSecret string `json:"ps,omitempty"`
-	PrevUntil  int64  `json:"pu,omitempty"`
-}
-
-func (s *storedWebhook) webhook() *Webhook {
-	w := &Webhook{ID: s.ID, Tenant: s.Tenant, URL: s.URL, Secret: s.Secret, Description: s.Description,
-		Events: slices.Clone(s.Events), Disabled: s.Disabled, RateLimit: s.RateLimit, Headers: maps.Clone(s.Headers),
-		Filter: slices.Clone(s.Filter), CreatedAt: time.UnixMilli(s.Created), UpdatedAt: time.UnixMilli(s.Updated)}
-	if pk, err := PublicKey(s.Secret); err == nil {
-		w.PublicKey = pk
-	}
-	return w
-}
-
 // secrets returns the keys that sign a request at now: the current one, and the previous one during a
 // rotation's grace period (v1 and v1a may mix).
 func (s *storedWebhook) secrets(now time.Time) ([]signing.Key, error) {
@@ -142,33 +122,40 @@ type WebhookRepo struct {
 }
 
 // saveWebhookScript replaces a webhook in the registry, conditional on the stored JSON being what the
-// caller read (the token of this read-modify-write). The tenant's index is one more hash the webhook
-// leaves and joins; a new webhook of a tenant is refused when the index already holds the quota.
+// caller read (the token of this read-modify-write). The webhook's JSON is stored once, in the
+// registry; each subscription hash it joins, and its tenant's index, get its id only (so a webhook
+// costs Redis its size, not its size per pattern). A new webhook of a tenant is refused when
+// the tenant's index already holds the quota.
 //
 // KEYS[1] -> {P:registry}:webhooks
-// KEYS[2..1+ARGV[4]] -> hashes the webhook leaves (its old patterns' subscriber hashes, its tenant index)
-// KEYS[2+ARGV[4]..] -> hashes the webhook joins (its new patterns', when enabled; its tenant index last)
+// KEYS[2..1+ARGV[4]] -> hashes the webhook leaves (its old patterns' subscription hashes)
+// KEYS[2+ARGV[4]..#KEYS-ARGV[6]] -> subscription hashes the webhook joins (its new patterns', when enabled)
+// KEYS[#KEYS] -> its tenant's index, when ARGV[6] is 1
 // ARGV[1] -> webhook id
 // ARGV[2] -> expected stored JSON ("" when the webhook must not exist yet)
 // ARGV[3] -> new JSON ("" deletes the webhook)
-// ARGV[4] -> number of keys left
+// ARGV[4] -> number of subscription hashes left
 // ARGV[5] -> the quota of webhooks per tenant, checked when creating ("0": none)
+// ARGV[6] -> 1 when the last key is the tenant's index, else 0
 // returns saveDone when saved, saveConflict when the stored JSON was not the expected one, saveOverQuota
 // when a new webhook would exceed its tenant's quota
 var saveWebhookScript = redis.NewScript(`
 local cur = redis.call('HGET', KEYS[1], ARGV[1])
 if (cur or '') ~= ARGV[2] then return ` + strconv.Itoa(saveConflict) + ` end
-if ARGV[2] == '' and ARGV[5] ~= '0' and redis.call('HLEN', KEYS[#KEYS]) >= tonumber(ARGV[5]) then
+local tenant = ARGV[6] == '1' and KEYS[#KEYS]
+if ARGV[2] == '' and ARGV[5] ~= '0' and redis.call('HLEN', tenant) >= tonumber(ARGV[5]) then
   return ` + strconv.Itoa(saveOverQuota) + `
 end
 local nold = tonumber(ARGV[4])
 for i = 2, 1 + nold do redis.call('HDEL', KEYS[i], ARGV[1]) end
 if ARGV[3] == '' then
   redis.call('HDEL', KEYS[1], ARGV[1])
-  return 1
+  if tenant then redis.call('HDEL', tenant, ARGV[1]) end
+  return ` + strconv.Itoa(saveDone) + `
 end
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-for i = 2 + nold, #KEYS do redis.call('HSET', KEYS[i], ARGV[1], ARGV[3]) end
+for i = 2 + nold, #KEYS - tonumber(ARGV[6]) do redis.call('HSET', KEYS[i], ARGV[1], '') end
+if tenant then redis.call('HSET', tenant, ARGV[1], '') end
 return ` + strconv.Itoa(saveDone) + `
 `)
 
@@ -186,19 +173,17 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 	if err := validateWebhookURL(w.URL, r.https, r.policy); err != nil {
 		return err
 	}
-	if len(w.Events) == 0 {
-		return fmt.Errorf("%w: at least one subscription pattern is required", ErrInvalidWebhook)
-	}
-	for _, p := range w.Events {
-		if err := validatePattern(p); err != nil {
-			return err
-		}
+	if err := validatePatterns(w.Events); err != nil {
+		return err
 	}
 	if w.RateLimit < 0 || w.RateLimit > MaxRateLimit {
 		return fmt.Errorf("%w: rate limit %d is not in [0, %d]", ErrInvalidWebhook, w.RateLimit, MaxRateLimit)
 	}
 	if len(w.Description) > maxDescriptionLen {
 		return fmt.Errorf("%w: description longer than %d bytes", ErrInvalidWebhook, maxDescriptionLen)
+	}
+	if !utf8.ValidString(w.Description) || strings.IndexFunc(w.Description, isControlButSpace) >= 0 {
+		return fmt.Errorf("%w: description must be UTF-8 text without control characters", ErrInvalidWebhook)
 	}
 	if err := validateTenant(w.Tenant); err != nil {
 		return err
@@ -215,10 +200,8 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 // Create registers a webhook. It fills ID, Secret (unless one is given), CreatedAt and UpdatedAt and
 // returns the stored webhook, secret included.
 func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
-	now := r.now()
-	s := &storedWebhook{ID: "wh_" + randomHex(8), Tenant: w.Tenant, URL: w.URL, Secret: w.Secret,
-		Description: w.Description, Events: compactPatterns(w.Events), Disabled: w.Disabled, RateLimit: w.RateLimit,
-		Headers: canonicalHeaders(w.Headers), Filter: compactFilter(w.Filter), Created: now.UnixMilli(), Updated: now.UnixMilli()}
+	s := &storedWebhook{Webhook: w}
+	s.ID, s.CreatedAt, s.UpdatedAt = "wh_"+randomHex(8), r.now(), r.now()
 	if s.Secret == "" {
 		secret, err := signing.NewSecret(webhookScheme(w.Asymmetric))
 		if err != nil {
@@ -228,6 +211,7 @@ func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
 	} else if err := validateSigningSecret(s.Secret); err != nil {
 		return nil, err
 	}
+	s.normalize()
 	if err := r.validate(s); err != nil {
 		return nil, err
 	}
@@ -246,15 +230,21 @@ func (r *WebhookRepo) Get(ctx context.Context, id string) (*Webhook, error) {
 	return s.webhook(), nil
 }
 
-// Update changes a webhook's URL, Events, Description, Disabled, RateLimit, Headers and Filter, found by
-// w.ID; its Tenant and secret stay (RotateSecret changes the secret). A URL or secret changed while
-// deliveries are pending applies to their next attempt.
+// Update changes a webhook to w, found by w.ID: every field but its ID, Tenant, secret and CreatedAt
+// (RotateSecret changes the secret). A URL or secret changed while deliveries are pending applies to
+// their next attempt.
 func (r *WebhookRepo) Update(ctx context.Context, w Webhook) (*Webhook, error) {
 	return r.modify(ctx, w.ID, func(s *storedWebhook) error {
-		s.URL, s.Events, s.Description, s.Disabled = w.URL, compactPatterns(w.Events), w.Description, w.Disabled
-		s.RateLimit, s.Headers, s.Filter = w.RateLimit, canonicalHeaders(w.Headers), compactFilter(w.Filter)
-		return r.validate(s)
+		return r.replace(s, w)
 	})
+}
+
+// replace puts w in s's place, keeping the fields Update does not change, and validates it.
+func (r *WebhookRepo) replace(s *storedWebhook, w Webhook) error {
+	w.keptFields(&s.Webhook)
+	s.Webhook = w
+	s.normalize()
+	return r.validate(s)
 }
 
 // RotateSecret gives a webhook a new secret. For the grace period after it, every request carries
@@ -322,6 +312,8 @@ func (r *WebhookRepo) List(ctx context.Context) ([]*Webhook, error) {
 	return decodeSorted(all), nil
 }
 
+// modify is a read-modify-write of one webhook: change edits a copy of it (and validates what it
+// changed), which is saved if no other writer changed the webhook meanwhile (else it is read again).
 func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*storedWebhook) error) (*Webhook, error) {
 	for range maxSaveTries {
 		old, raw, err := r.load(ctx, id)
@@ -329,11 +321,12 @@ func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*stored
 			return nil, err
 		}
 		next := *old
-		next.Events = slices.Clone(old.Events)
+		next.Webhook = *old.webhook()
 		if err := change(&next); err != nil {
 			return nil, err
 		}
-		next.Updated = r.now().UnixMilli()
+		next.UpdatedAt = r.now()
+		next.normalize()
 		if err := r.saveRaw(ctx, id, old, raw, &next); !errors.Is(err, ErrConflict) {
 			if err != nil {
 				return nil, err
@@ -362,23 +355,28 @@ func (r *WebhookRepo) load(ctx context.Context, id string) (*storedWebhook, stri
 // saveRaw writes next (nil deletes) in place of old, whose stored JSON was raw.
 func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook, raw string, next *storedWebhook) error {
 	keys := []string{r.keys.webhooksKey()}
+	tenant := ""
 	if old != nil {
-		keys = append(keys, r.indexKeys(old)...)
+		keys, tenant = append(keys, r.subscriptionKeys(old)...), old.Tenant
 	}
 	nold := len(keys) - 1
 	var encoded []byte
 	quota := 0
 	if next != nil {
 		var err error
-		if encoded, err = json.Marshal(next); err != nil {
-			return fmt.Errorf("webhooks: encode webhook: %w", err)
+		if encoded, err = next.encode(); err != nil {
+			return err
 		}
-		keys = append(keys, r.indexKeys(next)...)
+		keys, tenant = append(keys, r.subscriptionKeys(next)...), next.Tenant
 		if old == nil && next.Tenant != "" {
 			quota = r.quota
 		}
 	}
-	res, err := saveWebhookScript.Run(ctx, r.rdb, keys, id, raw, string(encoded), nold, quota).Int()
+	withTenant := 0
+	if tenant != "" {
+		keys, withTenant = append(keys, r.keys.tenantKey(tenant)), 1
+	}
+	res, err := saveWebhookScript.Run(ctx, r.rdb, keys, id, raw, string(encoded), nold, quota, withTenant).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("webhooks: save webhook %s: %w", id, err)
@@ -392,41 +390,38 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 	return nil
 }
 
-// indexKeys are the hashes that hold a webhook besides the registry: its patterns' subscriber hashes
-// while it is enabled, then its tenant's index (a tenant's webhooks only).
-func (r *WebhookRepo) indexKeys(s *storedWebhook) []string {
-	var keys []string
-	if !s.Disabled {
-		for _, p := range s.Events {
-			keys = append(keys, r.keys.tenantSubscribersKey(s.Tenant, p))
-		}
+// subscriptionKeys are the subscription hashes that hold a webhook's id while it is enabled: one per
+// pattern, in its tenant's index.
+func (r *WebhookRepo) subscriptionKeys(s *storedWebhook) []string {
+	if s.Disabled {
+		return nil
 	}
-	if s.Tenant != "" {
-		keys = append(keys, r.keys.tenantKey(s.Tenant))
+	keys := make([]string, 0, len(s.Events))
+	for _, p := range s.Events {
+		keys = append(keys, r.keys.tenantSubscribersKey(s.Tenant, p))
 	}
 	return keys
 }
 
-// compactPatterns drops duplicate patterns, keeping order.
-func compactPatterns(ps []string) []string {
-	out := make([]string, 0, len(ps))
-	for _, p := range ps {
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+// isControlButSpace reports whether c is a control character other than tab and line feed.
+func isControlButSpace(c rune) bool { return unicode.IsControl(c) && c != '\t' && c != '\n' }
 
-// compactFilter is a filter as stored: nil for none (empty or JSON null), otherwise compacted (a filter
-// that is not JSON is kept as given, for validate to refuse).
-func compactFilter(raw json.RawMessage) json.RawMessage {
-	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
-		return nil
+// validatePatterns checks a webhook's subscription patterns: 1 to MaxEventPatterns of them, at most
+// MaxEventPatternsBytes together, each valid.
+func validatePatterns(ps []string) error {
+	if len(ps) == 0 || len(ps) > MaxEventPatterns {
+		return fmt.Errorf("%w: %d subscription patterns, 1 to %d are allowed", ErrInvalidWebhook, len(ps), MaxEventPatterns)
 	}
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return slices.Clone(raw)
+	total := 0
+	for _, p := range ps {
+		if err := validatePattern(p); err != nil {
+			return err
+		}
+		total += len(p)
 	}
-	return b.Bytes()
+	if total > MaxEventPatternsBytes {
+		return fmt.Errorf("%w: subscription patterns of %d bytes together, at most %d", ErrInvalidWebhook, total,
+			MaxEventPatternsBytes)
+	}
+	return nil
 }

@@ -454,6 +454,26 @@ func TestUI(t *testing.T) {
 	if msg := e.text("main"); !strings.Contains(msg, "not_found") || strings.Contains(msg, "Globex") {
 		t.Errorf("another tenant's endpoint in the portal: %q", msg)
 	}
+	// Header values are write-only: the edit form names the header without its value, and saving
+	// without typing one keeps it.
+	e.do("edit the flaky endpoint", chromedp.Navigate(e.srv.URL+"/portal/ui/#/webhooks/"+flaky.ID+"/edit"))
+	e.page("edit")
+	if v := e.eval(`document.querySelector('#f-headers').value`); v != "X-Api-Key: " {
+		t.Errorf("the headers field: %q", v)
+	}
+	if page := e.eval(`document.documentElement.outerHTML`); strings.Contains(page, "k-123") {
+		t.Error("a header value is in the page")
+	}
+	e.do("save a new description", clear("#f-description"),
+		chromedp.SendKeys(chromedp.CSS("#f-description"), "Acme billing v2"), chromedp.Click(chromedp.CSS("#save")))
+	e.waitFor("saved", `document.querySelector('#flash').innerText.includes('Endpoint saved')`)
+	saved, err := d.Webhooks().Get(ctx, flaky.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if saved.Description != "Acme billing v2" || saved.Headers["X-Api-Key"] != "k-123" {
+		t.Errorf("saved through the UI: description %q, headers %v", saved.Description, saved.Headers)
+	}
 	e.do("the tenant's delivery", chromedp.Navigate(e.srv.URL+"/portal/ui/#/deliveries/"+failedIDs[0]))
 	e.page("delivery")
 	e.shot("11-portal-delivery")

@@ -1,11 +1,12 @@
-package webhooks
+package api
 
-// The web UI: static HTML, CSS and JS embedded in the library, served under /ui/ by Handler (the
-// operator's view: every tenant) and by Portal (the view of the tenant a portal token names). The page
-// holds no data: it calls the same JSON API the handler serves, so the API's validation, errors and
-// tenant checks apply to everything it shows or changes. In the portal the page reads the token from
-// its URL fragment (/ui/#token=…, which browsers never send to the server), keeps it in sessionStorage
-// and sends it as "Authorization: Bearer"; the static files themselves need no token.
+// The web UI: static HTML, CSS and JS embedded in the library, served under /ui/ by the operator's API
+// (every tenant) and by the portal (the tenant a portal token names). The page holds no data: it calls
+// the same JSON API, so the API's validation, errors and tenant checks apply to everything it shows or
+// changes. In the portal the page reads the token from its URL fragment (/ui/#token=…, which browsers
+// never send to the server), keeps it in sessionStorage and sends it as "Authorization: Bearer"; the
+// static files themselves need no token. Custom header values are never sent by the API: the page
+// lists header names, and an edit that leaves a value empty keeps it.
 
 import (
 	"bytes"
@@ -20,8 +21,8 @@ import (
 //go:embed ui/index.html ui/app.js ui/app.css
 var uiFiles embed.FS
 
-// UIContentSecurityPolicy is the Content-Security-Policy sent with every file of the web UI: no inline
-// script or style, nothing from another origin, no framing.
+// UIContentSecurityPolicy is the Content-Security-Policy sent with every answer of the web UI's
+// routes: no inline script or style, nothing from another origin, no framing.
 const UIContentSecurityPolicy = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 	"connect-src 'self'; frame-ancestors 'none'"
 
@@ -58,6 +59,14 @@ func newUIHandler(portal bool) http.Handler {
 	return h
 }
 
+// setUIHeaders sets the headers of every answer of the UI's routes.
+func setUIHeaders(h http.Header) {
+	h.Set("Content-Security-Policy", UIContentSecurityPolicy)
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Referrer-Policy", "no-referrer")
+}
+
 func (h *uiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	name := strings.TrimPrefix(path.Clean(r.URL.Path), "/ui")
 	name = strings.TrimPrefix(name, "/")
@@ -65,13 +74,10 @@ func (h *uiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		name = "index.html"
 	}
 	hdr := w.Header()
-	hdr.Set("Content-Security-Policy", UIContentSecurityPolicy)
-	hdr.Set("X-Content-Type-Options", "nosniff")
-	hdr.Set("X-Frame-Options", "DENY")
-	hdr.Set("Referrer-Policy", "no-referrer")
+	setUIHeaders(hdr)
 	f, ok := h.files[name]
 	if !ok {
-		writeAPIError(w, http.StatusNotFound, "not_found", "no such file")
+		writeError(w, http.StatusNotFound, "not_found", "no such file")
 		return
 	}
 	hdr.Set("Content-Type", f.contentType)
@@ -86,13 +92,7 @@ func (h *uiHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 // redirectToUI answers /ui with a relative redirect to /ui/, which works under any mount prefix.
 func redirectToUI(w http.ResponseWriter, _ *http.Request) {
+	setUIHeaders(w.Header())
 	w.Header().Set("Location", "ui/")
 	w.WriteHeader(http.StatusMovedPermanently)
-}
-
-// isUIPath is true for the paths of the UI's static files, which Portal serves without a token.
-// The path is taken cleaned: "/ui/../webhooks" is an API path, which needs the token.
-func isUIPath(p string) bool {
-	c := path.Clean(p)
-	return c == "/ui" || strings.HasPrefix(c, "/ui/")
 }

@@ -206,7 +206,9 @@
     f.filter = el('textarea', { id: 'f-filter', name: 'filter', rows: 3, placeholder: '{"data.amount": {"$gte": 100}}' });
     f.filter.value = hasFilter(w) ? JSON.stringify(w.filter, null, 1) : '';
     f.headers = el('textarea', { id: 'f-headers', name: 'headers', rows: 3, placeholder: 'X-Api-Key: secret' });
-    f.headers.value = Object.entries(w.headers || {}).map(([k, v]) => k + ': ' + v).join('\n');
+    // The API never sends header values (they are credentials): each set header comes back as "".
+    // Its line shows the name only, and a line left without a value keeps the value set.
+    f.headers.value = Object.keys(w.headers || {}).map((k) => k + ': ').join('\n');
     f.rate = el('input', { id: 'f-rate', name: 'rate_limit', type: 'number', min: 0, value: w.rate_limit || 0 });
     f.enabled = el('input', { id: 'f-enabled', name: 'enabled', type: 'checkbox', checked: !w.disabled });
     if (!editing) {
@@ -253,7 +255,7 @@
         field('f-description', 'Description', f.description),
         field('f-events', 'Event types', f.events, 'Comma separated: an exact type, a prefix like order.*, or *'),
         field('f-filter', 'Filter (JSON, optional)', f.filter, 'Only events matching it are delivered. Operators: $eq $neq $gt $gte $lt $lte $in $nin $exist $startsWith $endsWith $or $and $not'),
-        field('f-headers', 'Extra headers (optional)', f.headers, 'One "Name: value" per line'),
+        field('f-headers', 'Extra headers (optional)', f.headers, editing ? 'One "Name: value" per line; values are never shown: leave one empty to keep it' : 'One "Name: value" per line'),
         field('f-rate', 'Rate limit (requests per second, 0 = none)', f.rate),
         f.tenant ? field('f-tenant', 'Tenant (optional)', f.tenant) : null,
         el('div', { class: 'field check' }, f.enabled, el('label', { for: 'f-enabled', text: 'Enabled' })),

@@ -1,0 +1,250 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/smartdrop/webhooks/internal/api"
+)
+
+// Bounds and defaults of the admin API's requests.
+const (
+	// MaxRequestBody bounds the body of a request to Handler or Portal; a larger one gets 413.
+	MaxRequestBody = api.MaxRequestBody
+	// DefaultRotationGrace is how long a rotated secret keeps signing when a rotate-secret request does
+	// not say.
+	DefaultRotationGrace = api.DefaultRotationGrace
+	// MaxRotationGrace is the longest grace period a rotate-secret request may ask for.
+	MaxRotationGrace = api.MaxRotationGrace
+)
+
+// UIContentSecurityPolicy is the Content-Security-Policy sent with every answer of the web UI's
+// routes (/ui and /ui/…, on Handler and Portal): no inline script or style, nothing from another
+// origin, no framing.
+const UIContentSecurityPolicy = api.UIContentSecurityPolicy
+
+// Handler returns the admin JSON API of the dispatcher as an http.Handler. It has no authentication or
+// authorization of its own: mount it behind your own (it creates webhooks, reveals their secrets on
+// create and rotate, and re-sends deliveries). Its routes are relative to where it is mounted; to serve
+// it under a prefix, strip the prefix:
+//
+//	mux.Handle("/admin/", http.StripPrefix("/admin", requireOperator(d.Handler())))
+//
+// A webhook travels as the JSON of Webhook. Custom header values are write-only: every answer lists
+// each header with the value "" (set, value withheld), and a PATCH that gives a header the value ""
+// keeps the value it has. The secret is in the answers of create and rotate-secret only, and of GET
+// …/secret.
+//
+// Routes (request bodies are JSON, at most 64 KiB; every response is application/json):
+//
+//	POST   /webhooks                     create, body: a Webhook's JSON without id, secret, public_key,
+//	                                     created_at and updated_at -> 201, the webhook with its secret
+//	GET    /webhooks                     ?tenant=T (optional: one tenant's, "" for none's)
+//	                                     -> 200, {"webhooks": [...]}, secrets omitted
+//	GET    /webhooks/{id}                -> 200, the webhook, secret omitted
+//	PATCH  /webhooks/{id}                each field present replaces the webhook's, null clears it (url,
+//	                                     events, description, disabled, rate_limit, headers, filter)
+//	                                     -> 200, the webhook, secret omitted
+//	DELETE /webhooks/{id}                -> 204
+//	POST   /webhooks/{id}/test           SendTest -> 201, the test delivery as its attempt left it; 202, the
+//	                                     delivery pending, when the attempt was left to the worker (ErrDeferred)
+//	POST   /webhooks/{id}/rotate-secret  RotateSecret, optional body {"grace_seconds": N} (0 to 30 days,
+//	                                     default 24h) -> 200, the webhook with its new secret
+//	GET    /webhooks/{id}/deliveries     Page, ?status=pending|success|failed&limit=N&cursor=C (limit 1 or
+//	                                     more, default 50, at most 500) -> 200, {"deliveries": [...],
+//	                                     "next_cursor": C}, newest first, without attempt history; no
+//	                                     next_cursor on the last page
+//	POST   /webhooks/{id}/recover        Recover, ?since=T&until=T&limit=N (RFC 3339; since required, until
+//	                                     default now; limit 1 or more, default 100, at most 1000)
+//	                                     -> 200, {"redelivered": n}
+//	GET    /webhooks/{id}/secret         -> 200, {"secret": S, "public_key": K}: the signing secret (and,
+//	                                     for an ed25519 webhook, the key receivers verify with)
+//	GET    /webhooks/{id}/health         Health -> 200, the circuit: {state, consecutive_failures, ...}
+//	GET    /webhooks/{id}/stats          -> 200, {"hours": [{"hour", "success", "failed"}, ...]}: attempts
+//	                                     per hour by outcome, the last 24 hours, oldest first
+//	GET    /deliveries/{id}              -> 200, the delivery with its attempt history
+//	POST   /deliveries/{id}/redeliver    Redeliver -> 200, the delivery (unchanged unless it was failed);
+//	                                     202 when the attempt was left to the worker (ErrDeferred).
+//	                                     Repeated or concurrent calls re-send it once
+//	GET    /ui/                          the web UI (HTML, JS and CSS embedded in the library), which
+//	                                     calls the routes above
+//
+// Errors are {"error": {"code": ..., "message": ...}}:
+//
+//	400 invalid_request     malformed JSON, unknown fields, a missing body, an invalid webhook, a bad
+//	                        status, limit, cursor, since, until or grace_seconds
+//	404 not_found           an unknown webhook or delivery id, or no such route
+//	405 method_not_allowed  a known route with another method (the Allow header lists the methods)
+//	409 conflict            a registry change lost repeated races with others; retry
+//	409 webhook_disabled    redeliver of a delivery whose webhook is disabled; enable it first
+//	409 tenant_quota        a create over Options.MaxWebhooksPerTenant
+//	413 too_large           a request body over 64 KiB
+//	500 internal            anything else; the cause is logged to Options.Logger, never sent
+func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(adminBackend{d}, d.log) }
+
+// Portal returns the tenant-scoped admin API: the routes of Handler, each restricted to the tenant
+// named by the request's token (from PortalToken), sent as "Authorization: Bearer <token>". Another
+// tenant's webhook or delivery answers 404, as if it did not exist; a missing, malformed, tampered,
+// expired or otherwise-keyed token answers 401 on every route but the UI's; a tenant cannot set or
+// change its tenant (a "tenant" field is refused with 400) nor its quota. Errors have Handler's JSON
+// shape. Unlike Handler, Portal may face the tenant's own users directly. Its /ui/ serves the web
+// UI's static files without a token (the request is routed first, and only the UI's routes skip the
+// token); open it at /ui/#token=<token> (the fragment never reaches the server).
+func (d *Dispatcher) Portal() http.Handler { return api.NewPortal(adminBackend{d}, d.log) }
+
+// adminBackend is the Dispatcher as Handler and Portal see it: webhooks and deliveries as JSON,
+// through the one codec of webhooks (webhook_codec.go), within a request's scope.
+type adminBackend struct{ d *Dispatcher }
+
+// Classify maps the root's errors to the API's kinds.
+func (adminBackend) Classify(err error) api.Kind {
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return api.KindNotFound
+	case errors.Is(err, errBadRequest), errors.Is(err, ErrInvalidWebhook), errors.Is(err, ErrInvalidQuery):
+		return api.KindBadRequest
+	case errors.Is(err, ErrConflict):
+		return api.KindConflict
+	case errors.Is(err, ErrWebhookDisabled):
+		return api.KindWebhookDisabled
+	case errors.Is(err, ErrTenantQuota):
+		return api.KindTenantQuota
+	}
+	return api.KindInternal
+}
+
+// Authenticate checks a portal token.
+func (b adminBackend) Authenticate(token string) (string, error) {
+	return parsePortalToken(b.d.opts.PortalKey, token, b.d.now())
+}
+
+// webhook reads a webhook within a scope: another tenant's answers as not found.
+func (b adminBackend) webhook(ctx context.Context, s api.Scope, id string) (*Webhook, error) {
+	wh, err := b.d.webhooks.Get(ctx, id)
+	if err == nil && s.Restricted && wh.Tenant != s.Tenant {
+		return nil, fmt.Errorf("%w: webhook %q", ErrNotFound, id)
+	}
+	return wh, err
+}
+
+// encode is v's JSON.
+func encode(v any, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: encode response: %w", err)
+	}
+	return b, nil
+}
+
+// encodeView is a webhook's JSON as the API sends it (apiView).
+func encodeView(wh *Webhook, withSecret bool, err error) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	return encode(apiView(wh, withSecret), nil)
+}
+
+func (b adminBackend) CreateWebhook(ctx context.Context, s api.Scope, body []byte) ([]byte, error) {
+	w, err := webhookFromCreate(body)
+	if err != nil {
+		return nil, err
+	}
+	if s.Restricted {
+		if w.Tenant != "" {
+			return nil, fmt.Errorf("%w: tenant is set by the portal token", errBadRequest)
+		}
+		w.Tenant = s.Tenant
+	}
+	wh, err := b.d.webhooks.Create(ctx, w)
+	return encodeView(wh, true, err)
+}
+
+func (b adminBackend) ListWebhooks(ctx context.Context, s api.Scope) ([]byte, error) {
+	var list []*Webhook
+	var err error
+	if s.Restricted {
+		list, err = b.d.webhooks.ListTenant(ctx, s.Tenant)
+	} else {
+		list, err = b.d.webhooks.List(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, wh := range list {
+		list[i] = apiView(wh, false)
+	}
+	return encode(struct {
+		Webhooks []*Webhook `json:"webhooks"`
+	}{list}, nil)
+}
+
+func (b adminBackend) GetWebhook(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+	wh, err := b.webhook(ctx, s, id)
+	return encodeView(wh, false, err)
+}
+
+// PatchWebhook applies a PATCH in one read-modify-write of the registry, so concurrent patches of
+// different fields all apply.
+func (b adminBackend) PatchWebhook(ctx context.Context, s api.Scope, id string, patch []byte) ([]byte, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return nil, err
+	}
+	wh, err := b.d.webhooks.modify(ctx, id, func(sw *storedWebhook) error {
+		next, err := applyPatch(sw.webhook(), patch)
+		if err != nil {
+			return err
+		}
+		return b.d.webhooks.replace(sw, next)
+	})
+	return encodeView(wh, false, err)
+}
+
+func (b adminBackend) DeleteWebhook(ctx context.Context, s api.Scope, id string) error {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return err
+	}
+	return b.d.webhooks.Delete(ctx, id)
+}
+
+func (b adminBackend) RotateSecret(ctx context.Context, s api.Scope, id string, grace time.Duration) ([]byte, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return nil, err
+	}
+	wh, err := b.d.webhooks.RotateSecret(ctx, id, grace)
+	return encodeView(wh, true, err)
+}
+
+func (b adminBackend) Secret(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+	wh, err := b.webhook(ctx, s, id)
+	if err != nil {
+		return nil, err
+	}
+	return encode(struct {
+		Secret    string `json:"secret"`
+		PublicKey string `json:"public_key,omitempty"`
+	}{wh.Secret, wh.PublicKey}, nil)
+}
+
+func (b adminBackend) Health(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return nil, err
+	}
+	return encode(b.d.webhooks.Health(ctx, id))
+}
+
+func (b adminBackend) Stats(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return nil, err
+	}
+	hours, err := b.d.hourlyStats(ctx, id)
+	return encode(struct {
+		Hours []HourStats `json:"hours"`
+	}{hours}, err)
+}

@@ -1,0 +1,76 @@
+package webhooks
+
+// The admin API's delivery routes, as the root answers them (Handler lists every route).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/smartdrop/webhooks/internal/api"
+)
+
+func (b adminBackend) SendTest(ctx context.Context, s api.Scope, id string) ([]byte, bool, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return nil, false, err
+	}
+	return deferredAnswer(b.d.SendTest(ctx, id))
+}
+
+// deferredAnswer is a delivery's JSON and whether its attempt was left to the worker (ErrDeferred).
+func deferredAnswer(dl *Delivery, err error) ([]byte, bool, error) {
+	deferred := errors.Is(err, ErrDeferred) && dl != nil
+	if deferred {
+		err = nil // created or reset, and scheduled; a worker makes the attempt
+	}
+	out, err := encode(dl, err)
+	return out, deferred, err
+}
+
+func (b adminBackend) Deliveries(ctx context.Context, s api.Scope, id string, q api.DeliveryQuery) ([]byte, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return nil, err
+	}
+	page, err := b.d.deliveries.Page(ctx, id, DeliveryQuery{Status: Status(q.Status), Cursor: q.Cursor, Limit: q.Limit})
+	if err != nil {
+		return nil, err
+	}
+	for _, dl := range page.Deliveries {
+		dl.History = nil // GET /deliveries/{id} has it
+	}
+	return encode(page, nil)
+}
+
+func (b adminBackend) Recover(ctx context.Context, s api.Scope, id string, since, until time.Time, limit int) (int, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return 0, err
+	}
+	if until.IsZero() {
+		until = b.d.now()
+	}
+	return b.d.Recover(ctx, id, since, until, limit)
+}
+
+// delivery reads a delivery within a scope: in the portal, only one of its tenant's webhooks.
+func (b adminBackend) delivery(ctx context.Context, s api.Scope, id string) (*Delivery, error) {
+	dl, err := b.d.deliveries.Get(ctx, id)
+	if err != nil || !s.Restricted {
+		return dl, err
+	}
+	if _, err := b.webhook(ctx, s, dl.WebhookID); err != nil {
+		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
+	}
+	return dl, nil
+}
+
+func (b adminBackend) Delivery(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+	return encode(b.delivery(ctx, s, id))
+}
+
+func (b adminBackend) Redeliver(ctx context.Context, s api.Scope, id string) ([]byte, bool, error) {
+	if _, err := b.delivery(ctx, s, id); err != nil {
+		return nil, false, err
+	}
+	return deferredAnswer(b.d.Redeliver(ctx, id))
+}

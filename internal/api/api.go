@@ -1,0 +1,112 @@
+// Package api is the admin and portal HTTP API of the webhooks library and its web UI: routing,
+// request parameters, authentication of portal requests, the error envelope and the embedded UI
+// files. What the routes read and change is behind Backend, which the root package implements with
+// its one codec of webhooks: requests and answers cross it as JSON bytes.
+package api
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Bounds and defaults of requests (the root package exports them under the same names).
+const (
+	// MaxRequestBody bounds the body of a request; a larger one gets 413.
+	MaxRequestBody = 64 << 10
+	// DefaultRotationGrace is how long a rotated secret keeps signing when a rotate-secret request
+	// does not say.
+	DefaultRotationGrace = 24 * time.Hour
+	// MaxRotationGrace is the longest grace period a rotate-secret request may ask for.
+	MaxRotationGrace = 30 * 24 * time.Hour
+)
+
+// Scope is whose webhooks a request may reach: every tenant's (the zero value, the operator's API),
+// or only Tenant's when Restricted (the portal, or the operator's list of one tenant; Tenant "" is
+// then the webhooks of no tenant).
+type Scope struct {
+	Tenant     string
+	Restricted bool
+}
+
+// DeliveryQuery selects a page of a webhook's deliveries (the root's DeliveryQuery).
+type DeliveryQuery struct {
+	Status, Cursor string
+	Limit          int // 0: the default
+}
+
+// Backend is what the API reads and changes. Bodies are JSON; a webhook or delivery outside the
+// scope is an error Classify calls KindNotFound. Deferred is true when an attempt was left to a
+// worker (the answer is then 202).
+type Backend interface {
+	CreateWebhook(ctx context.Context, s Scope, body []byte) ([]byte, error)
+	ListWebhooks(ctx context.Context, s Scope) ([]byte, error)
+	GetWebhook(ctx context.Context, s Scope, id string) ([]byte, error)
+	PatchWebhook(ctx context.Context, s Scope, id string, patch []byte) ([]byte, error)
+	DeleteWebhook(ctx context.Context, s Scope, id string) error
+	SendTest(ctx context.Context, s Scope, id string) (body []byte, deferred bool, err error)
+	RotateSecret(ctx context.Context, s Scope, id string, grace time.Duration) ([]byte, error)
+	Secret(ctx context.Context, s Scope, id string) ([]byte, error)
+	Health(ctx context.Context, s Scope, id string) ([]byte, error)
+	Stats(ctx context.Context, s Scope, id string) ([]byte, error)
+	Deliveries(ctx context.Context, s Scope, id string, q DeliveryQuery) ([]byte, error)
+	// Recover re-sends a webhook's failed deliveries from since until until (zero: now).
+	Recover(ctx context.Context, s Scope, id string, since, until time.Time, limit int) (int, error)
+	Delivery(ctx context.Context, s Scope, id string) ([]byte, error)
+	Redeliver(ctx context.Context, s Scope, id string) (body []byte, deferred bool, err error)
+	// Authenticate checks a portal token and returns its tenant.
+	Authenticate(token string) (tenant string, err error)
+	// Classify says how to answer an error a Backend method returned.
+	Classify(err error) Kind
+}
+
+// Kind is how an error is answered.
+type Kind int
+
+// Kinds of errors.
+const (
+	KindInternal        Kind = iota // 500 internal; the cause is logged, never sent
+	KindBadRequest                  // 400 invalid_request
+	KindNotFound                    // 404 not_found
+	KindConflict                    // 409 conflict: lost repeated races; retry
+	KindWebhookDisabled             // 409 webhook_disabled
+	KindTenantQuota                 // 409 tenant_quota
+)
+
+// errBadRequest marks a request parameter the API cannot use.
+var errBadRequest = errors.New("invalid request")
+
+// NewHandler returns the operator's API: every route, every tenant.
+func NewHandler(b Backend, log *slog.Logger) http.Handler { return newRouter(b, log, false) }
+
+// NewPortal returns the tenant portal: the routes of NewHandler, each restricted to the tenant of the
+// request's bearer token. A request the router sends to the UI's files is served without a token;
+// every other request needs a valid one, else 401.
+func NewPortal(b Backend, log *slog.Logger) http.Handler {
+	rt := newRouter(b, log, true)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if ui, ok := rt.uiRoute(r); ok {
+			ui.ServeHTTP(w, r) // the UI's static files hold no data; every API call it makes needs the token
+			return
+		}
+		tenant, err := authenticate(b, r)
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="webhooks portal"`)
+			writeError(w, http.StatusUnauthorized, "unauthorized", "a valid portal token is required")
+			return
+		}
+		rt.serve(w, r, Scope{Tenant: tenant, Restricted: true})
+	})
+}
+
+// authenticate reads the request's "Authorization: Bearer <token>" and returns its tenant.
+func authenticate(b Backend, r *http.Request) (string, error) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return "", errors.New("no bearer token")
+	}
+	return b.Authenticate(strings.TrimSpace(token))
+}

@@ -1,0 +1,229 @@
+package webhooks
+
+// The webhook's one codec. A Webhook's JSON (its struct tags) is what the registry stores, what the
+// admin API and the portal send and take, and what the web UI shows: a new field is a field of
+// Webhook, its check in validate, and a test. What the API may not read or set is said here once:
+// server-set fields (serverSetFields), fields a PATCH keeps (keptFields), credentials withheld
+// (apiView).
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"time"
+)
+
+// storedWebhook is a webhook as the registry stores it: its JSON, and the secret it is rotating away
+// from.
+type storedWebhook struct {
+	Webhook
+	// PrevSecret still signs requests, beside Secret, until PrevUntil (ms): secret rotation.
+	PrevSecret string `json:"ps,omitempty"`
+	PrevUntil  int64  `json:"pu,omitempty"`
+}
+
+// normalize puts a webhook in its stored form: times to the millisecond in UTC, patterns without
+// duplicates, canonical header names, a compact filter; PublicKey and Asymmetric are not stored (one
+// follows from the secret, the other only asks Create for a kind of key).
+func (w *Webhook) normalize() {
+	w.CreatedAt, w.UpdatedAt = w.CreatedAt.UTC().Truncate(time.Millisecond), w.UpdatedAt.UTC().Truncate(time.Millisecond)
+	w.Events, w.Headers, w.Filter = compactPatterns(w.Events), canonicalHeaders(w.Headers), compactFilter(w.Filter)
+	w.PublicKey, w.Asymmetric = "", false
+}
+
+// keptFields copies from cur the fields Update and PATCH never change: identity, tenant, secret and
+// creation time.
+func (w *Webhook) keptFields(cur *Webhook) {
+	w.ID, w.Tenant, w.Secret, w.PublicKey, w.Asymmetric, w.CreatedAt = cur.ID, cur.Tenant, cur.Secret, cur.PublicKey,
+		cur.Asymmetric, cur.CreatedAt
+	w.UpdatedAt = cur.UpdatedAt
+}
+
+// serverSetFields names a field of a create request that only the server sets, or "".
+func serverSetFields(w *Webhook) string {
+	switch {
+	case w.ID != "":
+		return "id"
+	case w.Secret != "" || w.PublicKey != "":
+		return "secret" // made by Create; see rotate-secret
+	case !w.CreatedAt.IsZero() || !w.UpdatedAt.IsZero():
+		return "created_at and updated_at"
+	}
+	return ""
+}
+
+// webhook is the stored webhook as callers see it, sharing nothing with s, with its PublicKey.
+func (s *storedWebhook) webhook() *Webhook {
+	w := s.Webhook
+	w.Events, w.Headers, w.Filter = slices.Clone(s.Events), maps.Clone(s.Headers), slices.Clone(s.Filter)
+	if pk, err := PublicKey(s.Secret); err == nil {
+		w.PublicKey = pk
+	}
+	return &w
+}
+
+// encode is a stored webhook's JSON, with '<', '>' and '&' as they are (not escaped six-fold).
+func (s *storedWebhook) encode() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s); err != nil {
+		return nil, fmt.Errorf("webhooks: encode webhook: %w", err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
+
+// UnmarshalJSON decodes a stored webhook, in the form this build writes or the one of builds before it
+// (legacyStoredWebhook).
+func (s *storedWebhook) UnmarshalJSON(b []byte) error {
+	type plain storedWebhook // the same fields without this method
+	if err := json.Unmarshal(b, (*plain)(s)); err != nil {
+		return err
+	}
+	if !s.CreatedAt.IsZero() {
+		return nil
+	}
+	var l legacyStoredWebhook
+	if err := json.Unmarshal(b, &l); err != nil {
+		return err
+	}
+	s.Tenant, s.Description, s.Disabled, s.RateLimit, s.Headers, s.Filter = l.Tenant, l.Description, l.Disabled,
+		l.RateLimit, l.Headers, l.Filter
+	s.CreatedAt, s.UpdatedAt = time.UnixMilli(l.Created).UTC(), time.UnixMilli(l.Updated).UTC()
+	return nil
+}
+
+// legacyStoredWebhook is the short names of the fields that builds before the one codec stored
+// under other names than Webhook's; frozen (a webhook is written in the new form when next saved).
+type legacyStoredWebhook struct {
+	Tenant      string            `json:"t"`
+	Description string            `json:"desc"`
+	Disabled    bool              `json:"off"`
+	RateLimit   int               `json:"rl"`
+	Headers     map[string]string `json:"h"`
+	Filter      json.RawMessage   `json:"f"`
+	Created     int64             `json:"c"`
+	Updated     int64             `json:"u"`
+}
+
+// errBadRequest marks an admin API request the root cannot use: bad JSON, a field it may not set.
+var errBadRequest = errors.New("invalid request")
+
+// decodeWebhookJSON decodes one JSON object into w, refusing unknown fields and trailing data.
+func decodeWebhookJSON(b []byte, w *Webhook) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(w); err != nil {
+		return fmt.Errorf("%w: malformed JSON body: %w", errBadRequest, err)
+	}
+	if dec.More() {
+		return fmt.Errorf("%w: malformed JSON body: more than one JSON value", errBadRequest)
+	}
+	return nil
+}
+
+// webhookFromCreate decodes the body of an API create: a Webhook's JSON without the server-set fields.
+func webhookFromCreate(body []byte) (Webhook, error) {
+	var w Webhook
+	if err := decodeWebhookJSON(body, &w); err != nil {
+		return w, err
+	}
+	if f := serverSetFields(&w); f != "" {
+		return w, fmt.Errorf("%w: %s is set by the server", errBadRequest, f)
+	}
+	return w, nil
+}
+
+// applyPatch applies an API PATCH body to cur: each field present replaces cur's (null clears it),
+// like a JSON merge patch of the webhook's JSON. A custom header given with the value "" keeps the
+// value it has (so a webhook read from the API, whose header values are withheld, can be sent back).
+// Fields PATCH does not change must be absent or equal to cur's.
+func applyPatch(cur *Webhook, patch []byte) (Webhook, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(patch, &fields); err != nil || fields == nil {
+		return Webhook{}, fmt.Errorf("%w: the body must be a JSON object", errBadRequest)
+	}
+	merged, err := json.Marshal(cur)
+	if err != nil {
+		return Webhook{}, fmt.Errorf("webhooks: encode webhook: %w", err)
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(merged, &all); err != nil {
+		return Webhook{}, fmt.Errorf("webhooks: decode webhook: %w", err)
+	}
+	maps.Copy(all, fields)
+	if merged, err = json.Marshal(all); err != nil {
+		return Webhook{}, fmt.Errorf("%w: %w", errBadRequest, err)
+	}
+	var next Webhook
+	if err := decodeWebhookJSON(merged, &next); err != nil {
+		return Webhook{}, err
+	}
+	kept := next
+	kept.keptFields(cur)
+	if a, b := encodeWebhook(&kept), encodeWebhook(&next); !bytes.Equal(a, b) {
+		return Webhook{}, fmt.Errorf("%w: PATCH does not change id, tenant, secret, public_key, asymmetric, created_at or updated_at",
+			errBadRequest)
+	}
+	for name, v := range kept.Headers {
+		if v != "" {
+			continue
+		}
+		old, ok := cur.Headers[http.CanonicalHeaderKey(name)]
+		if !ok {
+			return Webhook{}, fmt.Errorf("%w: header %s has no value to keep", ErrInvalidWebhook, name)
+		}
+		kept.Headers[name] = old
+	}
+	return kept, nil
+}
+
+// encodeWebhook is a webhook's JSON (nil if its filter is not JSON, which validate refuses).
+func encodeWebhook(w *Webhook) []byte {
+	b, _ := json.Marshal(w)
+	return b
+}
+
+// apiView is a webhook as the admin API and the portal send it: custom header values withheld (each
+// header present with the value ""), and the secret only when withSecret (create and rotate-secret).
+func apiView(w *Webhook, withSecret bool) *Webhook {
+	v := *w
+	if !withSecret {
+		v.Secret = ""
+	}
+	if w.Headers != nil {
+		v.Headers = make(map[string]string, len(w.Headers))
+		for name := range w.Headers {
+			v.Headers[name] = ""
+		}
+	}
+	return &v
+}
+
+// compactPatterns drops duplicate patterns, keeping order.
+func compactPatterns(ps []string) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// compactFilter is a filter as stored: nil for none (empty or JSON null), otherwise compacted (a filter
+// that is not JSON is kept as given, for validate to refuse).
+func compactFilter(raw json.RawMessage) json.RawMessage {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+		return nil
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return slices.Clone(raw)
+	}
+	return b.Bytes()
+}
