@@ -112,6 +112,9 @@ func (r *DeliveryRepo) Get(ctx context.Context, id string) (*Delivery, error) {
 }
 
 func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
+	if err := r.keys.load(ctx, r.rdb); err != nil {
+		return nil, err
+	}
 	shard, err := r.keys.shardOfDelivery(id)
 	if err != nil {
 		return nil, err
@@ -132,6 +135,9 @@ func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*De
 	tenant := ""
 	if wh, _, err := r.webhooks.load(ctx, webhookID); err == nil {
 		tenant = wh.Tenant
+	}
+	if err := r.keys.load(ctx, r.rdb); err != nil {
+		return nil, err
 	}
 	d, err := r.Get(ctx, r.keys.deliveryIDFor(webhookID, scopedEventID(tenant, eventID)))
 	if errors.Is(err, ErrNotFound) {

@@ -55,6 +55,9 @@ type HourStats struct {
 // hourlyStats returns a webhook's attempts per hour by outcome over the last 24 hours, oldest first, the
 // current hour last, summed over every shard.
 func (d *Dispatcher) hourlyStats(ctx context.Context, webhookID string) ([]HourStats, error) {
+	if err := d.keys.load(ctx, d.rdb); err != nil {
+		return nil, err
+	}
 	pipe := d.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, d.keys.shards)
 	for s := range d.keys.shards {
