@@ -14,9 +14,9 @@ package webhooks
 //	                                             its creation or Redeliver; trimmed on write, TTL ≥ newest entry
 //	{P:s}:health                         hash    <webhook_id>:ok -> last success (ms), <webhook_id>:fail -> start of
 //	                                             the current run of failures (ms); TTL ≥ Retention from the last attempt
-//	{P:s}:hourly:<webhook_id>            hash    attempts per hour by outcome, a ring of 24 hours: t<k> -> the hour
-//	                                             (Unix hours), s<k>/f<k> -> successes/failures, k = hour mod 24
-//	                                             (hourly.go); written by the outcome script; TTL 25 h from the last attempt
+//	{P:s}:hourly:<webhook_id>            hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
+//	                                             successes/failures in hour h (Unix hours; hourly.go); written by
+//	                                             the outcome script; TTL 25 h from the first count of its newest hour
 //	{P:registry}:webhooks                hash    webhook id -> webhook JSON (with secrets)
 //	{P:registry}:sub:<pattern>           hash    webhook id -> webhook JSON, enabled subscribers of pattern only
 //
