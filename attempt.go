@@ -132,6 +132,7 @@ type outcome struct {
 	disable    bool   // 410 Gone: disable the webhook
 	probe      string // the circuit's probe token, when the attempt was its probe
 	unrecorded bool   // the caller's context ended mid-attempt: leave it to the lease
+	inline     bool   // the attempt was leased by the claim (its schedule entry is in the inline zset)
 }
 
 // decide turns an attempt into the record's next state, by the retry schedule.
@@ -187,27 +188,29 @@ func jitter(d time.Duration) time.Duration {
 //
 // KEYS[1] -> {P:s}:ready
 // KEYS[2] -> {P:s}:health
-// KEYS[3i], KEYS[3i+1], KEYS[3i+2] (i = 1..n) -> outcome i's delivery key, queue key, hourly stats key
+// KEYS[3] -> {P:s}:inline
+// KEYS[3i+1], KEYS[3i+2], KEYS[3i+3] (i = 1..n) -> outcome i's delivery key, queue key, hourly stats key
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms): the health hash lives at least that long after its last write (up to 1/64
 // more, so most writes leave its TTL as it is)
-// ARGV[3+6(i-1)] .. ARGV[8+6(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
-// pending only), webhook id, 1 if an attempt was made (else 0); ARGV[2+6n+i] -> outcome i's new record
+// ARGV[3+7(i-1)] .. ARGV[9+7(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
+// pending only), webhook id, 1 if an attempt was made (else 0), 1 if it was leased for an inline
+// attempt (its schedule entry may be in the inline zset) else 0; ARGV[2+7n+i] -> outcome i's new record
 // returns per outcome two integers: outcomeRecorded (now or by an earlier run of the same call) or
 // outcomeLeaseLost (nothing written), and the start (ms) of the webhook's run of failures in this
 // shard (0 if none)
-var outcomeScript = redis.NewScript(luaLeaseOf + luaExtend + luaRetime + luaCountHour + `
-local n, retention = (#KEYS - 2) / 3, tonumber(ARGV[2])
+var outcomeScript = redis.NewScript(luaLeaseOf + luaExtend + luaRetime + luaSchedule + luaCountHour + `
+local n, retention = (#KEYS - 3) / 3, tonumber(ARGV[2])
 local held = {}
 for i = 1, n do
-  held[i] = leaseOf(KEYS[3 * i], ARGV[4 + 6 * (i - 1)])
+  held[i] = leaseOf(KEYS[3 * i + 1], ARGV[4 + 7 * (i - 1)])
 end
 local reply, healthWritten = {}, false
 for i = 1, n do
   reply[2 * i - 1], reply[2 * i] = ` + strconv.Itoa(outcomeLeaseLost) + `, 0
   if held[i] == ` + luaSettled + ` then reply[2 * i - 1] = ` + strconv.Itoa(outcomeRecorded) + ` end
   if held[i] == ` + luaHeld + ` then
-    local a = 2 + 6 * (i - 1)
+    local a = 2 + 7 * (i - 1)
     local id, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
     if ARGV[a + 6] == '1' then
       if status == 'success' then
@@ -218,21 +221,39 @@ for i = 1, n do
         reply[2 * i] = tonumber(redis.call('HGET', KEYS[2], wid .. ':fail'))
       end
       healthWritten = true
-      countHour(KEYS[3 * i + 2], tonumber(ARGV[1]), status == 'success')
+      countHour(KEYS[3 * i + 3], tonumber(ARGV[1]), status == 'success')
     end
-    redis.call('SET', KEYS[3 * i], ARGV[2 + 6 * n + i], 'KEEPTTL')
-    if status == 'pending' then
-      redis.call('ZADD', KEYS[3 * i + 1], next, id)
-    else
-      redis.call('ZREM', KEYS[3 * i + 1], id)
-    end
-    retime(KEYS[1], KEYS[3 * i + 1], wid)
+    redis.call('SET', KEYS[3 * i + 1], ARGV[2 + 7 * n + i], 'KEEPTTL')
+    schedule(KEYS[1], KEYS[3], KEYS[3 * i + 2], id, wid, status, next, ARGV[a + 7] == '1')
     reply[2 * i - 1] = ` + strconv.Itoa(outcomeRecorded) + `
   end
 end
 if healthWritten then extend(KEYS[2], retention, math.floor(retention / 64)) end
 return reply
 `)
+
+// luaSchedule is schedule(ready, inline, queue, id, wid, status, next, inl): the schedule as an
+// outcome leaves it. A delivery leased inline whose entry is still in the inline zset leaves it (one
+// ZREM when it is done) and, pending, joins its webhook's queue, its ready score lowered to next at
+// most; any other (a worker's, or an inline one a worker took over) is queued again at next or leaves
+// its queue, and its webhook's ready score follows its queue (retime).
+const luaSchedule = `
+local function schedule(ready, inline, queue, id, wid, status, next, inl)
+  if inl and redis.call('ZREM', inline, id .. wid) == 1 then
+    if status == 'pending' then
+      redis.call('ZADD', queue, next, id)
+      redis.call('ZADD', ready, 'LT', next, wid)
+    end
+    return
+  end
+  if status == 'pending' then
+    redis.call('ZADD', queue, next, id)
+  else
+    redis.call('ZREM', queue, id)
+  end
+  retime(ready, queue, wid)
+end
+`
 
 // outcomeScript's first reply per outcome.
 const (
@@ -245,28 +266,32 @@ const (
 // when recorded. An outcome whose attempt the caller abandoned is left to its lease.
 func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outcomes []outcome) []error {
 	errs := make([]error, len(outcomes))
-	keys := []string{d.keys.readyKey(shard), d.keys.healthKey(shard)}
+	keys := []string{d.keys.readyKey(shard), d.keys.healthKey(shard), d.keys.inlineKey(shard)}
 	now := d.now()
 	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds()}
 	values := make([]any, 0, len(outcomes))
 	idx := make([]int, 0, len(outcomes))
+	var givenBack []*record
 	for i, o := range outcomes {
 		if o.unrecorded {
 			errs[i] = fmt.Errorf("webhooks: delivery %s: %s; a worker attempts it after its lease: %w", o.id, o.err, ErrDeferred)
+			if o.inline {
+				givenBack = append(givenBack, recs[i])
+			}
 			continue
 		}
 		next := *recs[i] // the record as the outcome leaves it; applied in memory once recorded
 		next.History = slices.Clip(next.History)
 		next.apply(o, now)
-		attempted := 0
-		if o.attempted {
-			attempted = 1
-		}
 		keys = append(keys, d.keys.deliveryKey(shard, o.id), d.keys.queueKey(shard, recs[i].WebhookID),
 			d.keys.hourlyKey(shard, recs[i].WebhookID))
-		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, attempted)
+		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, flag(o.attempted),
+			flag(o.inline))
 		values = append(values, next.encode())
 		idx = append(idx, i)
+	}
+	if len(givenBack) > 0 {
+		d.requeueInline(ctx, shard, givenBack)
 	}
 	if len(idx) == 0 {
 		return errs
@@ -300,6 +325,9 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
 		default:
 			recs[i].apply(outcomes[i], now)
+			if outcomes[i].status == StatusPending {
+				d.markShard(shard) // a retry for this worker's next scan
+			}
 			d.afterOutcome(ctx, recs[i], outcomes[i], msTime(reply[2*j+1]))
 		}
 	}

@@ -10,35 +10,38 @@ import (
 // the delivery record, its schedule entry and its index entry, all in one atomic step. The record is
 // the claim: it is created with SET NX and the retention as its TTL, so the claim and the record
 // expire together. Go decides each new record and when it is due: leased for an attempt this call
-// makes at once (due at the lease's end, so a crash during the attempt is recovered by a worker), due
-// now for the worker (Enqueue, a webhook at its in-flight cap or rate limit), or parked until its
-// webhook's circuit may be probed. Every claim is checked before the first write. The index entries are
-// written first: when an append fails (an index key holding something else, Redis older than 7.0), the
-// entries already appended are deleted again and the script fails before the body, a record or a
-// schedule entry is written, so such a failure leaves nothing claimed. A pair whose record is exactly
-// the one this call would create was created by this very call, whose reply was lost: it is reported
-// as created again, so the caller can retry the script safely. All keys share the event's shard tag.
+// makes at once (its schedule entry is then in the shard's inline zset, due at the lease's end, so a
+// crash during the attempt is recovered by a worker, and the outcome removes it with one ZREM), due
+// now for the worker (Enqueue, a webhook at its in-flight cap or rate limit: its webhook's queue), or
+// parked until its webhook's circuit may be probed. Every claim is checked before the first write. The
+// index entries are written first: when an append fails (an index key holding something else, Redis
+// older than 7.0), the entries already appended are deleted again and the script fails before the
+// body, a record or a schedule entry is written, so such a failure leaves nothing claimed. A pair
+// whose record is exactly the one this call would create was created by this very call, whose reply
+// was lost: it is reported as created again, so the caller can retry the script safely. All keys share
+// the event's shard tag.
 //
 // KEYS[1] -> {P:s}:evt:<event_id>      the request body, stored once per event
 // KEYS[2] -> {P:s}:ready
-// KEYS[3i], KEYS[3i+1], KEYS[3i+2] (i = 1..n) -> target i's delivery key, index key, queue key
+// KEYS[3] -> {P:s}:inline
+// KEYS[3i+1], KEYS[3i+2], KEYS[3i+3] (i = 1..n) -> target i's delivery key, index key, queue key
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms): the expiry of the record, and of the index entry
 // ARGV[3] -> request body
-// ARGV[5i-1] .. ARGV[5i+3] (i = 1..n) -> target i's delivery id, its hash (the id's last 12 bytes,
-// raw), its new record, when it is due (ms), its webhook id
+// ARGV[6i-2] .. ARGV[6i+3] (i = 1..n) -> target i's delivery id, its hash (the id's last 12 bytes,
+// raw), its new record, when it is due (ms), its webhook id, 1 if leased for an inline attempt (else 0)
 // returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated when this
 // call created the delivery, or the existing record
 var claimScript = redis.NewScript(indexFunction + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-local n = (#KEYS - 2) / 3
+local n = (#KEYS - 3) / 3
 local reply, created = {false}, {}
 local fresh = 0
 for i = 1, n do
-  local rec = redis.call('GET', KEYS[3 * i])
+  local rec = redis.call('GET', KEYS[3 * i + 1])
   if not rec then
     created[i], fresh = true, fresh + 1
-  elseif rec == ARGV[5 * i + 1] then
+  elseif rec == ARGV[6 * i] then
     reply[i + 1], fresh = ` + strconv.Itoa(claimCreated) + `, fresh + 1
   else
     reply[i + 1] = rec
@@ -49,12 +52,12 @@ end
 local appended = {}
 for i = 1, n do
   if created[i] then
-    local ok, id = pcall(index, KEYS[3 * i + 1], now, retention, ARGV[5 * i], now + retention)
+    local ok, id = pcall(index, KEYS[3 * i + 2], now, retention, ARGV[6 * i - 1], now + retention)
     if not ok then
       for _, e in ipairs(appended) do redis.call('XDEL', e[1], e[2]) end
       error(id)
     end
-    appended[#appended + 1] = {KEYS[3 * i + 1], id}
+    appended[#appended + 1] = {KEYS[3 * i + 2], id}
   end
 end
 if fresh > 0 then
@@ -68,9 +71,14 @@ if fresh > 0 then
 end
 for i = 1, n do
   if created[i] then
-    redis.call('SET', KEYS[3 * i], ARGV[5 * i + 1], 'NX', 'PX', retention)
-    redis.call('ZADD', KEYS[3 * i + 2], ARGV[5 * i + 2], ARGV[5 * i - 1])
-    redis.call('ZADD', KEYS[2], 'LT', ARGV[5 * i + 2], ARGV[5 * i + 3])
+    local id, due, wid = ARGV[6 * i - 2], ARGV[6 * i + 1], ARGV[6 * i + 2]
+    redis.call('SET', KEYS[3 * i + 1], ARGV[6 * i], 'NX', 'PX', retention)
+    if ARGV[6 * i + 3] == '1' then
+      redis.call('ZADD', KEYS[3], due, id .. wid)
+    else
+      redis.call('ZADD', KEYS[3 * i + 3], due, id)
+      redis.call('ZADD', KEYS[2], 'LT', due, wid)
+    end
     reply[i + 1] = ` + strconv.Itoa(claimCreated) + `
   end
 end
@@ -101,3 +109,11 @@ local function index(key, now, retention, hash, expiry)
   return id
 end
 `
+
+// flag is a bool as a script argument: 1 or 0.
+func flag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

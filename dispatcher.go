@@ -54,8 +54,10 @@ type Dispatcher struct {
 	circuits     *circuitStore
 	circuitCache *circuitCache
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
-	nextShard    atomic.Uint32 // where the next scan of the schedule starts
-	idled        func()        // tests: called before Run waits with nothing due that it could take
+	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
+	hintsOnce    sync.Once
+	hintsPtr     *scanHints // made by hints()
+	idled        func()     // tests: called before Run waits with nothing due that it could take
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -182,7 +184,7 @@ func notAccepted(eventID string, results []Result) error {
 // Enqueue is Dispatch without the inline attempt: the producer's fast path. It claims every
 // subscribed webhook's pair in one round trip (once subscribers are cached), makes every fresh
 // delivery due at once, and returns; a worker (Run) in this process starts the attempts at once,
-// other replicas' workers within their idle sweep (Shards/16 polls of 250ms: 1s with 64 shards). A
+// other replicas' workers within their sweep (Shards/14 polls of 250ms: 1.25s with 64 shards). A
 // webhook whose circuit this Dispatcher has seen open gets its delivery parked until the circuit's probe. Its results and errors
 // follow Dispatch's contract: a nil error means every pair is durably recorded and every Result has a
 // Delivery (pending, or the existing one of a duplicate).
@@ -265,6 +267,8 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	}
 	var wg sync.WaitGroup
 	queued := false
+	batch := &outcomeBatch{d: d, shard: shard, linger: d.settleLinger(), allEnded: make(chan struct{})}
+	var attempts []int
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
 		if _, fresh := reply[1+i].(int64); !fresh || !plans[i].inline {
@@ -274,13 +278,20 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 			continue
 		}
 		results[i].Delivery = &recs[i].Delivery // settle applies the outcome to it
+		attempts = append(attempts, i)
+	}
+	batch.running = len(attempts)
+	for _, i := range attempts {
+		t := targets[i]
 		wg.Go(func() {
 			defer d.flights.release(t.ID)
 			o := d.decide(recs[i], d.tracedAttempt(ctx, t, recs[i], body))
-			results[i].Err = d.settle(ctx, shard, []*record{recs[i]}, []outcome{o})[0]
+			o.inline = true
+			batch.ended(ctx, recs[i], o, &results[i].Err)
 		})
 	}
 	if queued {
+		d.markShard(shard)
 		d.poke()
 	}
 	wg.Wait()
@@ -397,13 +408,13 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 // earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
 // asked for again: the script recognises its own run and reports the pairs it created as created.
 func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
-	keys := make([]string, 2, 2+3*len(recs))
-	keys[0], keys[1] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard)
-	args := make([]any, 3, 3+5*len(recs))
+	keys := make([]string, 3, 3+3*len(recs))
+	keys[0], keys[1], keys[2] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard), d.keys.inlineKey(shard)
+	args := make([]any, 3, 3+6*len(recs))
 	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), body
 	for i, r := range recs {
 		keys = append(keys, d.keys.deliveryKey(shard, r.ID), d.keys.indexKey(shard, r.WebhookID), d.keys.queueKey(shard, r.WebhookID))
-		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID)
+		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
 	}
 	w := d.writeAcked(ctx, claimScript, keys, args...)
 	reply, err := w.Slice()

@@ -2,8 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -159,48 +157,6 @@ type leasedDelivery struct {
 	rec     *record
 	probe   string         // the probe token, when this attempt is its circuit's probe
 	webhook *storedWebhook // nil when deleted
-}
-
-// idleScanShards bounds the shards an idle poll of Run reads: an idle worker costs Redis at most
-// idleScanShards commands per idleWait (64 commands/s), whatever the shard count. A poll after a
-// poke, after work was found or at a known due time reads every shard.
-const idleScanShards = 16
-
-// scanReady reads, in one round trip, the webhooks with deliveries due in every shard (up to limit per
-// shard), starting at a shard that rotates per call, and the earliest due time in the future. With
-// full unset it reads only the next idleScanShards shards in turn (an idle poll): a sweep of every
-// shard then takes shards/idleScanShards polls.
-func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, full bool) ([]dueWebhook, time.Time, error) {
-	shards := d.keys.shards
-	n, step := shards, uint32(1)
-	if !full && shards > idleScanShards {
-		n, step = idleScanShards, idleScanShards
-	}
-	first := int((d.nextShard.Add(step) - step) % uint32(shards))
-	pipe := d.rdb.Pipeline()
-	heads := make([]*redis.ZSliceCmd, n)
-	for k := range n {
-		heads[k] = pipe.ZRangeWithScores(ctx, d.keys.readyKey((first+k)%shards), 0, int64(limit))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		d.reloadOnTransport(err)
-		return nil, time.Time{}, fmt.Errorf("webhooks: read schedules: %w", err)
-	}
-	var due []dueWebhook
-	var next time.Time
-	for k, cmd := range heads {
-		for _, z := range cmd.Val() {
-			if z.Score > float64(now.UnixMilli()) {
-				if at := msTime(int64(z.Score)); next.IsZero() || at.Before(next) {
-					next = at
-				}
-				break
-			}
-			id, _ := z.Member.(string)
-			due = append(due, dueWebhook{shard: (first + k) % shards, id: id})
-		}
-	}
-	return due, next, nil
 }
 
 // park moves a webhook's ready score, in every shard it was found due in, to until if that is later:
