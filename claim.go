@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -30,6 +32,7 @@ import (
 // ARGV[3] -> request body
 // ARGV[6i-2] .. ARGV[6i+3] (i = 1..n) -> target i's delivery id, its hash (the id's last 12 bytes,
 // raw), its new record, when it is due (ms), its webhook id, 1 if leased for an inline attempt (else 0)
+// ARGV[3+6n+i] -> 1 if target i's index key's TTL is to be checked (else it was set lately: indexTTLs)
 // returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated when this
 // call created the delivery, or the existing record
 var claimScript = redis.NewScript(indexFunction + `
@@ -52,7 +55,7 @@ end
 local appended = {}
 for i = 1, n do
   if created[i] then
-    local ok, id = pcall(index, KEYS[3 * i + 2], now, retention, ARGV[6 * i - 1], now + retention)
+    local ok, id = pcall(index, KEYS[3 * i + 2], now, retention, ARGV[6 * i - 1], now + retention, ARGV[3 + 6 * n + i] == '1')
     if not ok then
       for _, e in ipairs(appended) do redis.call('XDEL', e[1], e[2]) end
       error(id)
@@ -89,15 +92,16 @@ return reply
 const claimCreated = 1
 
 // indexFunction is the Lua function that adds a delivery to a webhook's per-shard index, a stream:
-// index(key, now, retention, hash, expiry) appends {d = hash, x = expiry (the record's, ms)} under the
-// id <now>-<seq>, or after the stream's newest entry when that is later (another replica's clock is
-// ahead: stream ids only grow), trims entries older than a retention (their records have expired, or
-// were redelivered and indexed again), and keeps the key at least as long as its newest entry: when
-// its TTL is shorter than a retention it is set to a retention and 1/64 more (extend, luaExtend), so most writes leave it
-// as it is. It returns the entry's id, and raises an error, having written nothing, when key holds
+// index(key, now, retention, hash, expiry, ext) appends {d = hash, x = expiry (the record's, ms)} under
+// the id <now>-<seq>, or after the stream's newest entry when that is later (another replica's clock
+// is ahead: stream ids only grow), trims entries older than a retention (their records have expired,
+// or were redelivered and indexed again), and keeps the key at least as long as its newest entry: with
+// ext false (the caller knows it set the TTL within the last 1/64 of a retention: indexTTLs) it leaves
+// the TTL as it is; else, when the TTL is shorter than a retention, it sets it to a retention and 1/64
+// more (extend, luaExtend). It returns the entry's id, and raises an error, having written nothing, when key holds
 // something other than a stream or Redis is older than 7.0 (no <ms>-* ids).
 var indexFunction = luaExtend + `
-local function index(key, now, retention, hash, expiry)
+local function index(key, now, retention, hash, expiry, ext)
   local minid = now - retention
   local id = redis.pcall('XADD', key, 'MINID', '~', minid, now .. '-*', 'd', hash, 'x', expiry)
   if type(id) == 'table' then
@@ -105,7 +109,7 @@ local function index(key, now, retention, hash, expiry)
     if not top then error('webhooks: cannot append to ' .. key .. ': ' .. tostring(id.err)) end
     id = redis.call('XADD', key, 'MINID', '~', minid, string.match(top[1], '^%d+') .. '-*', 'd', hash, 'x', expiry)
   end
-  extend(key, retention, math.floor(retention / 64))
+  if ext then extend(key, retention, math.floor(retention / 64)) end
   return id
 end
 `
@@ -116,4 +120,37 @@ func flag(b bool) int {
 		return 1
 	}
 	return 0
+}
+
+// indexTTLs remembers when this Dispatcher last had each index key's TTL checked, so that a claim
+// checks it (PTTL, and PEXPIRE when short) once per 1/64 of a retention per key instead of on every
+// append: an index key's TTL is set to a retention and 1/64 more, so it outlives every entry appended
+// within that 1/64. A check is remembered only once the claim that made it has succeeded. Safe for
+// concurrent use.
+type indexTTLs struct {
+	mu    sync.Mutex
+	every time.Duration
+	at    map[string]time.Time // index key -> when its TTL was last checked
+}
+
+func newIndexTTLs(retention time.Duration) *indexTTLs {
+	return &indexTTLs{every: retention / 64, at: map[string]time.Time{}}
+}
+
+// due reports whether key's TTL is to be checked at now.
+func (x *indexTTLs) due(key string, now time.Time) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	at, ok := x.at[key]
+	return !ok || now.Sub(at) >= x.every || now.Before(at)
+}
+
+// checked remembers that key's TTL was checked at now.
+func (x *indexTTLs) checked(key string, now time.Time) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.at) > 100_000 { // mostly keys no longer written; the others are checked again
+		clear(x.at)
+	}
+	x.at[key] = now
 }

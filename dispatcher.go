@@ -53,6 +53,7 @@ type Dispatcher struct {
 	flights      *inFlight
 	circuits     *circuitStore
 	circuitCache *circuitCache
+	indexTTLs    *indexTTLs
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	hintsOnce    sync.Once
@@ -83,7 +84,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		scripts: newLaneBatcher(rdb), flights: newInFlight(opts.MaxInFlightPerWebhook),
 		circuits: &circuitStore{rdb: rdb, key: keys.circuitsKey()}, circuitCache: newCircuitCache(),
-		wake: make(chan struct{}, 1)}
+		indexTTLs: newIndexTTLs(opts.Retention),
+		wake:      make(chan struct{}, 1)}
 	d.nextShard.Store(rand.Uint32()) // replicas start their scans at different shards
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.circuits,
@@ -410,12 +412,17 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
 	keys := make([]string, 3, 3+3*len(recs))
 	keys[0], keys[1], keys[2] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard), d.keys.inlineKey(shard)
-	args := make([]any, 3, 3+6*len(recs))
+	args := make([]any, 3, 3+7*len(recs))
 	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), body
+	now := d.now()
+	checks := make([]any, len(recs))
 	for i, r := range recs {
-		keys = append(keys, d.keys.deliveryKey(shard, r.ID), d.keys.indexKey(shard, r.WebhookID), d.keys.queueKey(shard, r.WebhookID))
+		index := d.keys.indexKey(shard, r.WebhookID)
+		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID))
 		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
+		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
+	args = append(args, checks...)
 	w := d.writeAcked(ctx, claimScript, keys, args...)
 	reply, err := w.Slice()
 	if err != nil && retryable(err) && ctx.Err() == nil {
@@ -431,6 +438,11 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body 
 	}
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: claim event %s: %w", eventID, err)
+	}
+	for i, c := range checks {
+		if c == 1 {
+			d.indexTTLs.checked(keys[3+3*i+1], now)
+		}
 	}
 	return reply, nil
 }

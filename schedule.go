@@ -64,26 +64,26 @@ const (
 // returns per candidate: leaseNotDue (another worker leased it), leaseExpired (its record has expired)
 // or leaseNotRecord (its key holds no record) — the queue entry of both is removed — or the record
 // once leased
-var leaseScript = redis.NewScript(luaLeaseOf + luaRetime + `
-local now, leaseEnd, m = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+var leaseScript = redis.NewScript(luaRetime + `
+local now, leaseEnd, m = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local n = #KEYS - 1 - m
-local state = {}
+local state, recs = {}, {}
 for j = 1, n do
   local a = 1 + m + 3 * j
-  local id, token, queue, rec = ARGV[a], ARGV[a + 1], KEYS[1 + tonumber(ARGV[a + 2])], KEYS[1 + m + j]
-  local score = redis.call('ZSCORE', queue, id)
-  if score and tonumber(score) == tonumber(leaseEnd) and leaseOf(rec, token) == ` + luaHeld + ` then
-    state[j] = 'mine'
-  elseif not score or tonumber(score) > now then
-    state[j] = ` + strconv.Itoa(leaseNotDue) + `
-  else
-    local t = redis.call('TYPE', rec)['ok']
-    if t == 'none' then
-      state[j] = ` + strconv.Itoa(leaseExpired) + `
-    elseif t == 'string' and redis.call('STRLEN', rec) >= ` + strconv.Itoa(recordHeadLen) + ` then
-      state[j] = 'lease'
-    else
+  local id, token, queue = ARGV[a], ARGV[a + 1], KEYS[1 + tonumber(ARGV[a + 2])]
+  local score = tonumber(redis.call('ZSCORE', queue, id))
+  state[j] = ` + strconv.Itoa(leaseNotDue) + `
+  if score and (score <= now or score == leaseEnd) then
+    local rec = redis.pcall('GET', KEYS[1 + m + j])
+    if type(rec) == 'string' and score == leaseEnd and string.sub(rec, 1, ` + strconv.Itoa(tokenLen+1) + `) == token .. ` + luaHeld + ` then
+      state[j], recs[j] = 'mine', rec
+    elseif score > now then
+    elseif type(rec) == 'table' or rec and #rec < ` + strconv.Itoa(recordHeadLen) + ` then
       state[j] = ` + strconv.Itoa(leaseNotRecord) + `
+    elseif not rec then
+      state[j] = ` + strconv.Itoa(leaseExpired) + `
+    else
+      state[j], recs[j] = 'lease', rec
     end
   end
 end
@@ -92,12 +92,12 @@ for j = 1, n do
   local a = 1 + m + 3 * j
   local id, queue, rec = ARGV[a], KEYS[1 + tonumber(ARGV[a + 2])], KEYS[1 + m + j]
   if state[j] == 'lease' then
-    redis.call('ZADD', queue, leaseEnd, id)
-    local leased = ARGV[a + 1] .. ` + luaHeld + ` .. string.sub(redis.call('GET', rec), ` + strconv.Itoa(tokenLen+2) + `)
+    redis.call('ZADD', queue, ARGV[2], id)
+    local leased = ARGV[a + 1] .. ` + luaHeld + ` .. string.sub(recs[j], ` + strconv.Itoa(tokenLen+2) + `)
     redis.call('SET', rec, leased, 'KEEPTTL')
     reply[j] = leased
   elseif state[j] == 'mine' then
-    reply[j] = redis.call('GET', rec)
+    reply[j] = recs[j]
   else
     if state[j] ~= ` + strconv.Itoa(leaseNotDue) + ` then redis.call('ZREM', queue, id) end
     reply[j] = state[j]
