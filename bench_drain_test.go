@@ -15,11 +15,12 @@ import (
 //
 //   - receiver=50ms: each receiver answers after 50ms. of-ceiling is deliveries/s ÷ (Concurrency / 50ms),
 //     the most 64 slots can do (goal ≥ 0.9).
+//
 //   - receiver=0: loopback receivers answering at once; inline-deliveries/s is the same load dispatched
 //     inline by 64 callers (the cap raised so every attempt is inline), and worker/inline the ratio
 //     (goal ≥ 1).
 //
-//	WEBHOOKS_REDIS_ADDR=127.0.0.1:6379 go test -run='^$' -bench=BacklogDrain -benchtime=4000x
+//     WEBHOOKS_REDIS_ADDR=127.0.0.1:6379 go test -run='^$' -bench=BacklogDrain -benchtime=4000x
 func BenchmarkBacklogDrain(b *testing.B) {
 	for _, delay := range []time.Duration{50 * time.Millisecond, 0} {
 		b.Run("receiver="+delay.String(), func(b *testing.B) {
