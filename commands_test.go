@@ -24,23 +24,13 @@ func (tr *testRedis) commandCount(t testing.TB) (n int64, ok bool) {
 	if tr.mini != nil {
 		return int64(tr.mini.CommandCount()), true
 	}
-	c, isNode := tr.rdb.(*redis.Client)
-	if !isNode {
-		return 0, false
-	}
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	require.NoError(t, err)
-	for _, line := range strings.Split(info, "\n") {
-		name, rest, found := strings.Cut(strings.TrimSpace(line), ":calls=")
-		if !found || name == "cmdstat_info" {
-			continue
+	stats := tr.commandStats(t)
+	for name, calls := range stats {
+		if name != "info" {
+			n += calls
 		}
-		calls, _, _ := strings.Cut(rest, ",")
-		v, err := strconv.ParseInt(calls, 10, 64)
-		require.NoError(t, err, line)
-		n += v
 	}
-	return n, true
+	return n, stats != nil
 }
 
 // commandStats is a real single Redis's calls per command (nil on miniredis or a cluster).
