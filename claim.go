@@ -24,21 +24,26 @@ import (
 // was lost: it is reported as created again, so the caller can retry the script safely. All keys share
 // the event's shard tag.
 //
-// KEYS[1] -> {P:s}:evt:<event_id>      the request body, stored once per event
+// KEYS[1] -> {P:s}:evt:<event_id>      the event (fingerprint and body), stored once per event
 // KEYS[2] -> {P:s}:ready
 // KEYS[3] -> {P:s}:inline
 // KEYS[3i+1], KEYS[3i+2], KEYS[3i+3] (i = 1..n) -> target i's delivery key, index key, queue key
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms): the expiry of the record, and of the index entry
-// ARGV[3] -> request body
+// ARGV[3] -> the event as stored: its fingerprint, then its body (event_store.go)
 // ARGV[6i-2] .. ARGV[6i+3] (i = 1..n) -> target i's delivery id, its hash (the id's last 12 bytes,
 // raw), its new record, when it is due (ms), its webhook id, 1 if leased for an inline attempt (else 0)
 // ARGV[3+6n+i] -> 1 if target i's index key's TTL is to be checked (else it was set lately: indexTTLs)
-// returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated when this
-// call created the delivery, or the existing record
+// returns {claimConflict} when the event stored under this id has another fingerprint (nothing is
+// written); else {event stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated when
+// this call created the delivery, or the existing record
 var claimScript = redis.NewScript(indexFunction + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 local n = (#KEYS - 3) / 3
+local stored = redis.call('GET', KEYS[1])
+if stored and string.byte(stored, 1) == 1 and string.sub(stored, 2, ` + strconv.Itoa(1+fingerprintLen) + `) ~= string.sub(ARGV[3], 2, ` + strconv.Itoa(1+fingerprintLen) + `) then
+  return {` + strconv.Itoa(claimConflict) + `}
+end
 local reply, created = {false}, {}
 local fresh = 0
 for i = 1, n do
@@ -68,7 +73,6 @@ for i = 1, n do
   end
 end
 if fresh > 0 then
-  local stored = redis.call('GET', KEYS[1])
   if stored then
     reply[1] = stored
     extend(KEYS[1], retention, 0)
@@ -91,8 +95,12 @@ end
 return reply
 `)
 
-// claimCreated is claimScript's reply for a pair it created.
-const claimCreated = 1
+// claimCreated is claimScript's reply for a pair it created; claimConflict its whole reply for an
+// event whose id names another event.
+const (
+	claimCreated  = 1
+	claimConflict = 2
+)
 
 // indexFunction is the Lua function that adds a delivery to a webhook's per-shard index, a stream:
 // index(key, now, retention, hash, expiry, ext) appends {d = hash, x = expiry (the record's, ms)} under

@@ -164,6 +164,11 @@ func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bo
 		return nil, err
 	}
 	results := d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, body, targets, inline)
+	for _, r := range results {
+		if errors.Is(r.Err, ErrEventConflict) {
+			return nil, r.Err // nothing claimed: the id names another event
+		}
+	}
 	return results, notAccepted(evt.ID, results)
 }
 
@@ -256,7 +261,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
-	reply, err := d.claim(ctx, shard, scoped, body, recs, plans)
+	reply, err := d.claim(ctx, shard, scoped, eventFingerprint(eventType, body), body, recs, plans)
 	if err != nil {
 		for i, t := range targets {
 			plans[i].cancel(d, t.ID)
@@ -265,7 +270,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		return results
 	}
 	if stored, ok := reply[0].(string); ok {
-		body = []byte(stored) // the event was stored by an earlier Dispatch: deliver what it stored
+		body = eventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}
 	var wg sync.WaitGroup
 	queued := false
@@ -409,11 +414,11 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 // claim runs the claim script for new records of one event (its id scoped by its tenant) and returns its reply: {body stored
 // earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
 // asked for again: the script recognises its own run and reports the pairs it created as created.
-func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
+func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
 	keys := make([]string, 3, 3+3*len(recs))
 	keys[0], keys[1], keys[2] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard), d.keys.inlineKey(shard)
 	args := make([]any, 3, 3+7*len(recs))
-	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), body
+	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
 	now := d.now()
 	checks := make([]any, len(recs))
 	for i, r := range recs {
@@ -432,6 +437,9 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body 
 	}
 	if err == nil && w.ackErr != nil {
 		err = w.ackErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
+	}
+	if err == nil && len(reply) == 1 && reply[0] == int64(claimConflict) {
+		return nil, fmt.Errorf("%w: %w: event %s was accepted before with another type or data", ErrInvalidEvent, ErrEventConflict, eventID)
 	}
 	if err == nil && len(reply) != 1+len(recs) {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))

@@ -321,7 +321,7 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][
 		g := gets[d.keys.eventKey(j.shard, j.scopedEventID())]
 		switch err := g.Err(); {
 		case err == nil:
-			bodies[i] = []byte(g.Val())
+			bodies[i] = eventBody(g.Val())
 		case !isNil(err):
 			return nil, fmt.Errorf("webhooks: load event bodies: %w", err)
 		}
