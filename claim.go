@@ -1,6 +1,8 @@
 package webhooks
 
 import (
+	"context"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
@@ -124,6 +126,50 @@ local function index(key, now, retention, hash, expiry, ext)
   return id
 end
 `
+
+// claim runs the claim script for new records of one event (its id scoped by its tenant) and returns its reply: {body stored
+// earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
+// asked for again: the script recognises its own run and reports the pairs it created as created.
+func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
+	keys := make([]string, 3, 3+3*len(recs))
+	keys[0], keys[1], keys[2] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard), d.keys.inlineKey(shard)
+	args := make([]any, 3, 3+7*len(recs))
+	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
+	now := d.now()
+	checks := make([]any, len(recs))
+	for i, r := range recs {
+		index := d.keys.indexKey(shard, r.WebhookID)
+		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID))
+		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
+		checks[i] = flag(d.indexTTLs.due(index, now))
+	}
+	args = append(args, checks...)
+	w := d.writeAcked(ctx, claimScript, keys, args...)
+	reply, err := w.Slice()
+	if err != nil && retryable(err) && ctx.Err() == nil {
+		d.reloadOnTransport(err)
+		w = d.writeAcked(ctx, claimScript, keys, args...)
+		reply, err = w.Slice()
+	}
+	if err == nil && w.ackErr != nil {
+		err = w.ackErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
+	}
+	if err == nil && len(reply) == 1 && reply[0] == int64(claimConflict) {
+		return nil, fmt.Errorf("%w: %w: event %s was accepted before with another type or data", ErrInvalidEvent, ErrEventConflict, eventID)
+	}
+	if err == nil && len(reply) != 1+len(recs) {
+		err = fmt.Errorf("unexpected reply of %d items", len(reply))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: claim event %s: %w", eventID, err)
+	}
+	for i, c := range checks {
+		if c == 1 {
+			d.indexTTLs.checked(keys[3+3*i+1], now)
+		}
+	}
+	return reply, nil
+}
 
 // flag is a bool as a script argument: 1 or 0.
 func flag(b bool) int {

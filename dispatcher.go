@@ -54,6 +54,7 @@ type Dispatcher struct {
 	circuits     *circuitStore
 	circuitCache *circuitCache
 	indexTTLs    *indexTTLs
+	bodies       *recentBodies // of events this Dispatcher left to its worker lately (bodies.go)
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	hintsOnce    sync.Once
@@ -84,8 +85,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		scripts: newLaneBatcher(rdb), flights: newInFlight(opts.MaxInFlightPerWebhook),
 		circuits: &circuitStore{rdb: rdb, key: keys.circuitsKey()}, circuitCache: newCircuitCache(),
-		indexTTLs: newIndexTTLs(opts.Retention),
-		wake:      make(chan struct{}, 1)}
+		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(),
+		wake: make(chan struct{}, 1)}
 	d.nextShard.Store(rand.Uint32()) // replicas start their scans at different shards
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.circuits,
@@ -298,6 +299,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		})
 	}
 	if queued {
+		d.bodies.put(d.keys.eventKey(shard, scoped), body, time.Now())
 		d.markShard(shard)
 		d.poke()
 	}
@@ -409,48 +411,4 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 		}
 	}
 	return recs
-}
-
-// claim runs the claim script for new records of one event (its id scoped by its tenant) and returns its reply: {body stored
-// earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
-// asked for again: the script recognises its own run and reports the pairs it created as created.
-func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
-	keys := make([]string, 3, 3+3*len(recs))
-	keys[0], keys[1], keys[2] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard), d.keys.inlineKey(shard)
-	args := make([]any, 3, 3+7*len(recs))
-	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
-	now := d.now()
-	checks := make([]any, len(recs))
-	for i, r := range recs {
-		index := d.keys.indexKey(shard, r.WebhookID)
-		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID))
-		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
-		checks[i] = flag(d.indexTTLs.due(index, now))
-	}
-	args = append(args, checks...)
-	w := d.writeAcked(ctx, claimScript, keys, args...)
-	reply, err := w.Slice()
-	if err != nil && retryable(err) && ctx.Err() == nil {
-		d.reloadOnTransport(err)
-		w = d.writeAcked(ctx, claimScript, keys, args...)
-		reply, err = w.Slice()
-	}
-	if err == nil && w.ackErr != nil {
-		err = w.ackErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
-	}
-	if err == nil && len(reply) == 1 && reply[0] == int64(claimConflict) {
-		return nil, fmt.Errorf("%w: %w: event %s was accepted before with another type or data", ErrInvalidEvent, ErrEventConflict, eventID)
-	}
-	if err == nil && len(reply) != 1+len(recs) {
-		err = fmt.Errorf("unexpected reply of %d items", len(reply))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("webhooks: claim event %s: %w", eventID, err)
-	}
-	for i, c := range checks {
-		if c == 1 {
-			d.indexTTLs.checked(keys[3+3*i+1], now)
-		}
-	}
-	return reply, nil
 }
