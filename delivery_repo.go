@@ -12,15 +12,18 @@ package webhooks
 // <pattern> is a subscription pattern (`pool.*`).
 //
 //	{P:s}:rec:<h>                          string  the pair's claim and delivery record (record.go)  TTL Retention
-//	{P:s}:evt:<event_id>                   string  the request body, stored once per event   TTL ≥ every record of the event
+//	{P:s}:evt:<event_id>                   string  the event's fingerprint, then its request body, stored once per
+//	                                               event (event_store.go)   TTL ≥ every record of the event
 //	{P:s}:ready                            zset    webhook id -> when its earliest delivery in the shard is due, or later
 //	                                               while the webhook is parked (ms) (schedule.go); empty when none pending
 //	{P:s}:q:<webhook_id>                   zset    delivery id -> next attempt, or lease end while leased (ms); pending only
+//	{P:s}:inline                           zset    delivery id + webhook id -> lease end (ms): deliveries leased by
+//	                                               Dispatch for its inline attempt (inline.go)
 //	{P:s}:list:<webhook_id>                stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
 //	                                               its creation or Redeliver; trimmed on write, TTL ≥ newest entry
-//	{P:s}:hourly:<webhook_id>              hash    attempts per hour by outcome, a ring of 24 hours: t<k> -> the hour
-//	                                               (Unix hours), s<k>/f<k> -> successes/failures, k = hour mod 24
-//	                                               (hourly.go); written by the outcome script; TTL 25 h from the last attempt
+//	{P:s}:hourly:<webhook_id>              hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
+//	                                               successes/failures in hour h (Unix hours; hourly.go); written by
+//	                                               the outcome script; TTL 25 h from the first count of its newest hour
 //	{P:registry}:webhooks                  hash    webhook id -> webhook JSON (with secrets; webhook_codec.go), the
 //	                                               only copy of it
 //	{P:registry}:sub:<pattern>             hash    webhook id -> "", enabled webhooks with no tenant subscribed to
@@ -127,6 +130,9 @@ func (r *DeliveryRepo) Get(ctx context.Context, id string) (*Delivery, error) {
 }
 
 func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
+	if err := r.keys.load(ctx, r.rdb); err != nil {
+		return nil, err
+	}
 	shard, err := r.keys.shardOfDelivery(id)
 	if err != nil {
 		return nil, err
@@ -147,6 +153,9 @@ func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*De
 	tenant := ""
 	if wh, _, err := r.webhooks.load(ctx, webhookID); err == nil {
 		tenant = wh.Tenant
+	}
+	if err := r.keys.load(ctx, r.rdb); err != nil {
+		return nil, err
 	}
 	d, err := r.Get(ctx, r.keys.deliveryIDFor(webhookID, scopedEventID(tenant, eventID)))
 	if errors.Is(err, ErrNotFound) {

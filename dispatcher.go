@@ -56,14 +56,20 @@ type Dispatcher struct {
 	flights      *inFlight
 	circuits     *circuitStore
 	circuitCache *circuitCache
+	indexTTLs    *indexTTLs
+	bodies       *recentBodies // of events this Dispatcher left to its worker lately (bodies.go)
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
-	nextShard    atomic.Uint32 // where the next scan of the schedule starts
-	idled        func()        // tests: called before Run waits with nothing due that it could take
+	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
+	hintsOnce    sync.Once
+	hintsPtr     *scanHints // made by hints()
+	idled        func()     // tests: called before Run waits with nothing due that it could take
 }
 
-// New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It reads
-// the key prefix's shard count from Redis (storing Options.Shards on first use; see Options.Shards),
-// so Redis must answer.
+// New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
+// no I/O: it fails only for invalid options, never for Redis's sake, and logs nothing. The key
+// prefix's shard count is read from Redis (stored as Options.Shards on first use; see Options.Shards)
+// by the first call that needs it, with that call's context, so a Dispatcher made while Redis is down
+// or loading works once Redis answers (TestNewDoesNoIO).
 func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOptions)
@@ -78,15 +84,11 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), layoutTimeout)
-	defer cancel()
-	keys, err := loadKeyspace(ctx, rdb, opts.KeyPrefix, opts.Shards)
-	if err != nil {
-		return nil, err
-	}
+	keys := newLazyKeyspace(opts.KeyPrefix, opts.Shards)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		scripts:  newLaneBatcher(rdb),
 		circuits: &circuitStore{rdb: rdb, key: keys.circuitsKey()}, circuitCache: newCircuitCache(),
+		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(),
 		wake: make(chan struct{}, 1)}
 	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, func() time.Time { return d.now() })
 	d.nextShard.Store(rand.Uint32()) // replicas start their scans at different shards
@@ -159,11 +161,19 @@ func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bo
 	if err != nil {
 		return nil, err
 	}
+	if err := d.keys.load(ctx, d.rdb); err != nil {
+		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
+	}
 	targets, err := d.targets(ctx, evt, body)
 	if err != nil {
 		return nil, err
 	}
 	results := d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, body, targets, inline)
+	for _, r := range results {
+		if errors.Is(r.Err, ErrEventConflict) {
+			return nil, r.Err // nothing claimed: the id names another event
+		}
+	}
 	return results, notAccepted(evt.ID, results)
 }
 
@@ -186,7 +196,7 @@ func notAccepted(eventID string, results []Result) error {
 // Enqueue is Dispatch without the inline attempt: the producer's fast path. It claims every
 // subscribed webhook's pair in one round trip (once subscribers are cached), makes every fresh
 // delivery due at once, and returns; a worker (Run) in this process starts the attempts at once,
-// other replicas' workers within their idle sweep (Shards/16 polls of 250ms: 1s with 64 shards). A
+// other replicas' workers within their sweep (Shards/14 polls of 250ms: 1.25s with 64 shards). A
 // webhook whose circuit this Dispatcher has seen open gets its delivery parked until the circuit's probe. Its results and errors
 // follow Dispatch's contract: a nil error means every pair is durably recorded and every Result has a
 // Delivery (pending, or the existing one of a duplicate).
@@ -207,6 +217,9 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	body, err := d.encode(evt)
 	if err != nil {
 		return nil, err
+	}
+	if err := d.keys.load(ctx, d.rdb); err != nil {
+		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
 	results := d.claimAndAttempt(ctx, s.Tenant, evt.ID, evt.Type, body, []*storedWebhook{s}, true)
 	if err := notAccepted(evt.ID, results); err != nil {
@@ -252,7 +265,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
-	reply, err := d.claim(ctx, shard, scoped, body, recs, plans)
+	reply, err := d.claim(ctx, shard, scoped, eventFingerprint(eventType, body), body, recs, plans)
 	if err != nil {
 		for i, t := range targets {
 			plans[i].cancel(d, t.ID)
@@ -261,10 +274,12 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		return results
 	}
 	if stored, ok := reply[0].(string); ok {
-		body = []byte(stored) // the event was stored by an earlier Dispatch: deliver what it stored
+		body = eventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}
 	var wg sync.WaitGroup
 	queued := false
+	batch := &outcomeBatch{d: d, shard: shard, linger: d.settleLinger(), allEnded: make(chan struct{})}
+	var attempts []int
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
 		if _, fresh := reply[1+i].(int64); !fresh || !plans[i].inline {
@@ -274,13 +289,21 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 			continue
 		}
 		results[i].Delivery = &recs[i].Delivery // settle applies the outcome to it
+		attempts = append(attempts, i)
+	}
+	batch.running = len(attempts)
+	for _, i := range attempts {
+		t := targets[i]
 		wg.Go(func() {
 			defer d.flights.release(t.ID)
 			o := d.decide(recs[i], d.tracedAttempt(ctx, t, recs[i], body))
-			results[i].Err = d.settle(ctx, shard, []*record{recs[i]}, []outcome{o})[0]
+			o.inline = true
+			batch.ended(ctx, recs[i], o, &results[i].Err)
 		})
 	}
 	if queued {
+		d.bodies.put(d.keys.eventKey(shard, scoped), body, time.Now())
+		d.markShard(shard)
 		d.poke()
 	}
 	wg.Wait()
@@ -391,35 +414,4 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 		}
 	}
 	return recs
-}
-
-// claim runs the claim script for new records of one event (its id scoped by its tenant) and returns its reply: {body stored
-// earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
-// asked for again: the script recognises its own run and reports the pairs it created as created.
-func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
-	keys := make([]string, 2, 2+3*len(recs))
-	keys[0], keys[1] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard)
-	args := make([]any, 3, 3+5*len(recs))
-	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), body
-	for i, r := range recs {
-		keys = append(keys, d.keys.deliveryKey(shard, r.ID), d.keys.indexKey(shard, r.WebhookID), d.keys.queueKey(shard, r.WebhookID))
-		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID)
-	}
-	w := d.writeAcked(ctx, claimScript, keys, args...)
-	reply, err := w.Slice()
-	if err != nil && retryable(err) && ctx.Err() == nil {
-		d.reloadOnTransport(err)
-		w = d.writeAcked(ctx, claimScript, keys, args...)
-		reply, err = w.Slice()
-	}
-	if err == nil && w.ackErr != nil {
-		err = w.ackErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
-	}
-	if err == nil && len(reply) != 1+len(recs) {
-		err = fmt.Errorf("unexpected reply of %d items", len(reply))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("webhooks: claim event %s: %w", eventID, err)
-	}
-	return reply, nil
 }

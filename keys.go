@@ -9,12 +9,12 @@ import (
 	"strings"
 )
 
-// keyspace builds every key of one KeyPrefix; New makes it with loadKeyspace (shards.go), which reads
-// the prefix's shard count from Redis.
+// keyspace builds every key of one KeyPrefix. New makes it with newLazyKeyspace (shards.go): the
+// registry's keys need only the prefix; the event shards' keys need its layout, which the first call
+// that needs them reads from Redis (load).
 type keyspace struct {
 	prefix string
-	shards int      // the number of event shards, fixed per prefix once used (shards.go)
-	tags   []string // the shards' hash tags, built once
+	*layout
 }
 
 // newKeyspace is the keyspace of a new prefix with the default shard count (tests, and what needs
@@ -67,6 +67,14 @@ func (k keyspace) queueKey(shard int, webhookID string) string {
 func (k keyspace) indexKey(shard int, webhookID string) string {
 	return k.tag(shard) + ":list:" + webhookID
 }
+
+// inlineKey is a shard's schedule of the deliveries leased for an inline attempt: delivery id +
+// webhook id -> lease end (ms). A worker takes an entry whose lease ended into its webhook's queue.
+func (k keyspace) inlineKey(shard int) string { return k.tag(shard) + ":inline" }
+
+// inlineEntry is a delivery's member of its shard's inline zset: its id (of fixed length) then its
+// webhook's id.
+func inlineEntry(deliveryID, webhookID string) string { return deliveryID + webhookID }
 
 func (k keyspace) registryTag() string { return "{" + k.prefix + ":registry}" }
 

@@ -49,6 +49,7 @@ func runSchemaWorkload(t *testing.T, tr *testRedis, kw *keyWatch) {
 	w := &schemaWorkload{t: t, ctx: ctx, d: d, kw: kw, ok: newReceiver(t)}
 	w.registry()
 	w.traffic()
+	w.inFlight()
 	w.breaker()
 	w.redeliver()
 	w.admin()
@@ -154,6 +155,28 @@ func (w *schemaWorkload) traffic() {
 	w.kw.scan(w.t) // the rate limiter and the queues of the enqueued events exist now
 	w.waitStatus(ids, StatusSuccess)
 	w.kw.scan(w.t)
+}
+
+// inFlight holds an inline attempt at its receiver while the keys are scanned: its schedule entry is
+// in the shard's inline zset only while the attempt is in flight.
+func (w *schemaWorkload) inFlight() {
+	rc := newReceiver(w.t)
+	w.create(Webhook{URL: rc.srv.URL, Events: []string{"held.*"}})
+	arrived, release := make(chan struct{}), make(chan struct{})
+	var once, released sync.Once
+	defer released.Do(func() { close(release) }) // also when the test fails before releasing it
+	hold := func(*http.Request) { once.Do(func() { close(arrived) }); <-release }
+	rc.hook.Store(&hold)
+	done := make(chan []string, 1)
+	go func() { done <- w.dispatch(Event{Type: "held.one", ID: "h1"}, false) }()
+	select {
+	case <-arrived:
+	case <-time.After(schemaWait):
+		w.t.Fatal("the held attempt never reached its receiver")
+	}
+	w.kw.scan(w.t)
+	released.Do(func() { close(release) })
+	w.waitStatus(<-done, StatusSuccess)
 }
 
 // breaker opens a webhook's circuit (503s), parks a delivery behind it, then lets the probe close it.

@@ -111,8 +111,9 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	client.AddHook(rec)
 	clock := newTestClock()
 	d := newTestDispatcherOn(t, client, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	_, err := New(client, Options{KeyPrefix: tr.prefix}) // the layout script, on the recorded client
+	fresh, err := New(client, Options{KeyPrefix: tr.prefix})
 	require.NoError(t, err)
+	require.NoError(t, fresh.keys.load(ctx, client)) // the layout script, on the recorded client
 	d.now = clock.Now
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
@@ -146,6 +147,9 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, corrupt), strings.Repeat("junk", 10), 0).Err())
 	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.queueKey(s, hooks[0].ID), redis.Z{Score: 1, Member: corrupt}).Err())
 	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(s), redis.Z{Score: 1, Member: hooks[0].ID}).Err())
+	// An inline attempt whose lease ended with no outcome exercises the adopt script.
+	stray := fmt.Sprintf("dlv_%02x%024d", s, 8)
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.inlineKey(s), redis.Z{Score: 1, Member: inlineEntry(stray, hooks[0].ID)}).Err())
 
 	clock.Advance(2 * time.Minute)
 	for range 20 {
@@ -168,7 +172,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 
 	names := map[string]*redis.Script{
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
-		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
+		"redeliver": redeliverScript, "adopt": adoptScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
 		"circuitCount":    countScript,           // every attempt's outcome is counted in its webhook's circuit
 		"indexedWebhooks": indexedWebhooksScript, // resolving subscribers, listing a tenant
 	}

@@ -3,13 +3,10 @@ package webhooks
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // dueTargets are the webhooks a worker found due, as the registry holds them now.
@@ -41,43 +38,33 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 	return int(settled.Load()), errors.Join(errs...)
 }
 
-// Run is the worker: it keeps up to Options.Concurrency attempts in flight, leasing more as soon as
-// one ends, shared fairly among the webhooks with deliveries due (a webhook at its in-flight cap, rate
+// Run is the worker: it keeps up to Options.Concurrency attempts in flight, and up to a quarter as many
+// deliveries leased ahead (their bodies read), so that an ending attempt is followed at once by the
+// next while the worker leases more, shared fairly among the webhooks with deliveries due (a webhook at its in-flight cap, rate
 // limit or with an open circuit never keeps the others' due deliveries waiting). When nothing is due
 // it waits until the next due time, at most 250ms, or until Enqueue in this process or an ending
-// attempt wakes it. An idle poll reads at most 16 shards' schedules (64 commands/s per idle worker,
-// whatever Options.Shards), so a delivery another replica makes due is seen within Shards/16 polls
-// (1s with the default 64 shards); a poke, work found, or a due time it knows of reads every shard. Any number of replicas may run it at once; each due attempt is made by one of
-// them. It backs off (up to 5s) only when Redis fails it. It returns nil when ctx ends, after the
+// attempt wakes it. It reads only the shards whose schedule may hold something due (as it last read
+// them, or written by this Dispatcher since), and sweeps the others in turn: an idle poll reads at most
+// 16 keys (64 commands/s per idle worker, whatever Options.Shards), so a delivery another replica
+// makes due is seen within Shards/14 polls (1.25s with the default 64 shards; scan.go). Any number of
+// replicas may run it at once; each due attempt is made by one of them. It backs off (up to 5s) only when Redis fails it. It returns nil when ctx ends, after the
 // attempts in flight have finished and been recorded.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	var busy atomic.Int64
+	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: max(1, d.opts.Concurrency/4)}
 	backoff := minBackoff
-	full := true        // read every shard (see scanReady); an idle poll reads a few
-	var known time.Time // the earliest due time a scan saw: a poll once it has come reads every shard
+	mode := scanHinted  // an idle poll sweeps (scanReady)
+	var known time.Time // the earliest due time the scans know of
 	for ctx.Err() == nil {
-		free := d.opts.Concurrency - int(busy.Load())
+		free := run.room()
 		if free <= 0 {
-			d.sleep(ctx, idleWait)
-			full = true
+			d.sleep(ctx, idleWait) // an ending attempt pokes
 			continue
 		}
-		jobs, next, more, err := d.leaseDueScan(ctx, free, full)
-		if full || !next.IsZero() && (known.IsZero() || next.Before(known)) {
-			known = next
-		}
-		full = true
-		busy.Add(int64(len(jobs)))
-		d.startJobs(ctx, &wg, jobs, func() {
-			busy.Add(-1)
-			d.poke()
-		}, func(err error) {
-			if err != nil && !errors.Is(err, ErrDeferred) {
-				d.log.Warn("webhooks: worker attempt not recorded", "error", err)
-			}
-		})
+		jobs, next, more, err := d.leaseDueScan(ctx, free, mode)
+		known, mode = next, scanHinted
+		run.add(jobs)
 		switch {
 		case err != nil && len(jobs) == 0:
 			d.reloadOnTransport(err)
@@ -99,8 +86,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if d.idled != nil {
 			d.idled()
 		}
-		// Woken by a poke, or at a due time it knows of: read every shard; else an idle poll.
-		full = d.sleep(ctx, wait) || !known.IsZero() && !d.now().Before(known)
+		// Woken by a poke, or at a due time it knows of: read what may be due; else an idle poll.
+		if !d.sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
+			mode = scanIdle
+		}
 	}
 	return nil
 }
@@ -128,6 +117,95 @@ func (d *Dispatcher) poke() {
 	case d.wake <- struct{}{}:
 	default:
 	}
+}
+
+// runSlots are Run's attempt slots: at most Options.Concurrency attempts at once, and up to ahead
+// deliveries leased ahead, their bodies read, each started as soon as a slot frees. Deliveries leased
+// ahead hold their webhooks' in-flight slots (MaxInFlightPerWebhook) as attempts do, so leasing ahead
+// never lets a webhook hold more than its cap.
+type runSlots struct {
+	d     *Dispatcher
+	ctx   context.Context
+	wg    *sync.WaitGroup
+	ahead int
+
+	mu      sync.Mutex
+	busy    int           // attempts started and not over
+	waiting []leasedReady // leased ahead, waiting for a slot
+}
+
+// leasedReady is a leased delivery with its request body read.
+type leasedReady struct {
+	job  leasedDelivery
+	body []byte
+}
+
+// room is how many more deliveries Run may lease now.
+func (r *runSlots) room() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.d.opts.Concurrency - r.busy + r.ahead - len(r.waiting)
+}
+
+// add reads the bodies of leased deliveries (one round trip) and starts their attempts, as many as
+// there are free slots; the others wait for one. Deliveries whose bodies cannot be read are let go:
+// their leases expire and a later pass takes them again.
+func (r *runSlots) add(jobs []leasedDelivery) {
+	if len(jobs) == 0 {
+		return
+	}
+	bodies, err := r.d.loadBodies(context.WithoutCancel(r.ctx), jobs)
+	if err != nil {
+		for _, j := range jobs {
+			r.d.flights.release(j.rec.WebhookID)
+		}
+		r.d.log.Warn("webhooks: worker attempts not made", "leased", len(jobs), "error", err)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, j := range jobs {
+		if r.busy < r.d.opts.Concurrency {
+			r.busy++
+			r.start(leasedReady{job: j, body: bodies[i]})
+		} else {
+			r.waiting = append(r.waiting, leasedReady{job: j, body: bodies[i]})
+		}
+	}
+}
+
+// start attempts a leased delivery on a goroutine of its own and records its outcome; its slot goes
+// to the next waiting delivery as soon as the attempt is over, while the outcome is being written.
+// The lease is taken: the attempt goes on even if Run's context ends. Called with mu held.
+func (r *runSlots) start(l leasedReady) {
+	d, actx := r.d, context.WithoutCancel(r.ctx)
+	r.wg.Go(func() {
+		j := l.job
+		o, ok := d.waitRateSlot(actx, j)
+		if ok {
+			o = d.attemptLeased(actx, j, j.webhook, l.body)
+		}
+		d.flights.release(j.rec.WebhookID)
+		r.freed()
+		if err := d.settle(actx, j.shard, []*record{j.rec}, []outcome{o})[0]; err != nil && !errors.Is(err, ErrDeferred) {
+			d.log.Warn("webhooks: worker attempt not recorded", "error", err)
+		}
+	})
+}
+
+// freed passes an attempt's slot to the next waiting delivery, or frees it, and wakes the worker to
+// lease more.
+func (r *runSlots) freed() {
+	r.mu.Lock()
+	if len(r.waiting) > 0 {
+		next := r.waiting[0]
+		r.waiting = r.waiting[1:]
+		r.start(next)
+	} else {
+		r.busy--
+	}
+	r.mu.Unlock()
+	r.d.poke()
 }
 
 // startJobs attempts leased deliveries, each on its own goroutine tracked by wg. It calls freed as
@@ -160,17 +238,31 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 	}
 }
 
-// leaseDue leases up to free due deliveries, shared fairly among the webhooks that have some due. It
-// returns them, the earliest due time in the future, whether it found due deliveries it could take
-// (then the caller looks again at once instead of waiting), and Redis's errors.
+// leaseDue leases up to free due deliveries, shared fairly among the webhooks that have some due,
+// reading every shard's schedule (scanFull). It returns them, the earliest due time in the future,
+// whether it found due deliveries it could take (then the caller looks again at once instead of
+// waiting), and Redis's errors.
 func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []leasedDelivery, next time.Time, more bool, err error) {
-	return d.leaseDueScan(ctx, free, true)
+	return d.leaseDueScan(ctx, free, scanFull)
 }
 
-// leaseDueScan is leaseDue reading every shard's schedule (full) or an idle poll's few (scanReady).
-func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, full bool) (jobs []leasedDelivery, next time.Time, more bool, err error) {
+// leaseDueScan is leaseDue reading the shards that mode says (scanReady). Inline attempts whose lease
+// ended that the scan finds are first taken into their queues, and those shards read again.
+func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) (jobs []leasedDelivery, next time.Time, more bool, err error) {
+	if err := d.keys.load(ctx, d.rdb); err != nil {
+		return nil, time.Time{}, false, err
+	}
 	now := d.now()
-	due, next, err := d.scanReady(ctx, now, free+16, full)
+	due, strays, next, err := d.scanReady(ctx, now, free+16, mode)
+	if err == nil && len(strays) > 0 {
+		var took int
+		if took, err = d.adopt(ctx, now, strays); took > 0 {
+			for _, s := range strays {
+				d.markShard(s.shard)
+			}
+			due, _, next, err = d.scanReady(ctx, now, free+16, scanHinted)
+		}
+	}
 	if err != nil || len(due) == 0 {
 		return nil, next, false, err
 	}
@@ -207,31 +299,6 @@ func (d *Dispatcher) dueTargets(ctx context.Context, due []dueWebhook) (*dueTarg
 		return nil, err
 	}
 	return &dueTargets{webhooks: found, broken: broken}, nil
-}
-
-// loadBodies reads, in one round trip, the request bodies of leased deliveries (each event's body
-// once).
-func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][]byte, error) {
-	pipe := d.rdb.Pipeline()
-	gets := map[string]*redis.StringCmd{}
-	for _, j := range jobs {
-		key := d.keys.eventKey(j.shard, j.scopedEventID())
-		if gets[key] == nil {
-			gets[key] = pipe.Get(ctx, key)
-		}
-	}
-	_, _ = pipe.Exec(ctx) // errors are read per command: a missing body is not one
-	bodies := make([][]byte, len(jobs))
-	for i, j := range jobs {
-		g := gets[d.keys.eventKey(j.shard, j.scopedEventID())]
-		switch err := g.Err(); {
-		case err == nil:
-			bodies[i] = []byte(g.Val())
-		case !isNil(err):
-			return nil, fmt.Errorf("webhooks: load event bodies: %w", err)
-		}
-	}
-	return bodies, nil
 }
 
 // attemptLeased attempts a leased delivery, or refuses to when its webhook is gone or disabled.
