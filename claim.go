@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 )
 
 // claimScript claims the (webhook_id, event_id) pairs of one event and, for every pair it wins, creates
@@ -140,7 +141,7 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 	for i, r := range recs {
 		index := d.keys.indexKey(shard, r.WebhookID)
 		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID))
-		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
+		args = append(args, r.ID, ks.IndexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	args = append(args, checks...)

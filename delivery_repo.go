@@ -2,7 +2,7 @@ package webhooks
 
 // Redis schema: every key the library writes, one line per key pattern (TestSchemaListsEveryKey reads
 // this table, and fails on a key it does not list, of another type, or on a line no key matches).
-// P is Options.KeyPrefix; s is the event's shard, keyspace.shardOf(event id) in [0, Shards). Every key
+// P is Options.KeyPrefix; s is the event's shard, keyspace.ShardOf(event id) in [0, Shards). Every key
 // of one event's deliveries carries its shard's hash tag, written {P:s} below: since the shard count
 // was stored it is {P:t<n>}, chosen by hash slot (shards.go); in a keyspace written before, {P:<s>}.
 // So every script below touches one hash slot, and the shards spread the load evenly over the masters
@@ -65,9 +65,7 @@ const (
 	// maxHistory is how many attempts a record keeps.
 	maxHistory = 10
 	// maxHistoryBody is how much of a response body an attempt keeps.
-	maxHistoryBody   = 1 << 10
-	deliveryIDPrefix = "dlv_"
-	deliveryIDLen    = len(deliveryIDPrefix) + 2 + 24
+	maxHistoryBody = 1 << 10
 )
 
 // Status is the state of a delivery.
@@ -157,7 +155,7 @@ func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*De
 	if err := r.keys.load(ctx, r.rdb); err != nil {
 		return nil, err
 	}
-	d, err := r.Get(ctx, r.keys.deliveryIDFor(webhookID, scopedEventID(tenant, eventID)))
+	d, err := r.Get(ctx, r.keys.DeliveryID(webhookID, scopedEventID(tenant, eventID)))
 	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: no delivery of event %q to webhook %q", ErrNotFound, eventID, webhookID)
 	}

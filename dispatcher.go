@@ -261,7 +261,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		return results
 	}
 	scoped := scopedEventID(tenant, eventID)
-	shard := d.keys.shardOf(scoped)
+	shard := d.keys.ShardOf(scoped)
 	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
@@ -399,7 +399,7 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 	now := d.now()
 	recs := make([]*record, len(targets))
 	for i, t := range targets {
-		recs[i] = &record{Delivery: Delivery{ID: d.keys.deliveryIDFor(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
+		recs[i] = &record{Delivery: Delivery{ID: d.keys.DeliveryID(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
 			EventType: eventType, Status: StatusPending, NextAttemptAt: msTime(plans[i].due.UnixMilli()),
 			CreatedAt: msTime(now.UnixMilli()), UpdatedAt: msTime(now.UnixMilli()),
 			ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())}}

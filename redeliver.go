@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 )
 
 // redeliverScript resets a failed delivery for a new series of attempts, if its record is still the
@@ -94,7 +95,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.readyKey(shard),
 		d.keys.eventKey(shard, scopedEventID(wh.Tenant, rec.EventID)), d.keys.indexKey(shard, rec.WebhookID), d.keys.queueKey(shard, rec.WebhookID)}
 	reply, err := redeliverScript.Run(ctx, d.rdb, keys, now.UnixMilli(), d.opts.Retention.Milliseconds(),
-		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(), indexedHash(deliveryID),
+		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(), ks.IndexedHash(deliveryID),
 		unixMilli(renewed.ExpiresAt), rec.WebhookID).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)

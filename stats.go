@@ -133,7 +133,7 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 		return nil, err
 	}
 	now := d.now()
-	st := &Stats{At: now, Shards: make([]ShardStats, d.keys.shards)}
+	st := &Stats{At: now, Shards: make([]ShardStats, d.keys.Shards)}
 	heads, err := d.statsReady(ctx, now, st)
 	if err != nil {
 		return nil, err
@@ -154,10 +154,10 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 // webhooks examined.
 func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) ([][]string, error) {
 	pipe := d.rdb.Pipeline()
-	cards := make([]*redis.IntCmd, d.keys.shards)
-	heads := make([]*redis.StringSliceCmd, d.keys.shards)
-	inline := make([]inlineStats, d.keys.shards)
-	for s := range d.keys.shards {
+	cards := make([]*redis.IntCmd, d.keys.Shards)
+	heads := make([]*redis.StringSliceCmd, d.keys.Shards)
+	inline := make([]inlineStats, d.keys.Shards)
+	for s := range d.keys.Shards {
 		cards[s] = pipe.ZCard(ctx, d.keys.readyKey(s))
 		heads[s] = pipe.ZRange(ctx, d.keys.readyKey(s), 0, StatsWebhooksPerShard-1)
 		inline[s] = inlineStats{all: pipe.ZCard(ctx, d.keys.inlineKey(s)),
@@ -173,8 +173,8 @@ func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) (
 			st.OpenCircuits++
 		}
 	}
-	out := make([][]string, d.keys.shards)
-	for s := range d.keys.shards {
+	out := make([][]string, d.keys.Shards)
+	for s := range d.keys.Shards {
 		sh := &st.Shards[s]
 		out[s] = heads[s].Val()
 		sh.Shard, sh.Webhooks, sh.Examined = s, cards[s].Val(), int64(len(out[s]))
