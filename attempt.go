@@ -7,29 +7,18 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks/internal/signing"
 )
-
-// isTransient reports whether a Redis call failed in transport (a timeout, a dropped connection), so
-// that it may or may not have run.
-func isTransient(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, syscall.ECONNRESET)
-}
 
 // attemptResult is what one HTTP attempt saw.
 type attemptResult struct {

@@ -197,20 +197,6 @@ func (r *WebhookRepo) Health(ctx context.Context, id string) (*Health, error) {
 	return &h, nil
 }
 
-// peek returns the circuits of ids cached within circuitCacheTTL, without reading Redis: what Enqueue
-// knows for free. A webhook missing from the map is not known to be open.
-func (c *circuitCache) peek(now time.Time, ids []string) map[string]Health {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]Health, len(ids))
-	for _, id := range ids {
-		if at, ok := c.at[id]; ok && now.Sub(at) < circuitCacheTTL {
-			out[id] = c.entries[id]
-		}
-	}
-	return out
-}
-
 // later returns the later of two times.
 func later(a, b time.Time) time.Time {
 	if a.After(b) {

@@ -16,10 +16,6 @@ type keyspace struct {
 	*layout
 }
 
-// newKeyspace is the keyspace of a new prefix with the default shard count (tests, and what needs
-// only the registry's keys).
-func newKeyspace(prefix string) keyspace { return newKeyspaceOf(prefix, DefaultShards, false) }
-
 func (k keyspace) deliveryKey(shard int, deliveryID string) string {
 	return k.Tag(shard) + ":rec:" + ks.DeliveryHash(deliveryID)
 }

@@ -8,6 +8,10 @@ import "github.com/redis/go-redis/v9"
 // shardCount is the shard count of a test's (new) keyspace.
 const shardCount = DefaultShards
 
+// newKeyspace is the keyspace of a new prefix with the default shard count (tests, and what needs
+// only the registry's keys).
+func newKeyspace(prefix string) keyspace { return newKeyspaceOf(prefix, DefaultShards, false) }
+
 var defaultKeys = newKeyspace("test")
 
 // shardOf is the shard of an event id in a new keyspace.
