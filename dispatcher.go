@@ -56,6 +56,7 @@ type Dispatcher struct {
 	flights      *inFlight
 	circuits     *circuitStore
 	circuitCache *circuitCache
+	failing      failingMemo   // the runs of failures this replica sent webhook.failing for (operational.go)
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard    atomic.Uint32 // where the next scan of the schedule starts
 	idled        func()        // tests: called before Run waits with nothing due that it could take
@@ -153,6 +154,9 @@ func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bo
 	ctx, end := d.startCall(ctx, op, evt)
 	defer func() { end(rs, err) }()
 	if err := evt.validate(); err != nil {
+		return nil, err
+	}
+	if err := d.checkReserved(evt.Type); err != nil {
 		return nil, err
 	}
 	body, err := d.encode(evt)
