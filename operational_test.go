@@ -1,13 +1,20 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -129,7 +136,7 @@ func TestOperationalCircuitOpenedAndClosed(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newOpsDispatcher(t, tr, Options{BreakAfter: 1, BreakFor: 50 * time.Millisecond,
-		RetrySchedule: []time.Duration{20 * time.Millisecond}})
+		RetrySchedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}})
 	bad := failingReceiver(t, http.StatusServiceUnavailable)
 	flaky := hookOn(t, d, bad.srv.URL, "", "x")
 	op := newReceiver(t)
@@ -145,6 +152,16 @@ func TestOperationalCircuitOpenedAndClosed(t *testing.T) {
 	assert.Equal(t, "circuit.opened:"+flaky.ID+":"+itoa(h.FailingSince.UnixMilli()), opened[0].ID)
 	assert.Equal(t, OperationalData{WebhookID: flaky.ID, URL: bad.srv.URL, State: CircuitOpen, Failures: 1,
 		FailingSince: h.FailingSince.UTC(), OpenUntil: h.OpenUntil.UTC()}, opened[0].Data)
+
+	eventually(t, 5*time.Second, func() bool {
+		_, err := d.ProcessDue(ctx) // the parked retry is the probe, once the open period ends; it fails
+		require.NoError(t, err)
+		h, err := d.Webhooks().Health(ctx, flaky.ID)
+		require.NoError(t, err)
+		return h.OpenFor == 100*time.Millisecond
+	}, "a failed probe reopens the circuit")
+	drain(t, d)
+	assert.Len(t, opEvents(t, op, opWh, EventCircuitOpened), 1, "once per run of failures: a reopening sends nothing")
 
 	bad.status.Store(http.StatusOK)
 	eventually(t, 5*time.Second, func() bool {
@@ -404,4 +421,113 @@ func TestOperationalCostsNothingUnused(t *testing.T) {
 		assert.Equal(t, offTrips, onTrips, "%s: round trips with operational events on, unused", typ)
 		assert.Equal(t, offTrips, trips(off, typ, ids[k+4], ids[k+5]), "%s: the count is stable", typ)
 	}
+}
+
+// refuseOperationalClaims is a go-redis hook that fails every command carrying an operational event's
+// body, as a Redis that refuses the claim would.
+type refuseOperationalClaims struct{ passHook }
+
+func carriesOperational(cmd redis.Cmder) bool {
+	for _, a := range cmd.Args() {
+		switch a := a.(type) {
+		case string:
+			if strings.Contains(a, `"type":"delivery.failed"`) {
+				return true
+			}
+		case []byte:
+			if bytes.Contains(a, []byte(`"type":"delivery.failed"`)) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (refuseOperationalClaims) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if carriesOperational(cmd) {
+			cmd.SetErr(errors.New("refused by the test"))
+			return cmd.Err()
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (refuseOperationalClaims) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if slices.ContainsFunc(cmds, carriesOperational) {
+			for _, c := range cmds {
+				c.SetErr(errors.New("refused by the test"))
+			}
+			return cmds[0].Err()
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestOperationalEnqueueFailureIsLogged: an operational event that cannot be claimed is logged, and
+// the delivery it is about is recorded all the same.
+func TestOperationalEnqueueFailureIsLogged(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	c.AddHook(refuseOperationalClaims{})
+	logs := &handlerLogBuffer{}
+	d := newTestDispatcherOn(t, c, tr, Options{OperationalEvents: true, RetrySchedule: []time.Duration{},
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	bad := failingReceiver(t, http.StatusInternalServerError)
+	hookOn(t, d, bad.srv.URL, "", "x")
+	op := newReceiver(t)
+	hookOn(t, d, op.srv.URL, "", "delivery.failed")
+
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "e1"})
+	require.NoError(t, err)
+	require.Len(t, res, 1)
+	require.NoError(t, res[0].Err)
+	assert.Equal(t, StatusFailed, res[0].Delivery.Status)
+	got, err := d.Deliveries().Get(ctx, res[0].Delivery.ID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusFailed, got.Status, "the failed delivery is recorded")
+	drain(t, d)
+	assert.Zero(t, op.count())
+	assert.Contains(t, logs.String(), "webhooks: operational event not enqueued")
+	assert.Contains(t, logs.String(), "refused by the test")
+}
+
+// TestOperationalDeliveryIsRetried: an operational delivery the operator's endpoint fails is retried
+// by the schedule, like any other, and its record shows both attempts.
+func TestOperationalDeliveryIsRetried(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newOpsDispatcher(t, tr, Options{RetrySchedule: []time.Duration{20 * time.Millisecond}})
+	bad := failingReceiver(t, http.StatusInternalServerError)
+	hookOn(t, d, bad.srv.URL, "", "x")
+	op := newReceiver(t)
+	var answered atomic.Int32
+	op.setHook(func(*http.Request) { // the first request fails, the next succeed
+		if answered.Add(1) == 1 {
+			op.status.Store(http.StatusServiceUnavailable)
+		} else {
+			op.status.Store(http.StatusOK)
+		}
+	})
+	opWh := hookOn(t, d, op.srv.URL, "", "delivery.failed")
+
+	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "e1"})
+	require.NoError(t, err)
+	eventually(t, 5*time.Second, func() bool {
+		_, err := d.ProcessDue(ctx) // the failing webhook's retry, then the operational delivery and its retry
+		require.NoError(t, err)
+		return op.count() == 2
+	}, "the operational delivery, failed once, then retried")
+	evs := opEvents(t, op, opWh)
+	require.Len(t, evs, 2)
+	assert.Equal(t, evs[0].DeliveryID, evs[1].DeliveryID, "one delivery, two attempts")
+	got, err := d.Deliveries().Get(ctx, evs[0].DeliveryID)
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, got.Status)
+	assert.Equal(t, 2, got.Attempts)
+	assert.Equal(t, 2, evs[0].Data.Attempts, "about the failing webhook's delivery: two attempts")
 }
