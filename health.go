@@ -6,7 +6,6 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"strconv"
 )
 
 // disableIfFailingTooLong disables a webhook whose run of failed attempts, as the circuit counts it
@@ -16,7 +15,7 @@ func (d *Dispatcher) disableIfFailingTooLong(ctx context.Context, id string, h H
 	if d.opts.DisableAfter <= 0 || h.FailingSince.IsZero() || d.now().Sub(h.FailingSince) < d.opts.DisableAfter {
 		return
 	}
-	d.disableWebhook(ctx, id, fmt.Sprintf("every attempt failed for %s", d.opts.DisableAfter), h, strconv.FormatInt(h.FailingSince.UnixMilli(), 10))
+	d.disableWebhook(ctx, id, fmt.Sprintf("every attempt failed for %s", d.opts.DisableAfter), h, runKey(h))
 }
 
 // disableWebhook disables a webhook for a reason, logs it, runs the WebhookDisabled hook and sends

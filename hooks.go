@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"strconv"
 	"time"
 )
 
@@ -91,7 +90,7 @@ func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome) {
 		d.deliveryFailed(ctx, rec)
 	}
 	if o.disable {
-		d.disableWebhook(ctx, rec.WebhookID, "the endpoint answered 410 Gone", Health{}, rec.ID+":"+strconv.FormatInt(rec.UpdatedAt.UnixMilli(), 10))
+		d.disableWebhook(ctx, rec.WebhookID, "the endpoint answered 410 Gone", Health{}, writeKey(rec))
 	}
 }
 

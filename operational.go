@@ -103,7 +103,7 @@ func (m *failingMemo) first(webhookID string, since int64) bool {
 // left it at now. An open circuit's event is keyed by its run of failures (a reopening is a
 // duplicate); a close by its time: the exact count reports each close to one replica only.
 func (d *Dispatcher) circuitChanged(ctx context.Context, typ, id string, h Health, now time.Time) {
-	key := strconv.FormatInt(h.FailingSince.UnixMilli(), 10)
+	key := runKey(h)
 	data := OperationalData{State: h.State, Failures: h.ConsecutiveFailures, FailingSince: h.FailingSince,
 		OpenUntil: h.OpenUntil}
 	if typ == EventCircuitClosed {
@@ -123,7 +123,7 @@ func (d *Dispatcher) warnIfFailing(ctx context.Context, id string, h Health) {
 	if state == "" {
 		state = CircuitClosed
 	}
-	d.sendOperational(ctx, EventWebhookFailing, id, strconv.FormatInt(h.FailingSince.UnixMilli(), 10), d.now(),
+	d.sendOperational(ctx, EventWebhookFailing, id, runKey(h), d.now(),
 		OperationalData{State: state, Failures: h.ConsecutiveFailures, FailingSince: h.FailingSince,
 			DisableAt: h.FailingSince.Add(d.opts.DisableAfter)})
 }
@@ -135,9 +135,18 @@ func (d *Dispatcher) deliveryFailed(ctx context.Context, rec *record) {
 	if !d.opts.OperationalEvents || IsOperationalEventType(rec.EventType) {
 		return
 	}
-	d.sendOperational(ctx, EventDeliveryFailed, rec.WebhookID, rec.ID+":"+strconv.FormatInt(rec.UpdatedAt.UnixMilli(), 10),
+	d.sendOperational(ctx, EventDeliveryFailed, rec.WebhookID, writeKey(rec),
 		rec.UpdatedAt, OperationalData{DeliveryID: rec.ID, EventID: rec.EventID, EventType: rec.EventType,
 			Attempts: rec.Attempts, LastStatusCode: rec.LastStatusCode, LastError: rec.LastError})
+}
+
+// runKey names a run of failures in an operational event id: its start (ms).
+func runKey(h Health) string { return strconv.FormatInt(h.FailingSince.UnixMilli(), 10) }
+
+// writeKey names a delivery's final write in an operational event id: its id and its update time (ms),
+// which Redeliver and a new final outcome change.
+func writeKey(rec *record) string {
+	return rec.ID + ":" + strconv.FormatInt(rec.UpdatedAt.UnixMilli(), 10)
 }
 
 // sendOperational enqueues an operational event of type typ about webhook id, with the event id
