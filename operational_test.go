@@ -144,7 +144,8 @@ func TestOperationalCircuitOpenedAndClosed(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "circuit.opened:"+flaky.ID+":"+itoa(h.FailingSince.UnixMilli()), opened[0].ID)
 	assert.Equal(t, OperationalData{WebhookID: flaky.ID, URL: bad.srv.URL, State: CircuitOpen, Failures: 1,
-		FailingSince: h.FailingSince.UTC(), OpenUntil: h.OpenUntil.UTC()}, opened[0].Data)
+		FailingSince: h.FailingSince.UTC(), OpenUntil: h.FailingSince.Add(50 * time.Millisecond).UTC()}, opened[0].Data,
+		"opened by the run's first failure, for BreakFor (drain may have made the probe since)")
 
 	eventually(t, 5*time.Second, func() bool {
 		_, err := d.ProcessDue(ctx) // the parked retry is the probe, once the open period ends; it fails
