@@ -168,13 +168,16 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 			if f := d.opts.Hooks.CircuitOpened; f != nil {
 				d.runHook("CircuitOpened", func() { f(id, h.OpenUntil) })
 			}
+			d.circuitChanged(ctx, EventCircuitOpened, id, h, cc.now)
 		case ev.closed:
 			d.log.Info("webhooks: circuit closed", "webhook_id", id)
 			if f := d.opts.Hooks.CircuitClosed; f != nil {
 				d.runHook("CircuitClosed", func() { f(id) })
 			}
+			d.circuitChanged(ctx, EventCircuitClosed, id, h, cc.now)
 		}
 		if cc.outs[i].kind != countSuccess {
+			d.warnIfFailing(ctx, id, h)
 			d.disableIfFailingTooLong(ctx, id, h)
 		}
 	}

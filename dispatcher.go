@@ -58,6 +58,7 @@ type Dispatcher struct {
 	circuitCache *circuitCache
 	indexTTLs    *indexTTLs
 	bodies       *recentBodies // of events this Dispatcher left to its worker lately (bodies.go)
+	failing      failingMemo   // the runs of failures this replica sent webhook.failing for (operational.go)
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	hintsOnce    sync.Once
@@ -155,6 +156,9 @@ func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bo
 	ctx, end := d.startCall(ctx, op, evt)
 	defer func() { end(rs, err) }()
 	if err := evt.validate(); err != nil {
+		return nil, err
+	}
+	if err := d.checkReserved(evt.Type); err != nil {
 		return nil, err
 	}
 	body, err := d.encode(evt)

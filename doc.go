@@ -142,6 +142,17 @@
 // serves Handler's routes restricted to that tenant (another tenant's ids answer 404; a missing,
 // tampered or expired token 401), for a SaaS to let its customers manage their own endpoints.
 //
+// # Operational webhooks
+//
+// With Options.OperationalEvents the library dispatches its own events — circuit.opened,
+// circuit.closed, webhook.failing (the run of failures reached half of DisableAfter), webhook.disabled
+// and delivery.failed — as ordinary signed deliveries to the webhooks that subscribe to them by type or
+// prefix (`circuit.*`; `*` alone does not select them). Their data is an OperationalData. An event
+// about a tenant's webhook goes to that tenant's subscribers and to those with no tenant, never to
+// another tenant's; an event about a webhook never goes to that webhook, and a failed operational
+// delivery sends no delivery.failed. The event id is derived from the transition, so replicas that
+// notice the same one send one event. The README's "Operational webhooks" documents each payload.
+//
 // # The failed-delivery policy
 //
 // Dispatch of a pair whose delivery failed returns the failed record with Duplicate set and sends

@@ -171,6 +171,17 @@ type Options struct {
 	// ReplicaAckTimeout bounds each WAIT of ReplicaAcks. Defaults to 1s.
 	ReplicaAckTimeout time.Duration
 
+	// OperationalEvents makes the library send its own events about its webhooks — circuit.opened,
+	// circuit.closed, webhook.failing, webhook.disabled, delivery.failed (see OperationalData) — as
+	// ordinary deliveries to the webhooks that subscribe to them by name or prefix (`circuit.*`; `*`
+	// alone does not select them): about a tenant's webhook to that tenant's subscribers and to those
+	// with no tenant, about a webhook with no tenant to those with no tenant only, never to the webhook
+	// the event is about. While it is set, Dispatch and Enqueue refuse these five types with
+	// ErrInvalidEvent. Off, it costs nothing; on, a successful attempt costs nothing more, and a
+	// transition (a circuit opening, a delivery failing for good) reads subscribers from the 1s cache and
+	// claims one Enqueue per subscribed scope. Defaults to false.
+	OperationalEvents bool
+
 	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
 	// between: when an attempt fails (any answer but a 2xx, with the breaker on or off) and the
 	// webhook's run of failed attempts, as its circuit counts it across every replica, began at least
