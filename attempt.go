@@ -196,8 +196,19 @@ func jitter(d time.Duration) time.Duration {
 // returns per outcome two integers: outcomeRecorded (now or by an earlier run of the same call) or
 // outcomeLeaseLost (nothing written), and the start (ms) of the webhook's run of failures in this
 // shard (0 if none)
-var outcomeScript = redis.NewScript(luaLeaseOf + luaExtend + luaRetime + luaCountHour + `
-local n, retention = (#KEYS - 2) / 3, tonumber(ARGV[2])
+var outcomeScript = redis.NewScript(luaUnorderedOutcome + outcomeBody)
+
+// luaUnorderedOutcome defines outcomeBody's hooks for outcomes of unordered deliveries only:
+// outcomeCount() is n, and final(i, status) does nothing (orderedOutcomeScript's advance a sequence).
+const luaUnorderedOutcome = `
+local function outcomeCount() return (#KEYS - 2) / 3 end
+local function final(i, status) end
+`
+
+// outcomeBody is outcomeScript's body, with two hooks: outcomeCount() and final(i, status), called
+// when outcome i leaves its delivery final, before its webhook is retimed.
+var outcomeBody = luaLeaseOf + luaExtend + luaRetime + luaCountHour + `
+local n, retention = outcomeCount(), tonumber(ARGV[2])
 local held = {}
 for i = 1, n do
   held[i] = leaseOf(KEYS[3 * i], ARGV[4 + 6 * (i - 1)])
@@ -225,6 +236,7 @@ for i = 1, n do
       redis.call('ZADD', KEYS[3 * i + 1], next, id)
     else
       redis.call('ZREM', KEYS[3 * i + 1], id)
+      final(i, status)
     end
     retime(KEYS[1], KEYS[3 * i + 1], wid)
     reply[2 * i - 1] = ` + strconv.Itoa(outcomeRecorded) + `
@@ -232,7 +244,7 @@ for i = 1, n do
 end
 if healthWritten then extend(KEYS[2], retention, math.floor(retention / 64)) end
 return reply
-`)
+`
 
 // outcomeScript's first reply per outcome.
 const (
@@ -271,6 +283,10 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	if len(idx) == 0 {
 		return errs
 	}
+	script := outcomeScript
+	if seqKeys, seqArgs := d.orderedOutcomes(shard, recs, idx); seqKeys != nil {
+		script, keys, values = orderedOutcomeScript, append(keys, seqKeys...), append(values, seqArgs...)
+	}
 	// The attempt is over whatever the caller's context says now: record it, retrying a write that
 	// failed in transport while the lease lasts (the script is idempotent by token; failover.go).
 	ctx = context.WithoutCancel(ctx)
@@ -282,7 +298,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	}
 	var reply []int64
 	err := d.retryWithinLease(ctx, leaseEnd, func(ctx context.Context) error {
-		w := d.writeAcked(ctx, outcomeScript, keys, append(args, values...)...)
+		w := d.writeAcked(ctx, script, keys, append(args, values...)...)
 		var err error
 		if reply, err = w.Int64Slice(); err == nil && w.ackErr != nil {
 			d.log.Warn("webhooks: outcome recorded but not acknowledged by its replicas", "shard", shard, "error", w.ackErr)
@@ -302,6 +318,9 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 			recs[i].apply(outcomes[i], now)
 			d.afterOutcome(ctx, recs[i], outcomes[i], msTime(reply[2*j+1]))
 		}
+	}
+	if script == orderedOutcomeScript && err == nil {
+		d.poke() // a final head queued its key's next delivery: send it at once
 	}
 	return errs
 }

@@ -17,7 +17,9 @@ import (
 // entries already appended are deleted again and the script fails before the body, a record or a
 // schedule entry is written, so such a failure leaves nothing claimed. A pair whose record is exactly
 // the one this call would create was created by this very call, whose reply was lost: it is reported
-// as created again, so the caller can retry the script safely. All keys share the event's shard tag.
+// as created again, so the caller can retry the script safely. An event id whose body key holds an
+// ordered event's marker (ordered.go) is refused with orderConflictReply, before any write. All keys
+// share the event's shard tag.
 //
 // KEYS[1] -> {P:s}:evt:<event_id>      the request body, stored once per event
 // KEYS[2] -> {P:s}:ready
@@ -32,6 +34,8 @@ import (
 var claimScript = redis.NewScript(indexFunction + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 local n = (#KEYS - 2) / 3
+local stored = redis.call('GET', KEYS[1])
+if stored and string.byte(stored, 1) == 0 then return redis.error_reply('` + orderConflictReply + `') end
 local reply, created = {false}, {}
 local fresh = 0
 for i = 1, n do
@@ -58,7 +62,6 @@ for i = 1, n do
   end
 end
 if fresh > 0 then
-  local stored = redis.call('GET', KEYS[1])
   if stored then
     reply[1] = stored
     extend(KEYS[1], retention, 0)

@@ -17,6 +17,17 @@ package webhooks
 //	{P:s}:hourly:<webhook_id>            hash    attempts per hour by outcome, a ring of 24 hours: t<k> -> the hour
 //	                                             (Unix hours), s<k>/f<k> -> successes/failures, k = hour mod 24
 //	                                             (hourly.go); written by the outcome script; TTL 25 h from the last attempt
+//	{P:s}:evt:<event_id>                 string  for an ordered event (Event.OrderKey), in its id's shard: "\x00" +
+//	                                             its order key, the marker that keeps the id to that key   TTL Retention+5m
+//
+// An ordered event's keys are in the shard k of its (tenant, order key), keyspace.orderShard, which its
+// delivery ids carry (ordered.go):
+//
+//	{P:k}:oevt:<event_id>                string  the ordered event's request body   TTL ≥ every record of the event
+//	{P:k}:seq:<webhook_id>:<order_key>   list    delivery ids of the (webhook, key) in claim order; only the head is
+//	                                             in the webhook's queue   TTL ≥ Retention from the last append
+//	{P:k}:blocked                        zset    "<webhook_id>:<order_key>" -> its list's expiry (ms), for lists with
+//	                                             deliveries waiting behind the head (Stats.BlockedKeys)
 //	{P:registry}:webhooks                hash    webhook id -> webhook JSON (with secrets)
 //	{P:registry}:sub:<pattern>           hash    webhook id -> webhook JSON, enabled subscribers of pattern only
 //
@@ -81,6 +92,11 @@ type Delivery struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	// History holds the most recent attempts, oldest first (at most 10).
 	History []Attempt `json:"history,omitempty"`
+	// OrderKey is the event's Event.OrderKey ("" for an unordered event): deliveries of one webhook
+	// with the same key are attempted one at a time, in the order their events were accepted. A
+	// pending ordered delivery waiting behind earlier ones has a zero NextAttemptAt;
+	// DeliveryRepo.Position says how many are ahead of it.
+	OrderKey string `json:"order_key,omitempty"`
 }
 
 // Attempt is one HTTP attempt of a delivery.
@@ -133,7 +149,11 @@ func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*De
 	if wh, _, err := r.webhooks.load(ctx, webhookID); err == nil {
 		tenant = wh.Tenant
 	}
-	d, err := r.Get(ctx, r.keys.deliveryIDFor(webhookID, scopedEventID(tenant, eventID)))
+	scoped := scopedEventID(tenant, eventID)
+	d, err := r.Get(ctx, r.keys.deliveryIDFor(webhookID, scoped))
+	if errors.Is(err, ErrNotFound) {
+		d, err = r.findOrdered(ctx, tenant, webhookID, scoped)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: no delivery of event %q to webhook %q", ErrNotFound, eventID, webhookID)
 	}

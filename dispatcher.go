@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -159,7 +160,7 @@ func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bo
 	if err != nil {
 		return nil, err
 	}
-	results := d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, body, targets, inline)
+	results := d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, evt.OrderKey, body, targets, inline)
 	return results, notAccepted(evt.ID, results)
 }
 
@@ -204,7 +205,7 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	if err != nil {
 		return nil, err
 	}
-	results := d.claimAndAttempt(ctx, s.Tenant, evt.ID, evt.Type, body, []*storedWebhook{s}, true)
+	results := d.claimAndAttempt(ctx, s.Tenant, evt.ID, evt.Type, "", body, []*storedWebhook{s}, true)
 	if err := notAccepted(evt.ID, results); err != nil {
 		return nil, err
 	}
@@ -238,18 +239,30 @@ func (d *Dispatcher) targets(ctx context.Context, evt Event, body []byte) ([]*st
 }
 
 // claimAndAttempt claims the pairs of one event, as planned per target, and, when inline, makes the
-// first attempt of every fresh pair planned for one, recording each outcome as its attempt ends.
-func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, eventType string, body []byte, targets []*storedWebhook, inline bool) []Result {
+// first attempt of every fresh pair planned for one, recording each outcome as its attempt ends. An
+// ordered event's pairs (orderKey set) are claimed in its key's shard (ordered.go), and a pair
+// created behind its key's head is not attempted.
+func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, eventType, orderKey string, body []byte, targets []*storedWebhook, inline bool) []Result {
 	results := make([]Result, len(targets))
 	if len(targets) == 0 {
 		return results
 	}
 	scoped := scopedEventID(tenant, eventID)
 	shard := d.keys.shardOf(scoped)
+	if orderKey != "" {
+		shard = d.keys.orderShard(tenant, orderKey)
+	}
 	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
-	reply, err := d.claim(ctx, shard, scoped, body, recs, plans)
+	var reply []any
+	var err error
+	if orderKey != "" {
+		d.orderRecords(shard, scoped, orderKey, recs)
+		reply, err = d.claimOrdered(ctx, shard, scoped, orderKey, body, recs, plans)
+	} else {
+		reply, err = d.claim(ctx, shard, scoped, body, recs, plans)
+	}
 	if err != nil {
 		for i, t := range targets {
 			plans[i].cancel(d, t.ID)
@@ -264,7 +277,11 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	queued := false
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
-		if _, fresh := reply[1+i].(int64); !fresh || !plans[i].inline {
+		item, fresh := reply[1+i].(int64)
+		if item == claimWaiting && plans[i].inline {
+			plans[i].reason = "queued behind earlier deliveries of its order key: the worker attempts it once they are final"
+		}
+		if !fresh || item == claimWaiting || !plans[i].inline {
 			plans[i].cancel(d, t.ID)
 			queued = queued || fresh
 			results[i] = d.notAttempted(eventID, t, recs[i], plans[i], reply[1+i])
@@ -402,17 +419,27 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body 
 		keys = append(keys, d.keys.deliveryKey(shard, r.ID), d.keys.indexKey(shard, r.WebhookID), d.keys.queueKey(shard, r.WebhookID))
 		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID)
 	}
-	w := d.writeAcked(ctx, claimScript, keys, args...)
+	return d.runClaim(ctx, claimScript, eventID, len(recs), keys, args)
+}
+
+// runClaim runs a claim script (claimScript, orderedClaimScript) for n targets, asking again for a reply lost in
+// transport, and checks the reply's length. An id reserved for an order key gives an error
+// wrapping ErrOrderKeyConflict.
+func (d *Dispatcher) runClaim(ctx context.Context, script *redis.Script, eventID string, n int, keys []string, args []any) ([]any, error) {
+	w := d.writeAcked(ctx, script, keys, args...)
 	reply, err := w.Slice()
 	if err != nil && retryable(err) && ctx.Err() == nil {
 		d.reloadOnTransport(err)
-		w = d.writeAcked(ctx, claimScript, keys, args...)
+		w = d.writeAcked(ctx, script, keys, args...)
 		reply, err = w.Slice()
+	}
+	if err != nil && strings.Contains(err.Error(), orderConflictReply) {
+		err = fmt.Errorf("%w: it was dispatched with an order key", ErrOrderKeyConflict)
 	}
 	if err == nil && w.ackErr != nil {
 		err = w.ackErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
 	}
-	if err == nil && len(reply) != 1+len(recs) {
+	if err == nil && len(reply) != 1+n {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))
 	}
 	if err != nil {

@@ -215,7 +215,7 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][
 	pipe := d.rdb.Pipeline()
 	gets := map[string]*redis.StringCmd{}
 	for _, j := range jobs {
-		key := d.keys.eventKey(j.shard, j.scopedEventID())
+		key := j.bodyKey(d.keys)
 		if gets[key] == nil {
 			gets[key] = pipe.Get(ctx, key)
 		}
@@ -223,7 +223,7 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][
 	_, _ = pipe.Exec(ctx) // errors are read per command: a missing body is not one
 	bodies := make([][]byte, len(jobs))
 	for i, j := range jobs {
-		g := gets[d.keys.eventKey(j.shard, j.scopedEventID())]
+		g := gets[j.bodyKey(d.keys)]
 		switch err := g.Err(); {
 		case err == nil:
 			bodies[i] = []byte(g.Val())

@@ -1,0 +1,312 @@
+package webhooks
+
+// Ordered delivery per key (Event.OrderKey).
+//
+// An ordered event is sharded by its (tenant, order key), not by its id (orderShard), so every
+// delivery of one (webhook, key) sequence, its queue and the webhook's ready entry share one hash
+// slot, and single-slot scripts see the whole sequence. Per (webhook, key) a list holds the
+// deliveries in claim order:
+//
+//	{P:k}:seq:<webhook_id>:<order_key>   list    delivery ids in claim order; only the head is in the
+//	                                             webhook's queue (q), the others wait unleased and unqueued
+//	{P:k}:oevt:<event_id>                string  an ordered event's request body
+//	{P:k}:blocked                        zset    "<webhook_id>:<order_key>" -> its list's expiry (ms), for
+//	                                             the lists with deliveries waiting behind the head (Stats)
+//	{P:s}:evt:<event_id>                 string  in the id's own shard s: "\x00" + order key, the marker
+//	                                             that reserves the event id for its key
+//
+// The claim script appends to the list and queues a delivery only when it is the head; a non-head
+// is created pending, not leased and not queued. When the head's outcome is final, the outcome
+// script (orderedOutcomeScript) pops it and queues the next, due at once, in the same step; settle
+// then pokes the local worker. So the next attempt of a key never starts before the previous
+// one's final outcome is recorded, and only one of a key's deliveries is ever leasable.
+//
+// The duplicate check: the delivery id of an ordered pair carries the key's shard (orderedDeliveryID),
+// so a re-dispatch with the same key finds the same records and is a duplicate. A re-dispatch
+// with another key would find none, so the event id is first reserved for its key: one pipelined
+// round trip before the claim (ordered events only) writes the marker SET NX in the id's shard and
+// reads each target's list head. A marker holding another key, or the body of an unordered
+// dispatch of the id, refuses the call (ErrOrderKeyConflict); the unordered claim script refuses an
+// id whose body key holds a marker. A crash between marker and claim strands nothing: the marker
+// only keeps the id for its key until Retention.
+//
+// A head whose record is gone (it expired, blocked and never redelivered) would block its key
+// for ever; the next claim on the key, having read the head, drops it and queues the one after.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+const (
+	// orderMarker starts the value of an ordered event's marker; no request body (a JSON object) does.
+	orderMarker = "\x00"
+	// orderConflictReply is the error the unordered claim script gives for an id reserved by a marker.
+	orderConflictReply = "webhooks: order key conflict"
+	// claimWaiting is the claim scripts' reply for an ordered pair created behind its key's head.
+	claimWaiting = 2
+	// redeliverWaiting is the ordered redeliver script's reply for a delivery reset behind its key's
+	// head.
+	redeliverWaiting = 2
+)
+
+// orderShard is the shard of every delivery of an ordered event: its (tenant, order key)'s.
+func (k keyspace) orderShard(tenant, orderKey string) int {
+	return k.shardOf(scopedEventID(tenant, orderKey))
+}
+
+// orderedDeliveryID is the id of an ordered (webhook, event) pair's delivery: in the key's shard,
+// with the pair's hash.
+func (k keyspace) orderedDeliveryID(shard int, webhookID, scopedEventID string) string {
+	return indexedID(shard, indexedHash(k.deliveryIDFor(webhookID, scopedEventID)))
+}
+
+// orderedEventKey holds an ordered event's request body, in its key's shard.
+func (k keyspace) orderedEventKey(shard int, scopedEventID string) string {
+	return k.tag(shard) + ":oevt:" + scopedEventID
+}
+
+// seqKey is the list of a (webhook, order key)'s deliveries in claim order.
+func (k keyspace) seqKey(shard int, webhookID, orderKey string) string {
+	return k.tag(shard) + ":seq:" + webhookID + ":" + orderKey
+}
+
+// blockedKey is a shard's zset of sequences with deliveries waiting behind their head.
+func (k keyspace) blockedKey(shard int) string { return k.tag(shard) + ":blocked" }
+
+// blockedMember names a sequence in blockedKey.
+func blockedMember(webhookID, orderKey string) string { return webhookID + ":" + orderKey }
+
+// luaPromote is promote(seq, queue, blocked, member, now): pops the head of a sequence, queues the
+// next one due at now, and takes the sequence off the blocked zset when nothing waits behind its new
+// head. The caller retimes the webhook's ready entry.
+const luaPromote = `
+local function promote(seq, queue, blocked, member, now)
+  redis.call('LPOP', seq)
+  local nxt = redis.call('LINDEX', seq, 0)
+  if nxt then redis.call('ZADD', queue, now, nxt) end
+  if redis.call('LLEN', seq) < 2 then redis.call('ZREM', blocked, member) end
+end
+`
+
+// orderedClaimScript is claimScript for an ordered event: the same checks, index entries and body,
+// and per created pair its sequence: the pair is appended to its (webhook, key)'s list; the head is
+// created as Go planned it (leased for an inline attempt, or queued), any other pair is created
+// waiting (its second record: not leased, no next attempt) and is not queued, and its list joins
+// the blocked zset. Before appending, a head Go read whose record is gone is dropped (promote). A
+// pair whose record is either of the two this call would create was created by this very call,
+// whose reply was lost: it is reported as created (or waiting) again.
+//
+// KEYS[1] -> {P:k}:oevt:<event_id>
+// KEYS[2] -> {P:k}:ready
+// KEYS[3] -> {P:k}:blocked
+// KEYS[5i-1] .. KEYS[5i+3] (i = 1..n) -> target i's delivery key, index key, queue key, sequence key,
+// and the record key of the head Go read (the sequence key when it read none)
+// ARGV[1] -> now (ms)
+// ARGV[2] -> retention (ms)
+// ARGV[3] -> request body
+// ARGV[8i-4] .. ARGV[8i+3] (i = 1..n) -> target i's delivery id, hash, record as head, due (ms),
+// webhook id, record as waiting, the head Go read ("" for none), blocked zset member
+// returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated (the head),
+// claimWaiting, or the existing record
+var orderedClaimScript = redis.NewScript(indexFunction + luaPromote + `
+local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
+local n = (#KEYS - 3) / 5
+local reply, created = {false}, {}
+local fresh = 0
+for i = 1, n do
+  local rec, a = redis.call('GET', KEYS[5 * i - 1]), 8 * i - 4
+  if not rec then
+    created[i], fresh = true, fresh + 1
+  elseif rec == ARGV[a + 2] then
+    reply[i + 1], fresh = ` + strconv.Itoa(claimCreated) + `, fresh + 1
+  elseif rec == ARGV[a + 5] then
+    reply[i + 1], fresh = ` + strconv.Itoa(claimWaiting) + `, fresh + 1
+  else
+    reply[i + 1] = rec
+  end
+end
+local appended = {}
+for i = 1, n do
+  if created[i] then
+    local ok, id = pcall(index, KEYS[5 * i], now, retention, ARGV[8 * i - 3], now + retention)
+    if not ok then
+      for _, e in ipairs(appended) do redis.call('XDEL', e[1], e[2]) end
+      error(id)
+    end
+    appended[#appended + 1] = {KEYS[5 * i], id}
+  end
+end
+if fresh > 0 then
+  local stored = redis.call('GET', KEYS[1])
+  if stored then
+    reply[1] = stored
+    extend(KEYS[1], retention, 0)
+  else
+    redis.call('SET', KEYS[1], ARGV[3], 'PX', retention)
+  end
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+for i = 1, n do
+  if created[i] then
+    local k, a = 5 * i - 1, 8 * i - 4
+    local id, seq, queue, wid, member = ARGV[a], KEYS[k + 3], KEYS[k + 2], ARGV[a + 4], ARGV[a + 7]
+    local seen = ARGV[a + 6]
+    if seen ~= '' and redis.call('LINDEX', seq, 0) == seen and redis.call('EXISTS', KEYS[k + 4]) == 0 then
+      redis.call('ZREM', queue, seen)
+      promote(seq, queue, KEYS[3], member, now)
+      redis.call('ZADD', KEYS[2], 'LT', now, wid)
+    end
+    local len = redis.call('RPUSH', seq, id)
+    extend(seq, retention, math.floor(retention / 64))
+    if len == 1 then
+      redis.call('SET', KEYS[k], ARGV[a + 2], 'NX', 'PX', retention)
+      redis.call('ZADD', queue, ARGV[a + 3], id)
+      redis.call('ZADD', KEYS[2], 'LT', ARGV[a + 3], wid)
+      reply[i + 1] = ` + strconv.Itoa(claimCreated) + `
+    else
+      redis.call('SET', KEYS[k], ARGV[a + 5], 'NX', 'PX', retention)
+      redis.call('ZADD', KEYS[3], now + retention, member)
+      reply[i + 1] = ` + strconv.Itoa(claimWaiting) + `
+    end
+  end
+end
+return reply
+`)
+
+// waitingRecord is rec as created behind its key's head: pending, not leased, no next attempt.
+func waitingRecord(rec *record) *record {
+	w := *rec
+	w.leaseState, w.leaseEnd, w.NextAttemptAt = leaseNone, msTime(0), msTime(0)
+	return &w
+}
+
+// reserveOrder reserves an ordered event's id for its key (the marker, in the id's shard) and reads
+// the head of each target's sequence, in one round trip. It returns the heads ("" for an empty
+// sequence or one whose head is not a delivery of the shard), or an error wrapping
+// ErrOrderKeyConflict when the id was dispatched with another key or none.
+func (d *Dispatcher) reserveOrder(ctx context.Context, shard int, scoped, orderKey string, recs []*record) ([]string, error) {
+	marker := d.keys.eventKey(d.keys.shardOf(scoped), scoped)
+	ttl := (d.opts.Retention + markerSlack).Milliseconds()
+	pipe := d.rdb.Pipeline()
+	set := pipe.Do(ctx, "SET", marker, orderMarker+orderKey, "PX", ttl, "NX", "GET")
+	pipe.Do(ctx, "PEXPIRE", marker, ttl, "GT")
+	heads := make([]*redis.StringCmd, len(recs))
+	for i, r := range recs {
+		heads[i] = pipe.LIndex(ctx, d.keys.seqKey(shard, r.WebhookID, orderKey), 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		d.reloadOnTransport(err)
+		return nil, err
+	}
+	if old, err := set.Text(); err == nil && old != orderMarker+orderKey {
+		return nil, fmt.Errorf("%w: %s", ErrOrderKeyConflict, describeMarker(old))
+	}
+	out := make([]string, len(recs))
+	for i, h := range heads {
+		if s, err := d.keys.shardOfDelivery(h.Val()); err == nil && s == shard {
+			out[i] = h.Val()
+		}
+	}
+	return out, nil
+}
+
+// markerSlack keeps an ordered event's marker a little longer than its records, which are created
+// after it.
+const markerSlack = 5 * time.Minute
+
+// describeMarker says what an event id's body key held when it refused an order key.
+func describeMarker(v string) string {
+	if key, ok := strings.CutPrefix(v, orderMarker); ok {
+		return fmt.Sprintf("it was dispatched with order key %q", key)
+	}
+	return "it was dispatched unordered"
+}
+
+// claimOrdered claims the pairs of an ordered event (reserveOrder, then orderedClaimScript). A pair
+// created behind its key's head has its record switched, in memory, to the waiting one.
+func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderKey string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
+	seen, err := d.reserveOrder(ctx, shard, scoped, orderKey, recs)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: claim event %s: %w", scoped, err)
+	}
+	keys := make([]string, 3, 3+5*len(recs))
+	keys[0], keys[1], keys[2] = d.keys.orderedEventKey(shard, scoped), d.keys.readyKey(shard), d.keys.blockedKey(shard)
+	args := make([]any, 3, 3+8*len(recs))
+	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), body
+	waiting := make([]*record, len(recs))
+	for i, r := range recs {
+		seq := d.keys.seqKey(shard, r.WebhookID, orderKey)
+		headKey := seq
+		if seen[i] != "" {
+			headKey = d.keys.deliveryKey(shard, seen[i])
+		}
+		waiting[i] = waitingRecord(r)
+		keys = append(keys, d.keys.deliveryKey(shard, r.ID), d.keys.indexKey(shard, r.WebhookID),
+			d.keys.queueKey(shard, r.WebhookID), seq, headKey)
+		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID,
+			waiting[i].encode(), seen[i], blockedMember(r.WebhookID, orderKey))
+	}
+	reply, err := d.runClaim(ctx, orderedClaimScript, scoped, len(recs), keys, args)
+	for i := range recs {
+		if err == nil && reply[1+i] == int64(claimWaiting) {
+			*recs[i] = *waiting[i]
+		}
+	}
+	return reply, err
+}
+
+// orderRecords makes the new records of an ordered event: their ids in the key's shard, their key
+// set.
+func (d *Dispatcher) orderRecords(shard int, scoped, orderKey string, recs []*record) {
+	for _, r := range recs {
+		r.ID, r.OrderKey = d.keys.orderedDeliveryID(shard, r.WebhookID, scoped), orderKey
+	}
+}
+
+// bodyKey is the key of the request body of a leased delivery's event.
+func (j leasedDelivery) bodyKey(k keyspace) string {
+	if j.rec.OrderKey != "" {
+		return k.orderedEventKey(j.shard, j.scopedEventID())
+	}
+	return k.eventKey(j.shard, j.scopedEventID())
+}
+
+// findOrdered is Find for an ordered event: its marker names its key, whose shard holds the pair.
+func (r *DeliveryRepo) findOrdered(ctx context.Context, tenant, webhookID, scoped string) (*Delivery, error) {
+	v, err := r.rdb.Get(ctx, r.keys.eventKey(r.keys.shardOf(scoped), scoped)).Result()
+	if err != nil && !isNil(err) {
+		return nil, fmt.Errorf("webhooks: read event %s: %w", scoped, err)
+	}
+	key, ok := strings.CutPrefix(v, orderMarker)
+	if !ok || key == "" {
+		return nil, fmt.Errorf("%w: delivery of event %q", ErrNotFound, scoped)
+	}
+	return r.Get(ctx, r.keys.orderedDeliveryID(r.keys.orderShard(tenant, key), webhookID, scoped))
+}
+
+// Position returns how many deliveries of the same webhook and order key are ahead of an ordered
+// delivery (Delivery.OrderKey): 0 for its key's head, the one being attempted (or, with
+// Options.BlockKeyOnFailure, failed and holding its key); -1 for a delivery that is in no sequence
+// (unordered, or final and off its key's sequence). An unknown id gives an error wrapping
+// ErrNotFound. It costs two round trips, the second linear in the key's backlog.
+func (r *DeliveryRepo) Position(ctx context.Context, deliveryID string) (int, error) {
+	rec, err := r.get(ctx, deliveryID)
+	if err != nil || rec.OrderKey == "" {
+		return -1, err
+	}
+	shard, _ := r.keys.shardOfDelivery(deliveryID)
+	pos, err := r.rdb.LPos(ctx, r.keys.seqKey(shard, rec.WebhookID, rec.OrderKey), deliveryID, redis.LPosArgs{}).Result()
+	switch {
+	case isNil(err):
+		return -1, nil
+	case err != nil:
+		return -1, fmt.Errorf("webhooks: read the order of %s: %w", deliveryID, err)
+	}
+	return int(pos), nil
+}
