@@ -185,7 +185,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
 		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
 		"circuitSuccess": recordSuccessScript, // Delete forgets the circuit through it
-		"orderedClaim": orderedClaimScript, "orderedOutcome": orderedOutcomeScript, "orderedRedeliver": orderedRedeliverScript,
+		"orderedClaim":   orderedClaimScript, "orderedOutcome": orderedOutcomeScript, "orderedRedeliver": orderedRedeliverScript,
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
