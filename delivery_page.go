@@ -170,6 +170,9 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 	if err != nil {
 		return nil, err
 	}
+	if err := r.keys.load(ctx, r.rdb); err != nil {
+		return nil, err
+	}
 	page := &DeliveryPage{Deliveries: make([]*Delivery, 0, min(limit, 64))}
 	for round := range maxPageRounds {
 		reads, err := r.readIndexes(ctx, webhookID, pos, batch, round == 0)

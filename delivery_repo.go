@@ -14,9 +14,9 @@ package webhooks
 //	                                             its creation or Redeliver; trimmed on write, TTL ≥ newest entry
 //	{P:s}:health                         hash    <webhook_id>:ok -> last success (ms), <webhook_id>:fail -> start of
 //	                                             the current run of failures (ms); TTL ≥ Retention from the last attempt
-//	{P:s}:hourly:<webhook_id>            hash    attempts per hour by outcome, a ring of 24 hours: t<k> -> the hour
-//	                                             (Unix hours), s<k>/f<k> -> successes/failures, k = hour mod 24
-//	                                             (hourly.go); written by the outcome script; TTL 25 h from the last attempt
+//	{P:s}:hourly:<webhook_id>            hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
+//	                                             successes/failures in hour h (Unix hours; hourly.go); written by
+//	                                             the outcome script; TTL 25 h from the first count of its newest hour
 //	{P:s}:evt:<event_id>                 string  for an ordered event (Event.OrderKey), in its id's shard: "\x00" +
 //	                                             its order key, the marker that keeps the id to that key   TTL Retention+5m
 //
@@ -128,6 +128,9 @@ func (r *DeliveryRepo) Get(ctx context.Context, id string) (*Delivery, error) {
 }
 
 func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
+	if err := r.keys.load(ctx, r.rdb); err != nil {
+		return nil, err
+	}
 	shard, err := r.keys.shardOfDelivery(id)
 	if err != nil {
 		return nil, err
@@ -148,6 +151,9 @@ func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*De
 	tenant := ""
 	if wh, _, err := r.webhooks.load(ctx, webhookID); err == nil {
 		tenant = wh.Tenant
+	}
+	if err := r.keys.load(ctx, r.rdb); err != nil {
+		return nil, err
 	}
 	scoped := scopedEventID(tenant, eventID)
 	d, err := r.Get(ctx, r.keys.deliveryIDFor(webhookID, scoped))

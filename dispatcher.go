@@ -59,9 +59,11 @@ type Dispatcher struct {
 	idled        func()        // tests: called before Run waits with nothing due that it could take
 }
 
-// New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It reads
-// the key prefix's shard count from Redis (storing Options.Shards on first use; see Options.Shards),
-// so Redis must answer.
+// New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
+// no I/O: it fails only for invalid options, never for Redis's sake, and logs nothing. The key
+// prefix's shard count is read from Redis (stored as Options.Shards on first use; see Options.Shards)
+// by the first call that needs it, with that call's context, so a Dispatcher made while Redis is down
+// or loading works once Redis answers (TestNewDoesNoIO).
 func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOptions)
@@ -76,12 +78,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), layoutTimeout)
-	defer cancel()
-	keys, err := loadKeyspace(ctx, rdb, opts.KeyPrefix, opts.Shards)
-	if err != nil {
-		return nil, err
-	}
+	keys := newLazyKeyspace(opts.KeyPrefix, opts.Shards)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		scripts: newLaneBatcher(rdb), flights: newInFlight(opts.MaxInFlightPerWebhook),
 		circuits: &circuitStore{rdb: rdb, key: keys.circuitsKey()}, circuitCache: newCircuitCache(),
@@ -156,6 +153,9 @@ func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bo
 	if err != nil {
 		return nil, err
 	}
+	if err := d.keys.load(ctx, d.rdb); err != nil {
+		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
+	}
 	targets, err := d.targets(ctx, evt, body)
 	if err != nil {
 		return nil, err
@@ -204,6 +204,9 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	body, err := d.encode(evt)
 	if err != nil {
 		return nil, err
+	}
+	if err := d.keys.load(ctx, d.rdb); err != nil {
+		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
 	results := d.claimAndAttempt(ctx, s.Tenant, evt.ID, evt.Type, "", body, []*storedWebhook{s}, true)
 	if err := notAccepted(evt.ID, results); err != nil {

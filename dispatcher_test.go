@@ -356,7 +356,7 @@ func TestNewValidatesOptions(t *testing.T) {
 	_, err := New(nil, Options{})
 	require.ErrorIs(t, err, ErrInvalidOptions)
 	_, err = New(rdb, Options{})
-	require.Error(t, err, "New reads the shard count: Redis must answer")
+	require.NoError(t, err, "New does no I/O: a Redis that does not answer does not fail it (TestNewDoesNoIO)")
 	tr := newTestRedis(t)
 	d, err := New(tr.rdb, Options{KeyPrefix: tr.prefix})
 	require.NoError(t, err)

@@ -165,6 +165,7 @@ func newTestDispatcherOn(t testing.TB, rdb redis.UniversalClient, tr *testRedis,
 	// The shard count is read on the test's own client: rdb may be one the test breaks.
 	d, err := New(tr.rdb, opts)
 	require.NoError(t, err)
+	require.NoError(t, d.keys.load(context.Background(), tr.rdb), "the shard count, read as the first call that needs it would")
 	if rdb != tr.rdb {
 		useClient(d, rdb)
 	}

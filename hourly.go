@@ -3,12 +3,14 @@ package webhooks
 // A webhook's attempts per hour by outcome, for the last 24 hours: what the admin API's
 // GET /webhooks/{id}/stats serves (and the UI's chart draws).
 //
-// The outcome script counts each recorded attempt in the shard's hash {P:s}:hourly:<webhook id>, a ring of
-// hourlySlots hours: field "t<k>" is the hour (Unix hours) slot k holds, "s<k>" and "f<k>" its successful
-// and failed attempts, k = hour mod hourlySlots. A slot holding an older hour is reset before it is
-// counted into, so the hash never holds more than 3*hourlySlots small fields (a listpack), and it expires
-// hourlyTTL after its last write. It costs the outcome script three or four commands on a key of its own
-// slot, and no extra round trip; the read is one pipelined HGETALL per shard.
+// The outcome script counts each recorded attempt in the shard's hash {P:s}:hourly:<webhook id>: field
+// "s<h>" or "f<h>" counts the successful or failed attempts of hour h (Unix hours). Counting is one
+// HINCRBY; only the first count of a field (once per hour and outcome) also drops the fields of hours
+// that have left the window (HKEYS, HDEL) and sets the key's TTL to hourlyTTL, so the hash never holds
+// more than 2*(hourlySlots+1) small fields (a listpack) and expires at least a day after its last
+// write. It costs the outcome script one command per attempt, on a key of its own slot, and no extra
+// round trip; the read is one pipelined HGETALL per shard. (Fields "t<k>" and "s<k>"/"f<k>" with k <
+// 24, of the ring an earlier build kept, read as hours of 1970: outside the window, dropped.)
 
 import (
 	"context"
@@ -19,7 +21,7 @@ import (
 )
 
 const (
-	// hourlySlots is how many hours the ring keeps, and how many GET /webhooks/{id}/stats serves.
+	// hourlySlots is how many hours the counters keep, and how many GET /webhooks/{id}/stats serves.
 	hourlySlots = 24
 	// hourlyTTL is how long a webhook's hourly counters outlive their last write.
 	hourlyTTL = 25 * time.Hour
@@ -30,18 +32,18 @@ func (k keyspace) hourlyKey(shard int, webhookID string) string {
 	return k.tag(shard) + ":hourly:" + webhookID
 }
 
-// luaCountHour is countHour(key, now, ok): counts one attempt at now (ms), successful or not, in the ring
-// at key.
+// luaCountHour is countHour(key, now, ok): counts one attempt at now (ms), successful or not, in the
+// hash at key.
 var luaCountHour = `
 local function countHour(key, now, ok)
   local hour = math.floor(now / 3600000)
-  local k = hour % ` + strconv.Itoa(hourlySlots) + `
-  local h = string.format('%d', hour)
-  if redis.call('HGET', key, 't' .. k) ~= h then
-    redis.call('HSET', key, 't' .. k, h, 's' .. k, 0, 'f' .. k, 0)
+  if redis.call('HINCRBY', key, (ok and 's' or 'f') .. string.format('%d', hour), 1) == 1 then
+    for _, f in ipairs(redis.call('HKEYS', key)) do
+      local h = tonumber(string.sub(f, 2))
+      if not h or h <= hour - ` + strconv.Itoa(hourlySlots) + ` then redis.call('HDEL', key, f) end
+    end
+    redis.call('PEXPIRE', key, ` + strconv.FormatInt(hourlyTTL.Milliseconds(), 10) + `)
   end
-  if ok then redis.call('HINCRBY', key, 's' .. k, 1) else redis.call('HINCRBY', key, 'f' .. k, 1) end
-  redis.call('PEXPIRE', key, ` + strconv.FormatInt(hourlyTTL.Milliseconds(), 10) + `)
 end
 `
 
@@ -55,6 +57,9 @@ type HourStats struct {
 // hourlyStats returns a webhook's attempts per hour by outcome over the last 24 hours, oldest first, the
 // current hour last, summed over every shard.
 func (d *Dispatcher) hourlyStats(ctx context.Context, webhookID string) ([]HourStats, error) {
+	if err := d.keys.load(ctx, d.rdb); err != nil {
+		return nil, err
+	}
 	pipe := d.rdb.Pipeline()
 	cmds := make([]*redis.MapStringStringCmd, d.keys.shards)
 	for s := range d.keys.shards {
@@ -69,18 +74,20 @@ func (d *Dispatcher) hourlyStats(ctx context.Context, webhookID string) ([]HourS
 		out[i].Hour = time.Unix((now-int64(hourlySlots-1-i))*3600, 0).UTC()
 	}
 	for _, c := range cmds {
-		m := c.Val()
-		for k := range hourlySlots {
-			slot := strconv.Itoa(k)
-			hour, err := strconv.ParseInt(m["t"+slot], 10, 64)
-			if err != nil || hour > now || hour <= now-hourlySlots {
-				continue // empty, corrupt, or an hour outside the window
+		for field, v := range c.Val() {
+			if len(field) < 2 || field[0] != 's' && field[0] != 'f' {
+				continue
 			}
-			i := hourlySlots - 1 - int(now-hour)
-			s, _ := strconv.ParseInt(m["s"+slot], 10, 64)
-			f, _ := strconv.ParseInt(m["f"+slot], 10, 64)
-			out[i].Success += s
-			out[i].Failed += f
+			hour, err := strconv.ParseInt(field[1:], 10, 64)
+			if err != nil || hour > now || hour <= now-hourlySlots {
+				continue // corrupt, or an hour outside the window
+			}
+			n, _ := strconv.ParseInt(v, 10, 64)
+			if h := &out[hourlySlots-1-int(now-hour)]; field[0] == 's' {
+				h.Success += n
+			} else {
+				h.Failed += n
+			}
 		}
 	}
 	return out, nil

@@ -9,12 +9,12 @@ import (
 	"strings"
 )
 
-// keyspace builds every key of one KeyPrefix; New makes it with loadKeyspace (shards.go), which reads
-// the prefix's shard count from Redis.
+// keyspace builds every key of one KeyPrefix. New makes it with newLazyKeyspace (shards.go): the
+// registry's keys need only the prefix; the event shards' keys need its layout, which the first call
+// that needs them reads from Redis (load).
 type keyspace struct {
 	prefix string
-	shards int      // the number of event shards, fixed per prefix once used (shards.go)
-	tags   []string // the shards' hash tags, built once
+	*layout
 }
 
 // newKeyspace is the keyspace of a new prefix with the default shard count (tests, and what needs

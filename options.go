@@ -140,8 +140,9 @@ type Options struct {
 
 	// Shards is the number of event shards: the unit that spreads deliveries over a Redis Cluster's
 	// masters (each shard's keys share a hash tag chosen by slot, so S shards split evenly over any
-	// even slot layout). It is fixed per KeyPrefix once used: the first Dispatcher stores it in Redis,
-	// and New refuses a Dispatcher set to another count with ErrInvalidOptions. 0 takes the stored
+	// even slot layout). It is fixed per KeyPrefix once used: the first Dispatcher to need it stores it
+	// in Redis, and a Dispatcher set to another count fails the calls that need it with an error
+	// wrapping ErrInvalidOptions (New reads nothing). 0 takes the stored
 	// count, or DefaultShards (64) for a new prefix; a prefix written by a version that did not store
 	// it keeps 16. At most MaxShards (256). An idle worker's Redis cost does not grow with it (see Run).
 	Shards int

@@ -12,7 +12,8 @@ package webhooks
 //
 // The shard count is a property of the keyspace: delivery ids encode the shard (two hex digits) and
 // keys its tag. It is stored on first use, under {P:registry}:shards, and every Dispatcher on the
-// prefix reads it in New:
+// prefix reads it once, with the context of the first call that needs it (New does no I/O: a
+// Dispatcher made while Redis is down or loading works once Redis answers):
 //
 //	{P:registry}:shards   string  "<S>" (tags chosen by slot), or "16 v1" for a keyspace written
 //	                              before the count was stored (its tags are the old {P:<s>}, s < 16)
@@ -26,7 +27,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -43,8 +44,6 @@ const (
 	// maxTagSearch bounds the search for a tag (never reached: CRC16 over "P:t<n>" covers every slot
 	// within a few hundred thousand n).
 	maxTagSearch = 1 << 22
-	// layoutTimeout bounds New's read (and first store) of the shard count.
-	layoutTimeout = 10 * time.Second
 )
 
 // crc16 is Redis Cluster's CRC16 (XMODEM).
@@ -148,10 +147,54 @@ func parseLayout(v string) (shards int, legacy bool, err error) {
 	return shards, legacy, nil
 }
 
-// loadKeyspace reads the shard count stored for prefix (storing it on first use) and builds the
-// keyspace. want is Options.Shards (0: whatever is stored, DefaultShards in a new keyspace); a stored
-// count that differs from a set want is refused with ErrInvalidOptions.
-func loadKeyspace(ctx context.Context, rdb redis.UniversalClient, prefix string, want int) (keyspace, error) {
+// layout is a keyspace's shard count and tags, shared by every copy of the keyspace. A layout from
+// newLazyKeyspace is empty until load reads it; shards and tags are read only after load (or of a
+// layout built whole, newKeyspaceOf).
+type layout struct {
+	shards int      // the number of event shards, fixed per prefix once used
+	tags   []string // the shards' hash tags, built once
+
+	want   int // Options.Shards: 0 for whatever is stored
+	loaded atomic.Bool
+	mu     sync.Mutex // held by the load in progress
+}
+
+// newLazyKeyspace is the keyspace of prefix, its layout read by the first load. want is
+// Options.Shards (0: whatever is stored, DefaultShards in a new keyspace).
+func newLazyKeyspace(prefix string, want int) keyspace {
+	return keyspace{prefix: prefix, layout: &layout{want: want}}
+}
+
+// load reads the keyspace's shard count on rdb (storing it on first use) unless it has been read: one
+// round trip per Dispatcher, by the first call that needs it, with that call's context. A failed read
+// is tried again by the next call. A stored count that differs from a set Options.Shards is refused
+// with ErrInvalidOptions.
+func (k keyspace) load(ctx context.Context, rdb redis.UniversalClient) error {
+	if k.loaded.Load() {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.loaded.Load() {
+		return nil
+	}
+	shards, legacy, err := readLayout(ctx, rdb, k.prefix, k.want)
+	if err != nil {
+		return err
+	}
+	k.shards = shards
+	if legacy {
+		k.tags = legacyTags(k.prefix)
+	} else {
+		k.tags = slotTags(k.prefix, shards)
+	}
+	k.loaded.Store(true)
+	return nil
+}
+
+// readLayout reads the shard count stored for prefix, storing it on first use: want, or DefaultShards
+// when want is 0; a stored count that differs from a set want is refused with ErrInvalidOptions.
+func readLayout(ctx context.Context, rdb redis.UniversalClient, prefix string, want int) (shards int, legacy bool, err error) {
 	base := keyspace{prefix: prefix}
 	old := false
 	pipe := rdb.Pipeline()
@@ -160,7 +203,7 @@ func loadKeyspace(ctx context.Context, rdb redis.UniversalClient, prefix string,
 		exists[s] = pipe.Exists(ctx, tag+":ready")
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return base, fmt.Errorf("webhooks: read the keyspace's shard count: %w", err)
+		return 0, false, fmt.Errorf("webhooks: read the keyspace's shard count: %w", err)
 	}
 	for _, c := range exists {
 		old = old || c.Val() > 0
@@ -175,28 +218,28 @@ func loadKeyspace(ctx context.Context, rdb redis.UniversalClient, prefix string,
 	}
 	v, err := layoutScript.Run(ctx, rdb, []string{base.shardsKey(), base.webhooksKey()}, fresh, oldArg).Text()
 	if err != nil {
-		return base, fmt.Errorf("webhooks: read the keyspace's shard count: %w", err)
+		return 0, false, fmt.Errorf("webhooks: read the keyspace's shard count: %w", err)
 	}
-	shards, legacy, err := parseLayout(v)
-	if err != nil {
-		return base, err
+	if shards, legacy, err = parseLayout(v); err != nil {
+		return 0, false, err
 	}
 	if want != 0 && want != shards {
-		return base, fmt.Errorf("%w: Shards is %d but KeyPrefix %q holds %d shards (fixed once used)", ErrInvalidOptions, want, prefix, shards)
+		return 0, false, fmt.Errorf("%w: Shards is %d but KeyPrefix %q holds %d shards (fixed once used)", ErrInvalidOptions, want, prefix, shards)
 	}
-	return newKeyspaceOf(prefix, shards, legacy), nil
+	return shards, legacy, nil
 }
 
 // newKeyspaceOf builds the keyspace of prefix with shards shards, tags chosen by slot, or the old
 // tags when legacy.
 func newKeyspaceOf(prefix string, shards int, legacy bool) keyspace {
-	k := keyspace{prefix: prefix, shards: shards}
+	l := &layout{shards: shards}
 	if legacy {
-		k.tags = legacyTags(prefix)
+		l.tags = legacyTags(prefix)
 	} else {
-		k.tags = slotTags(prefix, shards)
+		l.tags = slotTags(prefix, shards)
 	}
-	return k
+	l.loaded.Store(true)
+	return keyspace{prefix: prefix, layout: l}
 }
 
 // shardsKey holds the keyspace's shard count.

@@ -111,8 +111,9 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	client.AddHook(rec)
 	clock := newTestClock()
 	d := newTestDispatcherOn(t, client, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
-	_, err := New(client, Options{KeyPrefix: tr.prefix}) // the layout script, on the recorded client
+	fresh, err := New(client, Options{KeyPrefix: tr.prefix})
 	require.NoError(t, err)
+	require.NoError(t, fresh.keys.load(ctx, client)) // the layout script, on the recorded client
 	d.now = clock.Now
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)

@@ -132,6 +132,9 @@ return n
 // all. A lease taken by a replica whose Options.Timeout is longer than this Dispatcher's may end
 // beyond the window it inspects, and then counts as scheduled.
 func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
+	if err := d.keys.load(ctx, d.rdb); err != nil {
+		return nil, err
+	}
 	now := d.now()
 	st := &Stats{At: now, Shards: make([]ShardStats, d.keys.shards)}
 	heads, err := d.statsReady(ctx, now, st)

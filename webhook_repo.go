@@ -369,6 +369,11 @@ func (r *WebhookRepo) load(ctx context.Context, id string) (*storedWebhook, stri
 
 // saveRaw writes next (nil deletes) in place of old, whose stored JSON was raw.
 func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook, raw string, next *storedWebhook) error {
+	// The shard count is stored before a keyspace's first webhook, lest the keyspace look written
+	// before counts were stored (shards.go).
+	if err := r.keys.load(ctx, r.rdb); err != nil {
+		return fmt.Errorf("webhooks: save webhook %s: %w", id, err)
+	}
 	keys := []string{r.keys.webhooksKey()}
 	if old != nil {
 		keys = append(keys, r.indexKeys(old)...)

@@ -169,6 +169,9 @@ func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []leasedDeliv
 
 // leaseDueScan is leaseDue reading every shard's schedule (full) or an idle poll's few (scanReady).
 func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, full bool) (jobs []leasedDelivery, next time.Time, more bool, err error) {
+	if err := d.keys.load(ctx, d.rdb); err != nil {
+		return nil, time.Time{}, false, err
+	}
 	now := d.now()
 	due, next, err := d.scanReady(ctx, now, free+16, full)
 	if err != nil || len(due) == 0 {
