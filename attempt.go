@@ -199,13 +199,16 @@ func jitter(d time.Duration) time.Duration {
 var outcomeScript = redis.NewScript(luaUnorderedOutcome + outcomeBody)
 
 // luaUnorderedOutcome defines outcomeBody's hooks for outcomes of unordered deliveries only:
-// outcomeCount() is n, and final(i, status) does nothing (orderedOutcomeScript's advance a sequence).
+// outcomeCount() is n, final(i, status) does nothing and finish(reply) returns reply
+// (orderedOutcomeScript's advance a sequence and count the deliveries they queue).
 const luaUnorderedOutcome = `
 local function outcomeCount() return (#KEYS - 2) / 3 end
 local function final(i, status) end
+local function finish(reply) return reply end
 `
 
-// outcomeBody is outcomeScript's body, with two hooks: outcomeCount() and final(i, status), called
+// outcomeBody is outcomeScript's body, with three hooks: outcomeCount(), finish(reply), which makes
+// the reply, and final(i, status), called
 // when outcome i leaves its delivery final, before its webhook is retimed.
 var outcomeBody = luaLeaseOf + luaExtend + luaRetime + luaCountHour + `
 local n, retention = outcomeCount(), tonumber(ARGV[2])
@@ -243,7 +246,7 @@ for i = 1, n do
   end
 end
 if healthWritten then extend(KEYS[2], retention, math.floor(retention / 64)) end
-return reply
+return finish(reply)
 `
 
 // outcomeScript's first reply per outcome.
@@ -283,9 +286,9 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	if len(idx) == 0 {
 		return errs
 	}
-	script := outcomeScript
+	script, extra := outcomeScript, 0
 	if seqKeys, seqArgs := d.orderedOutcomes(shard, recs, idx); seqKeys != nil {
-		script, keys, values = orderedOutcomeScript, append(keys, seqKeys...), append(values, seqArgs...)
+		script, keys, values, extra = orderedOutcomeScript, append(keys, seqKeys...), append(values, seqArgs...), 1
 	}
 	// The attempt is over whatever the caller's context says now: record it, retrying a write that
 	// failed in transport while the lease lasts (the script is idempotent by token; failover.go).
@@ -305,7 +308,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		}
 		return err
 	})
-	if err == nil && len(reply) != 2*len(idx) {
+	if err == nil && len(reply) != 2*len(idx)+extra {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))
 	}
 	for j, i := range idx {
@@ -319,7 +322,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 			d.afterOutcome(ctx, recs[i], outcomes[i], msTime(reply[2*j+1]))
 		}
 	}
-	if script == orderedOutcomeScript && err == nil {
+	if extra == 1 && err == nil && reply[len(reply)-1] > 0 {
 		d.poke() // a final head queued its key's next delivery: send it at once
 	}
 	return errs

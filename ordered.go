@@ -23,15 +23,17 @@ package webhooks
 //
 // The duplicate check: the delivery id of an ordered pair carries the key's shard (orderedDeliveryID),
 // so a re-dispatch with the same key finds the same records and is a duplicate. A re-dispatch
-// with another key would find none, so the event id is first reserved for its key: one pipelined
-// round trip before the claim (ordered events only) writes the marker SET NX in the id's shard and
-// reads each target's list head. A marker holding another key, or the body of an unordered
+// with another key would find none, so the event id is first reserved for its key: one script
+// before the claim (ordered events only; batched with concurrent calls' scripts like the claim)
+// writes the marker in the id's shard. A marker holding another key, or the body of an unordered
 // dispatch of the id, refuses the call (ErrOrderKeyConflict); the unordered claim script refuses an
 // id whose body key holds a marker. A crash between marker and claim strands nothing: the marker
 // only keeps the id for its key until Retention.
 //
-// A head whose record is gone (it expired, blocked and never redelivered) would block its key
-// for ever; the next claim on the key, having read the head, drops it and queues the one after.
+// Every live head is in its webhook's queue: due, leased, retrying, or (failed, holding its key
+// under BlockKeyOnFailure) at the end of its record's life. A head that is in no queue was dropped
+// by the lease script (its record expired) or as undecodable: the next claim on its key, or a
+// Redeliver on it, pops it and queues the one after, so a lost head never blocks its key for good.
 
 import (
 	"context"
@@ -84,13 +86,14 @@ func blockedMember(webhookID, orderKey string) string { return webhookID + ":" +
 
 // luaPromote is promote(seq, queue, blocked, member, now): pops the head of a sequence, queues the
 // next one due at now, and takes the sequence off the blocked zset when nothing waits behind its new
-// head. The caller retimes the webhook's ready entry.
+// head; it returns whether it queued one. The caller retimes the webhook's ready entry.
 const luaPromote = `
 local function promote(seq, queue, blocked, member, now)
   redis.call('LPOP', seq)
   local nxt = redis.call('LINDEX', seq, 0)
   if nxt then redis.call('ZADD', queue, now, nxt) end
   if redis.call('LLEN', seq) < 2 then redis.call('ZREM', blocked, member) end
+  return nxt ~= false
 end
 `
 
@@ -98,29 +101,29 @@ end
 // and per created pair its sequence: the pair is appended to its (webhook, key)'s list; the head is
 // created as Go planned it (leased for an inline attempt, or queued), any other pair is created
 // waiting (its second record: not leased, no next attempt) and is not queued, and its list joins
-// the blocked zset. Before appending, a head Go read whose record is gone is dropped (promote). A
-// pair whose record is either of the two this call would create was created by this very call,
-// whose reply was lost: it is reported as created (or waiting) again.
+// the blocked zset. Before appending, a head that is in no queue (lost, see the file comment) is
+// popped and the one after it queued (promote). A pair whose record is either of the two this call
+// would create was created by this very call, whose reply was lost: it is reported as created (or
+// waiting) again.
 //
 // KEYS[1] -> {P:k}:oevt:<event_id>
 // KEYS[2] -> {P:k}:ready
 // KEYS[3] -> {P:k}:blocked
-// KEYS[5i-1] .. KEYS[5i+3] (i = 1..n) -> target i's delivery key, index key, queue key, sequence key,
-// and the record key of the head Go read (the sequence key when it read none)
+// KEYS[4i] .. KEYS[4i+3] (i = 1..n) -> target i's delivery key, index key, queue key, sequence key
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms)
 // ARGV[3] -> request body
-// ARGV[8i-4] .. ARGV[8i+3] (i = 1..n) -> target i's delivery id, hash, record as head, due (ms),
-// webhook id, record as waiting, the head Go read ("" for none), blocked zset member
+// ARGV[7i-3] .. ARGV[7i+3] (i = 1..n) -> target i's delivery id, hash, record as head, due (ms),
+// webhook id, record as waiting, blocked zset member
 // returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated (the head),
 // claimWaiting, or the existing record
 var orderedClaimScript = redis.NewScript(indexFunction + luaPromote + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-local n = (#KEYS - 3) / 5
+local n = (#KEYS - 3) / 4
 local reply, created = {false}, {}
 local fresh = 0
 for i = 1, n do
-  local rec, a = redis.call('GET', KEYS[5 * i - 1]), 8 * i - 4
+  local rec, a = redis.call('GET', KEYS[4 * i]), 7 * i - 3
   if not rec then
     created[i], fresh = true, fresh + 1
   elseif rec == ARGV[a + 2] then
@@ -134,12 +137,12 @@ end
 local appended = {}
 for i = 1, n do
   if created[i] then
-    local ok, id = pcall(index, KEYS[5 * i], now, retention, ARGV[8 * i - 3], now + retention)
+    local ok, id = pcall(index, KEYS[4 * i + 1], now, retention, ARGV[7 * i - 2], now + retention)
     if not ok then
       for _, e in ipairs(appended) do redis.call('XDEL', e[1], e[2]) end
       error(id)
     end
-    appended[#appended + 1] = {KEYS[5 * i], id}
+    appended[#appended + 1] = {KEYS[4 * i + 1], id}
   end
 end
 if fresh > 0 then
@@ -150,15 +153,14 @@ if fresh > 0 then
   else
     redis.call('SET', KEYS[1], ARGV[3], 'PX', retention)
   end
+  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
 for i = 1, n do
   if created[i] then
-    local k, a = 5 * i - 1, 8 * i - 4
-    local id, seq, queue, wid, member = ARGV[a], KEYS[k + 3], KEYS[k + 2], ARGV[a + 4], ARGV[a + 7]
-    local seen = ARGV[a + 6]
-    if seen ~= '' and redis.call('LINDEX', seq, 0) == seen and redis.call('EXISTS', KEYS[k + 4]) == 0 then
-      redis.call('ZREM', queue, seen)
+    local k, a = 4 * i, 7 * i - 3
+    local id, queue, seq, wid, member = ARGV[a], KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 6]
+    local head = redis.call('LINDEX', seq, 0)
+    if head and not redis.call('ZSCORE', queue, head) then
       promote(seq, queue, KEYS[3], member, now)
       redis.call('ZADD', KEYS[2], 'LT', now, wid)
     end
@@ -179,6 +181,26 @@ end
 return reply
 `)
 
+// reserveOrderScript reserves an event id for its order key: it writes the marker in the id's own
+// shard when the id's body key is empty, and extends a marker of the same key (new targets of the
+// event are claimed after it).
+//
+// KEYS[1] -> {P:s}:evt:<event_id>
+// ARGV[1] -> the marker ("\x00" + order key)
+// ARGV[2] -> its TTL (ms): Retention + markerSlack
+// returns 1 when the id is the key's, else what the body key holds (another key's marker, or the
+// body of an unordered dispatch)
+var reserveOrderScript = redis.NewScript(luaExtend + `
+local v = redis.call('GET', KEYS[1])
+if not v then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+if v ~= ARGV[1] then return v end
+extend(KEYS[1], tonumber(ARGV[2]), 0)
+return 1
+`)
+
 // waitingRecord is rec as created behind its key's head: pending, not leased, no next attempt.
 func waitingRecord(rec *record) *record {
 	w := *rec
@@ -186,34 +208,20 @@ func waitingRecord(rec *record) *record {
 	return &w
 }
 
-// reserveOrder reserves an ordered event's id for its key (the marker, in the id's shard) and reads
-// the head of each target's sequence, in one round trip. It returns the heads ("" for an empty
-// sequence or one whose head is not a delivery of the shard), or an error wrapping
+// reserveOrder reserves an ordered event's id for its key (reserveOrderScript): an error wraps
 // ErrOrderKeyConflict when the id was dispatched with another key or none.
-func (d *Dispatcher) reserveOrder(ctx context.Context, shard int, scoped, orderKey string, recs []*record) ([]string, error) {
+func (d *Dispatcher) reserveOrder(ctx context.Context, scoped, orderKey string) error {
 	marker := d.keys.eventKey(d.keys.shardOf(scoped), scoped)
 	ttl := (d.opts.Retention + markerSlack).Milliseconds()
-	pipe := d.rdb.Pipeline()
-	set := pipe.Do(ctx, "SET", marker, orderMarker+orderKey, "PX", ttl, "NX", "GET")
-	pipe.Do(ctx, "PEXPIRE", marker, ttl, "GT")
-	heads := make([]*redis.StringCmd, len(recs))
-	for i, r := range recs {
-		heads[i] = pipe.LIndex(ctx, d.keys.seqKey(shard, r.WebhookID, orderKey), 0)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+	reply, err := d.scripts.run(ctx, reserveOrderScript, []string{marker}, orderMarker+orderKey, ttl).Result()
+	if err != nil {
 		d.reloadOnTransport(err)
-		return nil, err
+		return err
 	}
-	if old, err := set.Text(); err == nil && old != orderMarker+orderKey {
-		return nil, fmt.Errorf("%w: %s", ErrOrderKeyConflict, describeMarker(old))
+	if held, ok := reply.(string); ok {
+		return fmt.Errorf("%w: %s", ErrOrderKeyConflict, describeMarker(held))
 	}
-	out := make([]string, len(recs))
-	for i, h := range heads {
-		if s, err := d.keys.shardOfDelivery(h.Val()); err == nil && s == shard {
-			out[i] = h.Val()
-		}
-	}
-	return out, nil
+	return nil
 }
 
 // markerSlack keeps an ordered event's marker a little longer than its records, which are created
@@ -231,26 +239,20 @@ func describeMarker(v string) string {
 // claimOrdered claims the pairs of an ordered event (reserveOrder, then orderedClaimScript). A pair
 // created behind its key's head has its record switched, in memory, to the waiting one.
 func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderKey string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
-	seen, err := d.reserveOrder(ctx, shard, scoped, orderKey, recs)
-	if err != nil {
+	if err := d.reserveOrder(ctx, scoped, orderKey); err != nil {
 		return nil, fmt.Errorf("webhooks: claim event %s: %w", scoped, err)
 	}
-	keys := make([]string, 3, 3+5*len(recs))
+	keys := make([]string, 3, 3+4*len(recs))
 	keys[0], keys[1], keys[2] = d.keys.orderedEventKey(shard, scoped), d.keys.readyKey(shard), d.keys.blockedKey(shard)
-	args := make([]any, 3, 3+8*len(recs))
+	args := make([]any, 3, 3+7*len(recs))
 	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), body
 	waiting := make([]*record, len(recs))
 	for i, r := range recs {
-		seq := d.keys.seqKey(shard, r.WebhookID, orderKey)
-		headKey := seq
-		if seen[i] != "" {
-			headKey = d.keys.deliveryKey(shard, seen[i])
-		}
 		waiting[i] = waitingRecord(r)
 		keys = append(keys, d.keys.deliveryKey(shard, r.ID), d.keys.indexKey(shard, r.WebhookID),
-			d.keys.queueKey(shard, r.WebhookID), seq, headKey)
+			d.keys.queueKey(shard, r.WebhookID), d.keys.seqKey(shard, r.WebhookID, orderKey))
 		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID,
-			waiting[i].encode(), seen[i], blockedMember(r.WebhookID, orderKey))
+			waiting[i].encode(), blockedMember(r.WebhookID, orderKey))
 	}
 	reply, err := d.runClaim(ctx, orderedClaimScript, scoped, len(recs), keys, args)
 	for i := range recs {

@@ -18,7 +18,9 @@ const (
 // orderedOutcomeScript is outcomeScript for a call with outcomes of ordered deliveries: when a head's
 // outcome is final and its mode lets the key go on, it pops the head off its sequence and queues
 // the next one, due at once (promote), in the same step and before the webhook is retimed. A head
-// that failed with mode orderOnSuccess stays the head: its key waits until Redeliver resets it.
+// that failed with mode orderOnSuccess stays the head, and stays in its queue at now + retention
+// (after its record's expiry, when the lease script drops it: the queue holds every live head, see
+// orderedClaimScript): its key waits until Redeliver resets it.
 //
 // KEYS[1] .. KEYS[2+3n] -> as outcomeScript's
 // KEYS[2+3n+i] (i = 1..n) -> outcome i's sequence key (its queue key for an unordered delivery: not read)
@@ -26,17 +28,25 @@ const (
 // ARGV[1] .. ARGV[2+7n] -> as outcomeScript's
 // ARGV[2+7n+i] -> outcome i's mode: orderNone, orderOnSuccess or orderOnFinal
 // ARGV[2+8n+i] -> outcome i's blocked zset member
-// returns as outcomeScript
+// returns outcomeScript's reply, then how many deliveries it queued (promoted)
 var orderedOutcomeScript = redis.NewScript(luaPromote + `
+local promoted = 0
 local function outcomeCount() return (#KEYS - 3) / 4 end
 local function final(i, status)
   local n = outcomeCount()
-  local mode, id = ARGV[2 + 7 * n + i], ARGV[3 + 6 * (i - 1)]
-  if mode == '` + orderNone + `' or status ~= 'success' and mode ~= '` + orderOnFinal + `' then return end
-  local seq = KEYS[2 + 3 * n + i]
-  if redis.call('LINDEX', seq, 0) == id then
-    promote(seq, KEYS[3 * i + 1], KEYS[3 + 4 * n], ARGV[2 + 8 * n + i], tonumber(ARGV[1]))
+  local mode, id, seq = ARGV[2 + 7 * n + i], ARGV[3 + 6 * (i - 1)], KEYS[2 + 3 * n + i]
+  if mode == '` + orderNone + `' or redis.call('LINDEX', seq, 0) ~= id then return end
+  if status ~= 'success' and mode ~= '` + orderOnFinal + `' then
+    redis.call('ZADD', KEYS[3 * i + 1], tonumber(ARGV[1]) + tonumber(ARGV[2]), id)
+    return
   end
+  if promote(seq, KEYS[3 * i + 1], KEYS[3 + 4 * n], ARGV[2 + 8 * n + i], tonumber(ARGV[1])) then
+    promoted = promoted + 1
+  end
+end
+local function finish(reply)
+  reply[#reply + 1] = promoted
+  return reply
 end
 ` + outcomeBody)
 
@@ -72,7 +82,7 @@ func (d *Dispatcher) orderedOutcomes(shard int, recs []*record, idx []int) ([]st
 // end of its key's sequence (it stays where it is when it is still the head: a key blocked by its
 // failure, BlockKeyOnFailure). Only as the head is it leased and queued for the attempt Redeliver
 // makes; behind others it is reset waiting (not leased, not queued), and its sequence joins the
-// blocked zset.
+// blocked zset. A lost head found first is popped, as the claim does.
 //
 // KEYS[1] .. KEYS[5] -> as redeliverScript's (KEYS[3]: {P:s}:oevt:<event_id>)
 // KEYS[6] -> {P:s}:seq:<webhook_id>:<order_key>
@@ -81,7 +91,7 @@ func (d *Dispatcher) orderedOutcomes(shard int, recs []*record, idx []int) ([]st
 // ARGV[11] -> the reset record as waiting
 // ARGV[12] -> the sequence's blocked zset member
 // returns as redeliverScript, or {redeliverWaiting, false, record} when reset behind its key's head
-var orderedRedeliverScript = redis.NewScript(indexFunction + luaLeaseOf + `
+var orderedRedeliverScript = redis.NewScript(indexFunction + luaLeaseOf + luaPromote + `
 local rec = redis.call('GET', KEYS[1])
 if not rec then return {} end
 if leaseOf(KEYS[1], ARGV[5]) == ` + luaHeld + ` then
@@ -92,7 +102,13 @@ if rec ~= ARGV[6] then return {` + strconv.Itoa(redeliverUnchanged) + `, false, 
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 index(KEYS[4], now, retention, ARGV[8], ARGV[9])
 extend(KEYS[3], retention, 0)
-local head = redis.call('LINDEX', KEYS[6], 0) == ARGV[4] or redis.call('RPUSH', KEYS[6], ARGV[4]) == 1
+local first = redis.call('LINDEX', KEYS[6], 0)
+if first and first ~= ARGV[4] and not redis.call('ZSCORE', KEYS[5], first) then
+  promote(KEYS[6], KEYS[5], KEYS[7], ARGV[12], now) -- a lost head (orderedClaimScript)
+  redis.call('ZADD', KEYS[2], 'LT', now, ARGV[10])
+  first = redis.call('LINDEX', KEYS[6], 0)
+end
+local head = first == ARGV[4] or redis.call('RPUSH', KEYS[6], ARGV[4]) == 1
 extend(KEYS[6], retention, math.floor(retention / 64))
 if not head then
   redis.call('SET', KEYS[1], ARGV[11], 'PX', retention)

@@ -202,3 +202,36 @@ func TestOrderKeyOfAnEventID(t *testing.T) {
 	_, err = d.Dispatch(ctx, orderedEvent("evt_x", string([]byte{'a', 0})))
 	require.ErrorIs(t, err, ErrInvalidEvent)
 }
+
+// TestOrderedLostHeadDoesNotBlockItsKey: a head whose record is gone (expired; the lease script drops
+// its queue entry) is popped by the next claim on its key, and the deliveries behind it go on.
+func TestOrderedLostHeadDoesNotBlockItsKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "order.test")
+	for _, id := range []string{"evt_l1", "evt_l2"} {
+		_, err := d.Enqueue(ctx, orderedEvent(id, "l"))
+		require.NoError(t, err)
+	}
+	head := findDelivery(t, d, wh.ID, "evt_l1")
+	shard, err := d.keys.shardOfDelivery(head.ID)
+	require.NoError(t, err)
+	require.NoError(t, tr.rdb.Del(ctx, d.keys.deliveryKey(shard, head.ID)).Err()) // as if it expired
+	n, err := d.ProcessDue(ctx)                                                   // the lease script drops it
+	require.NoError(t, err)
+	require.Zero(t, n)
+	n, err = d.ProcessDue(ctx)
+	require.NoError(t, err)
+	require.Zero(t, n, "evt_l2 waits behind the lost head until a claim on its key")
+
+	_, err = d.Enqueue(ctx, orderedEvent("evt_l3", "l"))
+	require.NoError(t, err)
+	for range 3 {
+		_, err = d.ProcessDue(ctx)
+		require.NoError(t, err)
+	}
+	require.Equal(t, []string{"evt_l2", "evt_l3"}, eventOrder(t, rc))
+}

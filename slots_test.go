@@ -187,6 +187,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
 		"circuitSuccess": recordSuccessScript, // Delete forgets the circuit through it
 		"orderedClaim":   orderedClaimScript, "orderedOutcome": orderedOutcomeScript, "orderedRedeliver": orderedRedeliverScript,
+		"reserveOrder": reserveOrderScript,
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
