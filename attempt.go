@@ -181,71 +181,57 @@ func jitter(d time.Duration) time.Duration {
 // same call run again (a client retrying a request whose reply was lost) reports it recorded instead
 // of lost, and writes nothing twice. A pending delivery is queued again at its next attempt, a final
 // one leaves its queue, and the webhook's entry in the shard's ready zset follows its queue (retime).
-// It also keeps the shard's view of each webhook's health: the time of its last success, and the
-// start of its current run of failures, and each webhook's attempts per hour by outcome (stats.go,
-// hourlyStats). Every lease is checked before the first write.
+// It also counts each webhook's attempts per hour by outcome (stats.go, hourlyStats). Every lease is
+// checked before the first write. (The circuits count the attempts beside it: countScript.)
 //
 // KEYS[1] -> {P:s}:ready
-// KEYS[2] -> {P:s}:health
-// KEYS[3i], KEYS[3i+1], KEYS[3i+2] (i = 1..n) -> outcome i's delivery key, queue key, hourly stats key
+// KEYS[3i-1], KEYS[3i], KEYS[3i+1] (i = 1..n) -> outcome i's delivery key, queue key, hourly stats key
 // ARGV[1] -> now (ms)
-// ARGV[2] -> retention (ms): the health hash lives at least that long after its last write (up to 1/64
-// more, so most writes leave its TTL as it is)
-// ARGV[3+6(i-1)] .. ARGV[8+6(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
-// pending only), webhook id, 1 if an attempt was made (else 0); ARGV[2+6n+i] -> outcome i's new record
-// returns per outcome two integers: outcomeRecorded (now or by an earlier run of the same call) or
-// outcomeLeaseLost (nothing written), and the start (ms) of the webhook's run of failures in this
-// shard (0 if none)
+// ARGV[2+6(i-1)] .. ARGV[7+6(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
+// pending only), webhook id, 1 if an attempt was made (else 0); ARGV[1+6n+i] -> outcome i's new record
+// returns per outcome outcomeRecorded (now or by an earlier run of the same call) or outcomeLeaseLost
+// (nothing written)
 var outcomeScript = redis.NewScript(luaUnorderedOutcome + outcomeBody)
 
 // luaUnorderedOutcome defines outcomeBody's hooks for outcomes of unordered deliveries only:
 // outcomeCount() is n, final(i, status) does nothing and finish(reply) returns reply
 // (orderedOutcomeScript's advance a sequence and count the deliveries they queue).
 const luaUnorderedOutcome = `
-local function outcomeCount() return (#KEYS - 2) / 3 end
+local function outcomeCount() return (#KEYS - 1) / 3 end
 local function final(i, status) end
 local function finish(reply) return reply end
 `
 
 // outcomeBody is outcomeScript's body, with three hooks: outcomeCount(), finish(reply), which makes
-// the reply, and final(i, status), called
-// when outcome i leaves its delivery final, before its webhook is retimed.
-var outcomeBody = luaLeaseOf + luaExtend + luaRetime + luaCountHour + `
-local n, retention = outcomeCount(), tonumber(ARGV[2])
+// the reply, and final(i, status), called when outcome i leaves its delivery final, before its
+// webhook is retimed.
+var outcomeBody = luaLeaseOf + luaRetime + luaCountHour + `
+local n = outcomeCount()
 local held = {}
 for i = 1, n do
-  held[i] = leaseOf(KEYS[3 * i], ARGV[4 + 6 * (i - 1)])
+  held[i] = leaseOf(KEYS[3 * i - 1], ARGV[3 + 6 * (i - 1)])
 end
-local reply, healthWritten = {}, false
+local reply = {}
 for i = 1, n do
-  reply[2 * i - 1], reply[2 * i] = ` + strconv.Itoa(outcomeLeaseLost) + `, 0
-  if held[i] == ` + luaSettled + ` then reply[2 * i - 1] = ` + strconv.Itoa(outcomeRecorded) + ` end
+  reply[i] = ` + strconv.Itoa(outcomeLeaseLost) + `
+  if held[i] == ` + luaSettled + ` then reply[i] = ` + strconv.Itoa(outcomeRecorded) + ` end
   if held[i] == ` + luaHeld + ` then
-    local a = 2 + 6 * (i - 1)
+    local a = 1 + 6 * (i - 1)
     local id, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
     if ARGV[a + 6] == '1' then
-      if status == 'success' then
-        redis.call('HSET', KEYS[2], wid .. ':ok', ARGV[1])
-        redis.call('HDEL', KEYS[2], wid .. ':fail')
-      else
-        redis.call('HSETNX', KEYS[2], wid .. ':fail', ARGV[1])
-        reply[2 * i] = tonumber(redis.call('HGET', KEYS[2], wid .. ':fail'))
-      end
-      healthWritten = true
-      countHour(KEYS[3 * i + 2], tonumber(ARGV[1]), status == 'success')
+      countHour(KEYS[3 * i + 1], tonumber(ARGV[1]), status == 'success')
     end
-    redis.call('SET', KEYS[3 * i], ARGV[2 + 6 * n + i], 'KEEPTTL')
+    redis.call('SET', KEYS[3 * i - 1], ARGV[1 + 6 * n + i], 'KEEPTTL')
     if status == 'pending' then
-      redis.call('ZADD', KEYS[3 * i + 1], next, id)
+      redis.call('ZADD', KEYS[3 * i], next, id)
     else
-      redis.call('ZREM', KEYS[3 * i + 1], id)
+      redis.call('ZREM', KEYS[3 * i], id)
       final(i, status)
     end
-    retime(KEYS[1], KEYS[3 * i + 1], wid)
-    reply[2 * i - 1] = ` + strconv.Itoa(outcomeRecorded) + `
+    retime(KEYS[1], KEYS[3 * i], wid)
+    reply[i] = ` + strconv.Itoa(outcomeRecorded) + `
   end
 end
-if healthWritten then extend(KEYS[2], retention, math.floor(retention / 64)) end
 return finish(reply)
 `
 
@@ -260,9 +246,9 @@ const (
 // when recorded. An outcome whose attempt the caller abandoned is left to its lease.
 func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outcomes []outcome) []error {
 	errs := make([]error, len(outcomes))
-	keys := []string{d.keys.readyKey(shard), d.keys.healthKey(shard)}
+	keys := []string{d.keys.readyKey(shard)}
 	now := d.now()
-	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds()}
+	args := []any{now.UnixMilli()}
 	values := make([]any, 0, len(outcomes))
 	idx := make([]int, 0, len(outcomes))
 	for i, o := range outcomes {
@@ -300,26 +286,28 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		}
 	}
 	var reply []int64
+	count := d.countOutcomes(now, outcomes, recs, idx)
+	defer d.afterCount(ctx, count)
 	err := d.retryWithinLease(ctx, leaseEnd, func(ctx context.Context) error {
-		w := d.writeAcked(ctx, script, keys, append(args, values...)...)
+		w := d.writeBesideCount(ctx, count, script, keys, append(args, values...)...)
 		var err error
 		if reply, err = w.Int64Slice(); err == nil && w.ackErr != nil {
 			d.log.Warn("webhooks: outcome recorded but not acknowledged by its replicas", "shard", shard, "error", w.ackErr)
 		}
 		return err
 	})
-	if err == nil && len(reply) != 2*len(idx)+extra {
+	if err == nil && len(reply) != len(idx)+extra {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))
 	}
 	for j, i := range idx {
 		switch {
 		case err != nil:
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s (%w): %w", outcomes[i].id, ErrDeferred, err)
-		case reply[2*j] != outcomeRecorded:
+		case reply[j] != outcomeRecorded:
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
 		default:
 			recs[i].apply(outcomes[i], now)
-			d.afterOutcome(ctx, recs[i], outcomes[i], msTime(reply[2*j+1]))
+			d.afterOutcome(ctx, recs[i], outcomes[i])
 		}
 	}
 	if extra == 1 && err == nil && reply[len(reply)-1] > 0 {

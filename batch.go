@@ -65,6 +65,46 @@ func (l *laneBatcher) run(ctx context.Context, script *redis.Script, keys []stri
 	return l.lanes[l.next.Add(1)%scriptLanes].run(ctx, script, keys, args...)
 }
 
+// scriptRun is one script call for runTogether.
+type scriptRun struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+// runTogether runs several scripts as run does, queued together on one lane so that they go out in
+// one pipeline (unless a batch is cut at maxScriptBatch between them). It returns their replies in order.
+func (l *laneBatcher) runTogether(ctx context.Context, runs ...scriptRun) []*redis.Cmd {
+	return l.lanes[l.next.Add(1)%scriptLanes].runTogether(ctx, runs)
+}
+
+// runTogether queues runs at once and waits for each reply, leading a batch whenever it is handed one.
+func (b *scriptBatcher) runTogether(ctx context.Context, runs []scriptRun) []*redis.Cmd {
+	calls := make([]*scriptCall, len(runs))
+	for i, r := range runs {
+		calls[i] = &scriptCall{ctx: ctx, script: r.script, keys: r.keys, args: r.args, wake: make(chan struct{})}
+	}
+	b.mu.Lock()
+	b.queue = append(b.queue, calls...)
+	lead := !b.sending
+	b.sending = true
+	b.mu.Unlock()
+	out := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		switch {
+		case i == 0 && lead:
+			b.lead(c)
+		case !b.wait(ctx, c):
+			c.cmd = redis.NewCmd(ctx)
+			c.cmd.SetErr(ctx.Err())
+		case !c.result:
+			b.lead(c)
+		}
+		out[i] = c.cmd
+	}
+	return out
+}
+
 // run runs script as script.Run would, batched with concurrent calls. The reply is read from the
 // returned *redis.Cmd.
 func (b *scriptBatcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {

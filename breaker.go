@@ -75,7 +75,7 @@ func circuitHealth(webhookID string, v any, now time.Time) Health {
 	return h
 }
 
-// circuitLua decodes (nil: missing or corrupt) and encodes as Go does; sets now and c, ARGV[1]'s circuit.
+// circuitLua decodes (nil: missing or corrupt) and encodes as Go does, and load reads a webhook's circuit.
 const circuitLua = `
 local function decode(v)
   local c = {string.match(v or '', '^(%d+):(%d+):(%d+):(%d+):(%d+):(.*)$')}
@@ -83,35 +83,62 @@ local function decode(v)
   return c
 end
 local function encode(c) return string.format('%d:%d:%d:%d:%d:', c[1], c[2], c[3], c[4], c[5]) .. c[6] end
-local now, c = tonumber(ARGV[2]), decode(redis.call('HGET', KEYS[1], ARGV[1]))
 `
 
-// The scripts reply {code, circuit}: the circuit after the call ("" if none; recordSuccessScript: before),
-// and recordFailureScript's opened (1 if it opened or reopened it), acquireProbeScript's probe code, or 0.
+// Outcomes as countScript takes them, and the events it reports.
 const (
-	replyCode, replyCircuit                            = 0, 1
+	countSuccess                                       = "s" // a 2xx: resets the count and closes the circuit
+	countFailure                                       = "f" // a timeout, connection error, 5xx or 429: counts towards BreakAfter
+	countRejected                                      = "r" // any other failed attempt (4xx, 3xx): in the run of failures, not in the count
+	eventNone, eventOpened, eventClosed                = 0, 1, 2
 	probeClosed, probeGranted, probeWaiting, probeHeld = 0, 1, 2, 3 // waiting: the open period has not ended
 )
 
-// recordFailureScript counts a failed attempt (a run of failures starts at now). A closed circuit opens
-// after breakAfter; an open one reopens for twice as long (up to MaxBreakFor) on its probe's failure only.
+// countScript applies attempts' outcomes to their webhooks' circuits, one after the other, in the order
+// Redis runs them: the consecutive count is exact across goroutines and replicas. A success deletes the
+// webhook's field (closing the circuit): on a closed circuit with no failures that is one HGET. A
+// failure adds one to the count and starts the run of failures (failing since now) if none is going;
+// a closed circuit opens when the count reaches breakAfter (never when it is 0: the breaker is off, the
+// run is still kept for DisableAfter); an open one reopens for twice as long (up to MaxBreakFor) on its
+// probe's failure only. A rejected attempt only starts the run of failures.
 //
 // KEYS[1] -> {P:registry}:circuits
-// ARGV[1], ARGV[2] -> webhook id, now (ms)
-// ARGV[3] -> probe token ("" for an attempt that was not the probe)
-// ARGV[4], ARGV[5], ARGV[6] -> breakAfter, breakFor (ms), MaxBreakFor (ms)
-// returns {opened, circuit}
-var recordFailureScript = redis.NewScript(circuitLua + `
-c = c or {0, 0, 0, 0, 0, ''}
-c[1], c[2] = c[1] + 1, c[2] == 0 and now or c[2]
-local probe = c[4] > 0 and ARGV[3] ~= '' and ARGV[3] == c[6]
-local opened = probe or (c[4] == 0 and c[1] >= tonumber(ARGV[4]))
-if opened then
-  c[4] = math.min(probe and 2 * c[4] or tonumber(ARGV[5]), tonumber(ARGV[6]))
-  c[3], c[5], c[6] = now + c[4], 0, ''
+// ARGV[1] -> now (ms)
+// ARGV[2], ARGV[3], ARGV[4] -> breakAfter (0: never open), breakFor (ms), MaxBreakFor (ms)
+// ARGV[5+3(i-1)], ARGV[6+3(i-1)], ARGV[7+3(i-1)] -> outcome i: webhook id, countSuccess, countFailure or
+// countRejected, probe token ("" for an attempt that was not the probe)
+// returns per outcome two items: eventOpened (it opened or reopened the circuit), eventClosed (it
+// closed an open circuit) or eventNone; and the circuit after it ("" if none)
+var countScript = redis.NewScript(circuitLua + `
+local now, breakAfter = tonumber(ARGV[1]), tonumber(ARGV[2])
+local reply = {}
+for a = 5, #ARGV, 3 do
+  local id, kind, token = ARGV[a], ARGV[a + 1], ARGV[a + 2]
+  local v = redis.call('HGET', KEYS[1], id)
+  local c, event, changed = decode(v), 0, false
+  if kind == 's' then
+    if v then
+      redis.call('HDEL', KEYS[1], id)
+      if c and c[4] > 0 then event = 2 end
+    end
+    c = nil
+  else
+    c = c or {0, 0, 0, 0, 0, ''}
+    if c[2] == 0 then c[2], changed = now, true end
+    if kind == 'f' then
+      c[1], changed = c[1] + 1, true
+      local probe = c[4] > 0 and token ~= '' and token == c[6]
+      if probe or (c[4] == 0 and breakAfter > 0 and c[1] >= breakAfter) then
+        c[4] = math.min(probe and 2 * c[4] or tonumber(ARGV[3]), tonumber(ARGV[4]))
+        c[3], c[5], c[6], event = now + c[4], 0, '', 1
+      end
+    end
+    if changed then redis.call('HSET', KEYS[1], id, encode(c)) end
+  end
+  reply[#reply + 1] = event
+  reply[#reply + 1] = c and encode(c) or ''
 end
-redis.call('HSET', KEYS[1], ARGV[1], encode(c))
-return {opened and 1 or 0, encode(c)}
+return reply
 `)
 
 // acquireProbeScript grants an open circuit's probe once its open period has ended, unless it is held.
@@ -119,9 +146,10 @@ return {opened and 1 or 0, encode(c)}
 // KEYS[1] -> {P:registry}:circuits
 // ARGV[1], ARGV[2] -> webhook id, now (ms)
 // ARGV[3], ARGV[4] -> probe token (an error when empty), hold (ms): how long the probe is the caller's
-// returns {probeGranted, probeClosed, probeWaiting or probeHeld, circuit}
+// returns {probeGranted, probeClosed, probeWaiting or probeHeld; the circuit after it ("" if none)}
 var acquireProbeScript = redis.NewScript(circuitLua + `
 if ARGV[3] == '' then return redis.error_reply('empty probe token') end
+local now, c = tonumber(ARGV[2]), decode(redis.call('HGET', KEYS[1], ARGV[1]))
 if not c or c[4] == 0 then return {0, c and encode(c) or ''} end
 if now < c[3] then return {2, encode(c)} end
 if c[5] > now then return {3, encode(c)} end
@@ -130,53 +158,88 @@ redis.call('HSET', KEYS[1], ARGV[1], encode(c))
 return {1, encode(c)}
 `)
 
-// recordSuccessScript closes a circuit: it deletes the webhook's field.
-//
-// KEYS[1] -> {P:registry}:circuits
-// ARGV[1] -> webhook id
-// returns {0, circuit before}
-var recordSuccessScript = redis.NewScript(`
-local v = redis.call('HGET', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[1], ARGV[1])
-return {0, v or ''}
-`)
-
 // circuitStore keeps the webhooks' circuit breakers in Redis (key circuitsKey), shared by all replicas.
 type circuitStore struct {
 	rdb redis.UniversalClient
 	key string
 }
 
-// run runs a script on webhook id and returns its code and the circuit at now.
-func (s *circuitStore) run(ctx context.Context, what string, script *redis.Script, id string, now time.Time, args ...any) (int64, Health, error) {
-	reply, err := script.Run(ctx, s.rdb, []string{s.key}, append([]any{id, now.UnixMilli()}, args...)...).Slice()
-	if err != nil || len(reply) != 2 {
-		return 0, Health{}, fmt.Errorf("webhooks: %s circuit of %s: %w", what, id, cmp.Or(err, fmt.Errorf("reply %v", reply)))
+// countedOutcome is one attempt's outcome as the circuit counts it.
+type countedOutcome struct {
+	webhookID string
+	kind      string // countSuccess, countFailure or countRejected
+	probe     string // the probe token, when the attempt was its circuit's probe
+}
+
+// circuitEvent is what countScript did to one outcome's circuit.
+type circuitEvent struct {
+	health         Health // the circuit after the outcome
+	opened, closed bool
+}
+
+// countArgs are countScript's keys and arguments for outcomes at now. breakAfter < 0: never open.
+func (s *circuitStore) countArgs(now time.Time, breakAfter int, breakFor time.Duration, outs []countedOutcome) ([]string, []any) {
+	args := make([]any, 4, 4+3*len(outs))
+	args[0], args[1], args[2], args[3] = now.UnixMilli(), max(breakAfter, 0), max(breakFor.Milliseconds(), 1), MaxBreakFor.Milliseconds()
+	for _, o := range outs {
+		args = append(args, o.webhookID, o.kind, o.probe)
 	}
-	code, _ := reply[replyCode].(int64)
-	return code, circuitHealth(id, reply[replyCircuit], now), nil
+	return []string{s.key}, args
+}
+
+// countReply reads countScript's reply for outs at now.
+func countReply(cmd *redis.Cmd, now time.Time, outs []countedOutcome) ([]circuitEvent, error) {
+	reply, err := cmd.Slice()
+	if err == nil && len(reply) != 2*len(outs) {
+		err = fmt.Errorf("reply %v", reply)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: count outcomes in circuits: %w", err)
+	}
+	events := make([]circuitEvent, len(outs))
+	for i, o := range outs {
+		code, _ := reply[2*i].(int64)
+		events[i] = circuitEvent{health: circuitHealth(o.webhookID, reply[2*i+1], now), opened: code == eventOpened,
+			closed: code == eventClosed}
+	}
+	return events, nil
+}
+
+// count applies outcomes to their circuits at now, in one script run of its own.
+func (s *circuitStore) count(ctx context.Context, now time.Time, breakAfter int, breakFor time.Duration, outs ...countedOutcome) ([]circuitEvent, error) {
+	keys, args := s.countArgs(now, breakAfter, breakFor, outs)
+	return countReply(countScript.Run(ctx, s.rdb, keys, args...), now, outs)
 }
 
 // recordFailure records a failed attempt on webhookID: probeToken is "" for a normal attempt, or the
 // token acquireProbe granted for the probe. opened is true when this call opened or reopened the circuit.
 func (s *circuitStore) recordFailure(ctx context.Context, webhookID string, now time.Time, probeToken string, breakAfter int, breakFor time.Duration) (h Health, opened bool, err error) {
-	code, h, err := s.run(ctx, "record failure in", recordFailureScript, webhookID, now, probeToken, max(breakAfter, 1),
-		max(breakFor.Milliseconds(), 1), MaxBreakFor.Milliseconds())
-	return h, code == 1, err
+	ev, err := s.count(ctx, now, max(breakAfter, 1), breakFor, countedOutcome{webhookID: webhookID, kind: countFailure, probe: probeToken})
+	if err != nil {
+		return Health{}, false, err
+	}
+	return ev[0].health, ev[0].opened, nil
 }
 
 // recordSuccess closes webhookID's circuit and resets its failures; wasOpen when it was open or probing.
 func (s *circuitStore) recordSuccess(ctx context.Context, webhookID string) (wasOpen bool, err error) {
-	_, h, err := s.run(ctx, "record success in", recordSuccessScript, webhookID, time.Time{})
-	return h.State != CircuitClosed, err
+	ev, err := s.count(ctx, time.Now(), 0, 0, countedOutcome{webhookID: webhookID, kind: countSuccess})
+	if err != nil {
+		return false, err
+	}
+	return ev[0].closed, nil
 }
 
 // acquireProbe asks for webhookID's probe under token (not empty). ok when the circuit is open, its
 // open period has ended and no probe is held (or the held one's holdFor has passed): the caller may send
 // one attempt, and report its outcome with this token (the probe's until another caller acquires one).
 func (s *circuitStore) acquireProbe(ctx context.Context, webhookID string, now time.Time, token string, holdFor time.Duration) (ok bool, h Health, err error) {
-	code, h, err := s.run(ctx, "acquire probe of", acquireProbeScript, webhookID, now, token, max(holdFor.Milliseconds(), 1))
-	return code == probeGranted, h, err
+	reply, err := acquireProbeScript.Run(ctx, s.rdb, []string{s.key}, webhookID, now.UnixMilli(), token, max(holdFor.Milliseconds(), 1)).Slice()
+	if err != nil || len(reply) != 2 {
+		return false, Health{}, fmt.Errorf("webhooks: acquire probe of circuit of %s: %w", webhookID, cmp.Or(err, fmt.Errorf("reply %v", reply)))
+	}
+	code, _ := reply[0].(int64)
+	return code == probeGranted, circuitHealth(webhookID, reply[1], now), nil
 }
 
 // read returns the circuits of webhookIDs at now in one HMGET; one not stored is closed, 0 failures.
@@ -196,8 +259,7 @@ func (s *circuitStore) read(ctx context.Context, now time.Time, webhookIDs ...st
 
 // forget deletes webhookID's circuit (for a webhook deleted while failing).
 func (s *circuitStore) forget(ctx context.Context, webhookID string) error {
-	_, _, err := s.run(ctx, "forget", recordSuccessScript, webhookID, time.Time{}) // HGET and HDEL
-	return err
+	return s.rdb.HDel(ctx, s.key, webhookID).Err()
 }
 
 // circuitCache keeps circuits in memory for circuitCacheTTL (each State as of its read or put; a read

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // The circuit breaker's part in delivery: what Dispatch, the worker and settle ask of the circuit
@@ -70,46 +72,110 @@ func breaksCircuit(o outcome) bool {
 	return o.attempted && (o.code == 0 || o.code >= 500 || o.code == http.StatusTooManyRequests)
 }
 
-// trackCircuit counts a recorded attempt in its webhook's circuit: a failure that opens it (or a
-// failed probe that reopens it) runs Hooks.CircuitOpened; a success that closes it runs
-// Hooks.CircuitClosed. A success writes to Redis only when the circuit this Dispatcher sees has
-// failures to forget, so healthy webhooks cost nothing here.
-func (d *Dispatcher) trackCircuit(ctx context.Context, rec *record, o outcome) {
-	if d.opts.BreakAfter < 0 || !o.attempted {
+// circuitCount is the circuit write of one settle: the attempted outcomes it records, counted by
+// countScript in the same pipeline as the outcome script (the circuits hash is in the registry's slot,
+// not the shard's, so it is a script of its own), so that counting costs a healthy webhook no round
+// trip of its own.
+type circuitCount struct {
+	now  time.Time
+	outs []countedOutcome
+	ends []attemptEnd
+	keys []string
+	args []any
+	cmd  *redis.Cmd // the last try's reply; nil before the first
+}
+
+// attemptEnd is what the in-flight cap learns from an attempt.
+type attemptEnd struct {
+	success bool
+	took    time.Duration
+}
+
+// countOutcomes is the circuit write for the outcomes settle records (those of idx), nil when none was
+// attempted. It is made with the breaker on or off: the circuit's run of failures is what disables a
+// webhook failing for DisableAfter (with the breaker off, the count never opens the circuit).
+func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*record, idx []int) *circuitCount {
+	cc := &circuitCount{now: now}
+	for _, i := range idx {
+		o := outcomes[i]
+		if !o.attempted {
+			continue
+		}
+		kind := countRejected
+		switch {
+		case o.status == StatusSuccess:
+			kind = countSuccess
+		case breaksCircuit(o):
+			kind = countFailure
+		}
+		cc.outs = append(cc.outs, countedOutcome{webhookID: recs[i].WebhookID, kind: kind, probe: o.probe})
+		cc.ends = append(cc.ends, attemptEnd{success: kind == countSuccess, took: o.attempt.Duration})
+	}
+	if len(cc.outs) == 0 {
+		return nil
+	}
+	cc.keys, cc.args = d.circuits.countArgs(now, d.opts.BreakAfter, d.opts.BreakFor, cc.outs)
+	return cc
+}
+
+// sent reports whether the count ran (or failed for a reason another try would not change).
+func (cc *circuitCount) sent() bool {
+	return cc == nil || (cc.cmd != nil && !retryable(cc.cmd.Err()))
+}
+
+// writeBesideCount runs an outcome write as writeAcked does and, until it has been sent, the circuit
+// count cc in the same pipeline. Under ReplicaAcks the outcome write has a pipeline of its own (with its
+// WAIT), and the count follows it.
+func (d *Dispatcher) writeBesideCount(ctx context.Context, cc *circuitCount, script *redis.Script, keys []string, args ...any) ackedWrite {
+	switch {
+	case cc.sent():
+		return d.writeAcked(ctx, script, keys, args...)
+	case d.opts.ReplicaAcks > 0:
+		w := d.writeAcked(ctx, script, keys, args...)
+		cc.cmd = d.scripts.run(ctx, countScript, cc.keys, cc.args...)
+		return w
+	}
+	cmds := d.scripts.runTogether(ctx, scriptRun{script, keys, args}, scriptRun{countScript, cc.keys, cc.args})
+	cc.cmd = cmds[1]
+	return ackedWrite{Cmd: cmds[0]}
+}
+
+// afterCount applies a circuit count's reply: it caches each circuit as the count left it, runs
+// Hooks.CircuitOpened for a failure that opened a circuit (or a failed probe that reopened it) and
+// Hooks.CircuitClosed for a success that closed one, and disables a webhook whose run of failures
+// began Options.DisableAfter ago. A count lost in transport is sent once more on its own.
+func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
+	if cc == nil {
 		return
 	}
-	now, id := d.now(), rec.WebhookID
-	switch {
-	case breaksCircuit(o):
-		h, opened, err := d.circuits.recordFailure(ctx, id, now, o.probe, d.opts.BreakAfter, d.opts.BreakFor)
-		if err != nil {
-			d.log.Warn("webhooks: count failed attempt in circuit", "webhook_id", id, "error", err)
-			return
-		}
-		d.circuitCache.put(h, now)
-		d.disableIfFailingTooLong(ctx, id, h)
-		if opened {
-			d.log.Warn("webhooks: circuit opened", "webhook_id", id, "failures", h.ConsecutiveFailures,
-				"open_until", h.OpenUntil)
+	for i, o := range cc.outs {
+		d.flights.observe(o.webhookID, cc.ends[i].success, cc.ends[i].took, cc.now)
+	}
+	if !cc.sent() || cc.cmd == nil {
+		cc.cmd = d.scripts.run(ctx, countScript, cc.keys, cc.args...)
+	}
+	events, err := countReply(cc.cmd, cc.now, cc.outs)
+	if err != nil {
+		d.log.Warn("webhooks: count attempts in circuits", "error", err)
+		return
+	}
+	for i, ev := range events {
+		id, h := cc.outs[i].webhookID, ev.health
+		d.circuitCache.put(h, cc.now)
+		switch {
+		case ev.opened:
+			d.log.Warn("webhooks: circuit opened", "webhook_id", id, "failures", h.ConsecutiveFailures, "open_until", h.OpenUntil)
 			if f := d.opts.Hooks.CircuitOpened; f != nil {
 				d.runHook("CircuitOpened", func() { f(id, h.OpenUntil) })
 			}
-		}
-	case o.status == StatusSuccess:
-		if h := d.circuit(ctx, id); h.State == CircuitClosed && h.ConsecutiveFailures == 0 && o.probe == "" {
-			return
-		}
-		wasOpen, err := d.circuits.recordSuccess(ctx, id)
-		if err != nil {
-			d.log.Warn("webhooks: close circuit", "webhook_id", id, "error", err)
-			return
-		}
-		d.circuitCache.put(Health{WebhookID: id, State: CircuitClosed}, now)
-		if wasOpen {
+		case ev.closed:
 			d.log.Info("webhooks: circuit closed", "webhook_id", id)
 			if f := d.opts.Hooks.CircuitClosed; f != nil {
 				d.runHook("CircuitClosed", func() { f(id) })
 			}
+		}
+		if cc.outs[i].kind != countSuccess {
+			d.disableIfFailingTooLong(ctx, id, h)
 		}
 	}
 }
@@ -151,14 +217,4 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// disableIfFailingTooLong disables a webhook whose run of consecutive failed attempts, as the circuit
-// counts it across every replica, began Options.DisableAfter ago or more: with the breaker on, this
-// bounds how long deliveries wait parked (DisableAfter, plus one open period of at most MaxBreakFor).
-func (d *Dispatcher) disableIfFailingTooLong(ctx context.Context, id string, h Health) {
-	if d.opts.DisableAfter <= 0 || h.FailingSince.IsZero() || d.now().Sub(h.FailingSince) < d.opts.DisableAfter {
-		return
-	}
-	d.disableWebhook(ctx, id, fmt.Sprintf("every attempt failed for %s", d.opts.DisableAfter))
 }

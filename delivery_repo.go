@@ -12,8 +12,6 @@ package webhooks
 //	{P:s}:due                            zset    delivery id -> next attempt or lease end (ms); pending only
 //	{P:s}:list:<webhook_id>              stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
 //	                                             its creation or Redeliver; trimmed on write, TTL ≥ newest entry
-//	{P:s}:health                         hash    <webhook_id>:ok -> last success (ms), <webhook_id>:fail -> start of
-//	                                             the current run of failures (ms); TTL ≥ Retention from the last attempt
 //	{P:s}:hourly:<webhook_id>            hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
 //	                                             successes/failures in hour h (Unix hours; hourly.go); written by
 //	                                             the outcome script; TTL 25 h from the first count of its newest hour
@@ -30,6 +28,8 @@ package webhooks
 //	                                             deliveries waiting behind the head (Stats.BlockedKeys)
 //	{P:registry}:webhooks                hash    webhook id -> webhook JSON (with secrets)
 //	{P:registry}:sub:<pattern>           hash    webhook id -> webhook JSON, enabled subscribers of pattern only
+//	{P:registry}:circuits                hash    webhook id -> its circuit and run of failed attempts (breaker.go);
+//	                                             no TTL: a success, or Delete, removes the field
 //
 // UNIQUE (webhook_id, event_id): h is 24 hex digits of SHA-256(webhook id, 0, event id), and the
 // delivery id is "dlv_" + the shard as two hex digits + h, so the pair names its record and its id,

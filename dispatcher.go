@@ -80,9 +80,10 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	keys := newLazyKeyspace(opts.KeyPrefix, opts.Shards)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		scripts: newLaneBatcher(rdb), flights: newInFlight(opts.MaxInFlightPerWebhook),
+		scripts:  newLaneBatcher(rdb),
 		circuits: &circuitStore{rdb: rdb, key: keys.circuitsKey()}, circuitCache: newCircuitCache(),
 		wake: make(chan struct{}, 1)}
+	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, func() time.Time { return d.now() })
 	d.nextShard.Store(rand.Uint32()) // replicas start their scans at different shards
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.circuits,
@@ -371,7 +372,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 			p.due, p.parked = later(h.OpenUntil, now), true
 			p.reason = parkedReason(h, p.due)
 		case !inline:
-		case d.flights.take(t.ID, 1) == 0:
+		case !d.flights.acquire(ctx, t.ID):
 			p.reason = "webhook at its in-flight cap (MaxInFlightPerWebhook): attempt left to the worker"
 		default:
 			p.inline, p.due = true, now.Add(d.lease)

@@ -1,65 +1,21 @@
 package webhooks
 
-// A webhook's health: the runs of failed attempts kept per shard by the outcome script, and the
-// auto-disable they drive (410 Gone at once, Options.DisableAfter of failures with no success).
+// Auto-disable: a webhook is disabled when it answers 410 Gone, or when its circuit's run of failed
+// attempts (countScript keeps it, with the breaker on or off) began Options.DisableAfter ago.
 
 import (
 	"context"
 	"fmt"
-	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
-// lastSuccess is the latest success of the webhook any shard has seen (zero if none is retained).
-func (d *Dispatcher) lastSuccess(ctx context.Context, webhookID string) (time.Time, error) {
-	pipe := d.rdb.Pipeline()
-	cmds := make([]*redis.StringCmd, d.keys.shards)
-	for s := range d.keys.shards {
-		cmds[s] = pipe.HGet(ctx, d.keys.healthKey(s), webhookID+":ok")
+// disableIfFailingTooLong disables a webhook whose run of failed attempts, as the circuit counts it
+// across every replica, began Options.DisableAfter ago or more: with the breaker on, this bounds how
+// long deliveries wait parked (DisableAfter, plus one open period of at most MaxBreakFor).
+func (d *Dispatcher) disableIfFailingTooLong(ctx context.Context, id string, h Health) {
+	if d.opts.DisableAfter <= 0 || h.FailingSince.IsZero() || d.now().Sub(h.FailingSince) < d.opts.DisableAfter {
+		return
 	}
-	_, _ = pipe.Exec(ctx) // read per command: a missing field is not an error
-	var last int64
-	for _, c := range cmds {
-		ms, err := c.Int64()
-		if err != nil && !isNil(err) {
-			return time.Time{}, err
-		}
-		last = max(last, ms)
-	}
-	return msTime(last), nil
-}
-
-// disableIfBroken disables the webhook of a recorded outcome when the outcome says so (410 Gone) or
-// when it has failed for Options.DisableAfter with no success, and runs the WebhookDisabled hook.
-// The HSET that restarts a shard's run is a plain command, not a script: it is idempotent, and a lost
-// one only delays the disable to the next failure; the disable itself is the registry's conditional
-// save (a script).
-func (d *Dispatcher) disableIfBroken(ctx context.Context, rec *record, o outcome, failingSince time.Time) {
-	reason := ""
-	switch {
-	case o.disable:
-		reason = "the endpoint answered 410 Gone"
-	case d.opts.DisableAfter > 0 && !failingSince.IsZero() && d.now().Sub(failingSince) >= d.opts.DisableAfter:
-		lastOK, err := d.lastSuccess(ctx, rec.WebhookID)
-		if err != nil {
-			d.log.Warn("webhooks: check webhook health", "webhook_id", rec.WebhookID, "error", err)
-			return
-		}
-		if lastOK.Before(failingSince) {
-			reason = fmt.Sprintf("every attempt failed for %s", d.opts.DisableAfter)
-			break
-		}
-		// A success in another shard came after this shard's run of failures began: the run that
-		// counts starts now. (Only this shard's start is known, so the clock restarts late, never early.)
-		shard, _ := d.keys.shardOfDelivery(rec.ID)
-		if err := d.rdb.HSet(ctx, d.keys.healthKey(shard), rec.WebhookID+":fail", d.now().UnixMilli()).Err(); err != nil {
-			d.log.Warn("webhooks: reset webhook health", "webhook_id", rec.WebhookID, "error", err)
-		}
-	}
-	if reason != "" {
-		d.disableWebhook(ctx, rec.WebhookID, reason)
-	}
+	d.disableWebhook(ctx, id, fmt.Sprintf("every attempt failed for %s", d.opts.DisableAfter))
 }
 
 // disableWebhook disables a webhook for a reason, logs it and runs the WebhookDisabled hook, once:

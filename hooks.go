@@ -72,8 +72,8 @@ func (d *Dispatcher) runHook(name string, f func()) {
 }
 
 // afterOutcome runs the hooks for a recorded outcome, and disables the webhook when the outcome says
-// so (410 Gone) or when it has failed for Options.DisableAfter.
-func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome, failingSince time.Time) {
+// so (410 Gone). The circuit's part (its hooks, DisableAfter) follows the circuit count (afterCount).
+func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome) {
 	h := d.opts.Hooks
 	d.logOutcome(ctx, rec, o)
 	if o.attempted && h.AttemptFinished != nil {
@@ -86,8 +86,9 @@ func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome, f
 	case rec.Status == StatusFailed && h.DeliveryFailed != nil:
 		d.runHook("DeliveryFailed", func() { h.DeliveryFailed(rec.Delivery) })
 	}
-	d.trackCircuit(ctx, rec, o)
-	d.disableIfBroken(ctx, rec, o, failingSince)
+	if o.disable {
+		d.disableWebhook(ctx, rec.WebhookID, "the endpoint answered 410 Gone")
+	}
 }
 
 // logOutcome logs a recorded outcome with the delivery's ids and attempt number: a success at debug

@@ -180,19 +180,30 @@ func TestLogsCarryIDsAndNoSecrets(t *testing.T) {
 	assert.NotContains(t, logs.String(), "4111-secret-payload")
 }
 
-// TestHealthExpiresAfterTheLastAttempt: the shard's health hash lives a retention (up to 1/64 more)
-// after its last write, so it never outlives its webhooks' deliveries by much.
-func TestHealthExpiresAfterTheLastAttempt(t *testing.T) {
+// TestCircuitKeepsNothingForHealthyWebhooks: auto-disable keeps no per-shard state: a webhook's run of
+// failures lives in its circuit's field alone, which a success removes, so a healthy webhook leaves no
+// field and the shards no health hash.
+func TestCircuitKeepsNothingForHealthyWebhooks(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	d := newTestDispatcher(t, tr, Options{Retention: 50 * time.Hour})
+	d := newTestDispatcher(t, tr, Options{})
 	rc := newReceiver(t)
-	mustCreate(t, d, rc, "x")
-	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "health"})
+	w := mustCreate(t, d, rc, "x")
+	rc.status.Store(http.StatusBadRequest)
+	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "rejected"})
 	require.NoError(t, err)
-	ttl := tr.rdb.PTTL(ctx, d.keys.healthKey(shardOf("health"))).Val()
-	assert.True(t, ttl > 50*time.Hour-time.Minute && ttl <= 50*time.Hour+50*time.Hour/64, "TTL %s", ttl)
+	h, err := d.Webhooks().Health(ctx, w.ID)
+	require.NoError(t, err)
+	assert.False(t, h.FailingSince.IsZero(), "a rejected attempt starts the run of failures")
+	assert.Zero(t, h.ConsecutiveFailures, "a 4xx does not count towards BreakAfter")
+	rc.status.Store(http.StatusOK)
+	_, err = d.Dispatch(ctx, Event{Type: "x", ID: "ok"})
+	require.NoError(t, err)
+	assert.False(t, tr.rdb.HExists(ctx, d.keys.circuitsKey(), w.ID).Val(), "a success removes the circuit's field")
+	keys, err := tr.rdb.Keys(ctx, "*"+tr.prefix+"*health*").Result()
+	require.NoError(t, err)
+	assert.Empty(t, keys, "no health hash")
 }
 
 // TestAttemptOutcome: the outcome telemetry labels an attempt with.

@@ -68,8 +68,6 @@ func (k keyspace) indexKey(shard int, webhookID string) string {
 	return k.tag(shard) + ":list:" + webhookID
 }
 
-func (k keyspace) healthKey(shard int) string { return k.tag(shard) + ":health" }
-
 func (k keyspace) registryTag() string { return "{" + k.prefix + ":registry}" }
 
 func (k keyspace) webhooksKey() string { return k.registryTag() + ":webhooks" }

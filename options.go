@@ -59,13 +59,11 @@ type Options struct {
 
 	// Retention is the life of a delivery record, which is also its claim: a pair dispatched again
 	// within it is a duplicate, and after it the pair is forgotten. It must be at least
-	// MinRetention(RetrySchedule, Timeout), so that no record can expire while its delivery may still be
-	// retried: that is, for each retry delay, the delay at its jittered maximum (×1.2) plus MaxRetryAfter
-	// (an hour a 429 or 503 may add) plus one lease, and one more lease for the first attempt, where a
-	// lease is Timeout + max(Timeout, 1s). With the default schedule and Timeout that is 40h10m6s.
-	// With the circuit breaker on (BreakAfter >= 0) it must also cover the longest a delivery may wait
-	// parked: at least MinRetention + DisableAfter + MaxBreakFor (6d16h20m6s with the defaults).
-	// Defaults to 7 days.
+	// Options.MinRetention(), the longest a delivery may stay pending, so that no record can expire
+	// while its delivery may still be retried or wait parked: the retry horizon
+	// MinRetention(RetrySchedule, Timeout) (40h10m6s with the defaults), plus, with the circuit breaker on
+	// (BreakAfter >= 0), DisableAfter + MaxBreakFor (6d16h20m6s in all with the defaults). Defaults to
+	// 7 days.
 	Retention time.Duration
 
 	// RetrySchedule are the delays after each failed attempt; each must be positive. Its length is the
@@ -101,17 +99,30 @@ type Options struct {
 	Concurrency int
 
 	// MaxInFlightPerWebhook bounds one webhook's attempts in flight in this Dispatcher, inline
-	// (Dispatch, Redeliver) and worker alike, so a hung subscriber holds at most this many of the
-	// worker's slots; a Dispatch that finds its webhook at the cap leaves the attempt to the worker.
-	// Must not be negative. Defaults to max(1, Concurrency/4).
+	// (Dispatch, Redeliver) and worker alike, so a hung, slow or failing subscriber holds at most this
+	// many of the worker's slots and of the process's connections. It binds only on such webhooks: one
+	// that is fast — a recorded attempt of it succeeded within Timeout/4, less than Timeout/20 ago (at
+	// least 50ms, at most 1s: 750ms with the default Timeout), and none failed since — may have up to 16
+	// times as many in flight, so a burst of Dispatch calls to healthy webhooks makes its first attempts
+	// inline. A webhook never seen to succeed (hung from the start) is held to the cap; one that hangs
+	// after being fast is held to it again Timeout/20 after its last fast success. A Dispatch that finds
+	// its webhook at the cap waits for a slot while the webhook frees one at least every Timeout/20 (4 ×
+	// Timeout/20 in all), then leaves the attempt to the worker. Must not be negative. Defaults to
+	// max(1, Concurrency/4).
 	MaxInFlightPerWebhook int
 
 	// BreakAfter is how many consecutive failed attempts to a webhook (timeouts, connection errors,
-	// 5xx, 429), counted by every replica together, open its circuit: while it is open no attempt is
-	// made to it, Dispatch and Enqueue record its deliveries parked until the circuit's next probe,
-	// and parked deliveries keep their retry budget. A webhook whose failures began DisableAfter ago
-	// is disabled at its next failed probe, and its parked deliveries fail: parking never outlasts a
-	// record (see Retention). Negative means never. Defaults to 5.
+	// 5xx, 429) open its circuit. The count is exact across goroutines and replicas: every attempt's
+	// outcome is applied to the webhook's circuit in Redis, in the order Redis records them — a success
+	// resets the count, a failure adds one, any other answer (a 4xx) leaves it — so a webhook whose
+	// requests never fail BreakAfter times in a row keeps its circuit closed, at any concurrency. (The
+	// count is written in the same pipeline as the outcome: it costs no round trip.) While the circuit
+	// is open no attempt is made to it, Dispatch and Enqueue record its deliveries parked until the
+	// circuit's next probe, and parked deliveries keep their retry budget; attempts already in flight
+	// when it opened still count, and one that succeeds closes it. A webhook whose failures began
+	// DisableAfter ago is disabled at its next failed probe, and its parked deliveries fail: parking
+	// never outlasts a record (see Retention). Negative means never open: the count is still kept (at
+	// the same cost), for DisableAfter. Defaults to 5.
 	BreakAfter int
 
 	// BreakFor is a circuit's first open period. When it ends one probe goes out (one attempt,
@@ -168,21 +179,44 @@ type Options struct {
 	BlockKeyOnFailure bool
 
 	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
-	// between: when an attempt fails, its webhook's failures started at least DisableAfter ago and no
-	// delivery to it succeeded within DisableAfter, it is disabled. Runs of failures are tracked per
-	// event shard, so after a success the clock restarts at the first failure seen in each shard: the
-	// webhook may be disabled later than DisableAfter, never earlier. Negative means never. Defaults to
-	// DefaultDisableAfter (5 days).
+	// between: when an attempt fails (any answer but a 2xx, with the breaker on or off) and the
+	// webhook's run of failed attempts, as its circuit counts it across every replica, began at least
+	// DisableAfter ago, it is disabled. Any success ends the run. Negative means never (only with the
+	// breaker off). Defaults to DefaultDisableAfter (5 days).
 	DisableAfter time.Duration
 }
 
-// MinRetention is the shortest Options.Retention that New accepts for a retry schedule and an attempt
-// timeout: the longest a delivery can stay pending, so that no record (no claim) expires while its
-// delivery may still be retried. Each retry counts its delay at the jittered maximum (×(1+RetryJitter)),
-// plus MaxRetryAfter (a 429 or 503 may ask for up to an hour more), plus one lease; the first attempt
-// counts one lease. A lease is timeout + max(timeout, 1s).
+// MinRetention is the retry horizon of a retry schedule and an attempt timeout: the longest a delivery
+// can stay pending for its retries, and so the shortest Retention New accepts with the circuit breaker
+// off (see Options.MinRetention for any options). Each retry counts its delay at the jittered maximum
+// (×(1+RetryJitter)), plus MaxRetryAfter (a 429 or 503 may ask for up to an hour more), plus one lease;
+// the first attempt counts one lease. A lease is timeout + max(timeout, 1s).
 func MinRetention(schedule []time.Duration, timeout time.Duration) time.Duration {
 	return retryHorizon(schedule, leaseFor(timeout))
+}
+
+// MinRetention is the shortest Retention New accepts for these options (their zero fields taking
+// their defaults): the retry horizon MinRetention(RetrySchedule, Timeout), plus, with the circuit
+// breaker on (BreakAfter >= 0), DisableAfter + MaxBreakFor, the longest a delivery may wait parked
+// behind an open circuit before its webhook is disabled.
+func (o Options) MinRetention() time.Duration {
+	o.fillDefaults()
+	m := MinRetention(o.RetrySchedule, o.Timeout)
+	if o.BreakAfter >= 0 {
+		m += max(o.DisableAfter, 0) + MaxBreakFor
+	}
+	return m
+}
+
+// retentionError is New's error for a Retention below o.MinRetention(), naming the floor and the
+// options it comes from; o has its defaults.
+func (o Options) retentionError() error {
+	from := fmt.Sprintf("MinRetention(RetrySchedule, Timeout %s) = %s", o.Timeout, MinRetention(o.RetrySchedule, o.Timeout))
+	if o.BreakAfter >= 0 {
+		from += fmt.Sprintf(" + DisableAfter %s + MaxBreakFor %s, with the circuit breaker on (BreakAfter >= 0)", o.DisableAfter, MaxBreakFor)
+	}
+	return fmt.Errorf("%w: Retention %s is shorter than Options.MinRetention() = %s: %s", ErrInvalidOptions,
+		o.Retention, o.MinRetention(), from)
 }
 
 // withDefaults returns the options with every zero field set to its default, or an error wrapping
@@ -235,9 +269,6 @@ func (o Options) checkDelivery() error {
 		return fmt.Errorf("%w: Timeout must be in (0, %s]", ErrInvalidOptions, MaxTimeout)
 	case slices.ContainsFunc(o.RetrySchedule, func(d time.Duration) bool { return d <= 0 }):
 		return fmt.Errorf("%w: RetrySchedule delays must be positive", ErrInvalidOptions)
-	case o.Retention < MinRetention(o.RetrySchedule, o.Timeout):
-		return fmt.Errorf("%w: Retention %s is shorter than MinRetention(RetrySchedule, Timeout) = %s", ErrInvalidOptions,
-			o.Retention, MinRetention(o.RetrySchedule, o.Timeout))
 	case o.MaxPayloadBytes < 0:
 		return fmt.Errorf("%w: MaxPayloadBytes must be positive", ErrInvalidOptions)
 	case slices.ContainsFunc(o.AllowedNetworks, func(p netip.Prefix) bool { return !p.IsValid() }):
@@ -292,19 +323,16 @@ func retryHorizon(schedule []time.Duration, lease time.Duration) time.Duration {
 	return h + lease
 }
 
-// checkParking checks that no delivery can wait parked behind an open circuit past its record: with
-// the breaker on, a webhook failing for DisableAfter is disabled at its next failed probe (at most
-// MaxBreakFor later), and its parked deliveries then fail; so Retention must cover MinRetention plus
-// DisableAfter plus MaxBreakFor, and DisableAfter must not be "never".
+// checkParking checks that no record can expire while its delivery may be retried or wait parked
+// behind an open circuit: with the breaker on, a webhook failing for DisableAfter is disabled at its
+// next failed probe (at most MaxBreakFor later), and its parked deliveries then fail; so Retention must
+// be at least o.MinRetention(), and DisableAfter must not be "never" with the breaker on.
 func (o Options) checkParking() error {
-	if o.BreakAfter < 0 {
-		return nil
-	}
-	if o.DisableAfter < 0 {
+	if o.BreakAfter >= 0 && o.DisableAfter < 0 {
 		return fmt.Errorf("%w: with the circuit breaker on (BreakAfter >= 0), DisableAfter must not be negative: it bounds how long deliveries wait parked", ErrInvalidOptions)
 	}
-	if m := MinRetention(o.RetrySchedule, o.Timeout) + o.DisableAfter + MaxBreakFor; o.Retention < m {
-		return fmt.Errorf("%w: Retention %s is shorter than MinRetention + DisableAfter + MaxBreakFor = %s, the longest a delivery may live with the circuit breaker on (BreakAfter >= 0)", ErrInvalidOptions, o.Retention, m)
+	if o.Retention < o.MinRetention() {
+		return o.retentionError()
 	}
 	return nil
 }

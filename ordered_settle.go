@@ -22,27 +22,27 @@ const (
 // (after its record's expiry, when the lease script drops it: the queue holds every live head, see
 // orderedClaimScript): its key waits until Redeliver resets it.
 //
-// KEYS[1] .. KEYS[2+3n] -> as outcomeScript's
-// KEYS[2+3n+i] (i = 1..n) -> outcome i's sequence key (its queue key for an unordered delivery: not read)
-// KEYS[3+4n] -> {P:s}:blocked
-// ARGV[1] .. ARGV[2+7n] -> as outcomeScript's
-// ARGV[2+7n+i] -> outcome i's mode: orderNone, orderOnSuccess or orderOnFinal
-// ARGV[2+8n+i] -> outcome i's blocked zset member
+// KEYS[1] .. KEYS[1+3n] -> as outcomeScript's
+// KEYS[1+3n+i] (i = 1..n) -> outcome i's sequence key (its queue key for an unordered delivery: not read)
+// KEYS[2+4n] -> {P:s}:blocked
+// ARGV[1] .. ARGV[1+7n] -> as outcomeScript's
+// ARGV[1+7n+i] -> outcome i's mode: orderNone, orderOnSuccess or orderOnFinal
+// ARGV[1+8n+i] -> outcome i's blocked zset member
+// ARGV[2+9n] -> retention (ms)
 // returns outcomeScript's reply, then how many deliveries it queued (promoted)
 var orderedOutcomeScript = redis.NewScript(luaPromote + `
 local promoted = 0
-local function outcomeCount() return (#KEYS - 3) / 4 end
+local function outcomeCount() return (#KEYS - 2) / 4 end
 local function final(i, status)
   local n = outcomeCount()
-  local mode, id, seq = ARGV[2 + 7 * n + i], ARGV[3 + 6 * (i - 1)], KEYS[2 + 3 * n + i]
+  local mode, id, seq = ARGV[1 + 7 * n + i], ARGV[2 + 6 * (i - 1)], KEYS[1 + 3 * n + i]
   if mode == '` + orderNone + `' or redis.call('LINDEX', seq, 0) ~= id then return end
+  local now, queue = tonumber(ARGV[1]), KEYS[3 * i]
   if status ~= 'success' and mode ~= '` + orderOnFinal + `' then
-    redis.call('ZADD', KEYS[3 * i + 1], tonumber(ARGV[1]) + tonumber(ARGV[2]), id)
+    redis.call('ZADD', queue, now + tonumber(ARGV[#ARGV]), id)
     return
   end
-  if promote(seq, KEYS[3 * i + 1], KEYS[3 + 4 * n], ARGV[2 + 8 * n + i], tonumber(ARGV[1])) then
-    promoted = promoted + 1
-  end
+  if promote(seq, queue, KEYS[#KEYS], ARGV[1 + 8 * n + i], now) then promoted = promoted + 1 end
 end
 local function finish(reply)
   reply[#reply + 1] = promoted
@@ -65,7 +65,7 @@ func (d *Dispatcher) orderedOutcomes(shard int, recs []*record, idx []int) ([]st
 		mode = orderOnSuccess
 	}
 	keys := make([]string, 0, len(idx)+1)
-	modes, members := make([]any, 0, 2*len(idx)), make([]any, 0, len(idx))
+	modes, members := make([]any, 0, 2*len(idx)+1), make([]any, 0, len(idx))
 	for _, i := range idx {
 		r := recs[i]
 		if r.OrderKey == "" {
@@ -75,7 +75,7 @@ func (d *Dispatcher) orderedOutcomes(shard int, recs []*record, idx []int) ([]st
 		keys = append(keys, d.keys.seqKey(shard, r.WebhookID, r.OrderKey))
 		modes, members = append(modes, mode), append(members, blockedMember(r.WebhookID, r.OrderKey))
 	}
-	return append(keys, d.keys.blockedKey(shard)), append(modes, members...)
+	return append(keys, d.keys.blockedKey(shard)), append(append(modes, members...), d.opts.Retention.Milliseconds())
 }
 
 // orderedRedeliverScript is redeliverScript for an ordered delivery: the reset delivery goes to the

@@ -185,8 +185,8 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	names := map[string]*redis.Script{
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
 		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
-		"circuitSuccess": recordSuccessScript, // Delete forgets the circuit through it
-		"orderedClaim":   orderedClaimScript, "orderedOutcome": orderedOutcomeScript, "orderedRedeliver": orderedRedeliverScript,
+		"circuitCount": countScript, // every attempt's outcome is counted in its webhook's circuit
+		"orderedClaim": orderedClaimScript, "orderedOutcome": orderedOutcomeScript, "orderedRedeliver": orderedRedeliverScript,
 		"reserveOrder": reserveOrderScript,
 	}
 	rec.mu.Lock()

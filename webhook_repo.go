@@ -302,22 +302,11 @@ func (r *WebhookRepo) Delete(ctx context.Context, id string) error {
 			continue
 		}
 		if err == nil {
-			r.forgetHealth(ctx, id)
+			_ = r.circuits.forget(ctx, id) // its circuit, if it was failing (it does not expire)
 		}
 		return err
 	}
 	return fmt.Errorf("webhooks: delete webhook %s: %w", id, ErrConflict)
-}
-
-// forgetHealth drops a deleted webhook's health entries (best effort: they expire with Retention) and
-// its circuit (which does not expire).
-func (r *WebhookRepo) forgetHealth(ctx context.Context, id string) {
-	pipe := r.rdb.Pipeline()
-	for s := range r.keys.shards {
-		pipe.HDel(ctx, r.keys.healthKey(s), id+":ok", id+":fail")
-	}
-	_, _ = pipe.Exec(ctx)
-	_ = r.circuits.forget(ctx, id) // its circuit, if it was failing
 }
 
 // List returns every registered webhook, of every tenant, secrets included, ordered by creation time
