@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -36,7 +37,9 @@ func eventOrder(t *testing.T, rc *receiver) []string {
 	t.Helper()
 	var out []string
 	for _, r := range rc.requests() {
-		out = append(out, string(r.Body[7:13])) // {"id":"<6 bytes>",...
+		var body struct{ ID string }
+		require.NoError(t, json.Unmarshal(r.Body, &body))
+		out = append(out, body.ID)
 	}
 	return out
 }

@@ -1,0 +1,81 @@
+package webhooks
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestOrderedCrashMidAttemptKeepsTheOrder: a process dispatching the head of a key is killed with
+// SIGKILL mid-attempt, while the next event of that key waits behind it. Nothing sends the waiting
+// one while the dead process's lease runs; after it, a worker recovers the head, and only then sends
+// the next. Another key is not held up meanwhile. Needs a Redis the helper process can reach.
+func TestOrderedCrashMidAttemptKeepsTheOrder(t *testing.T) {
+	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" && os.Getenv("WEBHOOKS_REDIS_CLUSTER") == "" {
+		t.Skip("needs a real Redis shared with a helper process: set WEBHOOKS_REDIS_ADDR or WEBHOOKS_REDIS_CLUSTER")
+	}
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	bin := filepath.Join(t.TempDir(), "crashdispatch")
+	out, err := exec.Command("go", "build", "-o", bin, "./testdata/crashdispatch").CombinedOutput()
+	require.NoError(t, err, "build the helper: %s", out)
+
+	rc := newReceiver(t)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var calls atomic.Int32
+	rc.setHook(func(r *http.Request) {
+		if calls.Add(1) == 1 {
+			close(arrived)
+			<-release // hold the helper's attempt until the helper is dead
+		}
+	})
+	d := newTestDispatcher(t, tr, Options{Timeout: 5 * time.Second})
+	w := mustCreate(t, d, rc, "crash.*")
+
+	helper := exec.Command(bin, tr.prefix, "crash-o1", "key-1")
+	helper.Env = os.Environ()
+	require.NoError(t, helper.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- helper.Wait() }()
+	select {
+	case <-arrived:
+	case err := <-exited:
+		t.Fatalf("the helper exited before its attempt arrived: %v", err)
+	case <-time.After(30 * time.Second):
+		_ = helper.Process.Kill()
+		t.Fatal("the helper's attempt never arrived")
+	}
+	res, err := d.Dispatch(ctx, Event{Type: "crash.test", ID: "crash-o2", OrderKey: "key-1"})
+	require.NoError(t, err)
+	require.ErrorIs(t, res[0].Err, ErrDeferred, "queued behind the head in flight")
+	res, err = d.Dispatch(ctx, Event{Type: "crash.test", ID: "crash-o3", OrderKey: "key-2"})
+	require.NoError(t, err)
+	require.Equal(t, StatusSuccess, res[0].Delivery.Status, "another key goes inline")
+	require.NoError(t, helper.Process.Kill()) // SIGKILL mid-attempt
+	<-exited
+
+	n, err := d.ProcessDue(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n, "while the dead process's lease runs, nothing of key-1 is sent")
+
+	clock := newTestClock()
+	clock.Advance(d.lease + time.Second)
+	d.now = clock.Now
+	for range 3 {
+		_, err = d.ProcessDue(ctx)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []string{"crash-o1", "crash-o3", "crash-o1", "crash-o2"}, eventOrder(t, rc))
+	for _, id := range []string{"crash-o1", "crash-o2", "crash-o3"} {
+		assert.Equal(t, StatusSuccess, findDelivery(t, d, w.ID, id).Status, id)
+	}
+}
