@@ -4,8 +4,6 @@ import (
 	"context"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -24,9 +22,6 @@ func TestOrderedCrashMidAttemptKeepsTheOrder(t *testing.T) {
 	}
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	bin := filepath.Join(t.TempDir(), "crashdispatch")
-	out, err := exec.Command("go", "build", "-o", bin, "./testdata/crashdispatch").CombinedOutput()
-	require.NoError(t, err, "build the helper: %s", out)
 
 	rc := newReceiver(t)
 	arrived, release := make(chan struct{}), make(chan struct{})
@@ -41,27 +36,14 @@ func TestOrderedCrashMidAttemptKeepsTheOrder(t *testing.T) {
 	d := newTestDispatcher(t, tr, Options{Timeout: 5 * time.Second})
 	w := mustCreate(t, d, rc, "crash.*")
 
-	helper := exec.Command(bin, tr.prefix, "crash-o1", "key-1")
-	helper.Env = os.Environ()
-	require.NoError(t, helper.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- helper.Wait() }()
-	select {
-	case <-arrived:
-	case err := <-exited:
-		t.Fatalf("the helper exited before its attempt arrived: %v", err)
-	case <-time.After(30 * time.Second):
-		_ = helper.Process.Kill()
-		t.Fatal("the helper's attempt never arrived")
-	}
+	kill := startCrashHelper(t, tr, arrived, "crash-o1", "key-1")
 	res, err := d.Dispatch(ctx, Event{Type: "crash.test", ID: "crash-o2", OrderKey: "key-1"})
 	require.NoError(t, err)
 	require.ErrorIs(t, res[0].Err, ErrDeferred, "queued behind the head in flight")
 	res, err = d.Dispatch(ctx, Event{Type: "crash.test", ID: "crash-o3", OrderKey: "key-2"})
 	require.NoError(t, err)
 	require.Equal(t, StatusSuccess, res[0].Delivery.Status, "another key goes inline")
-	require.NoError(t, helper.Process.Kill()) // SIGKILL mid-attempt
-	<-exited
+	kill() // SIGKILL mid-attempt
 
 	n, err := d.ProcessDue(ctx)
 	require.NoError(t, err)
