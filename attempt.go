@@ -272,10 +272,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	if len(idx) == 0 {
 		return errs
 	}
-	script, extra := outcomeScript, 0
-	if seqKeys, seqArgs := d.orderedOutcomes(shard, recs, idx); seqKeys != nil {
-		script, keys, values, extra = orderedOutcomeScript, append(keys, seqKeys...), append(values, seqArgs...), 1
-	}
+	script, keys, values, extra := d.outcomeScriptFor(shard, recs, idx, keys, values)
 	// The attempt is over whatever the caller's context says now: record it, retrying a write that
 	// failed in transport while the lease lasts (the script is idempotent by token; failover.go).
 	ctx = context.WithoutCancel(ctx)

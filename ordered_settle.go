@@ -50,16 +50,25 @@ local function finish(reply)
 end
 ` + outcomeBody)
 
-// orderedOutcomes returns the keys and arguments orderedOutcomeScript takes beyond outcomeScript's
-// for the outcomes idx of recs, or nil when none of them is of an ordered delivery.
-func (d *Dispatcher) orderedOutcomes(shard int, recs []*record, idx []int) ([]string, []any) {
+// outcomeScriptFor returns the script that records the outcomes idx of recs, given outcomeScript's
+// keys and its records' arguments, with its keys and those arguments, and how many reply items it
+// gives beyond one per outcome: outcomeScript's (0), or orderedOutcomeScript's when one of them is of
+// an ordered delivery (1: how many deliveries it queued).
+func (d *Dispatcher) outcomeScriptFor(shard int, recs []*record, idx []int, keys []string, values []any) (*redis.Script, []string, []any, int) {
 	ordered := false
 	for _, i := range idx {
 		ordered = ordered || recs[i].OrderKey != ""
 	}
 	if !ordered {
-		return nil, nil
+		return outcomeScript, keys, values, 0
 	}
+	seqKeys, seqArgs := d.orderedOutcomes(shard, recs, idx)
+	return orderedOutcomeScript, append(keys, seqKeys...), append(values, seqArgs...), 1
+}
+
+// orderedOutcomes returns the keys and arguments orderedOutcomeScript takes beyond outcomeScript's
+// for the outcomes idx of recs.
+func (d *Dispatcher) orderedOutcomes(shard int, recs []*record, idx []int) ([]string, []any) {
 	mode := orderOnFinal
 	if d.opts.BlockKeyOnFailure {
 		mode = orderOnSuccess
@@ -134,9 +143,14 @@ func (d *Dispatcher) redeliverScriptFor(shard int, wh *storedWebhook, rec *recor
 	return orderedRedeliverScript, keys, args
 }
 
-// redeliveredBehind is Redeliver's answer for an ordered delivery reset behind its key's head, after
-// it extended the event's marker as the reset extended its record.
-func (d *Dispatcher) redeliveredBehind(ctx context.Context, tenant string, rec *record) error {
+// redeliveredBehind is Redeliver's error for a delivery the redeliver script did not reset for an
+// attempt now: nil when it did not reset it at all, else (an ordered delivery reset behind its key's
+// head, redeliverWaiting) one wrapping ErrDeferred, once the event's marker is extended as the
+// reset extended its record.
+func (d *Dispatcher) redeliveredBehind(ctx context.Context, tenant string, rec *record, reset int64) error {
+	if reset != redeliverWaiting {
+		return nil
+	}
 	d.extendOrderMarker(ctx, tenant, rec)
 	return fmt.Errorf("webhooks: redeliver %s: queued behind earlier deliveries of order key %q: %w", rec.ID, rec.OrderKey, ErrDeferred)
 }

@@ -108,14 +108,10 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	if err != nil {
 		return nil, false, err
 	}
-	switch reset, _ := reply[0].(int64); reset {
-	case redeliverWaiting:
-		return &rec.Delivery, true, d.redeliveredBehind(ctx, wh.Tenant, rec)
-	case redeliverReset:
-		d.extendOrderMarker(ctx, wh.Tenant, rec)
-	default:
-		return &rec.Delivery, false, nil
+	if reset, _ := reply[0].(int64); reset != redeliverReset {
+		return &rec.Delivery, reset == redeliverWaiting, d.redeliveredBehind(ctx, wh.Tenant, rec, reset)
 	}
+	d.extendOrderMarker(ctx, wh.Tenant, rec)
 	rec.holdLease(token, now.Add(d.lease))
 	var body []byte
 	if s, ok := reply[1].(string); ok {
