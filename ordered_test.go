@@ -238,3 +238,38 @@ func TestOrderedLostHeadDoesNotBlockItsKey(t *testing.T) {
 	}
 	require.Equal(t, []string{"evt_l2", "evt_l3"}, eventOrder(t, rc))
 }
+
+// TestRecoverOrderedDeliveries: Recover re-sends a key's failed deliveries one at a time: the first
+// inline, the others queued behind it (not reported as errors), each sent after the one before.
+func TestRecoverOrderedDeliveries(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}})
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "order.test")
+	rc.status.Store(http.StatusInternalServerError)
+	ids := []string{"evt_r1", "evt_r2", "evt_r3"}
+	for _, id := range ids {
+		_, err := d.Dispatch(ctx, orderedEvent(id, "r"))
+		require.NoError(t, err)
+	}
+	for range 3 {
+		_, err := d.ProcessDue(ctx)
+		require.NoError(t, err)
+	}
+	require.Len(t, rc.requests(), 3, "each failed for good, the next going on")
+	rc.status.Store(http.StatusOK)
+	n, err := d.Recover(ctx, wh.ID, time.Now().Add(-time.Hour), time.Now().Add(time.Hour), 10)
+	require.NoError(t, err)
+	require.Equal(t, 3, n)
+	require.Len(t, rc.requests(), 4, "one inline, two queued behind it")
+	for range 3 {
+		_, err := d.ProcessDue(ctx)
+		require.NoError(t, err)
+	}
+	for _, id := range ids {
+		assert.Equal(t, StatusSuccess, findDelivery(t, d, wh.ID, id).Status, id)
+	}
+	assert.Len(t, rc.requests(), 6)
+}
