@@ -279,3 +279,50 @@ func TestBrokenWebhookOpensItsCircuitAtOnce(t *testing.T) {
 	assert.Equal(t, CircuitOpen, h.State)
 	assert.Equal(t, rc.count(), h.ConsecutiveFailures, "every failed attempt counted, none lost")
 }
+
+// TestCircuitCountCostsNoRoundTrip: with the breaker on, a fresh Dispatch to a healthy webhook is two
+// round trips, the claim and one pipeline carrying the outcome write and the circuit count, and the
+// count leaves no circuit behind.
+func TestCircuitCountCostsNoRoundTrip(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	if tr.isCluster() {
+		t.Skip("a cluster pipeline is one round trip per node, in parallel: counted per node here")
+	}
+	c := tr.newClient(t)
+	rt := &roundTrips{}
+	c.AddHook(rt)
+	var script atomic.Int32
+	d := newTestDispatcherOn(t, c, tr, Options{BreakAfter: DefaultBreakAfter})
+	rc := newReceiver(t)
+	w := mustCreate(t, d, rc, "x")
+	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "warm"}) // caches the subscribers and the circuit, loads the scripts
+	require.NoError(t, err)
+	c.AddHook(scriptCounter{sha: countScript.Hash(), n: &script})
+	rt.n.Store(0)
+	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "fresh"})
+	require.NoError(t, err)
+	require.NoError(t, res[0].Err)
+	assert.EqualValues(t, 2, rt.n.Load(), "the claim, then the outcome and the count in one pipeline")
+	assert.EqualValues(t, 1, script.Load(), "the count was sent")
+	assert.False(t, tr.rdb.HExists(ctx, d.keys.circuitsKey(), w.ID).Val(), "no circuit for a healthy webhook")
+}
+
+// scriptCounter counts the runs of one script (by SHA) in pipelines.
+type scriptCounter struct {
+	passHook
+	sha string
+	n   *atomic.Int32
+}
+
+func (h scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if args := c.Args(); len(args) > 1 && fmt.Sprint(args[1]) == h.sha {
+				h.n.Add(1)
+			}
+		}
+		return next(ctx, cmds)
+	}
+}

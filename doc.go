@@ -43,17 +43,22 @@
 //     (timeouts, connection errors, 5xx, 429), counted by every replica together, a webhook's circuit
 //     opens: Dispatch no longer waits for it, its new deliveries are recorded parked (pending, LastError
 //     says so) with their retry budget kept; when the open period ends one probe goes out, and its
-//     success closes the circuit and the parked backlog is delivered (TestHungSubscriberOpensItsCircuit).
-//     A webhook holds at most Options.MaxInFlightPerWebhook attempts of a Dispatcher, inline included,
-//     and the worker shares its slots among webhooks in turn, so a hung webhook never holds them all
-//     nor delays another's due deliveries (TestHungWebhookDoesNotHoldTheWorker,
-//     TestInFlightCapHoldsInline); replicas never wait idle while deliveries are due
+//     success closes the circuit and the parked backlog is delivered (TestHungSubscriberOpensItsCircuit,
+//     TestBrokenWebhookOpensItsCircuitAtOnce). The count is exactly consecutive in the order Redis
+//     records outcomes, so a webhook that never fails BreakAfter times in a row keeps its circuit closed
+//     at any concurrency and replica count (TestCircuitCountIsExactlyConsecutive,
+//     TestFlakyWebhookKeepsItsCircuitClosed).
+//     A slow, hung or failing webhook holds at most Options.MaxInFlightPerWebhook attempts of a
+//     Dispatcher, inline included, and the worker shares its slots among webhooks in turn, so a hung
+//     webhook never holds them all nor delays another's due deliveries (TestHungWebhookDoesNotHoldTheWorker,
+//     TestInFlightCapHoldsInline, TestHungWebhookHoldsItsCapInline); a fast one is not held to it, so a
+//     burst to healthy webhooks makes its first attempts inline (TestFastWebhooksGetTheirFirstAttemptsInline); replicas never wait idle while deliveries are due
 //     (TestReplicasDoNotIdleWhileDeliveriesAreDue).
 //   - Subscribers are protected from us. A webhook's RateLimit (requests per second) holds across every
 //     replica: each attempt takes a slot from a limiter on Redis's clock, spaced exactly, and a delivery
 //     over the limit waits, it is not failed (TestRateLimitHoldsAcrossReplicas).
-//   - Parking never outlives a record. With the breaker on, New requires Retention ≥ MinRetention +
-//     DisableAfter + MaxBreakFor; a webhook whose failures began DisableAfter ago is disabled at its next
+//   - Parking never outlives a record. New requires Retention ≥ Options.MinRetention() (with the breaker
+//     on, MinRetention + DisableAfter + MaxBreakFor; TestOptionsMinRetentionIsNewsFloor); a webhook whose failures began DisableAfter ago is disabled at its next
 //     failed probe, and its parked deliveries then fail; a retry that would end after its record's
 //     expiry fails at once instead (TestParkingNeverOutlivesTheRecord).
 //   - Tenants are isolated. An event reaches only webhooks of its own tenant (Event.Tenant,
@@ -104,7 +109,7 @@
 // and schedules in one round trip and returns; Run makes the attempt (in this process at once, in
 // other replicas within 250ms). A Dispatch also leaves an attempt to the worker (ErrDeferred, the pair
 // recorded) when the webhook's circuit is open, when this Dispatcher already has MaxInFlightPerWebhook
-// attempts in flight to it, or when it is over its RateLimit. Run must run somewhere: in every replica,
+// attempts in flight to it and it is not fast (see the option), or when it is over its RateLimit. Run must run somewhere: in every replica,
 // or at least in one.
 //
 // # Tenants, filters, headers, keys
@@ -143,8 +148,9 @@
 // LastError that says why; Redeliver can revive them once the webhook is enabled again.
 //
 // Options.Retention (default 7 days) is how long a record, and so its claim, is kept. New refuses a
-// Retention shorter than MinRetention(RetrySchedule, Timeout), the longest a delivery can stay pending
-// (40h10m6s with the defaults), so that no claim expires while its delivery may still be retried.
+// Retention shorter than Options.MinRetention(), the longest a delivery can stay pending (6d16h20m6s
+// with the defaults, 40h10m6s with the breaker off), so that no claim expires while its delivery may
+// still be retried or wait parked.
 //
 // # Registry
 //

@@ -116,7 +116,8 @@ type Options struct {
 	// outcome is applied to the webhook's circuit in Redis, in the order Redis records them — a success
 	// resets the count, a failure adds one, any other answer (a 4xx) leaves it — so a webhook whose
 	// requests never fail BreakAfter times in a row keeps its circuit closed, at any concurrency. (The
-	// count is written in the same pipeline as the outcome: it costs no round trip.) While the circuit
+	// count is written in the same pipeline as the outcome: it costs no round trip; under ReplicaAcks it
+	// follows the outcome's WAIT.) While the circuit
 	// is open no attempt is made to it, Dispatch and Enqueue record its deliveries parked until the
 	// circuit's next probe, and parked deliveries keep their retry budget; attempts already in flight
 	// when it opened still count, and one that succeeds closes it. A webhook whose failures began
