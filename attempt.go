@@ -132,6 +132,7 @@ type outcome struct {
 	disable    bool   // 410 Gone: disable the webhook
 	probe      string // the circuit's probe token, when the attempt was its probe
 	unrecorded bool   // the caller's context ended mid-attempt: leave it to the lease
+	inline     bool   // the attempt was leased by the claim (its schedule entry is in the inline zset)
 }
 
 // decide turns an attempt into the record's next state, by the retry schedule.
@@ -185,10 +186,12 @@ func jitter(d time.Duration) time.Duration {
 // checked before the first write. (The circuits count the attempts beside it: countScript.)
 //
 // KEYS[1] -> {P:s}:ready
-// KEYS[3i-1], KEYS[3i], KEYS[3i+1] (i = 1..n) -> outcome i's delivery key, queue key, hourly stats key
+// KEYS[2] -> {P:s}:inline
+// KEYS[3i], KEYS[3i+1], KEYS[3i+2] (i = 1..n) -> outcome i's delivery key, queue key, hourly stats key
 // ARGV[1] -> now (ms)
-// ARGV[2+6(i-1)] .. ARGV[7+6(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
-// pending only), webhook id, 1 if an attempt was made (else 0); ARGV[1+6n+i] -> outcome i's new record
+// ARGV[2+7(i-1)] .. ARGV[8+7(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
+// pending only), webhook id, 1 if an attempt was made (else 0), 1 if it was leased for an inline
+// attempt (its schedule entry may be in the inline zset) else 0; ARGV[1+7n+i] -> outcome i's new record
 // returns per outcome outcomeRecorded (now or by an earlier run of the same call) or outcomeLeaseLost
 // (nothing written)
 var outcomeScript = redis.NewScript(luaUnorderedOutcome + outcomeBody)
@@ -197,42 +200,60 @@ var outcomeScript = redis.NewScript(luaUnorderedOutcome + outcomeBody)
 // outcomeCount() is n, final(i, status) does nothing and finish(reply) returns reply
 // (orderedOutcomeScript's advance a sequence and count the deliveries they queue).
 const luaUnorderedOutcome = `
-local function outcomeCount() return (#KEYS - 1) / 3 end
+local function outcomeCount() return (#KEYS - 2) / 3 end
 local function final(i, status) end
 local function finish(reply) return reply end
 `
 
 // outcomeBody is outcomeScript's body, with three hooks: outcomeCount(), finish(reply), which makes
-// the reply, and final(i, status), called when outcome i leaves its delivery final, before its
-// webhook is retimed.
-var outcomeBody = luaLeaseOf + luaRetime + luaCountHour + `
+// the reply, and final(i, status), called when outcome i leaves its delivery final, once its
+// schedule entry is gone.
+var outcomeBody = luaLeaseOf + luaRetime + luaSchedule + luaCountHour + `
 local n = outcomeCount()
 local held = {}
 for i = 1, n do
-  held[i] = leaseOf(KEYS[3 * i - 1], ARGV[3 + 6 * (i - 1)])
+  held[i] = leaseOf(KEYS[3 * i], ARGV[3 + 7 * (i - 1)])
 end
 local reply = {}
 for i = 1, n do
   reply[i] = ` + strconv.Itoa(outcomeLeaseLost) + `
   if held[i] == ` + luaSettled + ` then reply[i] = ` + strconv.Itoa(outcomeRecorded) + ` end
   if held[i] == ` + luaHeld + ` then
-    local a = 1 + 6 * (i - 1)
+    local a = 1 + 7 * (i - 1)
     local id, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
     if ARGV[a + 6] == '1' then
-      countHour(KEYS[3 * i + 1], tonumber(ARGV[1]), status == 'success')
+      countHour(KEYS[3 * i + 2], tonumber(ARGV[1]), status == 'success')
     end
-    redis.call('SET', KEYS[3 * i - 1], ARGV[1 + 6 * n + i], 'KEEPTTL')
-    if status == 'pending' then
-      redis.call('ZADD', KEYS[3 * i], next, id)
-    else
-      redis.call('ZREM', KEYS[3 * i], id)
-      final(i, status)
-    end
-    retime(KEYS[1], KEYS[3 * i], wid)
+    redis.call('SET', KEYS[3 * i], ARGV[1 + 7 * n + i], 'KEEPTTL')
+    schedule(KEYS[1], KEYS[2], KEYS[3 * i + 1], id, wid, status, next, ARGV[a + 7] == '1')
+    if status ~= 'pending' then final(i, status) end
     reply[i] = ` + strconv.Itoa(outcomeRecorded) + `
   end
 end
 return finish(reply)
+`
+
+// luaSchedule is schedule(ready, inline, queue, id, wid, status, next, inl): the schedule as an
+// outcome leaves it. A delivery leased inline whose entry is still in the inline zset leaves it (one
+// ZREM when it is done) and, pending, joins its webhook's queue, its ready score lowered to next at
+// most; any other (a worker's, or an inline one a worker took over) is queued again at next or leaves
+// its queue, and its webhook's ready score follows its queue (retime).
+const luaSchedule = `
+local function schedule(ready, inline, queue, id, wid, status, next, inl)
+  if inl and redis.call('ZREM', inline, id .. wid) == 1 then
+    if status == 'pending' then
+      redis.call('ZADD', queue, next, id)
+      redis.call('ZADD', ready, 'LT', next, wid)
+    end
+    return
+  end
+  if status == 'pending' then
+    redis.call('ZADD', queue, next, id)
+  else
+    redis.call('ZREM', queue, id)
+  end
+  retime(ready, queue, wid)
+end
 `
 
 // outcomeScript's first reply per outcome.
@@ -246,28 +267,32 @@ const (
 // when recorded. An outcome whose attempt the caller abandoned is left to its lease.
 func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outcomes []outcome) []error {
 	errs := make([]error, len(outcomes))
-	keys := []string{d.keys.readyKey(shard)}
+	keys := []string{d.keys.readyKey(shard), d.keys.inlineKey(shard)}
 	now := d.now()
 	args := []any{now.UnixMilli()}
 	values := make([]any, 0, len(outcomes))
 	idx := make([]int, 0, len(outcomes))
+	var givenBack []*record
 	for i, o := range outcomes {
 		if o.unrecorded {
 			errs[i] = fmt.Errorf("webhooks: delivery %s: %s; a worker attempts it after its lease: %w", o.id, o.err, ErrDeferred)
+			if o.inline {
+				givenBack = append(givenBack, recs[i])
+			}
 			continue
 		}
 		next := *recs[i] // the record as the outcome leaves it; applied in memory once recorded
 		next.History = slices.Clip(next.History)
 		next.apply(o, now)
-		attempted := 0
-		if o.attempted {
-			attempted = 1
-		}
 		keys = append(keys, d.keys.deliveryKey(shard, o.id), d.keys.queueKey(shard, recs[i].WebhookID),
 			d.keys.hourlyKey(shard, recs[i].WebhookID))
-		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, attempted)
+		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, flag(o.attempted),
+			flag(o.inline))
 		values = append(values, next.encode())
 		idx = append(idx, i)
+	}
+	if len(givenBack) > 0 {
+		d.requeueInline(ctx, shard, givenBack)
 	}
 	if len(idx) == 0 {
 		return errs
@@ -304,11 +329,15 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
 		default:
 			recs[i].apply(outcomes[i], now)
+			if outcomes[i].status == StatusPending {
+				d.markShard(shard) // a retry for this worker's next scan
+			}
 			d.afterOutcome(ctx, recs[i], outcomes[i])
 		}
 	}
 	if extra == 1 && err == nil && reply[len(reply)-1] > 0 {
-		d.poke() // a final head queued its key's next delivery: send it at once
+		d.markShard(shard) // a final head queued its key's next delivery: send it at once
+		d.poke()
 	}
 	return errs
 }

@@ -2,6 +2,8 @@ package webhooks
 
 import (
 	"strconv"
+	"sync"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -10,39 +12,42 @@ import (
 // the delivery record, its schedule entry and its index entry, all in one atomic step. The record is
 // the claim: it is created with SET NX and the retention as its TTL, so the claim and the record
 // expire together. Go decides each new record and when it is due: leased for an attempt this call
-// makes at once (due at the lease's end, so a crash during the attempt is recovered by a worker), due
-// now for the worker (Enqueue, a webhook at its in-flight cap or rate limit), or parked until its
-// webhook's circuit may be probed. Every claim is checked before the first write. The index entries are
-// written first: when an append fails (an index key holding something else, Redis older than 7.0), the
-// entries already appended are deleted again and the script fails before the body, a record or a
-// schedule entry is written, so such a failure leaves nothing claimed. A pair whose record is exactly
-// the one this call would create was created by this very call, whose reply was lost: it is reported
-// as created again, so the caller can retry the script safely. An event id whose body key holds an
-// ordered event's marker (ordered.go) is refused with orderConflictReply, before any write. All keys
-// share the event's shard tag.
+// makes at once (its schedule entry is then in the shard's inline zset, due at the lease's end, so a
+// crash during the attempt is recovered by a worker, and the outcome removes it with one ZREM), due
+// now for the worker (Enqueue, a webhook at its in-flight cap or rate limit: its webhook's queue), or
+// parked until its webhook's circuit may be probed. Every claim is checked before the first write. The
+// index entries are written first: when an append fails (an index key holding something else, Redis
+// older than 7.0), the entries already appended are deleted again and the script fails before the
+// body, a record or a schedule entry is written, so such a failure leaves nothing claimed. A pair
+// whose record is exactly the one this call would create was created by this very call, whose reply
+// was lost: it is reported as created again, so the caller can retry the script safely. An event id
+// whose body key holds an ordered event's marker (ordered.go) is refused with orderConflictReply,
+// before any write. All keys share the event's shard tag.
 //
 // KEYS[1] -> {P:s}:evt:<event_id>      the request body, stored once per event
 // KEYS[2] -> {P:s}:ready
-// KEYS[3i], KEYS[3i+1], KEYS[3i+2] (i = 1..n) -> target i's delivery key, index key, queue key
+// KEYS[3] -> {P:s}:inline
+// KEYS[3i+1], KEYS[3i+2], KEYS[3i+3] (i = 1..n) -> target i's delivery key, index key, queue key
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms): the expiry of the record, and of the index entry
 // ARGV[3] -> request body
-// ARGV[5i-1] .. ARGV[5i+3] (i = 1..n) -> target i's delivery id, its hash (the id's last 12 bytes,
-// raw), its new record, when it is due (ms), its webhook id
+// ARGV[6i-2] .. ARGV[6i+3] (i = 1..n) -> target i's delivery id, its hash (the id's last 12 bytes,
+// raw), its new record, when it is due (ms), its webhook id, 1 if leased for an inline attempt (else 0)
+// ARGV[3+6n+i] -> 1 if target i's index key's TTL is to be checked (else it was set lately: indexTTLs)
 // returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated when this
 // call created the delivery, or the existing record
 var claimScript = redis.NewScript(indexFunction + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-local n = (#KEYS - 2) / 3
+local n = (#KEYS - 3) / 3
 local stored = redis.call('GET', KEYS[1])
 if stored and string.byte(stored, 1) == 0 then return redis.error_reply('` + orderConflictReply + `') end
 local reply, created = {false}, {}
 local fresh = 0
 for i = 1, n do
-  local rec = redis.call('GET', KEYS[3 * i])
+  local rec = redis.call('GET', KEYS[3 * i + 1])
   if not rec then
     created[i], fresh = true, fresh + 1
-  elseif rec == ARGV[5 * i + 1] then
+  elseif rec == ARGV[6 * i] then
     reply[i + 1], fresh = ` + strconv.Itoa(claimCreated) + `, fresh + 1
   else
     reply[i + 1] = rec
@@ -53,12 +58,12 @@ end
 local appended = {}
 for i = 1, n do
   if created[i] then
-    local ok, id = pcall(index, KEYS[3 * i + 1], now, retention, ARGV[5 * i], now + retention)
+    local ok, id = pcall(index, KEYS[3 * i + 2], now, retention, ARGV[6 * i - 1], now + retention, ARGV[3 + 6 * n + i] == '1')
     if not ok then
       for _, e in ipairs(appended) do redis.call('XDEL', e[1], e[2]) end
       error(id)
     end
-    appended[#appended + 1] = {KEYS[3 * i + 1], id}
+    appended[#appended + 1] = {KEYS[3 * i + 2], id}
   end
 end
 if fresh > 0 then
@@ -71,9 +76,14 @@ if fresh > 0 then
 end
 for i = 1, n do
   if created[i] then
-    redis.call('SET', KEYS[3 * i], ARGV[5 * i + 1], 'NX', 'PX', retention)
-    redis.call('ZADD', KEYS[3 * i + 2], ARGV[5 * i + 2], ARGV[5 * i - 1])
-    redis.call('ZADD', KEYS[2], 'LT', ARGV[5 * i + 2], ARGV[5 * i + 3])
+    local id, due, wid = ARGV[6 * i - 2], ARGV[6 * i + 1], ARGV[6 * i + 2]
+    redis.call('SET', KEYS[3 * i + 1], ARGV[6 * i], 'NX', 'PX', retention)
+    if ARGV[6 * i + 3] == '1' then
+      redis.call('ZADD', KEYS[3], due, id .. wid)
+    else
+      redis.call('ZADD', KEYS[3 * i + 3], due, id)
+      redis.call('ZADD', KEYS[2], 'LT', due, wid)
+    end
     reply[i + 1] = ` + strconv.Itoa(claimCreated) + `
   end
 end
@@ -84,15 +94,16 @@ return reply
 const claimCreated = 1
 
 // indexFunction is the Lua function that adds a delivery to a webhook's per-shard index, a stream:
-// index(key, now, retention, hash, expiry) appends {d = hash, x = expiry (the record's, ms)} under the
-// id <now>-<seq>, or after the stream's newest entry when that is later (another replica's clock is
-// ahead: stream ids only grow), trims entries older than a retention (their records have expired, or
-// were redelivered and indexed again), and keeps the key at least as long as its newest entry: when
-// its TTL is shorter than a retention it is set to a retention and 1/64 more (extend, luaExtend), so most writes leave it
-// as it is. It returns the entry's id, and raises an error, having written nothing, when key holds
+// index(key, now, retention, hash, expiry, ext) appends {d = hash, x = expiry (the record's, ms)} under
+// the id <now>-<seq>, or after the stream's newest entry when that is later (another replica's clock
+// is ahead: stream ids only grow), trims entries older than a retention (their records have expired,
+// or were redelivered and indexed again), and keeps the key at least as long as its newest entry: with
+// ext false (the caller knows it set the TTL within the last 1/64 of a retention: indexTTLs) it leaves
+// the TTL as it is; else, when the TTL is shorter than a retention, it sets it to a retention and 1/64
+// more (extend, luaExtend). It returns the entry's id, and raises an error, having written nothing, when key holds
 // something other than a stream or Redis is older than 7.0 (no <ms>-* ids).
 var indexFunction = luaExtend + `
-local function index(key, now, retention, hash, expiry)
+local function index(key, now, retention, hash, expiry, ext)
   local minid = now - retention
   local id = redis.pcall('XADD', key, 'MINID', '~', minid, now .. '-*', 'd', hash, 'x', expiry)
   if type(id) == 'table' then
@@ -100,7 +111,48 @@ local function index(key, now, retention, hash, expiry)
     if not top then error('webhooks: cannot append to ' .. key .. ': ' .. tostring(id.err)) end
     id = redis.call('XADD', key, 'MINID', '~', minid, string.match(top[1], '^%d+') .. '-*', 'd', hash, 'x', expiry)
   end
-  extend(key, retention, math.floor(retention / 64))
+  if ext then extend(key, retention, math.floor(retention / 64)) end
   return id
 end
 `
+
+// flag is a bool as a script argument: 1 or 0.
+func flag(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// indexTTLs remembers when this Dispatcher last had each index key's TTL checked, so that a claim
+// checks it (PTTL, and PEXPIRE when short) once per 1/64 of a retention per key instead of on every
+// append: an index key's TTL is set to a retention and 1/64 more, so it outlives every entry appended
+// within that 1/64. A check is remembered only once the claim that made it has succeeded. Safe for
+// concurrent use.
+type indexTTLs struct {
+	mu    sync.Mutex
+	every time.Duration
+	at    map[string]time.Time // index key -> when its TTL was last checked
+}
+
+func newIndexTTLs(retention time.Duration) *indexTTLs {
+	return &indexTTLs{every: retention / 64, at: map[string]time.Time{}}
+}
+
+// due reports whether key's TTL is to be checked at now.
+func (x *indexTTLs) due(key string, now time.Time) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	at, ok := x.at[key]
+	return !ok || now.Sub(at) >= x.every || now.Before(at)
+}
+
+// checked remembers that key's TTL was checked at now.
+func (x *indexTTLs) checked(key string, now time.Time) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if len(x.at) > 100_000 { // mostly keys no longer written; the others are checked again
+		clear(x.at)
+	}
+	x.at[key] = now
+}

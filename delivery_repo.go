@@ -9,7 +9,11 @@ package webhooks
 //
 //	{P:s}:rec:<h>                        string  the pair's claim and delivery record (record.go)  TTL Retention
 //	{P:s}:evt:<event_id>                 string  the request body, stored once per event   TTL ≥ every record of the event
-//	{P:s}:due                            zset    delivery id -> next attempt or lease end (ms); pending only
+//	{P:s}:ready                          zset    webhook id -> when its earliest delivery in the shard is due (ms)
+//	{P:s}:q:<webhook_id>                 zset    delivery id -> next attempt or lease end (ms); pending only
+//	                                             (the two-level schedule: schedule.go)
+//	{P:s}:inline                         zset    delivery id + webhook id -> lease end (ms): deliveries leased by
+//	                                             Dispatch for its inline attempt (inline.go)
 //	{P:s}:list:<webhook_id>              stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
 //	                                             its creation or Redeliver; trimmed on write, TTL ≥ newest entry
 //	{P:s}:hourly:<webhook_id>            hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->

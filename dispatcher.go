@@ -54,9 +54,12 @@ type Dispatcher struct {
 	flights      *inFlight
 	circuits     *circuitStore
 	circuitCache *circuitCache
+	indexTTLs    *indexTTLs
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
-	nextShard    atomic.Uint32 // where the next scan of the schedule starts
-	idled        func()        // tests: called before Run waits with nothing due that it could take
+	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
+	hintsOnce    sync.Once
+	hintsPtr     *scanHints // made by hints()
+	idled        func()     // tests: called before Run waits with nothing due that it could take
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -82,7 +85,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		scripts:  newLaneBatcher(rdb),
 		circuits: &circuitStore{rdb: rdb, key: keys.circuitsKey()}, circuitCache: newCircuitCache(),
-		wake: make(chan struct{}, 1)}
+		indexTTLs: newIndexTTLs(opts.Retention),
+		wake:      make(chan struct{}, 1)}
 	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, func() time.Time { return d.now() })
 	d.nextShard.Store(rand.Uint32()) // replicas start their scans at different shards
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
@@ -184,7 +188,7 @@ func notAccepted(eventID string, results []Result) error {
 // Enqueue is Dispatch without the inline attempt: the producer's fast path. It claims every
 // subscribed webhook's pair in one round trip (once subscribers are cached), makes every fresh
 // delivery due at once, and returns; a worker (Run) in this process starts the attempts at once,
-// other replicas' workers within their idle sweep (Shards/16 polls of 250ms: 1s with 64 shards). A
+// other replicas' workers within their sweep (Shards/14 polls of 250ms: 1.25s with 64 shards). A
 // webhook whose circuit this Dispatcher has seen open gets its delivery parked until the circuit's probe. Its results and errors
 // follow Dispatch's contract: a nil error means every pair is durably recorded and every Result has a
 // Delivery (pending, or the existing one of a duplicate).
@@ -279,6 +283,8 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	}
 	var wg sync.WaitGroup
 	queued := false
+	batch := &outcomeBatch{d: d, shard: shard, linger: d.settleLinger(), allEnded: make(chan struct{})}
+	var attempts []int
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
 		item, fresh := reply[1+i].(int64)
@@ -292,13 +298,20 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 			continue
 		}
 		results[i].Delivery = &recs[i].Delivery // settle applies the outcome to it
+		attempts = append(attempts, i)
+	}
+	batch.running = len(attempts)
+	for _, i := range attempts {
+		t := targets[i]
 		wg.Go(func() {
 			defer d.flights.release(t.ID)
 			o := d.decide(recs[i], d.tracedAttempt(ctx, t, recs[i], body))
-			results[i].Err = d.settle(ctx, shard, []*record{recs[i]}, []outcome{o})[0]
+			o.inline = true
+			batch.ended(ctx, recs[i], o, &results[i].Err)
 		})
 	}
 	if queued {
+		d.markShard(shard)
 		d.poke()
 	}
 	wg.Wait()
@@ -415,20 +428,34 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 // earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
 // asked for again: the script recognises its own run and reports the pairs it created as created.
 func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
-	keys := make([]string, 2, 2+3*len(recs))
-	keys[0], keys[1] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard)
-	args := make([]any, 3, 3+5*len(recs))
+	keys := make([]string, 3, 3+3*len(recs))
+	keys[0], keys[1], keys[2] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard), d.keys.inlineKey(shard)
+	args := make([]any, 3, 3+7*len(recs))
 	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), body
+	now := d.now()
+	checks := make([]any, len(recs))
 	for i, r := range recs {
-		keys = append(keys, d.keys.deliveryKey(shard, r.ID), d.keys.indexKey(shard, r.WebhookID), d.keys.queueKey(shard, r.WebhookID))
-		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID)
+		index := d.keys.indexKey(shard, r.WebhookID)
+		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID))
+		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
+		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
-	return d.runClaim(ctx, claimScript, eventID, len(recs), keys, args)
+	args = append(args, checks...)
+	reply, err := d.runClaim(ctx, claimScript, eventID, len(recs), keys, args)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range checks {
+		if c == 1 {
+			d.indexTTLs.checked(keys[3+3*i+1], now)
+		}
+	}
+	return reply, nil
 }
 
-// runClaim runs a claim script (claimScript, orderedClaimScript) for n targets, asking again for a reply lost in
-// transport, and checks the reply's length. An id reserved for an order key gives an error
-// wrapping ErrOrderKeyConflict.
+// runClaim runs a claim script (claimScript, orderedClaimScript) for n targets, asking again for a
+// reply lost in transport, and checks the reply's length. An id reserved for an order key gives an
+// error wrapping ErrOrderKeyConflict.
 func (d *Dispatcher) runClaim(ctx context.Context, script *redis.Script, eventID string, n int, keys []string, args []any) ([]any, error) {
 	w := d.writeAcked(ctx, script, keys, args...)
 	reply, err := w.Slice()

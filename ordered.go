@@ -108,22 +108,24 @@ end
 //
 // KEYS[1] -> {P:k}:oevt:<event_id>
 // KEYS[2] -> {P:k}:ready
-// KEYS[3] -> {P:k}:blocked
-// KEYS[4i] .. KEYS[4i+3] (i = 1..n) -> target i's delivery key, index key, queue key, sequence key
+// KEYS[3] -> {P:k}:inline
+// KEYS[4] -> {P:k}:blocked
+// KEYS[4i+1] .. KEYS[4i+4] (i = 1..n) -> target i's delivery key, index key, queue key, sequence key
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms)
 // ARGV[3] -> request body
-// ARGV[7i-3] .. ARGV[7i+3] (i = 1..n) -> target i's delivery id, hash, record as head, due (ms),
-// webhook id, record as waiting, blocked zset member
+// ARGV[8i-4] .. ARGV[8i+3] (i = 1..n) -> target i's delivery id, hash, record as head, due (ms),
+// webhook id, record as waiting, blocked zset member, 1 if leased for an inline attempt (else 0)
+// ARGV[3+8n+i] -> 1 if target i's index key's TTL is to be checked (indexTTLs)
 // returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated (the head),
 // claimWaiting, or the existing record
 var orderedClaimScript = redis.NewScript(indexFunction + luaPromote + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-local n = (#KEYS - 3) / 4
+local n = (#KEYS - 4) / 4
 local reply, created = {false}, {}
 local fresh = 0
 for i = 1, n do
-  local rec, a = redis.call('GET', KEYS[4 * i]), 7 * i - 3
+  local rec, a = redis.call('GET', KEYS[4 * i + 1]), 8 * i - 4
   if not rec then
     created[i], fresh = true, fresh + 1
   elseif rec == ARGV[a + 2] then
@@ -137,12 +139,12 @@ end
 local appended = {}
 for i = 1, n do
   if created[i] then
-    local ok, id = pcall(index, KEYS[4 * i + 1], now, retention, ARGV[7 * i - 2], now + retention)
+    local ok, id = pcall(index, KEYS[4 * i + 2], now, retention, ARGV[8 * i - 3], now + retention, ARGV[3 + 8 * n + i] == '1')
     if not ok then
       for _, e in ipairs(appended) do redis.call('XDEL', e[1], e[2]) end
       error(id)
     end
-    appended[#appended + 1] = {KEYS[4 * i + 1], id}
+    appended[#appended + 1] = {KEYS[4 * i + 2], id}
   end
 end
 if fresh > 0 then
@@ -153,28 +155,32 @@ if fresh > 0 then
   else
     redis.call('SET', KEYS[1], ARGV[3], 'PX', retention)
   end
-  redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
 end
 for i = 1, n do
   if created[i] then
-    local k, a = 4 * i, 7 * i - 3
+    local k, a = 4 * i + 1, 8 * i - 4
     local id, queue, seq, wid, member = ARGV[a], KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 6]
     local head = redis.call('LINDEX', seq, 0)
-    if head and not redis.call('ZSCORE', queue, head) then
-      promote(seq, queue, KEYS[3], member, now)
+    if head and not redis.call('ZSCORE', queue, head) and not redis.call('ZSCORE', KEYS[3], head .. wid) then
+      promote(seq, queue, KEYS[4], member, now)
       redis.call('ZADD', KEYS[2], 'LT', now, wid)
     end
     local len = redis.call('RPUSH', seq, id)
     extend(seq, retention, math.floor(retention / 64))
-    if len == 1 then
-      redis.call('SET', KEYS[k], ARGV[a + 2], 'NX', 'PX', retention)
-      redis.call('ZADD', queue, ARGV[a + 3], id)
-      redis.call('ZADD', KEYS[2], 'LT', ARGV[a + 3], wid)
-      reply[i + 1] = ` + strconv.Itoa(claimCreated) + `
-    else
+    if len > 1 then
       redis.call('SET', KEYS[k], ARGV[a + 5], 'NX', 'PX', retention)
-      redis.call('ZADD', KEYS[3], now + retention, member)
+      redis.call('ZADD', KEYS[4], now + retention, member)
       reply[i + 1] = ` + strconv.Itoa(claimWaiting) + `
+    else
+      redis.call('SET', KEYS[k], ARGV[a + 2], 'NX', 'PX', retention)
+      if ARGV[a + 7] == '1' then
+        redis.call('ZADD', KEYS[3], ARGV[a + 3], id .. wid)
+      else
+        redis.call('ZADD', queue, ARGV[a + 3], id)
+        redis.call('ZADD', KEYS[2], 'LT', ARGV[a + 3], wid)
+      end
+      reply[i + 1] = ` + strconv.Itoa(claimCreated) + `
     end
   end
 end
@@ -242,25 +248,35 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 	if err := d.reserveOrder(ctx, scoped, orderKey); err != nil {
 		return nil, fmt.Errorf("webhooks: claim event %s: %w", scoped, err)
 	}
-	keys := make([]string, 3, 3+4*len(recs))
-	keys[0], keys[1], keys[2] = d.keys.orderedEventKey(shard, scoped), d.keys.readyKey(shard), d.keys.blockedKey(shard)
-	args := make([]any, 3, 3+7*len(recs))
+	keys := make([]string, 4, 4+4*len(recs))
+	keys[0], keys[1] = d.keys.orderedEventKey(shard, scoped), d.keys.readyKey(shard)
+	keys[2], keys[3] = d.keys.inlineKey(shard), d.keys.blockedKey(shard)
+	args := make([]any, 3, 3+9*len(recs))
 	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), body
-	waiting := make([]*record, len(recs))
+	now := d.now()
+	waiting, checks := make([]*record, len(recs)), make([]any, len(recs))
 	for i, r := range recs {
 		waiting[i] = waitingRecord(r)
-		keys = append(keys, d.keys.deliveryKey(shard, r.ID), d.keys.indexKey(shard, r.WebhookID),
-			d.keys.queueKey(shard, r.WebhookID), d.keys.seqKey(shard, r.WebhookID, orderKey))
+		index := d.keys.indexKey(shard, r.WebhookID)
+		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID),
+			d.keys.seqKey(shard, r.WebhookID, orderKey))
 		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID,
-			waiting[i].encode(), blockedMember(r.WebhookID, orderKey))
+			waiting[i].encode(), blockedMember(r.WebhookID, orderKey), flag(plans[i].inline))
+		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
-	reply, err := d.runClaim(ctx, orderedClaimScript, scoped, len(recs), keys, args)
-	for i := range recs {
-		if err == nil && reply[1+i] == int64(claimWaiting) {
-			*recs[i] = *waiting[i]
+	reply, err := d.runClaim(ctx, orderedClaimScript, scoped, len(recs), keys, append(args, checks...))
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range recs {
+		if reply[1+i] == int64(claimWaiting) {
+			*r = *waiting[i]
+		}
+		if checks[i] == 1 {
+			d.indexTTLs.checked(keys[4+4*i+1], now)
 		}
 	}
-	return reply, err
+	return reply, nil
 }
 
 // orderRecords makes the new records of an ordered event: their ids in the key's shard, their key

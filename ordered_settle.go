@@ -22,27 +22,33 @@ const (
 // (after its record's expiry, when the lease script drops it: the queue holds every live head, see
 // orderedClaimScript): its key waits until Redeliver resets it.
 //
-// KEYS[1] .. KEYS[1+3n] -> as outcomeScript's
-// KEYS[1+3n+i] (i = 1..n) -> outcome i's sequence key (its queue key for an unordered delivery: not read)
-// KEYS[2+4n] -> {P:s}:blocked
-// ARGV[1] .. ARGV[1+7n] -> as outcomeScript's
-// ARGV[1+7n+i] -> outcome i's mode: orderNone, orderOnSuccess or orderOnFinal
-// ARGV[1+8n+i] -> outcome i's blocked zset member
-// ARGV[2+9n] -> retention (ms)
+// KEYS[1] .. KEYS[2+3n] -> as outcomeScript's
+// KEYS[2+3n+i] (i = 1..n) -> outcome i's sequence key (its queue key for an unordered delivery: not read)
+// KEYS[3+4n] -> {P:s}:blocked
+// ARGV[1] .. ARGV[1+8n] -> as outcomeScript's
+// ARGV[1+8n+i] -> outcome i's mode: orderNone, orderOnSuccess or orderOnFinal
+// ARGV[1+9n+i] -> outcome i's blocked zset member
+// ARGV[2+10n] -> retention (ms)
 // returns outcomeScript's reply, then how many deliveries it queued (promoted)
 var orderedOutcomeScript = redis.NewScript(luaPromote + `
 local promoted = 0
-local function outcomeCount() return (#KEYS - 2) / 4 end
+local function outcomeCount() return (#KEYS - 3) / 4 end
 local function final(i, status)
   local n = outcomeCount()
-  local mode, id, seq = ARGV[1 + 7 * n + i], ARGV[2 + 6 * (i - 1)], KEYS[1 + 3 * n + i]
+  local mode, seq = ARGV[1 + 8 * n + i], KEYS[2 + 3 * n + i]
+  local id, wid = ARGV[2 + 7 * (i - 1)], ARGV[6 + 7 * (i - 1)]
   if mode == '` + orderNone + `' or redis.call('LINDEX', seq, 0) ~= id then return end
-  local now, queue = tonumber(ARGV[1]), KEYS[3 * i]
+  local now, queue = tonumber(ARGV[1]), KEYS[3 * i + 1]
   if status ~= 'success' and mode ~= '` + orderOnFinal + `' then
-    redis.call('ZADD', queue, now + tonumber(ARGV[#ARGV]), id)
+    local until_ = now + tonumber(ARGV[#ARGV])
+    redis.call('ZADD', queue, until_, id)
+    redis.call('ZADD', KEYS[1], 'LT', until_, wid)
     return
   end
-  if promote(seq, queue, KEYS[#KEYS], ARGV[1 + 8 * n + i], now) then promoted = promoted + 1 end
+  if promote(seq, queue, KEYS[#KEYS], ARGV[1 + 9 * n + i], now) then
+    redis.call('ZADD', KEYS[1], 'LT', now, wid)
+    promoted = promoted + 1
+  end
 end
 local function finish(reply)
   reply[#reply + 1] = promoted
@@ -96,6 +102,7 @@ func (d *Dispatcher) orderedOutcomes(shard int, recs []*record, idx []int) ([]st
 // KEYS[1] .. KEYS[5] -> as redeliverScript's (KEYS[3]: {P:s}:oevt:<event_id>)
 // KEYS[6] -> {P:s}:seq:<webhook_id>:<order_key>
 // KEYS[7] -> {P:s}:blocked
+// KEYS[8] -> {P:s}:inline
 // ARGV[1] .. ARGV[10] -> as redeliverScript's
 // ARGV[11] -> the reset record as waiting
 // ARGV[12] -> the sequence's blocked zset member
@@ -109,10 +116,11 @@ end
 if rec == ARGV[11] then return {` + strconv.Itoa(redeliverWaiting) + `, false, rec} end
 if rec ~= ARGV[6] then return {` + strconv.Itoa(redeliverUnchanged) + `, false, rec} end
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-index(KEYS[4], now, retention, ARGV[8], ARGV[9])
+index(KEYS[4], now, retention, ARGV[8], ARGV[9], true)
 extend(KEYS[3], retention, 0)
 local first = redis.call('LINDEX', KEYS[6], 0)
-if first and first ~= ARGV[4] and not redis.call('ZSCORE', KEYS[5], first) then
+if first and first ~= ARGV[4] and not redis.call('ZSCORE', KEYS[5], first)
+    and not redis.call('ZSCORE', KEYS[8], first .. ARGV[10]) then
   promote(KEYS[6], KEYS[5], KEYS[7], ARGV[12], now) -- a lost head (orderedClaimScript)
   redis.call('ZADD', KEYS[2], 'LT', now, ARGV[10])
   first = redis.call('LINDEX', KEYS[6], 0)
@@ -138,7 +146,7 @@ func (d *Dispatcher) redeliverScriptFor(shard int, wh *storedWebhook, rec *recor
 		return redeliverScript, keys, args
 	}
 	keys[2] = d.keys.orderedEventKey(shard, scopedEventID(wh.Tenant, rec.EventID))
-	keys = append(keys, d.keys.seqKey(shard, rec.WebhookID, rec.OrderKey), d.keys.blockedKey(shard))
+	keys = append(keys, d.keys.seqKey(shard, rec.WebhookID, rec.OrderKey), d.keys.blockedKey(shard), d.keys.inlineKey(shard))
 	args = append(args, waitingRecord(renewed).encode(), blockedMember(rec.WebhookID, rec.OrderKey))
 	return orderedRedeliverScript, keys, args
 }

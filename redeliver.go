@@ -42,7 +42,7 @@ if leaseOf(KEYS[1], ARGV[5]) == ` + luaHeld + ` then
 end
 if rec ~= ARGV[6] then return {` + strconv.Itoa(redeliverUnchanged) + `, false, rec} end
 local retention = tonumber(ARGV[2])
-index(KEYS[4], tonumber(ARGV[1]), retention, ARGV[8], ARGV[9])
+index(KEYS[4], tonumber(ARGV[1]), retention, ARGV[8], ARGV[9], true)
 redis.call('SET', KEYS[1], ARGV[7], 'PX', retention)
 extend(KEYS[3], retention, 0)
 redis.call('ZADD', KEYS[5], ARGV[3], ARGV[4])

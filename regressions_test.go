@@ -57,6 +57,8 @@ func TestSlowClaimReplyDoesNotDoubleSend(t *testing.T) {
 	rctx, stop := context.WithCancel(ctx)
 	go func() { _ = b.Run(rctx) }()
 	res := <-done
+	// b takes it over once its lease has ended (a sweep finds it); then no second request follows.
+	eventually(t, 5*time.Second, func() bool { return rc.count() >= 1 }, "a worker takes the delivery over")
 	time.Sleep(300 * time.Millisecond)
 	stop()
 	require.ErrorIs(t, res[0].Err, ErrDeferred, "a claim answered too late to attempt within its lease is left to the worker")

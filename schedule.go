@@ -2,8 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -66,26 +64,26 @@ const (
 // returns per candidate: leaseNotDue (another worker leased it), leaseExpired (its record has expired)
 // or leaseNotRecord (its key holds no record) — the queue entry of both is removed — or the record
 // once leased
-var leaseScript = redis.NewScript(luaLeaseOf + luaRetime + `
-local now, leaseEnd, m = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3])
+var leaseScript = redis.NewScript(luaRetime + `
+local now, leaseEnd, m = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local n = #KEYS - 1 - m
-local state = {}
+local state, recs = {}, {}
 for j = 1, n do
   local a = 1 + m + 3 * j
-  local id, token, queue, rec = ARGV[a], ARGV[a + 1], KEYS[1 + tonumber(ARGV[a + 2])], KEYS[1 + m + j]
-  local score = redis.call('ZSCORE', queue, id)
-  if score and tonumber(score) == tonumber(leaseEnd) and leaseOf(rec, token) == ` + luaHeld + ` then
-    state[j] = 'mine'
-  elseif not score or tonumber(score) > now then
-    state[j] = ` + strconv.Itoa(leaseNotDue) + `
-  else
-    local t = redis.call('TYPE', rec)['ok']
-    if t == 'none' then
-      state[j] = ` + strconv.Itoa(leaseExpired) + `
-    elseif t == 'string' and redis.call('STRLEN', rec) >= ` + strconv.Itoa(recordHeadLen) + ` then
-      state[j] = 'lease'
-    else
+  local id, token, queue = ARGV[a], ARGV[a + 1], KEYS[1 + tonumber(ARGV[a + 2])]
+  local score = tonumber(redis.call('ZSCORE', queue, id))
+  state[j] = ` + strconv.Itoa(leaseNotDue) + `
+  if score and (score <= now or score == leaseEnd) then
+    local rec = redis.pcall('GET', KEYS[1 + m + j])
+    if type(rec) == 'string' and score == leaseEnd and string.sub(rec, 1, ` + strconv.Itoa(tokenLen+1) + `) == token .. ` + luaHeld + ` then
+      state[j], recs[j] = 'mine', rec
+    elseif score > now then
+    elseif type(rec) == 'table' or rec and #rec < ` + strconv.Itoa(recordHeadLen) + ` then
       state[j] = ` + strconv.Itoa(leaseNotRecord) + `
+    elseif not rec then
+      state[j] = ` + strconv.Itoa(leaseExpired) + `
+    else
+      state[j], recs[j] = 'lease', rec
     end
   end
 end
@@ -94,12 +92,12 @@ for j = 1, n do
   local a = 1 + m + 3 * j
   local id, queue, rec = ARGV[a], KEYS[1 + tonumber(ARGV[a + 2])], KEYS[1 + m + j]
   if state[j] == 'lease' then
-    redis.call('ZADD', queue, leaseEnd, id)
-    local leased = ARGV[a + 1] .. ` + luaHeld + ` .. string.sub(redis.call('GET', rec), ` + strconv.Itoa(tokenLen+2) + `)
+    redis.call('ZADD', queue, ARGV[2], id)
+    local leased = ARGV[a + 1] .. ` + luaHeld + ` .. string.sub(recs[j], ` + strconv.Itoa(tokenLen+2) + `)
     redis.call('SET', rec, leased, 'KEEPTTL')
     reply[j] = leased
   elseif state[j] == 'mine' then
-    reply[j] = redis.call('GET', rec)
+    reply[j] = recs[j]
   else
     if state[j] ~= ` + strconv.Itoa(leaseNotDue) + ` then redis.call('ZREM', queue, id) end
     reply[j] = state[j]
@@ -159,48 +157,6 @@ type leasedDelivery struct {
 	rec     *record
 	probe   string         // the probe token, when this attempt is its circuit's probe
 	webhook *storedWebhook // nil when deleted
-}
-
-// idleScanShards bounds the shards an idle poll of Run reads: an idle worker costs Redis at most
-// idleScanShards commands per idleWait (64 commands/s), whatever the shard count. A poll after a
-// poke, after work was found or at a known due time reads every shard.
-const idleScanShards = 16
-
-// scanReady reads, in one round trip, the webhooks with deliveries due in every shard (up to limit per
-// shard), starting at a shard that rotates per call, and the earliest due time in the future. With
-// full unset it reads only the next idleScanShards shards in turn (an idle poll): a sweep of every
-// shard then takes shards/idleScanShards polls.
-func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, full bool) ([]dueWebhook, time.Time, error) {
-	shards := d.keys.shards
-	n, step := shards, uint32(1)
-	if !full && shards > idleScanShards {
-		n, step = idleScanShards, idleScanShards
-	}
-	first := int((d.nextShard.Add(step) - step) % uint32(shards))
-	pipe := d.rdb.Pipeline()
-	heads := make([]*redis.ZSliceCmd, n)
-	for k := range n {
-		heads[k] = pipe.ZRangeWithScores(ctx, d.keys.readyKey((first+k)%shards), 0, int64(limit))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		d.reloadOnTransport(err)
-		return nil, time.Time{}, fmt.Errorf("webhooks: read schedules: %w", err)
-	}
-	var due []dueWebhook
-	var next time.Time
-	for k, cmd := range heads {
-		for _, z := range cmd.Val() {
-			if z.Score > float64(now.UnixMilli()) {
-				if at := msTime(int64(z.Score)); next.IsZero() || at.Before(next) {
-					next = at
-				}
-				break
-			}
-			id, _ := z.Member.(string)
-			due = append(due, dueWebhook{shard: (first + k) % shards, id: id})
-		}
-	}
-	return due, next, nil
 }
 
 // park moves a webhook's ready score, in every shard it was found due in, to until if that is later:

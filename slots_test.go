@@ -158,6 +158,9 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, corrupt), strings.Repeat("junk", 10), 0).Err())
 	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.queueKey(s, hooks[0].ID), redis.Z{Score: 1, Member: corrupt}).Err())
 	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(s), redis.Z{Score: 1, Member: hooks[0].ID}).Err())
+	// An inline attempt whose lease ended with no outcome exercises the adopt script.
+	stray := fmt.Sprintf("dlv_%02x%024d", s, 8)
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.inlineKey(s), redis.Z{Score: 1, Member: inlineEntry(stray, hooks[0].ID)}).Err())
 
 	for range 20 { // each round's final heads let their keys' next deliveries go on
 		clock.Advance(2 * time.Minute)
@@ -184,7 +187,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 
 	names := map[string]*redis.Script{
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
-		"redeliver": redeliverScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
+		"redeliver": redeliverScript, "adopt": adoptScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
 		"circuitCount": countScript, // every attempt's outcome is counted in its webhook's circuit
 		"orderedClaim": orderedClaimScript, "orderedOutcome": orderedOutcomeScript, "orderedRedeliver": orderedRedeliverScript,
 		"reserveOrder": reserveOrderScript,

@@ -118,10 +118,11 @@ return n
 // and per shard. It writes nothing.
 //
 // Its cost does not grow with the backlog. It makes at most three pipelined round trips, of at most
-// 2×Shards+1, Shards and Shards commands (twice as many scripts' commands on a server that lost the scripts):
+// 5×Shards+1, Shards and Shards commands (twice as many scripts' commands on a server that lost the scripts):
 //
-//  1. per shard ZCARD and ZRANGE of the ready zset (the first StatsWebhooksPerShard webhooks), and one
-//     HGETALL of the circuits hash (O(webhooks with failures), not of deliveries);
+//  1. per shard ZCARD and ZRANGE of the ready zset (the first StatsWebhooksPerShard webhooks), ZCARD,
+//     ZCOUNT and the head of the inline zset (inline attempts: leased, or due once their lease ended),
+//     and one HGETALL of the circuits hash (O(webhooks with failures), not of deliveries);
 //  2. per shard one read-only script over the queues of the webhooks read: per queue ZCARD, two
 //     ZCOUNTs, a ZRANGE of its head and at most StatsLeasesPerShard ids in all (O(log n) each);
 //  3. per shard one read-only script reading the lease byte of those ids' records (GETRANGE).
@@ -160,10 +161,14 @@ func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) (
 	cards := make([]*redis.IntCmd, d.keys.shards)
 	heads := make([]*redis.StringSliceCmd, d.keys.shards)
 	blocked := make([]*redis.IntCmd, d.keys.shards)
+	inline := make([]inlineStats, d.keys.shards)
 	for s := range d.keys.shards {
 		blocked[s] = pipe.ZCount(ctx, d.keys.blockedKey(s), strconv.FormatInt(now.UnixMilli(), 10), "+inf")
 		cards[s] = pipe.ZCard(ctx, d.keys.readyKey(s))
 		heads[s] = pipe.ZRange(ctx, d.keys.readyKey(s), 0, StatsWebhooksPerShard-1)
+		inline[s] = inlineStats{all: pipe.ZCard(ctx, d.keys.inlineKey(s)),
+			ended: pipe.ZCount(ctx, d.keys.inlineKey(s), "-inf", strconv.FormatInt(now.UnixMilli(), 10)),
+			first: pipe.ZRangeWithScores(ctx, d.keys.inlineKey(s), 0, 0)}
 	}
 	circuits := pipe.HGetAll(ctx, d.keys.circuitsKey())
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -181,8 +186,25 @@ func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) (
 		sh.Shard, sh.Webhooks, sh.Examined = s, cards[s].Val(), int64(len(out[s]))
 		sh.Truncated = sh.Webhooks > sh.Examined
 		st.BlockedKeys += blocked[s].Val()
+		inline[s].count(sh)
 	}
 	return out, nil
+}
+
+// inlineStats reads a shard's inline zset: the deliveries leased for an inline attempt (inline.go).
+type inlineStats struct {
+	all, ended *redis.IntCmd
+	first      *redis.ZSliceCmd
+}
+
+// count adds the shard's inline attempts to its figures: leased, or due when the lease has ended (no
+// outcome came: a worker takes it over), the oldest of those due since its lease's end.
+func (c inlineStats) count(sh *ShardStats) {
+	sh.Leased += c.all.Val() - c.ended.Val()
+	sh.Due += c.ended.Val()
+	if first := c.first.Val(); c.ended.Val() > 0 && len(first) == 1 {
+		sh.OldestDueAt = msTime(int64(first[0].Score))
+	}
 }
 
 // statsQueues reads the queues of the webhooks examined, one script per shard, and fills each shard's
@@ -218,7 +240,10 @@ func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, 
 		total, _ := reply[1].(int64)
 		oldest, _ := reply[2].(int64)
 		inWindow, _ := reply[3].(int64)
-		sh.Due, sh.Scheduled, sh.OldestDueAt = due, total-due, msTime(oldest)
+		sh.Due, sh.Scheduled = sh.Due+due, sh.Scheduled+total-due
+		if oldest > 0 && (sh.OldestDueAt.IsZero() || oldest < sh.OldestDueAt.UnixMilli()) {
+			sh.OldestDueAt = msTime(oldest)
+		}
 		if len(reply) == 4 {
 			continue
 		}
@@ -244,7 +269,7 @@ func (d *Dispatcher) statsLeases(ctx context.Context, st *Stats, leases []statsC
 			return fmt.Errorf("webhooks: stats: shard %d: %w", c.shard, err)
 		}
 		sh := &st.Shards[c.shard]
-		sh.Leased, sh.Scheduled = n, sh.Scheduled-n
+		sh.Leased, sh.Scheduled = sh.Leased+n, sh.Scheduled-n
 	}
 	return nil
 }

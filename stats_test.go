@@ -162,7 +162,7 @@ func TestStatsCommandCountIsBounded(t *testing.T) {
 	rc := newReceiver(t)
 	mustCreate(t, d, rc, "t.x")
 	mustCreate(t, d, rc, "t.x")
-	const bound = 2*shardCount + 1 + shardCount + shardCount
+	const bound = 5*shardCount + 1 + shardCount + shardCount
 
 	_, err := d.Enqueue(ctx, Event{ID: "evt_0", Type: "t.x"})
 	require.NoError(t, err)
@@ -202,4 +202,43 @@ func TestStatsCommandCountIsBounded(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestStatsCountInlineAttempts: a delivery Dispatch holds for its inline attempt (scheduled in the
+// shard's inline zset, not in a queue) counts as leased; once its lease ends with no outcome, as due.
+func TestStatsCountInlineAttempts(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	arrived, release := make(chan struct{}, 1), make(chan struct{})
+	rc.setHook(func(*http.Request) {
+		arrived <- struct{}{}
+		<-release
+	})
+	mustCreate(t, d, rc, "x")
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Dispatch(ctx, Event{Type: "x", ID: "held"})
+		done <- err
+	}()
+	select {
+	case <-arrived:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the inline attempt did not arrive")
+	}
+	st, err := d.Stats(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1, st.Leased, "in flight")
+	assert.Zero(t, st.Due+st.Scheduled)
+
+	clock.Advance(d.lease + time.Second)
+	st, err = d.Stats(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, st.Leased)
+	assert.EqualValues(t, 1, st.Due, "its lease ended without an outcome")
+	assert.False(t, st.OldestDueAt.IsZero())
+	close(release)
+	require.NoError(t, <-done)
 }

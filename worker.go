@@ -45,30 +45,27 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // one ends, shared fairly among the webhooks with deliveries due (a webhook at its in-flight cap, rate
 // limit or with an open circuit never keeps the others' due deliveries waiting). When nothing is due
 // it waits until the next due time, at most 250ms, or until Enqueue in this process or an ending
-// attempt wakes it. An idle poll reads at most 16 shards' schedules (64 commands/s per idle worker,
-// whatever Options.Shards), so a delivery another replica makes due is seen within Shards/16 polls
-// (1s with the default 64 shards); a poke, work found, or a due time it knows of reads every shard. Any number of replicas may run it at once; each due attempt is made by one of
-// them. It backs off (up to 5s) only when Redis fails it. It returns nil when ctx ends, after the
+// attempt wakes it. It reads only the shards whose schedule may hold something due (as it last read
+// them, or written by this Dispatcher since), and sweeps the others in turn: an idle poll reads at most
+// 16 keys (64 commands/s per idle worker, whatever Options.Shards), so a delivery another replica
+// makes due is seen within Shards/14 polls (1.25s with the default 64 shards; scan.go). Any number of
+// replicas may run it at once; each due attempt is made by one of them. It backs off (up to 5s) only when Redis fails it. It returns nil when ctx ends, after the
 // attempts in flight have finished and been recorded.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var busy atomic.Int64
 	backoff := minBackoff
-	full := true        // read every shard (see scanReady); an idle poll reads a few
+	mode := scanHinted  // an idle poll sweeps (scanReady)
 	var known time.Time // the earliest due time a scan saw: a poll once it has come reads every shard
 	for ctx.Err() == nil {
 		free := d.opts.Concurrency - int(busy.Load())
 		if free <= 0 {
 			d.sleep(ctx, idleWait)
-			full = true
 			continue
 		}
-		jobs, next, more, err := d.leaseDueScan(ctx, free, full)
-		if full || !next.IsZero() && (known.IsZero() || next.Before(known)) {
-			known = next
-		}
-		full = true
+		jobs, next, more, err := d.leaseDueScan(ctx, free, mode)
+		known, mode = next, scanHinted
 		busy.Add(int64(len(jobs)))
 		d.startJobs(ctx, &wg, jobs, func() {
 			busy.Add(-1)
@@ -99,8 +96,10 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		if d.idled != nil {
 			d.idled()
 		}
-		// Woken by a poke, or at a due time it knows of: read every shard; else an idle poll.
-		full = d.sleep(ctx, wait) || !known.IsZero() && !d.now().Before(known)
+		// Woken by a poke, or at a due time it knows of: read what may be due; else an idle poll.
+		if !d.sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
+			mode = scanIdle
+		}
 	}
 	return nil
 }
@@ -160,20 +159,31 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 	}
 }
 
-// leaseDue leases up to free due deliveries, shared fairly among the webhooks that have some due. It
-// returns them, the earliest due time in the future, whether it found due deliveries it could take
-// (then the caller looks again at once instead of waiting), and Redis's errors.
+// leaseDue leases up to free due deliveries, shared fairly among the webhooks that have some due,
+// reading every shard's schedule (scanFull). It returns them, the earliest due time in the future,
+// whether it found due deliveries it could take (then the caller looks again at once instead of
+// waiting), and Redis's errors.
 func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []leasedDelivery, next time.Time, more bool, err error) {
-	return d.leaseDueScan(ctx, free, true)
+	return d.leaseDueScan(ctx, free, scanFull)
 }
 
-// leaseDueScan is leaseDue reading every shard's schedule (full) or an idle poll's few (scanReady).
-func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, full bool) (jobs []leasedDelivery, next time.Time, more bool, err error) {
+// leaseDueScan is leaseDue reading the shards that mode says (scanReady). Inline attempts whose lease
+// ended that the scan finds are first taken into their queues, and those shards read again.
+func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) (jobs []leasedDelivery, next time.Time, more bool, err error) {
 	if err := d.keys.load(ctx, d.rdb); err != nil {
 		return nil, time.Time{}, false, err
 	}
 	now := d.now()
-	due, next, err := d.scanReady(ctx, now, free+16, full)
+	due, strays, next, err := d.scanReady(ctx, now, free+16, mode)
+	if err == nil && len(strays) > 0 {
+		var took int
+		if took, err = d.adopt(ctx, now, strays); took > 0 {
+			for _, s := range strays {
+				d.markShard(s.shard)
+			}
+			due, _, next, err = d.scanReady(ctx, now, free+16, scanHinted)
+		}
+	}
 	if err != nil || len(due) == 0 {
 		return nil, next, false, err
 	}

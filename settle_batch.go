@@ -1,0 +1,76 @@
+package webhooks
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// outcomeBatch gathers the outcomes of one call's inline attempts (all of one event, so of one shard)
+// so that outcomes ending close together are recorded in one outcome script, one round trip: an
+// outcome is recorded once every attempt of the call has ended, or settleLinger after it ended,
+// whichever comes first. So a fresh Dispatch to healthy webhooks costs two round trips whatever its
+// number of targets, and a slow subscriber holds back another's record by settleLinger at most.
+type outcomeBatch struct {
+	d        *Dispatcher
+	shard    int
+	linger   time.Duration
+	allEnded chan struct{} // closed when the last attempt ends
+
+	mu      sync.Mutex
+	running int // attempts not ended; set before the first starts
+	waiting []endedAttempt
+}
+
+// endedAttempt is an outcome waiting to be recorded, and where its Result's error goes.
+type endedAttempt struct {
+	rec *record
+	o   outcome
+	err *error
+}
+
+// settleLinger is how long an inline outcome waits for the call's other attempts to end, to be
+// recorded with theirs: a tenth of Options.Timeout, at most 250ms.
+func (d *Dispatcher) settleLinger() time.Duration {
+	return min(d.opts.Timeout/10, 250*time.Millisecond)
+}
+
+// ended records an attempt's outcome, with others of the call, and sets *err to its settle error. The
+// attempt that ends last records every outcome waiting; the first to wait while others run records
+// what has ended after the linger.
+func (b *outcomeBatch) ended(ctx context.Context, rec *record, o outcome, err *error) {
+	b.mu.Lock()
+	b.waiting = append(b.waiting, endedAttempt{rec: rec, o: o, err: err})
+	b.running--
+	last, lead := b.running == 0, len(b.waiting) == 1
+	if last {
+		close(b.allEnded)
+	}
+	b.mu.Unlock()
+	switch {
+	case last:
+	case !lead:
+		return // the one waiting records it
+	default:
+		t := time.NewTimer(b.linger)
+		select {
+		case <-b.allEnded:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	b.mu.Lock()
+	batch := b.waiting
+	b.waiting = nil
+	b.mu.Unlock()
+	if len(batch) == 0 {
+		return // the last attempt recorded them
+	}
+	recs, outcomes := make([]*record, len(batch)), make([]outcome, len(batch))
+	for i, e := range batch {
+		recs[i], outcomes[i] = e.rec, e.o
+	}
+	for i, e := range b.d.settle(ctx, b.shard, recs, outcomes) {
+		*batch[i].err = e
+	}
+}
