@@ -86,14 +86,16 @@ func blockedMember(webhookID, orderKey string) string { return webhookID + ":" +
 
 // luaPromote is promote(seq, queue, blocked, member, now): pops the head of a sequence, queues the
 // next one due at now, and takes the sequence off the blocked zset when nothing waits behind its new
-// head; it returns whether it queued one. The caller retimes the webhook's ready entry.
+// head (a list left empty was no longer in it); it returns whether it queued one. The caller retimes
+// the webhook's ready entry.
 const luaPromote = `
 local function promote(seq, queue, blocked, member, now)
   redis.call('LPOP', seq)
   local nxt = redis.call('LINDEX', seq, 0)
-  if nxt then redis.call('ZADD', queue, now, nxt) end
+  if not nxt then return false end
+  redis.call('ZADD', queue, now, nxt)
   if redis.call('LLEN', seq) < 2 then redis.call('ZREM', blocked, member) end
-  return nxt ~= false
+  return true
 end
 `
 
@@ -155,21 +157,30 @@ if fresh > 0 then
   else
     redis.call('SET', KEYS[1], ARGV[3], 'PX', retention)
   end
-  redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
 end
 for i = 1, n do
   if created[i] then
     local k, a = 4 * i + 1, 8 * i - 4
     local id, queue, seq, wid, member = ARGV[a], KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 6]
-    local head = redis.call('LINDEX', seq, 0)
-    if head and not redis.call('ZSCORE', queue, head) and not redis.call('ZSCORE', KEYS[3], head .. wid) then
-      promote(seq, queue, KEYS[4], member, now)
-      redis.call('ZADD', KEYS[2], 'LT', now, wid)
-    end
     local len = redis.call('RPUSH', seq, id)
-    extend(seq, retention, math.floor(retention / 64))
+    if len == 1 then
+      redis.call('PEXPIRE', seq, retention + math.floor(retention / 64))
+    else
+      extend(seq, retention, math.floor(retention / 64))
+      local head = redis.call('LINDEX', seq, 0)
+      if not redis.call('ZSCORE', queue, head) and not redis.call('ZSCORE', KEYS[3], head .. wid) then
+        promote(seq, queue, KEYS[4], member, now) -- a lost head: the one after it is due now
+        if redis.call('LINDEX', seq, 0) == id then
+          redis.call('ZREM', queue, id) -- this one: created as planned below
+          len = 1
+        else
+          redis.call('ZADD', KEYS[2], 'LT', now, wid)
+        end
+      end
+    end
     if len > 1 then
       redis.call('SET', KEYS[k], ARGV[a + 5], 'NX', 'PX', retention)
+      redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
       redis.call('ZADD', KEYS[4], now + retention, member)
       reply[i + 1] = ` + strconv.Itoa(claimWaiting) + `
     else
@@ -197,11 +208,8 @@ return reply
 // returns 1 when the id is the key's, else what the body key holds (another key's marker, or the
 // body of an unordered dispatch)
 var reserveOrderScript = redis.NewScript(luaExtend + `
-local v = redis.call('GET', KEYS[1])
-if not v then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return 1
-end
+local v = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX', 'GET')
+if not v then return 1 end
 if v ~= ARGV[1] then return v end
 extend(KEYS[1], tonumber(ARGV[2]), 0)
 return 1
