@@ -81,7 +81,26 @@ func (h *adminHandler) getDelivery(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, err)
 		return
 	}
-	h.write(w, r, http.StatusOK, dl)
+	h.write(w, r, http.StatusOK, h.detail(r, dl))
+}
+
+// deliveryDetail is an ordered delivery as the detail route shows it: with its place in its key's
+// sequence (DeliveryRepo.Position: 0 for the head, -1 for none).
+type deliveryDetail struct {
+	*Delivery
+	OrderPosition int `json:"order_position"`
+}
+
+// detail is what the detail route shows of dl: an ordered one with its position, when it can be read.
+func (h *adminHandler) detail(r *http.Request, dl *Delivery) any {
+	if dl.OrderKey == "" {
+		return dl
+	}
+	pos, err := h.d.deliveries.Position(r.Context(), dl.ID)
+	if err != nil {
+		return dl
+	}
+	return deliveryDetail{Delivery: dl, OrderPosition: pos}
 }
 
 func (h *adminHandler) redeliver(w http.ResponseWriter, r *http.Request) {
