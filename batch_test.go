@@ -167,3 +167,50 @@ func TestScriptBatcherSurvivesAPanic(t *testing.T) {
 	require.NoError(t, err, "the batcher is not wedged")
 	assert.Equal(t, "after", got)
 }
+
+// TestScriptBatcherRunsTogether: calls queued together go out in one pipeline, and each gets its own
+// reply, also when many callers queue pairs at once and batches are cut at maxScriptBatch between the
+// calls of a pair.
+func TestScriptBatcherRunsTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	client := tr.newClient(t)
+	rt := &roundTrips{}
+	client.AddHook(rt)
+	b := &scriptBatcher{rdb: client}
+	key := []string{"{" + tr.prefix + ":0}:k"}
+	require.NoError(t, echoScript.Load(ctx, client).Err())
+	rt.n.Store(0)
+	cmds := b.runTogether(ctx, []scriptRun{{echoScript, key, []any{"a"}}, {echoScript, key, []any{"b"}}})
+	require.Len(t, cmds, 2)
+	assert.Equal(t, "a", cmds[0].Val())
+	assert.Equal(t, "b", cmds[1].Val())
+	assert.EqualValues(t, 1, rt.n.Load(), "one round trip for both")
+
+	gate := make(chan struct{})
+	rt.hold.Store(&gate)
+	var wg sync.WaitGroup
+	queued := func(n int) func() bool {
+		return func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) >= n }
+	}
+	for i := range 2 { // one call in flight (held), then one queued: the pairs behind it straddle batches
+		wg.Go(func() { assert.Equal(t, fmt.Sprint(i), b.run(ctx, echoScript, key, fmt.Sprint(i)).Val()) })
+		if i == 0 {
+			eventually(t, 5*time.Second, func() bool { return rt.n.Load() == 2 }, "the first call is in flight")
+		}
+	}
+	eventually(t, 5*time.Second, queued(1), "the second call queues")
+	for i := range 2 * maxScriptBatch {
+		wg.Go(func() {
+			cmds := b.runTogether(ctx, []scriptRun{{echoScript, key, []any{fmt.Sprint(i, "a")}}, {echoScript, key, []any{fmt.Sprint(i, "b")}}})
+			assert.Equal(t, fmt.Sprint(i, "a"), cmds[0].Val())
+			assert.Equal(t, fmt.Sprint(i, "b"), cmds[1].Val())
+		})
+	}
+	eventually(t, 5*time.Second, queued(1+4*maxScriptBatch), "callers queue behind the one in flight")
+	rt.hold.Store(nil)
+	close(gate)
+	wg.Wait()
+	assert.False(t, b.sending, "the batcher is idle again")
+}

@@ -151,7 +151,7 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 	for i, o := range cc.outs {
 		d.flights.observe(o.webhookID, cc.ends[i].success, cc.ends[i].took, cc.now)
 	}
-	if !cc.sent() || cc.cmd == nil {
+	if !cc.sent() { // not run, or lost in transport: once more, on its own
 		cc.cmd = d.scripts.run(ctx, countScript, cc.keys, cc.args...)
 	}
 	events, err := countReply(cc.cmd, cc.now, cc.outs)
