@@ -272,13 +272,9 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	args := []any{now.UnixMilli()}
 	values := make([]any, 0, len(outcomes))
 	idx := make([]int, 0, len(outcomes))
-	var givenBack []*record
 	for i, o := range outcomes {
 		if o.unrecorded {
 			errs[i] = fmt.Errorf("webhooks: delivery %s: %s; a worker attempts it after its lease: %w", o.id, o.err, ErrDeferred)
-			if o.inline {
-				givenBack = append(givenBack, recs[i])
-			}
 			continue
 		}
 		next := *recs[i] // the record as the outcome leaves it; applied in memory once recorded
@@ -290,9 +286,6 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 			flag(o.inline))
 		values = append(values, next.encode())
 		idx = append(idx, i)
-	}
-	if len(givenBack) > 0 {
-		d.requeueInline(ctx, shard, givenBack)
 	}
 	if len(idx) == 0 {
 		return errs

@@ -61,13 +61,17 @@ type benchReceiver struct {
 	srv    *httptest.Server
 	status atomic.Int32
 	count  atomic.Int64
+	delay  atomic.Int64 // how long it takes to answer (ns)
 }
 
 func newBenchReceiver(b *testing.B) *benchReceiver {
 	rc := &benchReceiver{}
 	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc.count.Add(1)
 		_, _ = io.Copy(io.Discard, r.Body)
+		if d := rc.delay.Load(); d > 0 {
+			time.Sleep(time.Duration(d))
+		}
+		rc.count.Add(1)
 		code := int(rc.status.Load())
 		if code == 0 {
 			code = http.StatusNoContent

@@ -15,10 +15,11 @@ import (
 // makes at once (its schedule entry is then in the shard's inline zset, due at the lease's end, so a
 // crash during the attempt is recovered by a worker, and the outcome removes it with one ZREM), due
 // now for the worker (Enqueue, a webhook at its in-flight cap or rate limit: its webhook's queue), or
-// parked until its webhook's circuit may be probed. Every claim is checked before the first write. The
-// index entries are written first: when an append fails (an index key holding something else, Redis
-// older than 7.0), the entries already appended are deleted again and the script fails before the
-// body, a record or a schedule entry is written, so such a failure leaves nothing claimed. A pair
+// parked until its webhook's circuit may be probed. Each claim is one SET NX GET: the record is
+// written only when the pair has none, else the existing one is returned. The index entries follow:
+// when an append fails (an index key holding something else, Redis older than 7.0), the entries
+// already appended and the records just created are deleted again and the script fails before the
+// body or a schedule entry is written, so such a failure leaves nothing claimed. A pair
 // whose record is exactly the one this call would create was created by this very call, whose reply
 // was lost: it is reported as created again, so the caller can retry the script safely. An event id
 // whose body key holds an ordered event's marker (ordered.go) is refused with orderConflictReply,
@@ -44,7 +45,9 @@ if stored and string.byte(stored, 1) == 0 then return redis.error_reply('` + ord
 local reply, created = {false}, {}
 local fresh = 0
 for i = 1, n do
-  local rec = redis.call('GET', KEYS[3 * i + 1])
+  -- The claim: the record is created only if the pair has none (the check and the write are one
+  -- command); the existing record is returned otherwise.
+  local rec = redis.call('SET', KEYS[3 * i + 1], ARGV[6 * i], 'NX', 'PX', retention, 'GET')
   if not rec then
     created[i], fresh = true, fresh + 1
   elseif rec == ARGV[6 * i] then
@@ -53,14 +56,15 @@ for i = 1, n do
     reply[i + 1] = rec
   end
 end
--- Index entries first; if one cannot be appended, the ones appended are deleted again and nothing
--- else is written.
+-- Index entries next; if one cannot be appended, the ones appended and the records created are
+-- deleted again and nothing else is written.
 local appended = {}
 for i = 1, n do
   if created[i] then
     local ok, id = pcall(index, KEYS[3 * i + 2], now, retention, ARGV[6 * i - 1], now + retention, ARGV[3 + 6 * n + i] == '1')
     if not ok then
       for _, e in ipairs(appended) do redis.call('XDEL', e[1], e[2]) end
+      for j = 1, n do if created[j] then redis.call('DEL', KEYS[3 * j + 1]) end end
       error(id)
     end
     appended[#appended + 1] = {KEYS[3 * i + 2], id}
@@ -77,7 +81,6 @@ end
 for i = 1, n do
   if created[i] then
     local id, due, wid = ARGV[6 * i - 2], ARGV[6 * i + 1], ARGV[6 * i + 2]
-    redis.call('SET', KEYS[3 * i + 1], ARGV[6 * i], 'NX', 'PX', retention)
     if ARGV[6 * i + 3] == '1' then
       redis.call('ZADD', KEYS[3], due, id .. wid)
     else

@@ -83,8 +83,9 @@
 // # What Dispatch returns
 //
 // Dispatch claims every (webhook, event id) pair of the event in one round trip, then makes the first
-// attempt of each pair it created, concurrently, and records each attempt's outcome as soon as that
-// attempt ends. Its error says whether the event was accepted:
+// attempt of each pair it created, concurrently, and records the outcomes once every attempt has
+// ended (one write), an outcome at most Timeout/10 (250ms at most) after its attempt ended when others
+// still run. Its error says whether the event was accepted:
 //
 //   - nil: every target's pair is recorded (sent, scheduled for a retry, or a duplicate) and every
 //     Result has a non-nil Delivery.

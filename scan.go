@@ -111,6 +111,15 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 		}
 		return nil, nil, time.Time{}, fmt.Errorf("webhooks: read schedules: %w", err)
 	}
+	due, strays := d.readScan(nowMs, heads, inline, inlines)
+	return due, strays, d.knownDue(nowMs), nil
+}
+
+// readScan reads a scan's replies: the due webhooks of the ready zsets read (heads, per shard; nil
+// for a shard not read), whose earliest scores become the shards' hints, and the strays of the inline
+// zsets read (inline, of the shards inlines).
+func (d *Dispatcher) readScan(nowMs int64, heads, inline []*redis.ZSliceCmd, inlines []int) ([]dueWebhook, []stray) {
+	h := d.hints()
 	var due []dueWebhook
 	for s, cmd := range heads {
 		if cmd == nil {
@@ -137,7 +146,7 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 			}
 		}
 	}
-	return due, strays, d.knownDue(nowMs), nil
+	return due, strays
 }
 
 // knownDue is the earliest ready score in the future that the scan hints hold (zero if none).

@@ -67,8 +67,15 @@ func (b *outcomeBatch) ended(ctx context.Context, rec *record, o outcome, err *e
 		return // the last attempt recorded them
 	}
 	recs, outcomes := make([]*record, len(batch)), make([]outcome, len(batch))
+	var unrecorded []*record
 	for i, e := range batch {
 		recs[i], outcomes[i] = e.rec, e.o
+		if e.o.unrecorded {
+			unrecorded = append(unrecorded, e.rec)
+		}
+	}
+	if len(unrecorded) > 0 {
+		b.d.requeueInline(ctx, b.shard, unrecorded) // settle leaves them to their leases
 	}
 	for i, e := range b.d.settle(ctx, b.shard, recs, outcomes) {
 		*batch[i].err = e

@@ -41,8 +41,9 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 	return int(settled.Load()), errors.Join(errs...)
 }
 
-// Run is the worker: it keeps up to Options.Concurrency attempts in flight, leasing more as soon as
-// one ends, shared fairly among the webhooks with deliveries due (a webhook at its in-flight cap, rate
+// Run is the worker: it keeps up to Options.Concurrency attempts in flight, and up to a quarter as many
+// deliveries leased ahead (their bodies read), so that an ending attempt is followed at once by the
+// next while the worker leases more, shared fairly among the webhooks with deliveries due (a webhook at its in-flight cap, rate
 // limit or with an open circuit never keeps the others' due deliveries waiting). When nothing is due
 // it waits until the next due time, at most 250ms, or until Enqueue in this process or an ending
 // attempt wakes it. It reads only the shards whose schedule may hold something due (as it last read
@@ -54,27 +55,19 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	var busy atomic.Int64
+	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: max(1, d.opts.Concurrency/4)}
 	backoff := minBackoff
 	mode := scanHinted  // an idle poll sweeps (scanReady)
-	var known time.Time // the earliest due time a scan saw: a poll once it has come reads every shard
+	var known time.Time // the earliest due time the scans know of
 	for ctx.Err() == nil {
-		free := d.opts.Concurrency - int(busy.Load())
+		free := run.room()
 		if free <= 0 {
-			d.sleep(ctx, idleWait)
+			d.sleep(ctx, idleWait) // an ending attempt pokes
 			continue
 		}
 		jobs, next, more, err := d.leaseDueScan(ctx, free, mode)
 		known, mode = next, scanHinted
-		busy.Add(int64(len(jobs)))
-		d.startJobs(ctx, &wg, jobs, func() {
-			busy.Add(-1)
-			d.poke()
-		}, func(err error) {
-			if err != nil && !errors.Is(err, ErrDeferred) {
-				d.log.Warn("webhooks: worker attempt not recorded", "error", err)
-			}
-		})
+		run.add(jobs)
 		switch {
 		case err != nil && len(jobs) == 0:
 			d.reloadOnTransport(err)
@@ -127,6 +120,95 @@ func (d *Dispatcher) poke() {
 	case d.wake <- struct{}{}:
 	default:
 	}
+}
+
+// runSlots are Run's attempt slots: at most Options.Concurrency attempts at once, and up to ahead
+// deliveries leased ahead, their bodies read, each started as soon as a slot frees. Deliveries leased
+// ahead hold their webhooks' in-flight slots (MaxInFlightPerWebhook) as attempts do, so leasing ahead
+// never lets a webhook hold more than its cap.
+type runSlots struct {
+	d     *Dispatcher
+	ctx   context.Context
+	wg    *sync.WaitGroup
+	ahead int
+
+	mu      sync.Mutex
+	busy    int           // attempts started and not over
+	waiting []leasedReady // leased ahead, waiting for a slot
+}
+
+// leasedReady is a leased delivery with its request body read.
+type leasedReady struct {
+	job  leasedDelivery
+	body []byte
+}
+
+// room is how many more deliveries Run may lease now.
+func (r *runSlots) room() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.d.opts.Concurrency - r.busy + r.ahead - len(r.waiting)
+}
+
+// add reads the bodies of leased deliveries (one round trip) and starts their attempts, as many as
+// there are free slots; the others wait for one. Deliveries whose bodies cannot be read are let go:
+// their leases expire and a later pass takes them again.
+func (r *runSlots) add(jobs []leasedDelivery) {
+	if len(jobs) == 0 {
+		return
+	}
+	bodies, err := r.d.loadBodies(context.WithoutCancel(r.ctx), jobs)
+	if err != nil {
+		for _, j := range jobs {
+			r.d.flights.release(j.rec.WebhookID)
+		}
+		r.d.log.Warn("webhooks: worker attempts not made", "leased", len(jobs), "error", err)
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, j := range jobs {
+		if r.busy < r.d.opts.Concurrency {
+			r.busy++
+			r.start(leasedReady{job: j, body: bodies[i]})
+		} else {
+			r.waiting = append(r.waiting, leasedReady{job: j, body: bodies[i]})
+		}
+	}
+}
+
+// start attempts a leased delivery on a goroutine of its own and records its outcome; its slot goes
+// to the next waiting delivery as soon as the attempt is over, while the outcome is being written.
+// The lease is taken: the attempt goes on even if Run's context ends. Called with mu held.
+func (r *runSlots) start(l leasedReady) {
+	d, actx := r.d, context.WithoutCancel(r.ctx)
+	r.wg.Go(func() {
+		j := l.job
+		o, ok := d.waitRateSlot(actx, j)
+		if ok {
+			o = d.attemptLeased(actx, j, j.webhook, l.body)
+		}
+		d.flights.release(j.rec.WebhookID)
+		r.freed()
+		if err := d.settle(actx, j.shard, []*record{j.rec}, []outcome{o})[0]; err != nil && !errors.Is(err, ErrDeferred) {
+			d.log.Warn("webhooks: worker attempt not recorded", "error", err)
+		}
+	})
+}
+
+// freed passes an attempt's slot to the next waiting delivery, or frees it, and wakes the worker to
+// lease more.
+func (r *runSlots) freed() {
+	r.mu.Lock()
+	if len(r.waiting) > 0 {
+		next := r.waiting[0]
+		r.waiting = r.waiting[1:]
+		r.start(next)
+	} else {
+		r.busy--
+	}
+	r.mu.Unlock()
+	r.d.poke()
 }
 
 // startJobs attempts leased deliveries, each on its own goroutine tracked by wg. It calls freed as
