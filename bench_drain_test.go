@@ -37,7 +37,7 @@ func BenchmarkBacklogDrain(b *testing.B) {
 				b.ReportMetric(rate/(float64(DefaultConcurrency)/delay.Seconds()), "of-ceiling")
 				return
 			}
-			e.d.flights = newInFlight(benchInlineCap)
+			e.d.flights = newInFlight(benchInlineCap, e.d.opts.Timeout, e.d.now)
 			start := time.Now()
 			e.dispatchAll(b, "pool.created", "in-", events, 64, StatusSuccess)
 			inline := float64(events*w) / time.Since(start).Seconds()
