@@ -7,8 +7,8 @@ package webhooks
 // slot, and single-slot scripts see the whole sequence. Per (webhook, key) a list holds the
 // deliveries in claim order:
 //
-//	{P:k}:seq:<webhook_id>:<order_key>   list    delivery ids in claim order; only the head is in the
-//	                                             webhook's queue (q), the others wait unleased and unqueued
+//	{P:k}:seq:<webhook_id>:<order_key>   list    delivery ids in claim order; only the head is scheduled
+//	                                             (q, or inline), the others wait unleased and unqueued
 //	{P:k}:oevt:<event_id>                string  an ordered event's request body
 //	{P:k}:blocked                        zset    "<webhook_id>:<order_key>" -> its list's expiry (ms), for
 //	                                             the lists with deliveries waiting behind the head (Stats)
@@ -30,10 +30,11 @@ package webhooks
 // id whose body key holds a marker. A crash between marker and claim strands nothing: the marker
 // only keeps the id for its key until Retention.
 //
-// Every live head is in its webhook's queue: due, leased, retrying, or (failed, holding its key
-// under BlockKeyOnFailure) at the end of its record's life. A head that is in no queue was dropped
-// by the lease script (its record expired) or as undecodable: the next claim on its key, or a
-// Redeliver on it, pops it and queues the one after, so a lost head never blocks its key for good.
+// Every live head is in its webhook's queue (due, leased by a worker, retrying, or, failed and
+// holding its key under BlockKeyOnFailure, until the end of its record's life) or, leased for an
+// inline attempt, in the shard's inline zset. A head in neither was dropped by the lease script (its
+// record expired) or as undecodable: the next claim on its key, or a Redeliver on it, pops it and
+// queues the one after, so a lost head never blocks its key for good.
 
 import (
 	"context"
