@@ -1,7 +1,10 @@
 package webhooks
 
 import (
+	"context"
+	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,26 +25,30 @@ import (
 // body or a schedule entry is written, so such a failure leaves nothing claimed. A pair
 // whose record is exactly the one this call would create was created by this very call, whose reply
 // was lost: it is reported as created again, so the caller can retry the script safely. An event id
-// whose body key holds an ordered event's marker (ordered.go) is refused with orderConflictReply,
-// before any write. All keys share the event's shard tag.
+// whose key holds an ordered event's marker (ordered.go) is refused with orderConflictReply, before
+// any write. All keys share the event's shard tag.
 //
-// KEYS[1] -> {P:s}:evt:<event_id>      the request body, stored once per event
+// KEYS[1] -> {P:s}:evt:<event_id>      the event (fingerprint and body), stored once per event
 // KEYS[2] -> {P:s}:ready
 // KEYS[3] -> {P:s}:inline
 // KEYS[3i+1], KEYS[3i+2], KEYS[3i+3] (i = 1..n) -> target i's delivery key, index key, queue key
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms): the expiry of the record, and of the index entry
-// ARGV[3] -> request body
+// ARGV[3] -> the event as stored: its fingerprint, then its body (event_store.go)
 // ARGV[6i-2] .. ARGV[6i+3] (i = 1..n) -> target i's delivery id, its hash (the id's last 12 bytes,
 // raw), its new record, when it is due (ms), its webhook id, 1 if leased for an inline attempt (else 0)
 // ARGV[3+6n+i] -> 1 if target i's index key's TTL is to be checked (else it was set lately: indexTTLs)
-// returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated when this
-// call created the delivery, or the existing record
+// returns {claimConflict} when the event stored under this id has another fingerprint (nothing is
+// written); else {event stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated when
+// this call created the delivery, or the existing record
 var claimScript = redis.NewScript(indexFunction + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 local n = (#KEYS - 3) / 3
 local stored = redis.call('GET', KEYS[1])
 if stored and string.byte(stored, 1) == 0 then return redis.error_reply('` + orderConflictReply + `') end
+if stored and string.byte(stored, 1) == 1 and string.sub(stored, 2, ` + strconv.Itoa(1+fingerprintLen) + `) ~= string.sub(ARGV[3], 2, ` + strconv.Itoa(1+fingerprintLen) + `) then
+  return {` + strconv.Itoa(claimConflict) + `}
+end
 local reply, created = {false}, {}
 local fresh = 0
 for i = 1, n do
@@ -93,8 +100,12 @@ end
 return reply
 `)
 
-// claimCreated is claimScript's reply for a pair it created.
-const claimCreated = 1
+// claimCreated is claimScript's reply for a pair it created; claimConflict its whole reply for an
+// event whose id names another event.
+const (
+	claimCreated  = 1
+	claimConflict = 2
+)
 
 // indexFunction is the Lua function that adds a delivery to a webhook's per-shard index, a stream:
 // index(key, now, retention, hash, expiry, ext) appends {d = hash, x = expiry (the record's, ms)} under
@@ -118,6 +129,65 @@ local function index(key, now, retention, hash, expiry, ext)
   return id
 end
 `
+
+// claim runs the claim script for new records of one event (its id scoped by its tenant) and returns its reply: {body stored
+// earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
+// asked for again: the script recognises its own run and reports the pairs it created as created.
+func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
+	keys := make([]string, 3, 3+3*len(recs))
+	keys[0], keys[1], keys[2] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard), d.keys.inlineKey(shard)
+	args := make([]any, 3, 3+7*len(recs))
+	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
+	now := d.now()
+	checks := make([]any, len(recs))
+	for i, r := range recs {
+		index := d.keys.indexKey(shard, r.WebhookID)
+		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID))
+		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
+		checks[i] = flag(d.indexTTLs.due(index, now))
+	}
+	args = append(args, checks...)
+	reply, err := d.runClaim(ctx, claimScript, eventID, len(recs), keys, args)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range checks {
+		if c == 1 {
+			d.indexTTLs.checked(keys[3+3*i+1], now)
+		}
+	}
+	return reply, nil
+}
+
+// runClaim runs a claim script (claimScript, orderedClaimScript) for n targets, asking again for a
+// reply lost in transport, and checks the reply. An id accepted before as another event gives an
+// error wrapping ErrEventConflict, one reserved for an order key an error wrapping
+// ErrOrderKeyConflict.
+func (d *Dispatcher) runClaim(ctx context.Context, script *redis.Script, eventID string, n int, keys []string, args []any) ([]any, error) {
+	w := d.writeAcked(ctx, script, keys, args...)
+	reply, err := w.Slice()
+	if err != nil && retryable(err) && ctx.Err() == nil {
+		d.reloadOnTransport(err)
+		w = d.writeAcked(ctx, script, keys, args...)
+		reply, err = w.Slice()
+	}
+	if err != nil && strings.Contains(err.Error(), orderConflictReply) {
+		err = fmt.Errorf("%w: it was dispatched with an order key", ErrOrderKeyConflict)
+	}
+	if err == nil && w.ackErr != nil {
+		err = w.ackErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
+	}
+	if err == nil && len(reply) == 1 && reply[0] == int64(claimConflict) {
+		return nil, fmt.Errorf("%w: %w: event %s was accepted before with another type or data", ErrInvalidEvent, ErrEventConflict, eventID)
+	}
+	if err == nil && len(reply) != 1+n {
+		err = fmt.Errorf("unexpected reply of %d items", len(reply))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: claim event %s: %w", eventID, err)
+	}
+	return reply, nil
+}
 
 // flag is a bool as a script argument: 1 or 0.
 func flag(b bool) int {

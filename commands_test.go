@@ -53,11 +53,13 @@ func (tr *testRedis) commandStats(t testing.TB) map[string]int64 {
 	return out
 }
 
-// commandsPer runs work (which makes deliveries deliveries) tries times and returns the fewest
-// commands per delivery seen: other clients of a shared real Redis can only add to a count.
+// commandsPer runs work (which makes deliveries deliveries) once uncounted, then tries times, and
+// returns the fewest commands per delivery seen: other clients of a shared real Redis can only add to
+// a count.
 func commandsPer(t *testing.T, tr *testRedis, tries, deliveries int, work func(try int)) float64 {
 	t.Helper()
 	best := -1.0
+	work(tries) // a round uncounted: the per-key first writes (hourly fields, index TTLs) are not per delivery
 	for try := range tries {
 		before, ok := tr.commandCount(t)
 		if !ok {
@@ -84,7 +86,7 @@ func commandsPer(t *testing.T, tr *testRedis, tries, deliveries int, work func(t
 }
 
 // Commands per delivery that TestCommandsPerDelivery allows. DESIGN guarantee 2's goals are 10 inline
-// and 14 through the worker; this build counts about 10.8 and 23 (from 19 and 32 before). Of the
+// and 14 through the worker; this build counts 10.4-10.8 and 22.6-23.3 (19 and 32 before). Of the
 // inline count, about 2.3 commands are the outcome script's per-shard health hash, which the circuit
 // breaker's rewrite removes (issue 20): then tighten inlineBudget to 10. The worker's count is the
 // claim (about 5), the lease (scan, queue read, lease script: about 8) and the outcome (about 8 with
@@ -112,15 +114,20 @@ func TestCommandsPerDelivery(t *testing.T) {
 	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "warm"}) // caches the subscribers, loads the scripts
 	require.NoError(t, err)
 
+	// 8 concurrent callers: calls share pipelines, and a call's 4 attempts end close enough together
+	// (within settleLinger) on a loaded machine to share their outcome script, as they do in service.
+	const callers = 8
 	inline := commandsPer(t, tr, 3, webhooks*events, func(try int) {
 		var wg sync.WaitGroup
-		for i := range events {
+		for c := range callers {
 			wg.Go(func() {
-				res, err := d.Dispatch(ctx, Event{Type: "x", ID: "in-" + strconv.Itoa(try) + "-" + strconv.Itoa(i)})
-				assert.NoError(t, err)
-				for _, r := range res {
-					assert.NoError(t, r.Err, "attempted inline and recorded")
-					assert.Equal(t, StatusSuccess, r.Delivery.Status)
+				for i := c; i < events; i += callers {
+					res, err := d.Dispatch(ctx, Event{Type: "x", ID: "in-" + strconv.Itoa(try) + "-" + strconv.Itoa(i)})
+					assert.NoError(t, err)
+					for _, r := range res {
+						assert.NoError(t, r.Err, "attempted inline and recorded")
+						assert.Equal(t, StatusSuccess, r.Delivery.Status)
+					}
 				}
 			})
 		}

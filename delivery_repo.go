@@ -8,7 +8,8 @@ package webhooks
 // and passed in KEYS; ids follow the tag, so no id can change which slot a key hashes to.
 //
 //	{P:s}:rec:<h>                        string  the pair's claim and delivery record (record.go)  TTL Retention
-//	{P:s}:evt:<event_id>                 string  the request body, stored once per event   TTL ≥ every record of the event
+//	{P:s}:evt:<event_id>                 string  the event's fingerprint, then its request body, stored once per
+//	                                             event (event_store.go)   TTL ≥ every record of the event
 //	{P:s}:ready                          zset    webhook id -> when its earliest delivery in the shard is due (ms)
 //	{P:s}:q:<webhook_id>                 zset    delivery id -> next attempt or lease end (ms); pending only
 //	                                             (the two-level schedule: schedule.go)

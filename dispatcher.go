@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,6 +54,7 @@ type Dispatcher struct {
 	circuits     *circuitStore
 	circuitCache *circuitCache
 	indexTTLs    *indexTTLs
+	bodies       *recentBodies // of events this Dispatcher left to its worker lately (bodies.go)
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	hintsOnce    sync.Once
@@ -85,8 +85,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		scripts:  newLaneBatcher(rdb),
 		circuits: &circuitStore{rdb: rdb, key: keys.circuitsKey()}, circuitCache: newCircuitCache(),
-		indexTTLs: newIndexTTLs(opts.Retention),
-		wake:      make(chan struct{}, 1)}
+		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(),
+		wake: make(chan struct{}, 1)}
 	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, func() time.Time { return d.now() })
 	d.nextShard.Store(rand.Uint32()) // replicas start their scans at different shards
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
@@ -166,6 +166,11 @@ func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bo
 		return nil, err
 	}
 	results := d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, evt.OrderKey, body, targets, inline)
+	for _, r := range results {
+		if errors.Is(r.Err, ErrEventConflict) {
+			return nil, r.Err // nothing claimed: the id names another event
+		}
+	}
 	return results, notAccepted(evt.ID, results)
 }
 
@@ -256,7 +261,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		return results
 	}
 	scoped := scopedEventID(tenant, eventID)
-	shard := d.keys.shardOf(scoped)
+	shard, bodyKey := d.keys.shardOf(scoped), ""
 	if orderKey != "" {
 		shard = d.keys.orderShard(tenant, orderKey)
 	}
@@ -267,9 +272,11 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	var err error
 	if orderKey != "" {
 		d.orderRecords(shard, scoped, orderKey, recs)
-		reply, err = d.claimOrdered(ctx, shard, scoped, orderKey, body, recs, plans)
+		bodyKey = d.keys.orderedEventKey(shard, scoped)
+		reply, err = d.claimOrdered(ctx, shard, scoped, orderKey, eventFingerprint(eventType, body), body, recs, plans)
 	} else {
-		reply, err = d.claim(ctx, shard, scoped, body, recs, plans)
+		bodyKey = d.keys.eventKey(shard, scoped)
+		reply, err = d.claim(ctx, shard, scoped, eventFingerprint(eventType, body), body, recs, plans)
 	}
 	if err != nil {
 		for i, t := range targets {
@@ -279,7 +286,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		return results
 	}
 	if stored, ok := reply[0].(string); ok {
-		body = []byte(stored) // the event was stored by an earlier Dispatch: deliver what it stored
+		body = eventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}
 	var wg sync.WaitGroup
 	queued := false
@@ -311,6 +318,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		})
 	}
 	if queued {
+		d.bodies.put(bodyKey, body, time.Now())
 		d.markShard(shard)
 		d.poke()
 	}
@@ -422,59 +430,4 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 		}
 	}
 	return recs
-}
-
-// claim runs the claim script for new records of one event (its id scoped by its tenant) and returns its reply: {body stored
-// earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
-// asked for again: the script recognises its own run and reports the pairs it created as created.
-func (d *Dispatcher) claim(ctx context.Context, shard int, eventID string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
-	keys := make([]string, 3, 3+3*len(recs))
-	keys[0], keys[1], keys[2] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard), d.keys.inlineKey(shard)
-	args := make([]any, 3, 3+7*len(recs))
-	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), body
-	now := d.now()
-	checks := make([]any, len(recs))
-	for i, r := range recs {
-		index := d.keys.indexKey(shard, r.WebhookID)
-		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID))
-		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
-		checks[i] = flag(d.indexTTLs.due(index, now))
-	}
-	args = append(args, checks...)
-	reply, err := d.runClaim(ctx, claimScript, eventID, len(recs), keys, args)
-	if err != nil {
-		return nil, err
-	}
-	for i, c := range checks {
-		if c == 1 {
-			d.indexTTLs.checked(keys[3+3*i+1], now)
-		}
-	}
-	return reply, nil
-}
-
-// runClaim runs a claim script (claimScript, orderedClaimScript) for n targets, asking again for a
-// reply lost in transport, and checks the reply's length. An id reserved for an order key gives an
-// error wrapping ErrOrderKeyConflict.
-func (d *Dispatcher) runClaim(ctx context.Context, script *redis.Script, eventID string, n int, keys []string, args []any) ([]any, error) {
-	w := d.writeAcked(ctx, script, keys, args...)
-	reply, err := w.Slice()
-	if err != nil && retryable(err) && ctx.Err() == nil {
-		d.reloadOnTransport(err)
-		w = d.writeAcked(ctx, script, keys, args...)
-		reply, err = w.Slice()
-	}
-	if err != nil && strings.Contains(err.Error(), orderConflictReply) {
-		err = fmt.Errorf("%w: it was dispatched with an order key", ErrOrderKeyConflict)
-	}
-	if err == nil && w.ackErr != nil {
-		err = w.ackErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
-	}
-	if err == nil && len(reply) != 1+n {
-		err = fmt.Errorf("unexpected reply of %d items", len(reply))
-	}
-	if err != nil {
-		return nil, fmt.Errorf("webhooks: claim event %s: %w", eventID, err)
-	}
-	return reply, nil
 }

@@ -467,25 +467,61 @@ func (h failingHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 	return func(ctx context.Context, cmds []redis.Cmder) error { return h.err }
 }
 
-// TestAnEventIDNamesOneEvent: the same event id dispatched again with other data reaches a webhook
-// that subscribed since with the body of the first dispatch, stored once for both.
+// TestAnEventIDNamesOneEvent: an event id dispatched again with the same type and data (at another
+// time) is the same event: a webhook that subscribed since gets the body stored by the first dispatch.
+// With another type or other data it is refused (ErrEventConflict, ErrInvalidEvent), by Dispatch and
+// Enqueue alike, before anything is claimed: no webhook gets the stored body of an event it did not
+// subscribe to (issue 21: user.deleted id 42, then order.paid id 42).
 func TestAnEventIDNamesOneEvent(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
-	first, later := newReceiver(t), newReceiver(t)
+	first, later, paid := newReceiver(t), newReceiver(t), newReceiver(t)
 	mustCreate(t, d, first, "e.*")
-	_, err := d.Dispatch(ctx, Event{Type: "e.x", ID: "one", Data: "original"})
+	_, err := d.Dispatch(ctx, Event{Type: "e.x", ID: "one", Data: "original", Time: time.Unix(1, 0)})
 	require.NoError(t, err)
 	mustCreate(t, d, later, "e.*")
-	res, err := d.Dispatch(ctx, Event{Type: "e.x", ID: "one", Data: "changed"})
-	require.NoError(t, err)
+	mustCreate(t, d, paid, "order.paid")
+	res, err := d.Dispatch(ctx, Event{Type: "e.x", ID: "one", Data: "original", Time: time.Unix(2, 0)})
+	require.NoError(t, err, "the same event at another time")
 	require.Len(t, res, 2)
 	require.Equal(t, 1, later.count())
 	assert.Equal(t, string(first.requests()[0].Body), string(later.requests()[0].Body), "both got the first body")
-	assert.Contains(t, string(later.requests()[0].Body), `"original"`)
-	assert.Equal(t, 1, first.count(), "and the first webhook got nothing more")
+
+	for _, evt := range []Event{
+		{Type: "e.x", ID: "one", Data: "changed"},
+		{Type: "order.paid", ID: "one", Data: "original"},
+	} {
+		for _, send := range []func(context.Context, Event) ([]Result, error){d.Dispatch, d.Enqueue} {
+			res, err := send(ctx, evt)
+			require.ErrorIs(t, err, ErrEventConflict, "%s %v", evt.Type, evt.Data)
+			require.ErrorIs(t, err, ErrInvalidEvent)
+			assert.Nil(t, res)
+		}
+	}
+	n, err := d.ProcessDue(ctx)
+	require.NoError(t, err)
+	assert.Zero(t, n, "nothing was claimed for the refused events")
+	assert.Equal(t, 1, first.count(), "the first webhook got nothing more")
+	assert.Equal(t, 1, later.count())
+	assert.Zero(t, paid.count(), "the order.paid webhook never gets the e.x body")
+	_, err = d.Deliveries().Find(ctx, webhookOn(t, d, paid.srv.URL), "one")
+	require.ErrorIs(t, err, ErrNotFound)
+}
+
+// webhookOn returns the id of the webhook on url.
+func webhookOn(t *testing.T, d *Dispatcher, url string) string {
+	t.Helper()
+	all, err := d.Webhooks().List(context.Background())
+	require.NoError(t, err)
+	for _, w := range all {
+		if w.URL == url {
+			return w.ID
+		}
+	}
+	t.Fatalf("no webhook on %s", url)
+	return ""
 }
 
 // commandCount counts the commands a client sends, pipelined or not, and the items of their replies.

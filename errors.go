@@ -42,6 +42,11 @@ var ErrInvalidOptions = errors.New("webhooks: invalid options")
 // encoded; nothing is claimed for it.
 var ErrInvalidEvent = errors.New("webhooks: invalid event")
 
+// ErrEventConflict is returned (wrapped, with ErrInvalidEvent) by Dispatch and Enqueue for an event
+// whose (tenant, id) names an event accepted before with another type or data: an event id is one
+// event. Nothing is claimed for it; the stored event is not delivered in its place.
+var ErrEventConflict = errors.New("webhooks: event id names another event")
+
 // ErrInvalidWebhook is returned (wrapped) for a webhook whose URL or subscriptions are not acceptable.
 var ErrInvalidWebhook = errors.New("webhooks: invalid webhook")
 

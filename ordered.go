@@ -52,7 +52,7 @@ const (
 	// orderConflictReply is the error the unordered claim script gives for an id reserved by a marker.
 	orderConflictReply = "webhooks: order key conflict"
 	// claimWaiting is the claim scripts' reply for an ordered pair created behind its key's head.
-	claimWaiting = 2
+	claimWaiting = 3
 	// redeliverWaiting is the ordered redeliver script's reply for a delivery reset behind its key's
 	// head.
 	redeliverWaiting = 2
@@ -100,7 +100,8 @@ local function promote(seq, queue, blocked, member, now)
 end
 `
 
-// orderedClaimScript is claimScript for an ordered event: the same checks, index entries and body,
+// orderedClaimScript is claimScript for an ordered event: the same checks (an id stored with another
+// fingerprint is refused with claimConflict), index entries and stored event,
 // and per created pair its sequence: the pair is appended to its (webhook, key)'s list; the head is
 // created as Go planned it (leased for an inline attempt, or queued), any other pair is created
 // waiting (its second record: not leased, no next attempt) and is not queued, and its list joins
@@ -116,7 +117,7 @@ end
 // KEYS[4i+1] .. KEYS[4i+4] (i = 1..n) -> target i's delivery key, index key, queue key, sequence key
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms)
-// ARGV[3] -> request body
+// ARGV[3] -> the stored event (storedEvent: fingerprint and body)
 // ARGV[8i-4] .. ARGV[8i+3] (i = 1..n) -> target i's delivery id, hash, record as head, due (ms),
 // webhook id, record as waiting, blocked zset member, 1 if leased for an inline attempt (else 0)
 // ARGV[3+8n+i] -> 1 if target i's index key's TTL is to be checked (indexTTLs)
@@ -125,6 +126,10 @@ end
 var orderedClaimScript = redis.NewScript(indexFunction + luaPromote + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 local n = (#KEYS - 4) / 4
+local stored = redis.call('GET', KEYS[1])
+if stored and string.sub(stored, 2, ` + strconv.Itoa(1+fingerprintLen) + `) ~= string.sub(ARGV[3], 2, ` + strconv.Itoa(1+fingerprintLen) + `) then
+  return {` + strconv.Itoa(claimConflict) + `}
+end
 local reply, created = {false}, {}
 local fresh = 0
 for i = 1, n do
@@ -151,7 +156,6 @@ for i = 1, n do
   end
 end
 if fresh > 0 then
-  local stored = redis.call('GET', KEYS[1])
   if stored then
     reply[1] = stored
     extend(KEYS[1], retention, 0)
@@ -253,7 +257,7 @@ func describeMarker(v string) string {
 
 // claimOrdered claims the pairs of an ordered event (reserveOrder, then orderedClaimScript). A pair
 // created behind its key's head has its record switched, in memory, to the waiting one.
-func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderKey string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
+func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderKey, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
 	if err := d.reserveOrder(ctx, scoped, orderKey); err != nil {
 		return nil, fmt.Errorf("webhooks: claim event %s: %w", scoped, err)
 	}
@@ -261,7 +265,7 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 	keys[0], keys[1] = d.keys.orderedEventKey(shard, scoped), d.keys.readyKey(shard)
 	keys[2], keys[3] = d.keys.inlineKey(shard), d.keys.blockedKey(shard)
 	args := make([]any, 3, 3+9*len(recs))
-	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), body
+	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
 	now := d.now()
 	waiting, checks := make([]*record, len(recs)), make([]any, len(recs))
 	for i, r := range recs {

@@ -3,13 +3,10 @@ package webhooks
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // dueTargets are the webhooks a worker found due, as the registry holds them now.
@@ -302,31 +299,6 @@ func (d *Dispatcher) dueTargets(ctx context.Context, due []dueWebhook) (*dueTarg
 		return nil, err
 	}
 	return &dueTargets{webhooks: found, broken: broken}, nil
-}
-
-// loadBodies reads, in one round trip, the request bodies of leased deliveries (each event's body
-// once).
-func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][]byte, error) {
-	pipe := d.rdb.Pipeline()
-	gets := map[string]*redis.StringCmd{}
-	for _, j := range jobs {
-		key := j.bodyKey(d.keys)
-		if gets[key] == nil {
-			gets[key] = pipe.Get(ctx, key)
-		}
-	}
-	_, _ = pipe.Exec(ctx) // errors are read per command: a missing body is not one
-	bodies := make([][]byte, len(jobs))
-	for i, j := range jobs {
-		g := gets[j.bodyKey(d.keys)]
-		switch err := g.Err(); {
-		case err == nil:
-			bodies[i] = []byte(g.Val())
-		case !isNil(err):
-			return nil, fmt.Errorf("webhooks: load event bodies: %w", err)
-		}
-	}
-	return bodies, nil
 }
 
 // attemptLeased attempts a leased delivery, or refuses to when its webhook is gone or disabled.
