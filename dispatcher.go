@@ -261,23 +261,11 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		return results
 	}
 	scoped := scopedEventID(tenant, eventID)
-	shard, bodyKey := d.keys.shardOf(scoped), ""
-	if orderKey != "" {
-		shard = d.keys.orderShard(tenant, orderKey)
-	}
+	shard := d.keys.eventShard(tenant, scoped, orderKey)
 	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
-	var reply []any
-	var err error
-	if orderKey != "" {
-		d.orderRecords(shard, scoped, orderKey, recs)
-		bodyKey = d.keys.orderedEventKey(shard, scoped)
-		reply, err = d.claimOrdered(ctx, shard, scoped, orderKey, eventFingerprint(eventType, body), body, recs, plans)
-	} else {
-		bodyKey = d.keys.eventKey(shard, scoped)
-		reply, err = d.claim(ctx, shard, scoped, eventFingerprint(eventType, body), body, recs, plans)
-	}
+	reply, bodyKey, err := d.claimEvent(ctx, shard, scoped, orderKey, eventType, body, recs, plans)
 	if err != nil {
 		for i, t := range targets {
 			plans[i].cancel(d, t.ID)
@@ -295,9 +283,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
 		item, fresh := reply[1+i].(int64)
-		if item == claimWaiting && plans[i].inline {
-			plans[i].reason = "queued behind earlier deliveries of its order key: the worker attempts it once they are final"
-		}
+		plans[i].queuedBehind(item)
 		if !fresh || item == claimWaiting || !plans[i].inline {
 			plans[i].cancel(d, t.ID)
 			queued = queued || fresh

@@ -292,6 +292,36 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 	return reply, nil
 }
 
+// eventShard is the shard of an event's deliveries: its (tenant, order key)'s when ordered, else its
+// id's.
+func (k keyspace) eventShard(tenant, scoped, orderKey string) int {
+	if orderKey != "" {
+		return k.orderShard(tenant, orderKey)
+	}
+	return k.shardOf(scoped)
+}
+
+// claimEvent claims the pairs of one event (claim, or claimOrdered when orderKey is set) and returns
+// the claim's reply and the key of the event's stored body.
+func (d *Dispatcher) claimEvent(ctx context.Context, shard int, scoped, orderKey, eventType string, body []byte, recs []*record, plans []targetPlan) ([]any, string, error) {
+	fingerprint := eventFingerprint(eventType, body)
+	if orderKey == "" {
+		reply, err := d.claim(ctx, shard, scoped, fingerprint, body, recs, plans)
+		return reply, d.keys.eventKey(shard, scoped), err
+	}
+	d.orderRecords(shard, scoped, orderKey, recs)
+	reply, err := d.claimOrdered(ctx, shard, scoped, orderKey, fingerprint, body, recs, plans)
+	return reply, d.keys.orderedEventKey(shard, scoped), err
+}
+
+// queuedBehind gives a plan for an inline attempt whose pair the claim created behind its key's head
+// (item, its reply, is claimWaiting) the reason its Result says why it was not attempted.
+func (p *targetPlan) queuedBehind(item int64) {
+	if item == claimWaiting && p.inline {
+		p.reason = "queued behind earlier deliveries of its order key: the worker attempts it once they are final"
+	}
+}
+
 // orderRecords makes the new records of an ordered event: their ids in the key's shard, their key
 // set.
 func (d *Dispatcher) orderRecords(shard int, scoped, orderKey string, recs []*record) {
