@@ -19,24 +19,8 @@ import (
 // in this process delivers the pair, and the record ends in success with the attempt counted. Needs a
 // Redis the helper process can reach, so it is skipped on miniredis.
 func TestCrashMidAttemptIsRecovered(t *testing.T) {
-	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" && os.Getenv("WEBHOOKS_REDIS_CLUSTER") == "" {
-		t.Skip("needs a real Redis shared with a helper process: set WEBHOOKS_REDIS_ADDR or WEBHOOKS_REDIS_CLUSTER")
-	}
 	ctx := context.Background()
-	tr := newTestRedis(t)
-
-	rc := newReceiver(t)
-	arrived, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	var calls atomic.Int32
-	rc.setHook(func(r *http.Request) {
-		if calls.Add(1) == 1 {
-			close(arrived)
-			<-release // hold the helper's attempt until the helper is dead
-		}
-	})
-	d := newTestDispatcher(t, tr, Options{Timeout: 5 * time.Second})
-	w := mustCreate(t, d, rc, "crash.*")
+	tr, rc, d, w, arrived, calls := newCrashTest(t)
 
 	kill := startCrashHelper(t, tr, arrived, "crash-1")
 	kill() // SIGKILL mid-attempt
@@ -90,4 +74,25 @@ func startCrashHelper(t *testing.T, tr *testRedis, arrived <-chan struct{}, args
 		require.NoError(t, helper.Process.Kill())
 		<-exited
 	}
+}
+
+// newCrashTest skips a crash test without a real Redis (the helper process must reach it), and
+// returns its Redis, a receiver that holds its first request until the test ends (arrived is closed
+// when it comes; calls counts the requests), and a Dispatcher with a webhook on it for crash.*.
+func newCrashTest(t *testing.T) (tr *testRedis, rc *receiver, d *Dispatcher, w *Webhook, arrived chan struct{}, calls *atomic.Int32) {
+	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" && os.Getenv("WEBHOOKS_REDIS_CLUSTER") == "" {
+		t.Skip("needs a real Redis shared with a helper process: set WEBHOOKS_REDIS_ADDR or WEBHOOKS_REDIS_CLUSTER")
+	}
+	tr, rc = newTestRedis(t), newReceiver(t)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	calls = new(atomic.Int32)
+	rc.setHook(func(r *http.Request) {
+		if calls.Add(1) == 1 {
+			close(arrived)
+			<-release // hold the helper's attempt until the helper is dead
+		}
+	})
+	d = newTestDispatcher(t, tr, Options{Timeout: 5 * time.Second})
+	return tr, rc, d, mustCreate(t, d, rc, "crash.*"), arrived, calls
 }

@@ -2,9 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"net/http"
-	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,24 +14,8 @@ import (
 // one while the dead process's lease runs; after it, a worker recovers the head, and only then sends
 // the next. Another key is not held up meanwhile. Needs a Redis the helper process can reach.
 func TestOrderedCrashMidAttemptKeepsTheOrder(t *testing.T) {
-	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" && os.Getenv("WEBHOOKS_REDIS_CLUSTER") == "" {
-		t.Skip("needs a real Redis shared with a helper process: set WEBHOOKS_REDIS_ADDR or WEBHOOKS_REDIS_CLUSTER")
-	}
 	ctx := context.Background()
-	tr := newTestRedis(t)
-
-	rc := newReceiver(t)
-	arrived, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	var calls atomic.Int32
-	rc.setHook(func(r *http.Request) {
-		if calls.Add(1) == 1 {
-			close(arrived)
-			<-release // hold the helper's attempt until the helper is dead
-		}
-	})
-	d := newTestDispatcher(t, tr, Options{Timeout: 5 * time.Second})
-	w := mustCreate(t, d, rc, "crash.*")
+	tr, rc, d, w, arrived, _ := newCrashTest(t)
 
 	kill := startCrashHelper(t, tr, arrived, "crash-o1", "key-1")
 	res, err := d.Dispatch(ctx, Event{Type: "crash.test", ID: "crash-o2", OrderKey: "key-1"})
