@@ -65,6 +65,13 @@
 //     Webhook.Tenant; none reaches only none); event ids are scoped by tenant, so two tenants' "evt_1"
 //     are two events with two bodies; ListTenant and the Portal show one tenant's webhooks only
 //     (TestTenantIsolation, TestSameEventIDTwoTenants, TestPortal).
+//   - Ordered delivery per key. For one webhook, the deliveries of events with the same non-empty
+//     Event.OrderKey (within a tenant) are attempted one at a time, in the order the events were
+//     accepted, the next only once the previous one succeeded or failed for good
+//     (Options.BlockKeyOnFailure: until it is redelivered and succeeds); other keys, webhooks and
+//     unordered events do not wait. An event id keeps its first key: another key is refused with
+//     ErrOrderKeyConflict (TestOrderedDeliveryIsSequentialAcrossReplicas,
+//     TestOrderedHeadFailingForGood, TestOrderKeyOfAnEventID).
 //   - Safe egress. By default no request goes to loopback, private, link-local, metadata or other
 //     special addresses (checked on the resolved IP at connect time), redirects are not followed,
 //     response bodies are read up to 64 KiB, and every attempt has a timeout.

@@ -202,7 +202,7 @@ func (d *Dispatcher) enqueueOperational(ctx context.Context, evt Event, about st
 	if len(targets) == 0 {
 		return nil
 	}
-	return notAccepted(evt.ID, d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, body, targets, false))
+	return notAccepted(evt.ID, d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, "", body, targets, false))
 }
 
 // utc is t in UTC, the zero time left zero.

@@ -182,6 +182,14 @@ type Options struct {
 	// claims one Enqueue per subscribed scope. Defaults to false.
 	OperationalEvents bool
 
+	// BlockKeyOnFailure decides what an ordered delivery (Event.OrderKey) that fails for good does to
+	// the deliveries waiting behind it for the same (webhook, key). false (the default): the next one
+	// goes on at once, so one bad event never stops its key. true: the key stays blocked, its later
+	// deliveries waiting, until the failed one is redelivered (Redeliver) and succeeds or fails again;
+	// for subscribers that must never see an event after a missing one. Every Dispatcher on a
+	// KeyPrefix should set it alike: it is applied by whichever records the failure.
+	BlockKeyOnFailure bool
+
 	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
 	// between: when an attempt fails (any answer but a 2xx, with the breaker on or off) and the
 	// webhook's run of failed attempts, as its circuit counts it across every replica, began at least

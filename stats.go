@@ -43,6 +43,10 @@ type Stats struct {
 	Webhooks int64
 	// OpenCircuits is how many webhooks have an open circuit (including those probing).
 	OpenCircuits int
+	// BlockedKeys is how many (webhook, order key) sequences have deliveries waiting behind their
+	// head (Event.OrderKey): keys whose head is in flight, retrying, parked, or failed and holding
+	// its key (Options.BlockKeyOnFailure).
+	BlockedKeys int64
 	// Truncated is set when a shard had more to examine than the bounds allow (StatsWebhooksPerShard,
 	// StatsLeasesPerShard): the counts are then lower bounds (Leased may be counted as Scheduled).
 	Truncated bool
@@ -156,8 +160,10 @@ func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) (
 	pipe := d.rdb.Pipeline()
 	cards := make([]*redis.IntCmd, d.keys.Shards)
 	heads := make([]*redis.StringSliceCmd, d.keys.Shards)
+	blocked := make([]*redis.IntCmd, d.keys.Shards)
 	inline := make([]inlineStats, d.keys.Shards)
 	for s := range d.keys.Shards {
+		blocked[s] = pipe.ZCount(ctx, d.keys.blockedKey(s), strconv.FormatInt(now.UnixMilli(), 10), "+inf")
 		cards[s] = pipe.ZCard(ctx, d.keys.readyKey(s))
 		heads[s] = pipe.ZRange(ctx, d.keys.readyKey(s), 0, StatsWebhooksPerShard-1)
 		inline[s] = inlineStats{all: pipe.ZCard(ctx, d.keys.inlineKey(s)),
@@ -179,6 +185,7 @@ func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) (
 		out[s] = heads[s].Val()
 		sh.Shard, sh.Webhooks, sh.Examined = s, cards[s].Val(), int64(len(out[s]))
 		sh.Truncated = sh.Webhooks > sh.Examined
+		st.BlockedKeys += blocked[s].Val()
 		inline[s].count(sh)
 	}
 	return out, nil
