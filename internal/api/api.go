@@ -83,13 +83,13 @@ var errBadRequest = errors.New("invalid request")
 func NewHandler(b Backend, log *slog.Logger) http.Handler { return newRouter(b, log, false) }
 
 // NewPortal returns the tenant portal: the routes of NewHandler, each restricted to the tenant of the
-// request's bearer token. A request the router sends to the UI's files is served without a token;
-// every other request needs a valid one, else 401.
+// request's bearer token, less the operator-only ones. A request the router sends to the UI's files or
+// to the OpenAPI document is served without a token; every other request needs a valid one, else 401.
 func NewPortal(b Backend, log *slog.Logger) http.Handler {
 	rt := newRouter(b, log, true)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ui, ok := rt.uiRoute(r); ok {
-			ui.ServeHTTP(w, r) // the UI's static files hold no data; every API call it makes needs the token
+		if rt.publicRoute(r) {
+			rt.serve(w, r, Scope{Tenant: "", Restricted: true}) // no data: every API call the UI makes needs the token
 			return
 		}
 		tenant, err := authenticate(b, r)
