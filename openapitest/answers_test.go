@@ -61,6 +61,16 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 	dlID := list[0].(map[string]any)["id"].(string)
 	c.call("GET", "/deliveries/{id}", "/deliveries/"+dlID, "")
 	c.call("GET", "/deliveries/{id}", "/deliveries/nope", "")
+	_, found := c.call("GET", "/deliveries", "/deliveries?id="+dlID, "")
+	assert.Len(t, found["deliveries"], 1, "a search by delivery id")
+	_, found = c.call("GET", "/deliveries", "/deliveries?id=ev-bad", "")
+	assert.Len(t, found["deliveries"], 2, "a search by event id: its delivery to each webhook")
+	_, found = c.call("GET", "/deliveries", "/deliveries?status=pending&event_type=order.created&limit=10", "")
+	assert.NotEmpty(t, found["deliveries"])
+	c.call("GET", "/deliveries", "/deliveries?status=nope", "")
+	if operator {
+		c.call("GET", "/backlog", "/backlog", "")
+	}
 	c.call("POST", "/deliveries/{id}/redeliver", "/deliveries/"+dlID+"/redeliver", "")
 	since := url.QueryEscape(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
 	c.call("POST", W+"/recover", "/webhooks/"+badID+"/recover?since="+since, "")

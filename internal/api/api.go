@@ -38,6 +38,13 @@ type DeliveryQuery struct {
 	Limit          int // 0: the default
 }
 
+// DeliverySearch selects deliveries across the scope's webhooks (GET /deliveries).
+type DeliverySearch struct {
+	// ID is a delivery id or an event id ("": every delivery); Status and EventType filter exactly.
+	ID, Status, EventType string
+	Limit                 int // 0: the default
+}
+
 // Backend is what the API reads and changes. Bodies are JSON; a webhook or delivery outside the
 // scope is an error Classify calls KindNotFound. Deferred is true when an attempt was left to a
 // worker (the answer is then 202).
@@ -57,6 +64,10 @@ type Backend interface {
 	Recover(ctx context.Context, s Scope, id string, since, until time.Time, limit int) (int, error)
 	Delivery(ctx context.Context, s Scope, id string) ([]byte, error)
 	Redeliver(ctx context.Context, s Scope, id string) (body []byte, deferred bool, err error)
+	// SearchDeliveries finds deliveries across the scope's webhooks, newest first.
+	SearchDeliveries(ctx context.Context, s Scope, q DeliverySearch) ([]byte, error)
+	// Backlog is the delivery backlog of every tenant (an operator-only route).
+	Backlog(ctx context.Context) ([]byte, error)
 	// Authenticate checks a portal token and returns its tenant.
 	Authenticate(token string) (tenant string, err error)
 	// Classify says how to answer an error a Backend method returned.

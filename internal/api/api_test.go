@@ -64,6 +64,10 @@ func (f fakeBackend) Redeliver(_ context.Context, s Scope, _ string) ([]byte, bo
 	b, err := f.answer(s)
 	return b, false, err
 }
+func (f fakeBackend) SearchDeliveries(_ context.Context, s Scope, _ DeliverySearch) ([]byte, error) {
+	return f.answer(s)
+}
+func (f fakeBackend) Backlog(context.Context) ([]byte, error) { return f.answer(Scope{}) }
 func (fakeBackend) Authenticate(token string) (string, error) {
 	if t, ok := strings.CutPrefix(token, "good-"); ok {
 		return t, nil

@@ -51,6 +51,8 @@ var routes = []route{
 	{pattern: "GET /webhooks/{id}/secret", handler: webhookRead(Backend.Secret)},
 	{pattern: "GET /webhooks/{id}/health", handler: webhookRead(Backend.Health)},
 	{pattern: "GET /webhooks/{id}/stats", handler: webhookRead(Backend.Stats)},
+	{pattern: "GET /deliveries", handler: method((*router).searchDeliveries)},
+	{pattern: "GET /backlog", handler: method((*router).backlog), operatorOnly: true},
 	{pattern: openAPIPattern, handler: method((*router).openAPI)},
 }
 
@@ -175,9 +177,18 @@ func (rt *router) classify(err error) (status int, code, message string) {
 	return http.StatusInternalServerError, "internal", "internal error"
 }
 
-// fail answers with the error's status; the cause of a 500 is logged, not sent.
+// fielder is an error about one field of the request's body, named as in its JSON.
+type fielder interface{ Field() string }
+
+// fail answers with the error's status (and, for a bad request, the field it is about when the error
+// names one); the cause of a 500 is logged, not sent.
 func (rt *router) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, message := rt.classify(err)
+	var f fielder
+	if status == http.StatusBadRequest && errors.As(err, &f) {
+		writeErrorBody(w, status, ErrorDetail{Code: code, Message: message, Field: f.Field()})
+		return
+	}
 	if status == http.StatusInternalServerError {
 		level := rt.log.Error
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
@@ -202,14 +213,19 @@ type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
 
-// ErrorDetail is an error answer's code and message.
+// ErrorDetail is an error answer's code and message, and the request field it is about when known.
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, status int, code, message string) {
-	b, _ := json.Marshal(ErrorBody{ErrorDetail{code, message}}) // strings always encode
+	writeErrorBody(w, status, ErrorDetail{Code: code, Message: message})
+}
+
+func writeErrorBody(w http.ResponseWriter, status int, d ErrorDetail) {
+	b, _ := json.Marshal(ErrorBody{d}) // strings always encode
 	writeJSON(w, status, b)
 }
 
