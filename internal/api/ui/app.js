@@ -442,6 +442,8 @@
 
   async function deliveryPage(id) {
     const d = await api('GET', '/deliveries/' + enc(id));
+    let endpoint = null;
+    try { endpoint = await api('GET', '/webhooks/' + enc(d.webhook_id)); } catch (e) { if (e instanceof Stale) throw e; /* deleted */ }
     const redeliver = button('Redeliver', async () => {
       redeliver.disabled = true;
       try {
@@ -462,7 +464,7 @@
       el('section', { class: 'card' },
         dl([
           ['ID', el('code', { id: 'delivery-id', text: d.id })],
-          ['Endpoint', el('a', { href: '#/webhooks/' + enc(d.webhook_id) }, d.webhook_id)],
+          ['Endpoint', endpoint ? [el('a', { href: '#/webhooks/' + enc(d.webhook_id), id: 'delivery-endpoint' }, endpoint.url), el('div', { class: 'muted', text: d.webhook_id })] : d.webhook_id + ' (deleted)'],
           ['Event', [el('code', { text: d.event_type }), ' ', el('span', { class: 'muted', text: d.event_id })]],
           ['Status', el('span', { id: 'delivery-status' }, statusBadge(d.status))],
           ['Attempts', String(d.attempts)],
@@ -477,6 +479,62 @@
           el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'attempts' },
             el('thead', {}, el('tr', {}, ['#', 'At', 'Status code', 'Duration', 'Error', 'Response'].map((h) => el('th', { scope: 'col', text: h })))),
             el('tbody', {}, attempts)))));
+  }
+
+  // searchPage is the deliveries of every endpoint in view, found by delivery or event id, status and
+  // event type.
+  async function searchPage(params) {
+    const q = new URLSearchParams({ limit: '50' });
+    for (const k of ['id', 'status', 'event_type']) if (params.get(k)) q.set(k, params.get(k));
+    const [{ webhooks }, { deliveries }] = await Promise.all([api('GET', '/webhooks'), api('GET', '/deliveries?' + q)]);
+    const urls = Object.fromEntries(webhooks.map((w) => [w.id, w.url]));
+    const id = el('input', { id: 'search-id', name: 'id', value: params.get('id') || '', placeholder: 'dlv_… or an event id', size: 28 });
+    const status = el('select', { id: 'search-status', name: 'status' },
+      ['', 'pending', 'success', 'failed'].map((v) => el('option', { value: v, selected: v === (params.get('status') || '') }, v || 'any status')));
+    const types = [...new Set(webhooks.flatMap((w) => w.events || []).filter((e) => !e.includes('*')))].sort();
+    const type = el('input', { id: 'search-type', name: 'event_type', value: params.get('event_type') || '', placeholder: 'any event type', list: 'event-types', size: 18 });
+    const form = el('form', {
+      class: 'toolbar', role: 'search', id: 'search-form', onsubmit: (ev) => {
+        ev.preventDefault();
+        const p = new URLSearchParams();
+        if (id.value.trim()) p.set('id', id.value.trim());
+        if (status.value) p.set('status', status.value);
+        if (type.value.trim()) p.set('event_type', type.value.trim());
+        location.hash = '#/deliveries' + (p.toString() ? '?' + p : '');
+      },
+    }, el('label', { for: 'search-id', text: 'Delivery or event id' }), id, el('label', { for: 'search-status', text: 'Status' }), status,
+    el('label', { for: 'search-type', text: 'Event type' }), type, el('datalist', { id: 'event-types' }, types.map((t) => el('option', { value: t }))),
+    el('button', { type: 'submit', id: 'search' }, 'Search'));
+    const rows = deliveries.map((d) => el('tr', { 'data-id': d.id, 'data-status': d.status },
+      el('td', { 'data-label': 'Created' }, el('a', { href: '#/deliveries/' + enc(d.id) }, fmtTime(d.created_at))),
+      el('td', { 'data-label': 'Endpoint', class: 'url' }, el('a', { href: '#/webhooks/' + enc(d.webhook_id) }, urls[d.webhook_id] || d.webhook_id)),
+      el('td', { 'data-label': 'Event' }, el('code', { text: d.event_type }), el('div', { class: 'muted', text: d.event_id })),
+      el('td', { 'data-label': 'Status' }, statusBadge(d.status)),
+      el('td', { 'data-label': 'Attempts', text: d.attempts }),
+      el('td', { 'data-label': 'Last code', text: d.last_status_code || (d.last_error ? 'error' : '—') })));
+    render('Deliveries', el('div', { class: 'bar' }, form),
+      deliveries.length === 0 ? el('p', { class: 'empty', id: 'no-deliveries', text: 'No delivery matches.' }) :
+        el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'all-deliveries' },
+          el('thead', {}, el('tr', {}, ['Created', 'Endpoint', 'Event', 'Status', 'Attempts', 'Last code'].map((h) => el('th', { scope: 'col', text: h })))),
+          el('tbody', {}, rows))),
+      el('p', { class: 'muted', text: 'Without an id, the newest 50 deliveries of each endpoint are searched.' }));
+  }
+
+  // backlogPage is the delivery backlog (operator only).
+  async function backlogPage() {
+    const b = await api('GET', '/backlog');
+    const age = b.oldest_due_age_ms >= 1000 ? (b.oldest_due_age_ms / 1000).toFixed(1) + ' s' : b.oldest_due_age_ms + ' ms';
+    render('Backlog',
+      el('section', { class: 'card', id: 'backlog' }, dl([
+        ['Due now, waiting for a worker', el('strong', { id: 'backlog-due', text: String(b.due) })],
+        ['Scheduled (a retry, or a paused endpoint\'s next try)', el('span', { id: 'backlog-scheduled', text: String(b.scheduled) })],
+        ['In flight', String(b.leased)],
+        ['Oldest due', b.due ? fmtTime(b.oldest_due_at) + ' (' + age + ' behind)' : 'nothing is due'],
+        ['Paused endpoints (open circuits)', el('span', { id: 'backlog-open', text: String(b.open_circuits) })],
+        ['Queues holding deliveries', String(b.webhooks)],
+        ['Counted at', fmtTime(b.at)],
+        b.truncated && ['Note', 'Some shards had more to count than the bounds allow: these are lower bounds.'],
+      ]), el('div', { class: 'actions' }, button('Refresh', () => route(), { id: 'refresh' }))));
   }
 
   // --- router ---------------------------------------------------------------------------------------
@@ -497,6 +555,8 @@
       else if (parts[0] === 'webhooks' && parts[2] === 'edit') { page = 'edit'; formPage(await api('GET', '/webhooks/' + enc(parts[1]))); }
       else if (parts[0] === 'webhooks' && parts[2] === 'deliveries') { page = 'deliveries'; await deliveriesPage(parts[1], params); }
       else if (parts[0] === 'deliveries' && parts.length === 2) { page = 'delivery'; await deliveryPage(parts[1]); }
+      else if (parts[0] === 'deliveries' && parts.length === 1) { page = 'search'; await searchPage(params); }
+      else if (parts[0] === 'backlog' && mode === 'operator') { page = 'backlog'; await backlogPage(); }
       else render('Not found', el('p', {}, el('a', { href: '#/' }, 'Back to the endpoints')));
       if (n === routing) main.dataset.page = page;
     } catch (e) {
@@ -509,6 +569,7 @@
   }
 
   document.getElementById('mode').textContent = mode === 'portal' ? 'portal' : 'operator';
+  if (mode === 'portal') document.getElementById('nav-backlog').remove(); // operator only
   const signout = document.getElementById('signout');
   if (mode === 'portal') {
     signout.hidden = false;
