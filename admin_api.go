@@ -113,6 +113,8 @@ func (adminBackend) Classify(err error) api.Kind {
 		return api.KindWebhookDisabled
 	case errors.Is(err, ErrTenantQuota):
 		return api.KindTenantQuota
+	case errors.Is(err, errNotRetryable):
+		return api.KindNotRetryable
 	}
 	return api.KindInternal
 }

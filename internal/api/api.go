@@ -64,6 +64,9 @@ type Backend interface {
 	Recover(ctx context.Context, s Scope, id string, since, until time.Time, limit int) (int, error)
 	Delivery(ctx context.Context, s Scope, id string) ([]byte, error)
 	Redeliver(ctx context.Context, s Scope, id string) (body []byte, deferred bool, err error)
+	// RetryNow makes a pending delivery due now; Payload is the body a delivery sends, {"payload": …}.
+	RetryNow(ctx context.Context, s Scope, id string) ([]byte, error)
+	Payload(ctx context.Context, s Scope, id string) ([]byte, error)
 	// SearchDeliveries finds deliveries across the scope's webhooks, newest first.
 	SearchDeliveries(ctx context.Context, s Scope, q DeliverySearch) ([]byte, error)
 	// Backlog is the delivery backlog of every tenant (an operator-only route).
@@ -85,6 +88,7 @@ const (
 	KindConflict                    // 409 conflict: lost repeated races; retry
 	KindWebhookDisabled             // 409 webhook_disabled
 	KindTenantQuota                 // 409 tenant_quota
+	KindNotRetryable                // 409 not_retryable: not pending, in flight, held back or paused
 )
 
 // errBadRequest marks a request parameter the API cannot use.

@@ -3,6 +3,7 @@ package api
 // The delivery routes (the root's Handler lists every route).
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -95,4 +96,9 @@ func (rt *router) searchDeliveries(w http.ResponseWriter, r *http.Request) {
 func (rt *router) backlog(w http.ResponseWriter, r *http.Request) {
 	out, err := rt.b.Backlog(r.Context())
 	rt.answer(w, r, http.StatusOK, out, err)
+}
+
+// deliveryAction serves a read or an action on one delivery (its payload, retry now).
+func deliveryAction(act func(Backend, context.Context, Scope, string) ([]byte, error)) func(*router) http.HandlerFunc {
+	return webhookRead(act) // the same shape: the id in the path, the answer JSON
 }

@@ -51,6 +51,8 @@ var routes = []route{
 	{pattern: "GET /webhooks/{id}/secret", handler: webhookRead(Backend.Secret)},
 	{pattern: "GET /webhooks/{id}/health", handler: webhookRead(Backend.Health)},
 	{pattern: "GET /webhooks/{id}/stats", handler: webhookRead(Backend.Stats)},
+	{pattern: "POST /deliveries/{id}/retry", handler: deliveryAction(Backend.RetryNow)},
+	{pattern: "GET /deliveries/{id}/payload", handler: deliveryAction(Backend.Payload)},
 	{pattern: "GET /deliveries", handler: method((*router).searchDeliveries)},
 	{pattern: "GET /backlog", handler: method((*router).backlog), operatorOnly: true},
 	{pattern: openAPIPattern, handler: method((*router).openAPI)},
@@ -173,6 +175,8 @@ func (rt *router) classify(err error) (status int, code, message string) {
 		return http.StatusConflict, "webhook_disabled", err.Error()
 	case KindTenantQuota:
 		return http.StatusConflict, "tenant_quota", err.Error()
+	case KindNotRetryable:
+		return http.StatusConflict, "not_retryable", err.Error()
 	}
 	return http.StatusInternalServerError, "internal", "internal error"
 }
