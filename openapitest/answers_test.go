@@ -72,7 +72,7 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 		c.call("GET", "/backlog", "/backlog", "")
 	}
 	c.call("GET", "/deliveries/{id}/payload", "/deliveries/"+dlID+"/payload", "")
-	c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+dlID+"/retry", "") // pending: over its rate limit
+	c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+dlID+"/retry", "")                                       // pending: over its rate limit
 	c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+badList[1].(map[string]any)["id"].(string)+"/retry", "") // paused: 409
 	c.call("POST", "/deliveries/{id}/redeliver", "/deliveries/"+dlID+"/redeliver", "")
 	since := url.QueryEscape(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
