@@ -144,7 +144,27 @@ func TestUIRoundTwo(t *testing.T) {
 	if at := e.text(`#attempts tbody td[data-label="At"]`); !strings.HasSuffix(at, " UTC") {
 		t.Errorf("the attempt's time: %q", at)
 	}
+	if p := e.text("#payload"); !strings.Contains(p, `"inv_0"`) || !strings.Contains(p, `"invoice.paid"`) {
+		t.Errorf("the delivery's payload: %q", p)
+	}
+	if dis := e.eval(`String(document.querySelector('#redeliver').disabled)`); dis != "true" {
+		t.Errorf("Redeliver is enabled on a delivery that succeeded")
+	}
 	e.shot("23-delivery-endpoint")
+
+	// Retry now on a delivery of the paused endpoint: refused, in words.
+	parked, err := d.Deliveries().Find(ctx, flaky.ID, "inv_2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.do("open the parked delivery", chromedp.Navigate(base+"#/deliveries/"+parked.ID))
+	e.page("delivery")
+	e.do("retry now", chromedp.Click(chromedp.CSS("#retry-now")))
+	e.waitFor("the refusal", `document.querySelector('#flash').innerText.includes('paused')`)
+	if f := e.text("#flash"); strings.Contains(f, "webhooks:") {
+		t.Errorf("the refusal: %q", f)
+	}
+	e.shot("26-retry-now-paused")
 
 	// The backlog, from Stats: the paused endpoint's deliveries wait, its circuit is open.
 	e.do("open the backlog", chromedp.Navigate(base+"#/backlog"))

@@ -444,6 +444,18 @@
     const d = await api('GET', '/deliveries/' + enc(id));
     let endpoint = null;
     try { endpoint = await api('GET', '/webhooks/' + enc(d.webhook_id)); } catch (e) { if (e instanceof Stale) throw e; /* deleted */ }
+    const { payload } = await api('GET', '/deliveries/' + enc(id) + '/payload');
+    const retry = d.status !== 'pending' ? null : button('Retry now', async () => {
+      retry.disabled = true;
+      try {
+        await api('POST', '/deliveries/' + enc(id) + '/retry');
+        flash('The delivery is due now: the next worker sends it.');
+        route();
+      } catch (e) {
+        if (e instanceof APIError && e.status === 409) flash(plain(e.message.replace(/^webhooks: the delivery cannot be retried now: /, '')), 'error');
+        else showError(e);
+      } finally { retry.disabled = false; }
+    }, { id: 'retry-now', class: 'primary' });
     const redeliver = button('Redeliver', async () => {
       redeliver.disabled = true;
       try {
@@ -451,7 +463,8 @@
         flash(d.status === 'failed' ? 'Redelivered: the delivery is now ' + r.status + '.' : 'Only a failed delivery is sent again; this one is ' + r.status + '.');
         route();
       } catch (e) { showError(e); } finally { redeliver.disabled = false; }
-    }, { id: 'redeliver', class: d.status === 'failed' ? 'primary' : '' });
+    }, { id: 'redeliver', class: d.status === 'failed' ? 'primary' : '', disabled: d.status !== 'failed',
+      title: d.status === 'failed' ? null : 'Only a failed delivery is sent again' });
     const attempts = (d.history || []).map((a, i) => el('tr', {},
       el('td', { 'data-label': '#', text: d.attempts - (d.history.length - 1 - i) }),
       el('td', { 'data-label': 'At', text: fmtTime(a.at) }),
@@ -473,7 +486,10 @@
           ['Created', fmtTime(d.created_at)],
           ['Expires', fmtTime(d.expires_at)],
         ]),
-        el('div', { class: 'actions' }, redeliver)),
+        el('div', { class: 'actions' }, retry, redeliver)),
+      el('section', { class: 'card' }, el('h2', { text: 'Payload' }),
+        payload ? el('pre', { id: 'payload', class: 'payload', text: JSON.stringify(payload, null, 2) }) :
+          el('p', { class: 'empty', id: 'payload', text: 'The payload has expired.' })),
       el('section', { class: 'card' }, el('h2', { text: 'Attempts' }),
         attempts.length === 0 ? el('p', { class: 'empty', text: 'No attempt yet.' }) :
           el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'attempts' },
