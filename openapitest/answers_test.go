@@ -72,7 +72,16 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 		c.call("GET", "/backlog", "/backlog", "")
 	}
 	c.call("GET", "/deliveries/{id}/payload", "/deliveries/"+dlID+"/payload", "")
-	c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+dlID+"/retry", "")                                       // pending: over its rate limit
+	// a delivery that failed once, to a webhook whose circuit is closed, waits for its retry: retry it now
+	code, once := c.call("POST", "/webhooks", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["retry.*"]%s}`, rcURL+"/fail", tenant))
+	require.Equal(t, 201, code)
+	_, err = d.Dispatch(ctx, webhooks.Event{ID: "ev-retry", Type: "retry.me", Tenant: "acme"})
+	require.NoError(t, err)
+	_, found = c.call("GET", "/deliveries", "/deliveries?id=ev-retry", "")
+	require.Len(t, found["deliveries"], 1)
+	retryID := found["deliveries"].([]any)[0].(map[string]any)["id"].(string)
+	code, _ = c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+retryID+"/retry", "")
+	assert.Equal(t, 200, code, "webhook %v", once["id"])
 	c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+badList[1].(map[string]any)["id"].(string)+"/retry", "") // paused: 409
 	c.call("POST", "/deliveries/{id}/redeliver", "/deliveries/"+dlID+"/redeliver", "")
 	since := url.QueryEscape(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
