@@ -103,8 +103,8 @@ func NewHandler(b Backend, log *slog.Logger) http.Handler { return newRouter(b, 
 func NewPortal(b Backend, log *slog.Logger) http.Handler {
 	rt := newRouter(b, log, true)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if rt.publicRoute(r) {
-			rt.serve(w, r, Scope{Tenant: "", Restricted: true}) // no data: every API call the UI makes needs the token
+		if h, ok := rt.publicRoute(r); ok {
+			h.ServeHTTP(w, r) // no data: every API call the UI makes needs the token
 			return
 		}
 		tenant, err := authenticate(b, r)

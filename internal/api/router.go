@@ -80,13 +80,16 @@ func newRouter(b Backend, log *slog.Logger, portal bool) *router {
 	return rt
 }
 
-// publicRoute reports whether the mux routes r to a route that holds no data and needs no portal
-// token (the UI's files and the OpenAPI document): the same decision the mux makes, on the same
-// (escaped) path.
-func (rt *router) publicRoute(r *http.Request) bool {
+// publicRoute returns the handler of a route that holds no data and needs no portal token (the UI's
+// files and the OpenAPI document) when the mux routes r to one: the same decision the mux makes, on
+// the same (escaped) path.
+func (rt *router) publicRoute(r *http.Request) (http.Handler, bool) {
 	_, pattern := rt.mux.Handler(r)
-	_, ui := rt.ui[pattern]
-	return ui || pattern == openAPIPattern
+	if pattern == openAPIPattern {
+		return http.HandlerFunc(rt.openAPI), true
+	}
+	h, ok := rt.ui[pattern]
+	return h, ok
 }
 
 func (rt *router) ServeHTTP(w http.ResponseWriter, r *http.Request) { rt.serve(w, r, Scope{}) }
