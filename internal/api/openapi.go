@@ -17,9 +17,6 @@ const openAPIPattern = "GET /openapi.json"
 //go:embed openapi.json
 var openAPIDocument []byte
 
-// OpenAPIDocument is the API's OpenAPI 3.1 document as the operator's API serves it.
-func OpenAPIDocument() []byte { return openAPIDocument }
-
 // openAPIFor is the document a router serves: the whole document, or for the portal the document
 // without the operations of operator-only routes.
 func openAPIFor(portal bool) []byte {
