@@ -171,28 +171,28 @@ const maxSaveTries = 8
 
 func (r *WebhookRepo) validate(w *storedWebhook) error {
 	if err := validateWebhookURL(w.URL, r.https, r.policy); err != nil {
-		return err
+		return inField("url", err)
 	}
 	if err := validatePatterns(w.Events); err != nil {
-		return err
+		return inField("events", err)
 	}
 	if w.RateLimit < 0 || w.RateLimit > MaxRateLimit {
-		return fmt.Errorf("%w: rate limit %d is not in [0, %d]", ErrInvalidWebhook, w.RateLimit, MaxRateLimit)
+		return inField("rate_limit", fmt.Errorf("%w: rate limit %d is not in [0, %d]", ErrInvalidWebhook, w.RateLimit, MaxRateLimit))
 	}
 	if len(w.Description) > maxDescriptionLen {
-		return fmt.Errorf("%w: description longer than %d bytes", ErrInvalidWebhook, maxDescriptionLen)
+		return inField("description", fmt.Errorf("%w: description longer than %d bytes", ErrInvalidWebhook, maxDescriptionLen))
 	}
 	if !utf8.ValidString(w.Description) || strings.IndexFunc(w.Description, isControlButSpace) >= 0 {
-		return fmt.Errorf("%w: description must be UTF-8 text without control characters", ErrInvalidWebhook)
+		return inField("description", fmt.Errorf("%w: description must be UTF-8 text without control characters", ErrInvalidWebhook))
 	}
 	if err := validateTenant(w.Tenant); err != nil {
-		return err
+		return inField("tenant", err)
 	}
 	if err := validateHeaders(w.Headers); err != nil {
-		return err
+		return inField("headers", err)
 	}
 	if _, err := parseFilter(w.Filter); err != nil {
-		return err
+		return inField("filter", err)
 	}
 	return nil
 }
