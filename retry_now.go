@@ -85,9 +85,16 @@ func (d *Dispatcher) payload(ctx context.Context, rec *Delivery, tenant string) 
 	if err != nil {
 		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
 	}
-	b, err := d.rdb.Get(ctx, d.keys.eventKey(shard, scopedEventID(tenant, rec.EventID))).Bytes()
+	key := d.keys.eventKey(shard, scopedEventID(tenant, rec.EventID))
+	if rec.OrderKey != "" {
+		key = d.keys.orderedEventKey(shard, scopedEventID(tenant, rec.EventID))
+	}
+	stored, err := d.rdb.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}
-	return b, err
+	if err != nil {
+		return nil, err
+	}
+	return eventBody(stored), nil
 }

@@ -103,4 +103,17 @@ func TestDeliveryPayload(t *testing.T) {
 	assert.Equal(t, "order.created", got.Payload.Type)
 	assert.Equal(t, "acme", got.Payload.Data["who"])
 	assert.Equal(t, http.StatusNotFound, call(d.Portal(), "GET", "/deliveries/"+ids["globex"]+"/payload", token).Code)
+
+	// An ordered event's body is stored in the shard of its order key.
+	_, err = d.Dispatch(ctx, Event{Tenant: "acme", ID: "ev2", Type: "order.paid", OrderKey: "order-7", Data: map[string]any{"who": "acme"}})
+	require.NoError(t, err)
+	wh, err := d.Webhooks().ListTenant(ctx, "acme")
+	require.NoError(t, err)
+	dl, err := d.Deliveries().Find(ctx, wh[0].ID, "ev2")
+	require.NoError(t, err)
+	rec = call(d.Portal(), "GET", "/deliveries/"+dl.ID+"/payload", token)
+	require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+	assert.Equal(t, "ev2", got.Payload.ID)
+	assert.Equal(t, "order.paid", got.Payload.Type)
 }
