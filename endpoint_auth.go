@@ -38,8 +38,9 @@ type EndpointAuth struct {
 	TLSClientCert *ClientCert `json:"tls_client_cert,omitempty"`
 
 	// Type ("basic", "bearer", "oauth2" or "tls_client_cert") and Set are how the admin API and the
-	// portal show Auth, without its credentials. They are never stored; in a PATCH, an auth of only
-	// these two (the API's own view sent back) keeps the webhook's credentials.
+	// portal show Auth, without its credentials. They are never stored (and ignored beside
+	// credentials); in a PATCH, an auth of only these two (the API's own view sent back) keeps the
+	// webhook's credentials, and alone in a create they are refused.
 	Type string `json:"type,omitempty"`
 	Set  bool   `json:"set,omitempty"`
 }

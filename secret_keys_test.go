@@ -3,6 +3,7 @@ package webhooks
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"fmt"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func secretsWorkload(t *testing.T, d *Dispatcher) map[string]string {
 	pki := newTestPKI(t)
 	ts := newTokenServer(t, "client-1", "oauth-client-secret-9f8e7d6c5b4a", 3600)
 	endpoint, accepted := ts.endpoint(t)
-	certPEM, keyPEM := pki.issue(t, "client", 2) // x509.ExtKeyUsageClientAuth
+	certPEM, keyPEM := pki.issue(t, "client", x509.ExtKeyUsageClientAuth)
 	needles := map[string]string{}
 	create := func(name string, w Webhook) *Webhook {
 		w.Events = []string{"at.rest"}
