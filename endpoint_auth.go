@@ -18,8 +18,8 @@ const (
 	// MaxAuthValueLen bounds a user name, password, bearer token, client id or secret, scope or
 	// audience, in bytes.
 	MaxAuthValueLen = 4096
-	// MaxPEMLen bounds each PEM block set of a ClientCert (certificate chain, key, CA), in bytes.
-	MaxPEMLen = 32 << 10
+	// MaxPEMLen bounds a ClientCert's certificate chain, key and CA together, in bytes.
+	MaxPEMLen = 16 << 10
 )
 
 // EndpointAuth is how attempts authenticate to a webhook's endpoint: exactly one of its methods (a
@@ -218,8 +218,9 @@ func checkAuthValues(vals map[string]string) error {
 
 // validateClientCert checks that a client certificate and its key parse as a pair, and its CA.
 func validateClientCert(c *ClientCert) error {
-	if len(c.Cert) > MaxPEMLen || len(c.Key) > MaxPEMLen || len(c.CACert) > MaxPEMLen {
-		return fmt.Errorf("%w: auth.tls_client_cert: each PEM at most %d bytes", ErrInvalidWebhook, MaxPEMLen)
+	if len(c.Cert)+len(c.Key)+len(c.CACert) > MaxPEMLen {
+		return fmt.Errorf("%w: auth.tls_client_cert: cert, key and ca_cert of %d bytes together at most", ErrInvalidWebhook,
+			MaxPEMLen)
 	}
 	if _, err := tls.X509KeyPair([]byte(c.Cert), []byte(c.Key)); err != nil {
 		return fmt.Errorf("%w: auth.tls_client_cert: the certificate and key are not a pair: %w", ErrInvalidWebhook, err)

@@ -118,8 +118,8 @@ func (s *tokenStore) fetchLocked(ctx context.Context, wh *storedWebhook) (cached
 	return cachedToken{token: token, raw: raw}, nil
 }
 
-// cached reads the webhook's token; ok is false when none is stored, it has expired, or it was fetched
-// with other credentials.
+// cached reads the webhook's token; ok is false when none is stored, it has expired, it was fetched
+// with other credentials, or it is sealed under a key no longer configured.
 func (s *tokenStore) cached(ctx context.Context, wh *storedWebhook) (cachedToken, bool, error) {
 	raw, err := s.d.rdb.Get(ctx, s.d.keys.tokenKey(wh.ID)).Result()
 	if errors.Is(err, redis.Nil) {
@@ -129,8 +129,8 @@ func (s *tokenStore) cached(ctx context.Context, wh *storedWebhook) (cachedToken
 		return cachedToken{}, false, fmt.Errorf("oauth2 token read: %w", err)
 	}
 	plain, err := s.ring.Open(raw, "oauth/"+wh.ID)
-	if err != nil {
-		return cachedToken{}, false, fmt.Errorf("%w: cached oauth2 token: %w", ErrSecretKey, err)
+	if err != nil { // sealed under a key since dropped: a cache, so fetched again
+		return cachedToken{}, false, nil
 	}
 	exp, rest, _ := strings.Cut(plain, " ")
 	fp, token, _ := strings.Cut(rest, " ")
