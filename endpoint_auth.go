@@ -75,6 +75,37 @@ type ClientCert struct {
 	CACert string `json:"ca_cert,omitempty"`
 }
 
+// String names a's method, never its credentials (so %v, %+v and %#v of it do not print them).
+func (a EndpointAuth) String() string {
+	if k := a.kinds(); len(k) > 0 {
+		return "EndpointAuth{" + strings.Join(k, ",") + "}"
+	}
+	return "EndpointAuth{}"
+}
+
+// GoString is String.
+func (a EndpointAuth) GoString() string { return a.String() }
+
+// String shows the user, not the password.
+func (b BasicAuth) String() string { return "BasicAuth{User:" + b.User + "}" }
+
+// GoString is String.
+func (b BasicAuth) GoString() string { return b.String() }
+
+// String shows the token URL and client id, not the secret.
+func (o OAuth2ClientCredentials) String() string {
+	return "OAuth2ClientCredentials{TokenURL:" + o.TokenURL + " ClientID:" + o.ClientID + "}"
+}
+
+// GoString is String.
+func (o OAuth2ClientCredentials) GoString() string { return o.String() }
+
+// String does not show the key.
+func (c ClientCert) String() string { return "ClientCert{}" }
+
+// GoString is String.
+func (c ClientCert) GoString() string { return c.String() }
+
 // The methods of EndpointAuth, as its Type names them.
 const (
 	authBasic   = "basic"

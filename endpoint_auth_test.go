@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -193,5 +194,26 @@ func TestAuthIsWriteOnlyInTheAPI(t *testing.T) {
 			require.NoError(t, err)
 			assert.Nil(t, stored.Auth)
 		})
+	}
+}
+
+// TestAuthIsNotPrinted: no fmt verb prints a credential, of a webhook or of its Auth.
+func TestAuthIsNotPrinted(t *testing.T) {
+	t.Parallel()
+	for _, a := range []*EndpointAuth{
+		{Basic: &BasicAuth{User: "u", Password: "pw-secret"}},
+		{Bearer: "bearer-secret"},
+		{OAuth2: &OAuth2ClientCredentials{TokenURL: "https://x", ClientID: "c", ClientSecret: "client-secret"}},
+		{TLSClientCert: &ClientCert{Cert: "cert", Key: "key-secret"}},
+	} {
+		w := Webhook{ID: "wh_1", Auth: a}
+		for _, verb := range []string{"%v", "%+v", "%#v", "%s"} {
+			for _, v := range []any{w, &w, a, *a, a.Basic, a.OAuth2, a.TLSClientCert} {
+				out := fmt.Sprintf(verb, v)
+				for _, secret := range []string{"pw-secret", "bearer-secret", "client-secret", "key-secret"} {
+					assert.NotContains(t, out, secret, verb)
+				}
+			}
+		}
 	}
 }
