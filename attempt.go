@@ -64,7 +64,7 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record
 	req.Header["Content-Type"], req.Header["User-Agent"] = []string{"application/json"}, []string{userAgent}
 	signing.SetHeaders(req.Header, rec.ID, start, body, secrets...)
 	d.setTraceparent(ctx, req.Header, rec)
-	resp, err := d.client.Do(req)
+	resp, err := d.send(ctx, req, wh) // with the webhook's endpoint authentication
 	res.dur = d.now().Sub(start)
 	if err != nil {
 		res.canceled = parent.Err() != nil
