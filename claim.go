@@ -78,14 +78,7 @@ for i = 1, n do
     appended[#appended + 1] = {KEYS[3 * i + 2], id}
   end
 end
-if fresh > 0 then
-  if stored then
-    reply[1] = stored
-    extend(KEYS[1], retention, 0)
-  else
-    redis.call('SET', KEYS[1], ARGV[3], 'PX', retention)
-  end
-end
+storeEvent(KEYS[1], stored, ARGV[3], retention, fresh, reply)
 for i = 1, n do
   if created[i] then
     local id, due, wid = ARGV[6 * i - 2], ARGV[6 * i + 1], ARGV[6 * i + 2]
@@ -128,6 +121,21 @@ local function index(key, now, retention, hash, expiry, ext)
   end
   if ext then extend(key, retention, math.floor(retention / 64)) end
   return id
+end
+` + luaStoreEvent
+
+// luaStoreEvent is storeEvent(key, stored, value, retention, fresh, reply): once a claim created (or
+// recognised as its own) at least one pair (fresh > 0), the event is stored under key for a retention
+// unless it was (stored: then reply[1] is it, and the key lives at least a retention more).
+const luaStoreEvent = `
+local function storeEvent(key, stored, value, retention, fresh, reply)
+  if fresh == 0 then return end
+  if stored then
+    reply[1] = stored
+    extend(key, retention, 0)
+  else
+    redis.call('SET', key, value, 'PX', retention)
+  end
 end
 `
 

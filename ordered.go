@@ -156,14 +156,7 @@ for i = 1, n do
     appended[#appended + 1] = {KEYS[4 * i + 2], id}
   end
 end
-if fresh > 0 then
-  if stored then
-    reply[1] = stored
-    extend(KEYS[1], retention, 0)
-  else
-    redis.call('SET', KEYS[1], ARGV[3], 'PX', retention)
-  end
-end
+storeEvent(KEYS[1], stored, ARGV[3], retention, fresh, reply)
 for i = 1, n do
   if created[i] then
     local k, a = 4 * i + 1, 8 * i - 4
