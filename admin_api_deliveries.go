@@ -74,3 +74,11 @@ func (b adminBackend) Redeliver(ctx context.Context, s api.Scope, id string) ([]
 	}
 	return deferredAnswer(b.d.Redeliver(ctx, id))
 }
+
+func (b adminBackend) Replay(ctx context.Context, s api.Scope, id string, since time.Time, cursor string) (int, string, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return 0, "", err
+	}
+	p, err := b.d.ReplayMissingPage(ctx, id, since, cursor)
+	return p.Scheduled, p.Next, err
+}

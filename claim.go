@@ -36,12 +36,14 @@ import (
 // ARGV[6i-2] .. ARGV[6i+3] (i = 1..n) -> target i's delivery id, its hash (the id's last 12 bytes,
 // raw), its new record, when it is due (ms), its webhook id, 1 if leased for an inline attempt (else 0)
 // ARGV[3+6n+i] -> 1 if target i's index key's TTL is to be checked (else it was set lately: indexTTLs)
+// KEYS[3n+4] -> {P:s}:tevents:<tenant>  the tenant's replay index in the shard (replay_index.go)
+// ARGV[4+7n], ARGV[5+7n] -> replayOff, replayAdd or replayPrune; the event's id (unscoped)
 // returns {claimConflict} when the event stored under this id has another fingerprint (nothing is
 // written); else {event stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated when
 // this call created the delivery, or the existing record
 var claimScript = redis.NewScript(indexFunction + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-local n = (#KEYS - 3) / 3
+local n = (#KEYS - 4) / 3
 local stored = redis.call('GET', KEYS[1])
 if stored and string.byte(stored, 1) == 1 and string.sub(stored, 2, ` + strconv.Itoa(1+fingerprintLen) + `) ~= string.sub(ARGV[3], 2, ` + strconv.Itoa(1+fingerprintLen) + `) then
   return {` + strconv.Itoa(claimConflict) + `}
@@ -74,13 +76,20 @@ for i = 1, n do
     appended[#appended + 1] = {KEYS[3 * i + 2], id}
   end
 end
-if fresh > 0 then
+local replay = ARGV[4 + 7 * n]
+if fresh > 0 or (replay ~= '` + replayOff + `' and not stored) then
   if stored then
     reply[1] = stored
     extend(KEYS[1], retention, 0)
   else
     redis.call('SET', KEYS[1], ARGV[3], 'PX', retention)
+    -- The replay index: one entry per event, written when its body is first stored.
+    if replay ~= '` + replayOff + `' then redis.call('ZADD', KEYS[#KEYS], now, ARGV[5 + 7 * n]) end
   end
+end
+if replay == '` + replayPrune + `' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[#KEYS], '-inf', '(' .. (now - retention))
+  extend(KEYS[#KEYS], retention, math.floor(retention / 64))
 end
 for i = 1, n do
   if created[i] then
@@ -131,11 +140,14 @@ end
 // earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
 // asked for again: the script recognises its own run and reports the pairs it created as created.
 func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
-	keys := make([]string, 3, 3+3*len(recs))
+	keys := make([]string, 3, 4+3*len(recs))
 	keys[0], keys[1], keys[2] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard), d.keys.inlineKey(shard)
-	args := make([]any, 3, 3+7*len(recs))
-	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
+	args := make([]any, 3, 5+7*len(recs))
 	now := d.now()
+	args[0], args[1], args[2] = now.UnixMilli(), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
+	if len(recs) > 0 {
+		args[0] = unixMilli(recs[0].CreatedAt)
+	}
 	checks := make([]any, len(recs))
 	for i, r := range recs {
 		index := d.keys.indexKey(shard, r.WebhookID)
@@ -144,6 +156,8 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	args = append(args, checks...)
+	replayKey, mode, id := d.replayIndexArgs(shard, eventID, now)
+	keys, args = append(keys, replayKey), append(args, mode, id)
 	w := d.writeAcked(ctx, claimScript, keys, args...)
 	reply, err := w.Slice()
 	if err != nil && retryable(err) && ctx.Err() == nil {
@@ -167,6 +181,9 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 		if c == 1 {
 			d.indexTTLs.checked(keys[3+3*i+1], now)
 		}
+	}
+	if mode == replayPrune {
+		d.indexTTLs.checked(replayKey, now)
 	}
 	return reply, nil
 }

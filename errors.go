@@ -38,6 +38,9 @@ var ErrLeaseLost = errors.New("webhooks: lease lost: a newer attempt owns the de
 // relax the guard.
 var ErrBlockedAddress = egress.ErrBlocked
 
+// ErrReplayIndexOff is returned (wrapped) by Dispatcher.ReplayMissing when Options.ReplayIndex is off.
+var ErrReplayIndexOff = errors.New("webhooks: replay needs Options.ReplayIndex")
+
 // ErrInvalidOptions is returned (wrapped) when Options cannot be used as given.
 var ErrInvalidOptions = errors.New("webhooks: invalid options")
 

@@ -171,6 +171,15 @@ type Options struct {
 	// ReplicaAckTimeout bounds each WAIT of ReplicaAcks. Defaults to 1s.
 	ReplicaAckTimeout time.Duration
 
+	// ReplayIndex keeps, per tenant, an index of the events accepted within Retention, by when they
+	// were accepted, for Dispatcher.ReplayMissing (which fails with ErrReplayIndexOff without it). It
+	// costs about REPLAY_COST bytes of Redis memory per event (BENCHMARKS.md, "Replay index"), and one
+	// ZADD in the claim script that stores the event; with it on, an event that no webhook takes is
+	// stored all the same (its body, for Retention, in one claim-script call), so that a webhook
+	// created later can replay it. Only events accepted while it is on can be replayed. Defaults to
+	// false: the cost falls only on the users of replay.
+	ReplayIndex bool
+
 	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
 	// between: when an attempt fails (any answer but a 2xx, with the breaker on or off) and the
 	// webhook's run of failed attempts, as its circuit counts it across every replica, began at least

@@ -36,6 +36,7 @@ func newRouter(b Backend, log *slog.Logger, portal bool) *router {
 	rt.mux.HandleFunc("POST /webhooks/{id}/rotate-secret", rt.rotateSecret)
 	rt.mux.HandleFunc("GET /webhooks/{id}/deliveries", rt.listDeliveries)
 	rt.mux.HandleFunc("POST /webhooks/{id}/recover", rt.recoverWebhook)
+	rt.mux.HandleFunc("POST /webhooks/{id}/replay", rt.replayWebhook)
 	rt.mux.HandleFunc("GET /deliveries/{id}", rt.getDelivery)
 	rt.mux.HandleFunc("POST /deliveries/{id}/redeliver", rt.redeliver)
 	rt.mux.HandleFunc("GET /webhooks/{id}/secret", rt.webhookRead(Backend.Secret))
