@@ -150,6 +150,46 @@ func TestReplayMissingPages(t *testing.T) {
 	assert.Zero(t, n)
 }
 
+// TestReplayMissingPagesWithinOneMillisecond: more than two pages of one shard's index, nearly all
+// accepted in one millisecond, are each replayed once by following Next (the cursor counts the
+// entries of a millisecond it has read). The index is written as the claim script writes it.
+func TestReplayMissingPagesWithinOneMillisecond(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{ReplayIndex: true})
+	const events = 2*ReplayPageSize + 130
+	ids := eventIDsInShard(t, "ms", 5, events)
+	at := clock.Now().UnixMilli()
+	pipe := tr.rdb.Pipeline()
+	for i, id := range ids {
+		body, err := d.encode(Event{ID: id, Type: "bulk.item"})
+		require.NoError(t, err)
+		pipe.Set(ctx, d.keys.eventKey(5, id), storedEvent(eventFingerprint("bulk.item", body), body), time.Hour)
+		pipe.ZAdd(ctx, d.keys.replayKey(5, ""), redis.Z{Score: float64(at + int64(min(i/20, 1))), Member: id})
+	}
+	_, err := pipe.Exec(ctx)
+	require.NoError(t, err)
+	clock.Advance(time.Second)
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "bulk.*")
+	total, pages, cursor := 0, 0, ""
+	for pages < 20 {
+		p, err := d.ReplayMissingPage(ctx, wh.ID, time.UnixMilli(at), cursor)
+		require.NoError(t, err)
+		total, pages, cursor = total+p.Scheduled, pages+1, p.Next
+		if cursor == "" {
+			break
+		}
+	}
+	assert.Equal(t, events, total)
+	assert.Equal(t, 3, pages)
+	for _, id := range ids {
+		_, err := d.Deliveries().Find(ctx, wh.ID, id)
+		require.NoError(t, err, "event %s was replayed", id)
+	}
+}
+
 // TestReplayMissingErrors: without the index, for an unknown or disabled webhook, and for a cursor it
 // did not issue.
 func TestReplayMissingErrors(t *testing.T) {
