@@ -65,7 +65,27 @@ func (b adminBackend) delivery(ctx context.Context, s api.Scope, id string) (*De
 }
 
 func (b adminBackend) Delivery(ctx context.Context, s api.Scope, id string) ([]byte, error) {
-	return encode(b.delivery(ctx, s, id))
+	dl, err := b.delivery(ctx, s, id)
+	if err != nil || dl.OrderKey == "" {
+		return encode(dl, err)
+	}
+	return encode(b.orderedDetail(ctx, dl), nil)
+}
+
+// deliveryDetail is an ordered delivery as the detail route shows it: with its place in its key's
+// sequence (DeliveryRepo.Position: 0 for the head, -1 for none).
+type deliveryDetail struct {
+	*Delivery
+	OrderPosition int `json:"order_position"`
+}
+
+// orderedDetail is an ordered delivery with its position, when it can be read.
+func (b adminBackend) orderedDetail(ctx context.Context, dl *Delivery) any {
+	pos, err := b.d.deliveries.Position(ctx, dl.ID)
+	if err != nil {
+		return dl
+	}
+	return deliveryDetail{Delivery: dl, OrderPosition: pos}
 }
 
 func (b adminBackend) Redeliver(ctx context.Context, s api.Scope, id string) ([]byte, bool, error) {

@@ -7,29 +7,18 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks/internal/signing"
 )
-
-// isTransient reports whether a Redis call failed in transport (a timeout, a dropped connection), so
-// that it may or may not have run.
-func isTransient(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, syscall.ECONNRESET)
-}
 
 // attemptResult is what one HTTP attempt saw.
 type attemptResult struct {
@@ -196,8 +185,22 @@ func jitter(d time.Duration) time.Duration {
 // attempt (its schedule entry may be in the inline zset) else 0; ARGV[1+7n+i] -> outcome i's new record
 // returns per outcome outcomeRecorded (now or by an earlier run of the same call) or outcomeLeaseLost
 // (nothing written)
-var outcomeScript = redis.NewScript(luaLeaseOf + luaRetime + luaSchedule + luaCountHour + `
-local n = (#KEYS - 2) / 3
+var outcomeScript = redis.NewScript(luaUnorderedOutcome + outcomeBody)
+
+// luaUnorderedOutcome defines outcomeBody's hooks for outcomes of unordered deliveries only:
+// outcomeCount() is n, final(i, status) does nothing and finish(reply) returns reply
+// (orderedOutcomeScript's advance a sequence and count the deliveries they queue).
+const luaUnorderedOutcome = `
+local function outcomeCount() return (#KEYS - 2) / 3 end
+local function final(i, status) end
+local function finish(reply) return reply end
+`
+
+// outcomeBody is outcomeScript's body, with three hooks: outcomeCount(), finish(reply), which makes
+// the reply, and final(i, status), called when outcome i leaves its delivery final, once its
+// schedule entry is gone.
+var outcomeBody = luaLeaseOf + luaRetime + luaSchedule + luaCountHour + `
+local n = outcomeCount()
 local held = {}
 for i = 1, n do
   held[i] = leaseOf(KEYS[3 * i], ARGV[3 + 7 * (i - 1)])
@@ -214,11 +217,12 @@ for i = 1, n do
     end
     redis.call('SET', KEYS[3 * i], ARGV[1 + 7 * n + i], 'KEEPTTL')
     schedule(KEYS[1], KEYS[2], KEYS[3 * i + 1], id, wid, status, next, ARGV[a + 7] == '1')
+    if status ~= 'pending' then final(i, status) end
     reply[i] = ` + strconv.Itoa(outcomeRecorded) + `
   end
 end
-return reply
-`)
+return finish(reply)
+`
 
 // luaSchedule is schedule(ready, inline, queue, id, wid, status, next, inl): the schedule as an
 // outcome leaves it. A delivery leased inline whose entry is still in the inline zset leaves it (one
@@ -277,6 +281,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	if len(idx) == 0 {
 		return errs
 	}
+	script, keys, values, extra := d.outcomeScriptFor(shard, recs, idx, keys, values)
 	// The attempt is over whatever the caller's context says now: record it, retrying a write that
 	// failed in transport while the lease lasts (the script is idempotent by token; failover.go).
 	ctx = context.WithoutCancel(ctx)
@@ -290,14 +295,14 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	count := d.countOutcomes(now, outcomes, recs, idx)
 	defer d.afterCount(ctx, count)
 	err := d.retryWithinLease(ctx, leaseEnd, func(ctx context.Context) error {
-		w := d.writeBesideCount(ctx, count, outcomeScript, keys, append(args, values...)...)
+		w := d.writeBesideCount(ctx, count, script, keys, append(args, values...)...)
 		var err error
 		if reply, err = w.Int64Slice(); err == nil && w.ackErr != nil {
 			d.log.Warn("webhooks: outcome recorded but not acknowledged by its replicas", "shard", shard, "error", w.ackErr)
 		}
 		return err
 	})
-	if err == nil && len(reply) != len(idx) {
+	if err == nil && len(reply) != len(idx)+extra {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))
 	}
 	for j, i := range idx {
@@ -313,6 +318,10 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 			}
 			d.afterOutcome(ctx, recs[i], outcomes[i])
 		}
+	}
+	if extra == 1 && err == nil && reply[len(reply)-1] > 0 {
+		d.markShard(shard) // a final head queued its key's next delivery: send it at once
+		d.poke()
 	}
 	return errs
 }

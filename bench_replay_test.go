@@ -27,7 +27,7 @@ func BenchmarkReplayIndexMemory(b *testing.B) {
 			d := newTestDispatcher(b, tr, Options{ReplayIndex: true})
 			usage := func() int64 {
 				var sum int64
-				for s := range d.keys.shards {
+				for s := range d.keys.Shards {
 					n, err := tr.rdb.MemoryUsage(ctx, d.keys.replayKey(s, "acme"), 0).Result()
 					if err != nil && err != redis.Nil {
 						require.NoError(b, err)
@@ -42,7 +42,7 @@ func BenchmarkReplayIndexMemory(b *testing.B) {
 				before := usage()
 				at := time.Now().UnixMilli()
 				pipe := tr.rdb.Pipeline()
-				for s := range d.keys.shards {
+				for s := range d.keys.Shards {
 					for i := range perShard {
 						id := fmt.Sprintf("evt_%020d", s*perShard+i)
 						pipe.ZAdd(ctx, d.keys.replayKey(s, "acme"), redis.Z{Score: float64(at + int64(i)), Member: id})
@@ -50,7 +50,7 @@ func BenchmarkReplayIndexMemory(b *testing.B) {
 				}
 				_, err := pipe.Exec(ctx)
 				require.NoError(b, err)
-				perEvent = float64(usage()-before) / float64(perShard*d.keys.shards)
+				perEvent = float64(usage()-before) / float64(perShard*d.keys.Shards)
 			}
 			b.ReportMetric(perEvent, "bytes/event")
 		})

@@ -60,7 +60,7 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][
 	gets := map[string]*redis.StringCmd{}
 	var pipe redis.Pipeliner
 	for i, j := range jobs {
-		key := d.keys.eventKey(j.shard, j.scopedEventID())
+		key := j.bodyKey(d.keys)
 		if body, ok := d.bodies.get(key, now); ok {
 			bodies[i] = body
 			continue
@@ -77,7 +77,7 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command: a missing body is not one
 	for i, j := range jobs {
-		g := gets[d.keys.eventKey(j.shard, j.scopedEventID())]
+		g := gets[j.bodyKey(d.keys)]
 		if g == nil {
 			continue
 		}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -30,10 +29,6 @@ type Health struct {
 	OpenUntil           time.Time     `json:"open_until,omitzero"`    // when the next probe may go out
 	OpenFor             time.Duration `json:"open_for,omitempty"`     // the current open period
 }
-
-const (
-	circuitCacheTTL = 250 * time.Millisecond // how long a replica uses a circuit it read or put, unread
-)
 
 // circuitsKey is the hash of the circuits: field webhook id -> encoded circuit. It needs no TTL: a
 // success deletes the webhook's field, and forget the field of a webhook deleted while failing.
@@ -150,12 +145,12 @@ return reply
 var acquireProbeScript = redis.NewScript(circuitLua + `
 if ARGV[3] == '' then return redis.error_reply('empty probe token') end
 local now, c = tonumber(ARGV[2]), decode(redis.call('HGET', KEYS[1], ARGV[1]))
-if not c or c[4] == 0 then return {0, c and encode(c) or ''} end
-if now < c[3] then return {2, encode(c)} end
-if c[5] > now then return {3, encode(c)} end
+if not c or c[4] == 0 then return {` + strconv.Itoa(probeClosed) + `, c and encode(c) or ''} end
+if now < c[3] then return {` + strconv.Itoa(probeWaiting) + `, encode(c)} end
+if c[5] > now then return {` + strconv.Itoa(probeHeld) + `, encode(c)} end
 c[5], c[6] = now + tonumber(ARGV[4]), ARGV[3]
 redis.call('HSET', KEYS[1], ARGV[1], encode(c))
-return {1, encode(c)}
+return {` + strconv.Itoa(probeGranted) + `, encode(c)}
 `)
 
 // circuitStore keeps the webhooks' circuit breakers in Redis (key circuitsKey), shared by all replicas.
@@ -260,52 +255,4 @@ func (s *circuitStore) read(ctx context.Context, now time.Time, webhookIDs ...st
 // forget deletes webhookID's circuit (for a webhook deleted while failing).
 func (s *circuitStore) forget(ctx context.Context, webhookID string) error {
 	return s.rdb.HDel(ctx, s.key, webhookID).Err()
-}
-
-// circuitCache keeps circuits in memory for circuitCacheTTL (each State as of its read or put; a read
-// stores nothing over a put made meanwhile). Safe for concurrent use; make it with newCircuitCache.
-type circuitCache struct {
-	mu      sync.Mutex
-	entries map[string]Health
-	at      map[string]time.Time // when each entry was read or put
-}
-
-func newCircuitCache() *circuitCache {
-	return &circuitCache{entries: map[string]Health{}, at: map[string]time.Time{}}
-}
-
-// get returns the circuits of ids at now: from memory when cached within circuitCacheTTL, else in one HMGET.
-func (c *circuitCache) get(ctx context.Context, s *circuitStore, now time.Time, ids []string) (map[string]Health, error) {
-	out, missing := make(map[string]Health, len(ids)), []string(nil)
-	c.mu.Lock()
-	for _, id := range ids {
-		if out[id] = c.entries[id]; now.Sub(c.at[id]) >= circuitCacheTTL { // not cached: at is 0
-			missing = append(missing, id)
-		}
-	}
-	c.mu.Unlock()
-	read, err := s.read(ctx, now, missing...) // no round trip when none is missing
-	if err != nil {
-		return nil, err
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.entries) > 100_000 { // mostly webhooks no longer asked for; the others are read again
-		clear(c.entries)
-		clear(c.at)
-	}
-	for id, h := range read {
-		if now.Sub(c.at[id]) >= circuitCacheTTL { // else put (or read) during this read: keep it
-			c.entries[id], c.at[id] = h, now
-		}
-		out[id] = c.entries[id]
-	}
-	return out, nil
-}
-
-// put caches h as of now, so this replica sees at once the state it changed.
-func (c *circuitCache) put(h Health, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.entries[h.WebhookID], c.at[h.WebhookID] = h, now
 }

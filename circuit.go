@@ -168,13 +168,16 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 			if f := d.opts.Hooks.CircuitOpened; f != nil {
 				d.runHook("CircuitOpened", func() { f(id, h.OpenUntil) })
 			}
+			d.circuitChanged(ctx, EventCircuitOpened, id, h, cc.now)
 		case ev.closed:
 			d.log.Info("webhooks: circuit closed", "webhook_id", id)
 			if f := d.opts.Hooks.CircuitClosed; f != nil {
 				d.runHook("CircuitClosed", func() { f(id) })
 			}
+			d.circuitChanged(ctx, EventCircuitClosed, id, h, cc.now)
 		}
 		if cc.outs[i].kind != countSuccess {
+			d.warnIfFailing(ctx, id, h)
 			d.disableIfFailingTooLong(ctx, id, h)
 		}
 	}
@@ -195,20 +198,6 @@ func (r *WebhookRepo) Health(ctx context.Context, id string) (*Health, error) {
 		h = Health{WebhookID: id, State: CircuitClosed}
 	}
 	return &h, nil
-}
-
-// peek returns the circuits of ids cached within circuitCacheTTL, without reading Redis: what Enqueue
-// knows for free. A webhook missing from the map is not known to be open.
-func (c *circuitCache) peek(now time.Time, ids []string) map[string]Health {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make(map[string]Health, len(ids))
-	for _, id := range ids {
-		if at, ok := c.at[id]; ok && now.Sub(at) < circuitCacheTTL {
-			out[id] = c.entries[id]
-		}
-	}
-	return out
 }
 
 // later returns the later of two times.

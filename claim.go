@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 )
 
 // claimScript claims the (webhook_id, event_id) pairs of one event and, for every pair it wins, creates
@@ -23,8 +25,9 @@ import (
 // already appended and the records just created are deleted again and the script fails before the
 // body or a schedule entry is written, so such a failure leaves nothing claimed. A pair
 // whose record is exactly the one this call would create was created by this very call, whose reply
-// was lost: it is reported as created again, so the caller can retry the script safely. All keys share
-// the event's shard tag.
+// was lost: it is reported as created again, so the caller can retry the script safely. An event id
+// whose key holds an ordered event's marker (ordered.go) is refused with orderConflictReply, before
+// any write. All keys share the event's shard tag.
 //
 // KEYS[1] -> {P:s}:evt:<event_id>      the event (fingerprint and body), stored once per event
 // KEYS[2] -> {P:s}:ready
@@ -45,6 +48,7 @@ var claimScript = redis.NewScript(indexFunction + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 local n = (#KEYS - 4) / 3
 local stored = redis.call('GET', KEYS[1])
+if stored and string.byte(stored, 1) == 0 then return redis.error_reply('` + orderConflictReply + `') end
 if stored and string.byte(stored, 1) == 1 and string.sub(stored, 2, ` + strconv.Itoa(1+fingerprintLen) + `) ~= string.sub(ARGV[3], 2, ` + strconv.Itoa(1+fingerprintLen) + `) then
   return {` + strconv.Itoa(claimConflict) + `}
 end
@@ -152,30 +156,15 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 	for i, r := range recs {
 		index := d.keys.indexKey(shard, r.WebhookID)
 		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID))
-		args = append(args, r.ID, indexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
+		args = append(args, r.ID, ks.IndexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	args = append(args, checks...)
 	replayKey, mode, id := d.replayIndexArgs(shard, eventID, now)
 	keys, args = append(keys, replayKey), append(args, mode, id)
-	w := d.writeAcked(ctx, claimScript, keys, args...)
-	reply, err := w.Slice()
-	if err != nil && retryable(err) && ctx.Err() == nil {
-		d.reloadOnTransport(err)
-		w = d.writeAcked(ctx, claimScript, keys, args...)
-		reply, err = w.Slice()
-	}
-	if err == nil && w.ackErr != nil {
-		err = w.ackErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
-	}
-	if err == nil && len(reply) == 1 && reply[0] == int64(claimConflict) {
-		return nil, fmt.Errorf("%w: %w: event %s was accepted before with another type or data", ErrInvalidEvent, ErrEventConflict, eventID)
-	}
-	if err == nil && len(reply) != 1+len(recs) {
-		err = fmt.Errorf("unexpected reply of %d items", len(reply))
-	}
+	reply, err := d.runClaim(ctx, claimScript, eventID, len(recs), keys, args)
 	if err != nil {
-		return nil, fmt.Errorf("webhooks: claim event %s: %w", eventID, err)
+		return nil, err
 	}
 	for i, c := range checks {
 		if c == 1 {
@@ -184,6 +173,36 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 	}
 	if mode == replayPrune {
 		d.indexTTLs.checked(replayKey, now)
+	}
+	return reply, nil
+}
+
+// runClaim runs a claim script (claimScript, orderedClaimScript) for n targets, asking again for a
+// reply lost in transport, and checks the reply. An id accepted before as another event gives an
+// error wrapping ErrEventConflict, one reserved for an order key an error wrapping
+// ErrOrderKeyConflict.
+func (d *Dispatcher) runClaim(ctx context.Context, script *redis.Script, eventID string, n int, keys []string, args []any) ([]any, error) {
+	w := d.writeAcked(ctx, script, keys, args...)
+	reply, err := w.Slice()
+	if err != nil && retryable(err) && ctx.Err() == nil {
+		d.reloadOnTransport(err)
+		w = d.writeAcked(ctx, script, keys, args...)
+		reply, err = w.Slice()
+	}
+	if err != nil && strings.Contains(err.Error(), orderConflictReply) {
+		err = fmt.Errorf("%w: it was dispatched with an order key", ErrOrderKeyConflict)
+	}
+	if err == nil && w.ackErr != nil {
+		err = w.ackErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
+	}
+	if err == nil && len(reply) == 1 && reply[0] == int64(claimConflict) {
+		return nil, fmt.Errorf("%w: %w: event %s was accepted before with another type or data", ErrInvalidEvent, ErrEventConflict, eventID)
+	}
+	if err == nil && len(reply) != 1+n {
+		err = fmt.Errorf("unexpected reply of %d items", len(reply))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: claim event %s: %w", eventID, err)
 	}
 	return reply, nil
 }

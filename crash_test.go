@@ -19,44 +19,11 @@ import (
 // in this process delivers the pair, and the record ends in success with the attempt counted. Needs a
 // Redis the helper process can reach, so it is skipped on miniredis.
 func TestCrashMidAttemptIsRecovered(t *testing.T) {
-	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" && os.Getenv("WEBHOOKS_REDIS_CLUSTER") == "" {
-		t.Skip("needs a real Redis shared with a helper process: set WEBHOOKS_REDIS_ADDR or WEBHOOKS_REDIS_CLUSTER")
-	}
 	ctx := context.Background()
-	tr := newTestRedis(t)
-	bin := filepath.Join(t.TempDir(), "crashdispatch")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/crashdispatch")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "build the helper: %s", out)
+	tr, rc, d, w, arrived, calls := newCrashTest(t)
 
-	rc := newReceiver(t)
-	arrived, release := make(chan struct{}), make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	var calls atomic.Int32
-	rc.setHook(func(r *http.Request) {
-		if calls.Add(1) == 1 {
-			close(arrived)
-			<-release // hold the helper's attempt until the helper is dead
-		}
-	})
-	d := newTestDispatcher(t, tr, Options{Timeout: 5 * time.Second})
-	w := mustCreate(t, d, rc, "crash.*")
-
-	helper := exec.Command(bin, tr.prefix, "crash-1")
-	helper.Env = os.Environ()
-	require.NoError(t, helper.Start())
-	exited := make(chan error, 1)
-	go func() { exited <- helper.Wait() }()
-	select {
-	case <-arrived:
-	case err := <-exited:
-		t.Fatalf("the helper exited before its attempt arrived: %v", err)
-	case <-time.After(30 * time.Second):
-		_ = helper.Process.Kill()
-		t.Fatal("the helper's attempt never arrived")
-	}
-	require.NoError(t, helper.Process.Kill()) // SIGKILL mid-attempt
-	<-exited
+	kill := startCrashHelper(t, tr, arrived, "crash-1")
+	kill() // SIGKILL mid-attempt
 
 	dl, err := d.Deliveries().Find(ctx, w.ID, "crash-1")
 	require.NoError(t, err, "the claim and the record were created before the attempt")
@@ -80,4 +47,52 @@ func TestCrashMidAttemptIsRecovered(t *testing.T) {
 	assert.Equal(t, int32(2), calls.Load(), "the receiver saw the lost attempt and the recovery")
 	per := rc.perDelivery()
 	assert.Equal(t, map[string]int{dl.ID: 2}, per, "both requests carry the same webhook-id, so the receiver can deduplicate")
+}
+
+// startCrashHelper builds testdata/crashdispatch and starts it on the test's key prefix with args (an
+// event id, an order key); it returns once arrived is closed (the receiver holds the helper's
+// attempt), with kill, which SIGKILLs the helper and waits for its end.
+func startCrashHelper(t *testing.T, tr *testRedis, arrived <-chan struct{}, args ...string) (kill func()) {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "crashdispatch")
+	out, err := exec.Command("go", "build", "-o", bin, "./testdata/crashdispatch").CombinedOutput()
+	require.NoError(t, err, "build the helper: %s", out)
+	helper := exec.Command(bin, append([]string{tr.prefix}, args...)...)
+	helper.Env = os.Environ()
+	require.NoError(t, helper.Start())
+	exited := make(chan error, 1)
+	go func() { exited <- helper.Wait() }()
+	select {
+	case <-arrived:
+	case err := <-exited:
+		t.Fatalf("the helper exited before its attempt arrived: %v", err)
+	case <-time.After(30 * time.Second):
+		_ = helper.Process.Kill()
+		t.Fatal("the helper's attempt never arrived")
+	}
+	return func() {
+		require.NoError(t, helper.Process.Kill())
+		<-exited
+	}
+}
+
+// newCrashTest skips a crash test without a real Redis (the helper process must reach it), and
+// returns its Redis, a receiver that holds its first request until the test ends (arrived is closed
+// when it comes; calls counts the requests), and a Dispatcher with a webhook on it for crash.*.
+func newCrashTest(t *testing.T) (tr *testRedis, rc *receiver, d *Dispatcher, w *Webhook, arrived chan struct{}, calls *atomic.Int32) {
+	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" && os.Getenv("WEBHOOKS_REDIS_CLUSTER") == "" {
+		t.Skip("needs a real Redis shared with a helper process: set WEBHOOKS_REDIS_ADDR or WEBHOOKS_REDIS_CLUSTER")
+	}
+	tr, rc = newTestRedis(t), newReceiver(t)
+	arrived, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	calls = new(atomic.Int32)
+	rc.setHook(func(r *http.Request) {
+		if calls.Add(1) == 1 {
+			close(arrived)
+			<-release // hold the helper's attempt until the helper is dead
+		}
+	})
+	d = newTestDispatcher(t, tr, Options{Timeout: 5 * time.Second})
+	return tr, rc, d, mustCreate(t, d, rc, "crash.*"), arrived, calls
 }

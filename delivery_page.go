@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 )
 
 // Bounds of DeliveryRepo.Page.
@@ -232,8 +233,8 @@ func (r *DeliveryRepo) readIndexes(ctx context.Context, webhookID string, pos *p
 	if checkWebhook {
 		exists = pipe.HExists(ctx, r.keys.webhooksKey(), webhookID)
 	}
-	ranges := make([]*redis.XMessageSliceCmd, r.keys.shards)
-	for s := range r.keys.shards {
+	ranges := make([]*redis.XMessageSliceCmd, r.keys.Shards)
+	for s := range r.keys.Shards {
 		ranges[s] = pipe.XRevRangeN(ctx, r.keys.indexKey(s, webhookID), from, "-", int64(batch))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -242,7 +243,7 @@ func (r *DeliveryRepo) readIndexes(ctx context.Context, webhookID string, pos *p
 	if exists != nil && !exists.Val() {
 		return nil, fmt.Errorf("%w: webhook %q", ErrNotFound, webhookID)
 	}
-	reads := make([][]redis.XMessage, r.keys.shards)
+	reads := make([][]redis.XMessage, r.keys.Shards)
 	for s, cmd := range ranges {
 		reads[s] = cmd.Val()
 	}
@@ -342,7 +343,7 @@ func indexEntry(shard int, m redis.XMessage) (pageEntry, bool) {
 	if !ok || len(hash) != 12 || err != nil {
 		return pageEntry{}, false
 	}
-	return pageEntry{pagePos: pagePos{ms: ms, seq: seq, id: indexedID(shard, hash)}, shard: shard, expiry: expiry}, true
+	return pageEntry{pagePos: pagePos{ms: ms, seq: seq, id: ks.IndexedID(shard, hash)}, shard: shard, expiry: expiry}, true
 }
 
 // fetchPage reads the records of index entries in one round trip; an entry that has expired, whose

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -279,7 +280,7 @@ func TestPageBoundedScan(t *testing.T) {
 		s := i % shardCount
 		pipe.XAdd(ctx, &redis.XAddArgs{Stream: d.keys.indexKey(s, wh.ID),
 			ID:     fmt.Sprintf("%d-*", real.CreatedAt.UnixMilli()+1+int64(i/7)),
-			Values: []any{"d", indexedHash(fmt.Sprintf("dlv_%02x%024x", s, i)), "x", real.ExpiresAt.UnixMilli()}})
+			Values: []any{"d", ks.IndexedHash(fmt.Sprintf("dlv_%02x%024x", s, i)), "x", real.ExpiresAt.UnixMilli()}})
 	}
 	_, err = pipe.Exec(ctx)
 	require.NoError(t, err)
@@ -319,7 +320,7 @@ func TestPageSkipsExpiredEntries(t *testing.T) {
 		if e, _ := indexEntry(shard, m); e.id == old {
 			require.NoError(t, tr.rdb.XDel(ctx, key, m.ID).Err())
 			require.NoError(t, tr.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: "*",
-				Values: []any{"d", indexedHash(old), "x", time.Now().Add(-time.Second).UnixMilli()}}).Err())
+				Values: []any{"d", ks.IndexedHash(old), "x", time.Now().Add(-time.Second).UnixMilli()}}).Err())
 		}
 	}
 

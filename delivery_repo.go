@@ -2,7 +2,7 @@ package webhooks
 
 // Redis schema: every key the library writes, one line per key pattern (TestSchemaListsEveryKey reads
 // this table, and fails on a key it does not list, of another type, or on a line no key matches).
-// P is Options.KeyPrefix; s is the event's shard, keyspace.shardOf(event id) in [0, Shards). Every key
+// P is Options.KeyPrefix; s is the event's shard, keyspace.ShardOf(event id) in [0, Shards). Every key
 // of one event's deliveries carries its shard's hash tag, written {P:s} below: since the shard count
 // was stored it is {P:t<n>}, chosen by hash slot (shards.go); in a keyspace written before, {P:<s>}.
 // So every script below touches one hash slot, and the shards spread the load evenly over the masters
@@ -28,6 +28,15 @@ package webhooks
 //	{P:s}:hourly:<webhook_id>              hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
 //	                                               successes/failures in hour h (Unix hours; hourly.go); written by
 //	                                               the outcome script; TTL 25 h from the first count of its newest hour
+//	{P:s}:evt:<event_id>                   string  for an ordered event (Event.OrderKey), in its id's shard: "\x00" +
+//	                                               its order key, the marker that keeps the id to that key   TTL Retention+5m
+//	{P:s}:oevt:<event_id>                  string  an ordered event's request body, in the shard of its (tenant, order
+//	                                               key) (keyspace.orderShard, ordered.go), which its delivery ids carry
+//	                                               TTL ≥ every record of the event
+//	{P:s}:seq:<webhook_id>:<order_key>     list    delivery ids of the (webhook, key) in claim order; only the head is
+//	                                               in the webhook's queue   TTL ≥ Retention from the last append
+//	{P:s}:blocked                          zset    "<webhook_id>:<order_key>" -> its list's expiry (ms), for lists with
+//	                                               deliveries waiting behind the head (Stats.BlockedKeys)
 //	{P:registry}:webhooks                  hash    webhook id -> webhook JSON (with secrets; webhook_codec.go), the
 //	                                               only copy of it
 //	{P:registry}:sub:<pattern>             hash    webhook id -> "", enabled webhooks with no tenant subscribed to
@@ -69,9 +78,7 @@ const (
 	// maxHistory is how many attempts a record keeps.
 	maxHistory = 10
 	// maxHistoryBody is how much of a response body an attempt keeps.
-	maxHistoryBody   = 1 << 10
-	deliveryIDPrefix = "dlv_"
-	deliveryIDLen    = len(deliveryIDPrefix) + 2 + 24
+	maxHistoryBody = 1 << 10
 )
 
 // Status is the state of a delivery.
@@ -103,6 +110,11 @@ type Delivery struct {
 	ExpiresAt time.Time `json:"expires_at"`
 	// History holds the most recent attempts, oldest first (at most 10).
 	History []Attempt `json:"history,omitempty"`
+	// OrderKey is the event's Event.OrderKey ("" for an unordered event): deliveries of one webhook
+	// with the same key are attempted one at a time, in the order their events were accepted. A
+	// pending ordered delivery waiting behind earlier ones has a zero NextAttemptAt;
+	// DeliveryRepo.Position says how many are ahead of it.
+	OrderKey string `json:"order_key,omitempty"`
 }
 
 // Attempt is one HTTP attempt of a delivery.
@@ -161,7 +173,11 @@ func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*De
 	if err := r.keys.load(ctx, r.rdb); err != nil {
 		return nil, err
 	}
-	d, err := r.Get(ctx, r.keys.deliveryIDFor(webhookID, scopedEventID(tenant, eventID)))
+	scoped := scopedEventID(tenant, eventID)
+	d, err := r.Get(ctx, r.keys.DeliveryID(webhookID, scoped))
+	if errors.Is(err, ErrNotFound) {
+		d, err = r.findOrdered(ctx, tenant, webhookID, scoped)
+	}
 	if errors.Is(err, ErrNotFound) {
 		return nil, fmt.Errorf("%w: no delivery of event %q to webhook %q", ErrNotFound, eventID, webhookID)
 	}

@@ -58,6 +58,7 @@ type Dispatcher struct {
 	circuitCache *circuitCache
 	indexTTLs    *indexTTLs
 	bodies       *recentBodies // of events this Dispatcher left to its worker lately (bodies.go)
+	failing      failingMemo   // the runs of failures this replica sent webhook.failing for (operational.go)
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	hintsOnce    sync.Once
@@ -157,6 +158,9 @@ func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bo
 	if err := evt.validate(); err != nil {
 		return nil, err
 	}
+	if err := d.checkReserved(evt.Type); err != nil {
+		return nil, err
+	}
 	body, err := d.encode(evt)
 	if err != nil {
 		return nil, err
@@ -168,10 +172,10 @@ func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bo
 	if err != nil {
 		return nil, err
 	}
-	if len(targets) == 0 && d.opts.ReplayIndex {
+	if len(targets) == 0 && d.opts.ReplayIndex && evt.OrderKey == "" {
 		return nil, d.storeForReplay(ctx, evt, body) // for a webhook that replays it later
 	}
-	results := d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, body, targets, inline)
+	results := d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, evt.OrderKey, body, targets, inline)
 	for _, r := range results {
 		if errors.Is(r.Err, ErrEventConflict) {
 			return nil, r.Err // nothing claimed: the id names another event
@@ -224,7 +228,7 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	if err := d.keys.load(ctx, d.rdb); err != nil {
 		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
-	results := d.claimAndAttempt(ctx, s.Tenant, evt.ID, evt.Type, body, []*storedWebhook{s}, true)
+	results := d.claimAndAttempt(ctx, s.Tenant, evt.ID, evt.Type, "", body, []*storedWebhook{s}, true)
 	if err := notAccepted(evt.ID, results); err != nil {
 		return nil, err
 	}
@@ -257,18 +261,20 @@ func (d *Dispatcher) targets(ctx context.Context, evt Event, body []byte) ([]*st
 }
 
 // claimAndAttempt claims the pairs of one event, as planned per target, and, when inline, makes the
-// first attempt of every fresh pair planned for one, recording each outcome as its attempt ends.
-func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, eventType string, body []byte, targets []*storedWebhook, inline bool) []Result {
+// first attempt of every fresh pair planned for one, recording each outcome as its attempt ends. An
+// ordered event's pairs (orderKey set) are claimed in its key's shard (ordered.go), and a pair
+// created behind its key's head is not attempted.
+func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, eventType, orderKey string, body []byte, targets []*storedWebhook, inline bool) []Result {
 	results := make([]Result, len(targets))
 	if len(targets) == 0 {
 		return results
 	}
 	scoped := scopedEventID(tenant, eventID)
-	shard := d.keys.shardOf(scoped)
+	shard := d.keys.eventShard(tenant, scoped, orderKey)
 	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
-	reply, err := d.claim(ctx, shard, scoped, eventFingerprint(eventType, body), body, recs, plans)
+	reply, bodyKey, err := d.claimEvent(ctx, shard, scoped, orderKey, eventType, body, recs, plans)
 	if err != nil {
 		for i, t := range targets {
 			plans[i].cancel(d, t.ID)
@@ -285,7 +291,9 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	var attempts []int
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
-		if _, fresh := reply[1+i].(int64); !fresh || !plans[i].inline {
+		item, fresh := reply[1+i].(int64)
+		plans[i].queuedBehind(item)
+		if !fresh || item == claimWaiting || !plans[i].inline {
 			plans[i].cancel(d, t.ID)
 			queued = queued || fresh
 			results[i] = d.notAttempted(eventID, t, recs[i], plans[i], reply[1+i])
@@ -305,7 +313,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		})
 	}
 	if queued {
-		d.bodies.put(d.keys.eventKey(shard, scoped), body, time.Now())
+		d.bodies.put(bodyKey, body, time.Now())
 		d.markShard(shard)
 		d.poke()
 	}
@@ -402,7 +410,7 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 	now := d.now()
 	recs := make([]*record, len(targets))
 	for i, t := range targets {
-		recs[i] = &record{Delivery: Delivery{ID: d.keys.deliveryIDFor(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
+		recs[i] = &record{Delivery: Delivery{ID: d.keys.DeliveryID(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
 			EventType: eventType, Status: StatusPending, NextAttemptAt: msTime(plans[i].due.UnixMilli()),
 			CreatedAt: msTime(now.UnixMilli()), UpdatedAt: msTime(now.UnixMilli()),
 			ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())}}

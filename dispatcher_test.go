@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -252,7 +253,7 @@ func TestClaimIsTheRecord(t *testing.T) {
 	assert.Equal(t, deliveryIDFor(w.ID, "e-ttl"), res[0].Delivery.ID, "the pair names its delivery")
 
 	s := shardOf("e-ttl")
-	h := deliveryHash(res[0].Delivery.ID)
+	h := ks.DeliveryHash(res[0].Delivery.ID)
 	var named []string
 	for _, k := range tr.keys(t) {
 		if strings.Contains(k, h) {

@@ -66,6 +66,13 @@
 //     Webhook.Tenant; none reaches only none); event ids are scoped by tenant, so two tenants' "evt_1"
 //     are two events with two bodies; ListTenant and the Portal show one tenant's webhooks only
 //     (TestTenantIsolation, TestSameEventIDTwoTenants, TestPortal).
+//   - Ordered delivery per key. For one webhook, the deliveries of events with the same non-empty
+//     Event.OrderKey (within a tenant) are attempted one at a time, in the order the events were
+//     accepted, the next only once the previous one succeeded or failed for good
+//     (Options.BlockKeyOnFailure: until it is redelivered and succeeds); other keys, webhooks and
+//     unordered events do not wait. An event id keeps its first key: another key is refused with
+//     ErrOrderKeyConflict (TestOrderedDeliveryIsSequentialAcrossReplicas,
+//     TestOrderedHeadFailingForGood, TestOrderKeyOfAnEventID).
 //   - Safe egress. By default no request goes to loopback, private, link-local, metadata or other
 //     special addresses (checked on the resolved IP at connect time), redirects are not followed,
 //     response bodies are read up to 64 KiB, and every attempt has a timeout.
@@ -142,6 +149,17 @@
 // PortalToken(tenant, ttl) makes a token signed with Options.PortalKey that names one tenant; Portal
 // serves Handler's routes restricted to that tenant (another tenant's ids answer 404; a missing,
 // tampered or expired token 401), for a SaaS to let its customers manage their own endpoints.
+//
+// # Operational webhooks
+//
+// With Options.OperationalEvents the library dispatches its own events — circuit.opened,
+// circuit.closed, webhook.failing (the run of failures reached half of DisableAfter), webhook.disabled
+// and delivery.failed — as ordinary signed deliveries to the webhooks that subscribe to them by type or
+// prefix (`circuit.*`; `*` alone does not select them). Their data is an OperationalData. An event
+// about a tenant's webhook goes to that tenant's subscribers and to those with no tenant, never to
+// another tenant's; an event about a webhook never goes to that webhook, and a failed operational
+// delivery sends no delivery.failed. The event id is derived from the transition, so replicas that
+// notice the same one send one event. The README's "Operational webhooks" documents each payload.
 //
 // # The failed-delivery policy
 //

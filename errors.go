@@ -56,6 +56,11 @@ var ErrEventConflict = errors.New("webhooks: event id names another event")
 // ErrInvalidWebhook is returned (wrapped) for a webhook whose URL or subscriptions are not acceptable.
 var ErrInvalidWebhook = errors.New("webhooks: invalid webhook")
 
+// ErrOrderKeyConflict is returned (wrapped, beside ErrNotAccepted) by Dispatch and Enqueue for an
+// event whose id was first accepted with another Event.OrderKey (or none, or one where this call has
+// none): an event id keeps the order key it was first dispatched with, and nothing is claimed.
+var ErrOrderKeyConflict = errors.New("webhooks: event id was dispatched with another order key")
+
 // ErrNotFound is returned (wrapped) by every call that takes an id the library does not know.
 var ErrNotFound = errors.New("webhooks: not found")
 

@@ -14,6 +14,8 @@ const (
 	MaxEventTypeLen = 256
 	// MaxEventIDLen is the longest event id, in bytes.
 	MaxEventIDLen = 256
+	// MaxOrderKeyLen is the longest Event.OrderKey, in bytes.
+	MaxOrderKeyLen = 256
 )
 
 // TestEventType is the type of the event SendTest sends.
@@ -34,6 +36,14 @@ type Event struct {
 	Data   any
 	// Time is when the event happened; the zero value means the time of Dispatch.
 	Time time.Time
+	// OrderKey, when set, orders the event's deliveries: for each webhook, the deliveries of events
+	// with the same OrderKey (within the event's Tenant) are attempted one at a time, in the order the
+	// events were accepted, each only once the one before it succeeded or failed for good (see
+	// Options.BlockKeyOnFailure). Other keys, webhooks and unordered events never wait for them. An
+	// event id keeps the key of its first Dispatch: dispatching it again with another key (or none)
+	// is refused with ErrOrderKeyConflict. 1–256 bytes of printable UTF-8; "" (the default) means
+	// unordered.
+	OrderKey string
 }
 
 // validateEventType reports whether t is 1–256 bytes of `[A-Za-z0-9_-]+` segments separated by dots.
@@ -50,16 +60,20 @@ func validateEventType(t string) error {
 }
 
 // validateEventID reports whether id is 1–256 bytes of printable UTF-8.
-func validateEventID(id string) error {
-	if len(id) == 0 || len(id) > MaxEventIDLen {
-		return fmt.Errorf("%w: id must be 1-%d bytes", ErrInvalidEvent, MaxEventIDLen)
+func validateEventID(id string) error { return validatePrintable("id", id, MaxEventIDLen) }
+
+// validatePrintable reports whether s (an event's field, named what) is 1–maxLen bytes of printable
+// UTF-8.
+func validatePrintable(what, s string, maxLen int) error {
+	if len(s) == 0 || len(s) > maxLen {
+		return fmt.Errorf("%w: %s must be 1-%d bytes", ErrInvalidEvent, what, maxLen)
 	}
-	if !utf8.ValidString(id) {
-		return fmt.Errorf("%w: id is not valid UTF-8", ErrInvalidEvent)
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%w: %s is not valid UTF-8", ErrInvalidEvent, what)
 	}
-	for _, r := range id {
+	for _, r := range s {
 		if unicode.IsControl(r) || !unicode.IsPrint(r) && r != ' ' {
-			return fmt.Errorf("%w: id contains a control or unprintable character", ErrInvalidEvent)
+			return fmt.Errorf("%w: %s contains a control or unprintable character", ErrInvalidEvent, what)
 		}
 	}
 	return nil
@@ -71,6 +85,11 @@ func (e Event) validate() error {
 	}
 	if err := validateTenant(e.Tenant); err != nil {
 		return fmt.Errorf("%w: %w", ErrInvalidEvent, err)
+	}
+	if e.OrderKey != "" {
+		if err := validatePrintable("order key", e.OrderKey, MaxOrderKeyLen); err != nil {
+			return err
+		}
 	}
 	return validateEventID(e.ID)
 }

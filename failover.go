@@ -18,10 +18,23 @@ package webhooks
 
 import (
 	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// isTransient reports whether a Redis call failed in transport (a timeout, a dropped connection), so
+// that it may or may not have run.
+func isTransient(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, syscall.ECONNRESET)
+}
 
 // reloadOnTransport asks a cluster client to reload its slot map after a transport error, or after
 // a redirect its caller could not follow (a node client's MOVED or ASK).

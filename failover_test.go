@@ -167,7 +167,7 @@ func TestReplicaAcks(t *testing.T) {
 	var slow, other int
 	for i := 0; (slow < 3 || other < 10) && i < 400; i++ {
 		id := fmt.Sprint("paused-", i)
-		s := d.keys.shardOf(id)
+		s := d.keys.ShardOf(id)
 		node, err := c.MasterForKey(ctx, d.keys.readyKey(s))
 		require.NoError(t, err)
 		onStopped := node.Options().Addr == master
@@ -184,7 +184,7 @@ func TestReplicaAcks(t *testing.T) {
 			assert.False(t, res[0].Accepted())
 			assert.GreaterOrEqual(t, took, ackTimeout, "it waited for the replica")
 			// Its record is kept: dispatching again finds it.
-			_, err := d.Deliveries().Get(ctx, d.keys.deliveryIDFor(res[0].WebhookID, id))
+			_, err := d.Deliveries().Get(ctx, d.keys.DeliveryID(res[0].WebhookID, id))
 			require.NoError(t, err, "the record is kept")
 		} else {
 			other++
@@ -204,7 +204,7 @@ func TestReplicaAcks(t *testing.T) {
 	wg.Go(func() {
 		for i := 0; i < 50; i++ {
 			id := fmt.Sprint("waiting-", i)
-			if node, _ := c.MasterForKey(ctx, d.keys.readyKey(d.keys.shardOf(id))); node.Options().Addr == master {
+			if node, _ := c.MasterForKey(ctx, d.keys.readyKey(d.keys.ShardOf(id))); node.Options().Addr == master {
 				_, _ = d.Enqueue(ctx, Event{Type: "a.x", ID: id})
 				return
 			}
@@ -213,7 +213,7 @@ func TestReplicaAcks(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	for i := 0; i < 30; i++ {
 		id := fmt.Sprint("alongside-", i)
-		if node, _ := c.MasterForKey(ctx, d.keys.readyKey(d.keys.shardOf(id))); node.Options().Addr == master {
+		if node, _ := c.MasterForKey(ctx, d.keys.readyKey(d.keys.ShardOf(id))); node.Options().Addr == master {
 			continue
 		}
 		start := time.Now()

@@ -86,8 +86,11 @@ func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome) {
 	case rec.Status == StatusFailed && h.DeliveryFailed != nil:
 		d.runHook("DeliveryFailed", func() { h.DeliveryFailed(rec.Delivery) })
 	}
+	if rec.Status == StatusFailed {
+		d.deliveryFailed(ctx, rec)
+	}
 	if o.disable {
-		d.disableWebhook(ctx, rec.WebhookID, "the endpoint answered 410 Gone")
+		d.disableWebhook(ctx, rec.WebhookID, "the endpoint answered 410 Gone", Health{}, writeKey(rec))
 	}
 }
 

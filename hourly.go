@@ -29,7 +29,7 @@ const (
 
 // hourlyKey is a webhook's hourly attempt counters in a shard.
 func (k keyspace) hourlyKey(shard int, webhookID string) string {
-	return k.tag(shard) + ":hourly:" + webhookID
+	return k.Tag(shard) + ":hourly:" + webhookID
 }
 
 // luaCountHour is countHour(key, now, ok): counts one attempt at now (ms), successful or not, in the
@@ -61,8 +61,8 @@ func (d *Dispatcher) hourlyStats(ctx context.Context, webhookID string) ([]HourS
 		return nil, err
 	}
 	pipe := d.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, d.keys.shards)
-	for s := range d.keys.shards {
+	cmds := make([]*redis.MapStringStringCmd, d.keys.Shards)
+	for s := range d.keys.Shards {
 		cmds[s] = pipe.HGetAll(ctx, d.keys.hourlyKey(s, webhookID))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {

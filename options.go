@@ -171,14 +171,34 @@ type Options struct {
 	// ReplicaAckTimeout bounds each WAIT of ReplicaAcks. Defaults to 1s.
 	ReplicaAckTimeout time.Duration
 
+	// OperationalEvents makes the library send its own events about its webhooks — circuit.opened,
+	// circuit.closed, webhook.failing, webhook.disabled, delivery.failed (see OperationalData) — as
+	// ordinary deliveries to the webhooks that subscribe to them by name or prefix (`circuit.*`; `*`
+	// alone does not select them): about a tenant's webhook to that tenant's subscribers and to those
+	// with no tenant, about a webhook with no tenant to those with no tenant only, never to the webhook
+	// the event is about. While it is set, Dispatch and Enqueue refuse these five types with
+	// ErrInvalidEvent. Off, it costs nothing; on, a successful attempt costs nothing more, and a
+	// transition (a circuit opening, a delivery failing for good) reads subscribers from the 1s cache and
+	// claims one Enqueue per subscribed scope. Defaults to false.
+	OperationalEvents bool
+
+	// BlockKeyOnFailure decides what an ordered delivery (Event.OrderKey) that fails for good does to
+	// the deliveries waiting behind it for the same (webhook, key). false (the default): the next one
+	// goes on at once, so one bad event never stops its key. true: the key stays blocked, its later
+	// deliveries waiting, until the failed one is redelivered (Redeliver) and succeeds or fails again;
+	// for subscribers that must never see an event after a missing one. Every Dispatcher on a
+	// KeyPrefix should set it alike: it is applied by whichever records the failure.
+	BlockKeyOnFailure bool
+
 	// ReplayIndex keeps, per tenant, an index of the events accepted within Retention, by when they
 	// were accepted, for Dispatcher.ReplayMissing (which fails with ErrReplayIndexOff without it). Its
 	// entry costs about 42 bytes of Redis memory per event for a 24-byte event id while a tenant has at
 	// most 128 events per shard within Retention, about 118 bytes beyond (measured: BENCHMARKS.md,
-	// "Replay index"), and one ZADD in the claim script that stores the event; with it on, an event that no webhook takes is
-	// stored all the same (its body, for Retention, in one claim-script call), so that a webhook
-	// created later can replay it. Only events accepted while it is on can be replayed. Defaults to
-	// false: the cost falls only on the users of replay.
+	// "Replay index"), and one ZADD in the claim script that stores the event; with it on, an event
+	// that no webhook takes is stored all the same (its body, for Retention, in one claim-script
+	// call), so that a webhook created later can replay it. Only events accepted while it is on can
+	// be replayed, and events with an Event.OrderKey are not indexed (a replay could not keep their
+	// order). Defaults to false: the cost falls only on the users of replay.
 	ReplayIndex bool
 
 	// DisableAfter disables a webhook whose attempts have failed for this long with no success in

@@ -14,15 +14,18 @@ import (
 //	[0, 16)  lease token (tokenLen hex digits) of the last attempt started
 //	[16]     lease state: 'L' an attempt holds the lease, '+' its outcome is recorded, '-' no lease
 //	[17]     status: 'p' pending, 's' success, 'f' failed
-//	[18]     format version: recordVersion, or recordVersionTraced when the body ends in a traceparent
+//	[18]     format version: recordVersion, recordVersionTraced when the body ends in a traceparent, or
+//	         recordVersionOrdered when it ends in a traceparent ("" for none) and an order key
 //	[19, …)  varints: attempts, retry step, next attempt (ms), last status code, created (ms),
 //	         updated (ms), expiry (ms); strings (uvarint length, bytes): webhook id, event id, event type,
 //	         last error; uvarint count of attempts kept, then each attempt: varints at (ms),
 //	         duration (µs), status code; strings error, response start; then, in recordVersionTraced
-//	         only, the string traceparent (trace.go)
+//	         and recordVersionOrdered only, the string traceparent (trace.go); then, in
+//	         recordVersionOrdered only, the string order key (Event.OrderKey, ordered.go)
 //
 // A record with no traceparent is written in recordVersion, so replicas that know only that format
-// still read every record of a Dispatcher with no Tracer.
+// still read every record of a Dispatcher with no Tracer; only an ordered event's records are written
+// in recordVersionOrdered, which replicas of earlier versions cannot read.
 //
 // A state change that only moves the lease (lease, unschedule) rewrites the head in Lua; every other
 // one is a whole new value computed in Go from the record it holds the lease of, written only if the
@@ -35,6 +38,8 @@ const (
 	recordVersion = '1'
 	// recordVersionTraced is recordVersion with a traceparent after the history.
 	recordVersionTraced = '2'
+	// recordVersionOrdered is recordVersionTraced with an order key after the traceparent.
+	recordVersionOrdered = '3'
 
 	leaseHeld     = 'L'
 	leaseSettled  = '+'
@@ -90,7 +95,10 @@ func (r *record) encode() string {
 	b := make([]byte, 0, 96+len(r.WebhookID)+len(r.EventID)+len(r.EventType)+len(r.LastError)+32*len(r.History))
 	b = append(b, r.token...)
 	version := byte(recordVersion)
-	if r.traceparent != "" {
+	switch {
+	case r.OrderKey != "":
+		version = recordVersionOrdered
+	case r.traceparent != "":
 		version = recordVersionTraced
 	}
 	b = append(b, r.leaseState, statusCode(r.Status), version)
@@ -113,8 +121,11 @@ func (r *record) encode() string {
 		b = appendString(b, a.Error)
 		b = appendString(b, a.Response)
 	}
-	if r.traceparent != "" {
+	if version != recordVersion {
 		b = appendString(b, r.traceparent)
+	}
+	if version == recordVersionOrdered {
+		b = appendString(b, r.OrderKey)
 	}
 	return string(b)
 }
@@ -190,7 +201,7 @@ func parseRecord(id, raw string) (*record, error) {
 		return nil, corrupt("is too short")
 	}
 	version := raw[recordHeadLen-1]
-	if version != recordVersion && version != recordVersionTraced {
+	if version != recordVersion && version != recordVersionTraced && version != recordVersionOrdered {
 		return nil, corrupt(fmt.Sprintf("has format %q", raw[recordHeadLen-1]))
 	}
 	r := &record{Delivery: Delivery{ID: id}, token: raw[:tokenLen], leaseState: raw[tokenLen], raw: raw}
@@ -227,8 +238,11 @@ func parseRecord(id, raw string) (*record, error) {
 		a.Error, a.Response = rd.string(), rd.string()
 		r.History = append(r.History, a)
 	}
-	if version == recordVersionTraced {
+	if version != recordVersion {
 		r.traceparent = rd.string()
+	}
+	if version == recordVersionOrdered {
+		r.OrderKey = rd.string()
 	}
 	switch {
 	case rd.bad || len(rd.s) != 0:

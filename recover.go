@@ -124,7 +124,9 @@ func (d *Dispatcher) redeliverEach(ctx context.Context, webhookID string, picked
 			if resent {
 				count++
 			}
-			if err != nil && !errors.Is(err, ErrNotFound) {
+			// Reset but attempted later (queued behind its order key, or its webhook at its in-flight
+			// cap): re-sent all the same.
+			if err != nil && !errors.Is(err, ErrNotFound) && !(resent && errors.Is(err, ErrDeferred)) {
 				errs = append(errs, err)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 )
 
 // redeliverScript resets a failed delivery for a new series of attempts, if its record is still the
@@ -93,9 +94,10 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	renewed.holdLease(token, now.Add(d.lease))
 	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.readyKey(shard),
 		d.keys.eventKey(shard, scopedEventID(wh.Tenant, rec.EventID)), d.keys.indexKey(shard, rec.WebhookID), d.keys.queueKey(shard, rec.WebhookID)}
-	reply, err := redeliverScript.Run(ctx, d.rdb, keys, now.UnixMilli(), d.opts.Retention.Milliseconds(),
-		now.Add(d.lease).UnixMilli(), deliveryID, token, rec.raw, renewed.encode(), indexedHash(deliveryID),
-		unixMilli(renewed.ExpiresAt), rec.WebhookID).Slice()
+	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds(), now.Add(d.lease).UnixMilli(), deliveryID, token,
+		rec.raw, renewed.encode(), ks.IndexedHash(deliveryID), unixMilli(renewed.ExpiresAt), rec.WebhookID}
+	script, keys, args := d.redeliverScriptFor(shard, wh, rec, &renewed, keys, args)
+	reply, err := script.Run(ctx, d.rdb, keys, args...).Slice()
 	if err != nil {
 		return nil, false, fmt.Errorf("webhooks: redeliver %s: %w", deliveryID, err)
 	}
@@ -108,8 +110,9 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 		return nil, false, err
 	}
 	if reset, _ := reply[0].(int64); reset != redeliverReset {
-		return &rec.Delivery, false, nil
+		return &rec.Delivery, reset == redeliverWaiting, d.redeliveredBehind(ctx, wh.Tenant, rec, reset)
 	}
+	d.extendOrderMarker(ctx, wh.Tenant, rec)
 	rec.holdLease(token, now.Add(d.lease))
 	var body []byte
 	if s, ok := reply[1].(string); ok {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -531,15 +532,15 @@ func TestOldFormatKeysAreLeftAlone(t *testing.T) {
 	wh := mustCreate(t, d, rc, "*")
 	id := deliveryIDFor(wh.ID, "old-e")
 	s := shardOf("old-e")
-	tag := d.keys.tag(s)
+	tag := d.keys.Tag(s)
 	old := map[string]string{
-		tag + ":dlv:" + deliveryHash(id):   "hash",
-		tag + ":claim:" + deliveryHash(id): "string",
-		tag + ":sched":                     "zset",
-		tag + ":idx:" + wh.ID:              "zset",
+		tag + ":dlv:" + ks.DeliveryHash(id):   "hash",
+		tag + ":claim:" + ks.DeliveryHash(id): "string",
+		tag + ":sched":                        "zset",
+		tag + ":idx:" + wh.ID:                 "zset",
 	}
-	require.NoError(t, tr.rdb.HSet(ctx, tag+":dlv:"+deliveryHash(id), "s", "pending", "l", "tok").Err())
-	require.NoError(t, tr.rdb.Set(ctx, tag+":claim:"+deliveryHash(id), 1, 0).Err())
+	require.NoError(t, tr.rdb.HSet(ctx, tag+":dlv:"+ks.DeliveryHash(id), "s", "pending", "l", "tok").Err())
+	require.NoError(t, tr.rdb.Set(ctx, tag+":claim:"+ks.DeliveryHash(id), 1, 0).Err())
 	require.NoError(t, tr.rdb.ZAdd(ctx, tag+":sched", redis.Z{Score: 1, Member: id}).Err())
 	require.NoError(t, tr.rdb.ZAdd(ctx, tag+":idx:"+wh.ID, redis.Z{Score: 1, Member: id}).Err())
 
@@ -557,7 +558,7 @@ func TestOldFormatKeysAreLeftAlone(t *testing.T) {
 		assert.Equal(t, typ, tr.rdb.Type(ctx, key).Val(), "%s untouched", key)
 	}
 	assert.Equal(t, float64(1), tr.rdb.ZScore(ctx, tag+":sched", id).Val())
-	assert.Equal(t, "tok", tr.rdb.HGet(ctx, tag+":dlv:"+deliveryHash(id), "l").Val())
+	assert.Equal(t, "tok", tr.rdb.HGet(ctx, tag+":dlv:"+ks.DeliveryHash(id), "l").Val())
 }
 
 // A listing that steps over index entries of another shape until its round bound ends a page hands out

@@ -32,7 +32,7 @@ type ReplayPage struct {
 // claimed as Enqueue claims it (its record created with SET NX), due at once for the worker (Run). It
 // returns how many it scheduled. Events of other tenants, of types the webhook does not subscribe
 // to, that its filter rejects, whose body has expired, or that were sent to it before (whatever the
-// outcome) are not sent, so calling it again, or concurrently, sends nothing more. since is clamped
+// outcome), test and operational events are not sent, so calling it again, or concurrently, sends nothing more. since is clamped
 // to Retention ago: older events are forgotten. Events accepted once the call has begun are not in
 // its window: their own Dispatch or Enqueue delivers them.
 //
@@ -77,12 +77,12 @@ func (d *Dispatcher) ReplayMissingPage(ctx context.Context, webhookID string, si
 	from := max(since.UnixMilli(), now.Add(-d.opts.Retention).UnixMilli())
 	at := replayCursor{from: from, until: now.UnixMilli()}
 	if cursor != "" {
-		if at, err = parseReplayCursor(cursor, d.keys.shards); err != nil {
+		if at, err = parseReplayCursor(cursor, d.keys.Shards); err != nil {
 			return ReplayPage{}, err
 		}
 	}
 	var page ReplayPage
-	for read := 0; read < ReplayPageSize && at.shard < d.keys.shards; {
+	for read := 0; read < ReplayPageSize && at.shard < d.keys.Shards; {
 		count := int64(ReplayPageSize - read)
 		entries, err := d.rdb.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: d.keys.replayKey(at.shard, s.Tenant),
 			Start: at.from, Stop: at.until, ByScore: true, Offset: at.skip, Count: count}).Result()
@@ -98,7 +98,7 @@ func (d *Dispatcher) ReplayMissingPage(ctx context.Context, webhookID string, si
 		read += len(entries)
 		at = at.after(entries, count, from)
 	}
-	if at.shard < d.keys.shards {
+	if at.shard < d.keys.Shards {
 		page.Next = at.String()
 	}
 	return page, nil
@@ -129,7 +129,7 @@ func (d *Dispatcher) replayEvents(ctx context.Context, s *storedWebhook, shard i
 		if !ok {
 			continue
 		}
-		rs := d.claimAndAttempt(ctx, s.Tenant, entries[i].Member.(string), typ, body, []*storedWebhook{s}, false)
+		rs := d.claimAndAttempt(ctx, s.Tenant, entries[i].Member.(string), typ, "", body, []*storedWebhook{s}, false)
 		if rs[0].Delivery == nil {
 			return n, rs[0].Err
 		}
@@ -140,14 +140,14 @@ func (d *Dispatcher) replayEvents(ctx context.Context, s *storedWebhook, shard i
 	return n, nil
 }
 
-// takes reports whether the webhook takes a stored event body (not a test event, a type it subscribes
-// to, and its filter passes) and returns its type.
+// takes reports whether the webhook takes a stored event body (not a test or operational event, a
+// type it subscribes to, and its filter passes) and returns its type.
 func (s *storedWebhook) takes(body []byte) (string, bool) {
 	var w struct {
 		Type string          `json:"type"`
 		Data json.RawMessage `json:"data"`
 	}
-	if json.Unmarshal(body, &w) != nil || w.Type == TestEventType {
+	if json.Unmarshal(body, &w) != nil || w.Type == TestEventType || IsOperationalEventType(w.Type) {
 		return "", false
 	}
 	if !slices.ContainsFunc(s.Events, func(p string) bool { return matchPattern(p, w.Type) }) {

@@ -28,9 +28,9 @@ const (
 // of no tenant have the key without a tenant part.
 func (k keyspace) replayKey(shard int, tenant string) string {
 	if tenant == "" {
-		return k.tag(shard) + ":tevents"
+		return k.Tag(shard) + ":tevents"
 	}
-	return k.tag(shard) + ":tevents:" + tenant
+	return k.Tag(shard) + ":tevents:" + tenant
 }
 
 // splitScoped is the tenant and the event id of an event id scoped by its tenant (scopedEventID): a
@@ -61,7 +61,7 @@ func (d *Dispatcher) replayIndexArgs(shard int, scoped string, now time.Time) (k
 // error follows Dispatch's: ErrInvalidEvent with ErrEventConflict, else ErrNotAccepted.
 func (d *Dispatcher) storeForReplay(ctx context.Context, evt Event, body []byte) error {
 	scoped := scopedEventID(evt.Tenant, evt.ID)
-	_, err := d.claim(ctx, d.keys.shardOf(scoped), scoped, eventFingerprint(evt.Type, body), body, nil, nil)
+	_, err := d.claim(ctx, d.keys.ShardOf(scoped), scoped, eventFingerprint(evt.Type, body), body, nil, nil)
 	if err != nil && !errors.Is(err, ErrInvalidEvent) {
 		err = fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 )
 
 // idleScanShards bounds the keys a sweep reads: an idle worker costs Redis at most idleScanShards
@@ -50,7 +51,7 @@ type scanHints struct {
 // hints returns the Dispatcher's scan hints, made on first use (the keyspace's layout is loaded).
 func (d *Dispatcher) hints() *scanHints {
 	d.hintsOnce.Do(func() {
-		h := &scanHints{next: make([]atomic.Int64, d.keys.shards), dirty: make([]atomic.Bool, d.keys.shards)}
+		h := &scanHints{next: make([]atomic.Int64, d.keys.Shards), dirty: make([]atomic.Bool, d.keys.Shards)}
 		h.sweep.Store(d.nextShard.Load())
 		h.sweepInline.Store(d.nextShard.Load())
 		d.hintsPtr = h
@@ -66,7 +67,7 @@ func (d *Dispatcher) markShard(shard int) { d.hints().dirty[shard].Store(true) }
 // idleWait old) or every shard (scanFull), and the inline attempts whose lease has ended in the inline
 // zsets read. It returns those and the earliest due time in the future that it knows of.
 func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mode scanMode) ([]dueWebhook, []stray, time.Time, error) {
-	h, shards, nowMs := d.hints(), d.keys.shards, now.UnixMilli()
+	h, shards, nowMs := d.hints(), d.keys.Shards, now.UnixMilli()
 	read := make([]bool, shards)
 	var inlines []int
 	switch last := h.lastSweep.Load(); {
@@ -141,8 +142,8 @@ func (d *Dispatcher) readScan(nowMs int64, heads, inline []*redis.ZSliceCmd, inl
 	var strays []stray
 	for k, cmd := range inline {
 		for _, z := range cmd.Val() {
-			if m, _ := z.Member.(string); len(m) > deliveryIDLen {
-				strays = append(strays, stray{shard: inlines[k], deliveryID: m[:deliveryIDLen], webhookID: m[deliveryIDLen:]})
+			if m, _ := z.Member.(string); len(m) > ks.DeliveryIDLen {
+				strays = append(strays, stray{shard: inlines[k], deliveryID: m[:ks.DeliveryIDLen], webhookID: m[ks.DeliveryIDLen:]})
 			}
 		}
 	}

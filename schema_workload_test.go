@@ -175,8 +175,9 @@ func (w *schemaWorkload) replay() {
 	w.kw.scan(w.t)
 }
 
-// inFlight holds an inline attempt at its receiver while the keys are scanned: its schedule entry is
-// in the shard's inline zset only while the attempt is in flight.
+// inFlight holds an ordered inline attempt at its receiver while the keys are scanned, with a second
+// event of the same order key queued behind it: the shard's inline zset holds the attempt's entry, and
+// the key's sequence and the shard's blocked zset exist, only while the head is in flight.
 func (w *schemaWorkload) inFlight() {
 	rc := newReceiver(w.t)
 	w.create(Webhook{URL: rc.srv.URL, Events: []string{"held.*"}})
@@ -186,15 +187,16 @@ func (w *schemaWorkload) inFlight() {
 	hold := func(*http.Request) { once.Do(func() { close(arrived) }); <-release }
 	rc.hook.Store(&hold)
 	done := make(chan []string, 1)
-	go func() { done <- w.dispatch(Event{Type: "held.one", ID: "h1"}, false) }()
+	go func() { done <- w.dispatch(Event{Type: "held.one", ID: "h1", OrderKey: "k1"}, false) }()
 	select {
 	case <-arrived:
 	case <-time.After(schemaWait):
 		w.t.Fatal("the held attempt never reached its receiver")
 	}
+	behind := w.dispatch(Event{Type: "held.two", ID: "h2", OrderKey: "k1"}, true)
 	w.kw.scan(w.t)
 	released.Do(func() { close(release) })
-	w.waitStatus(<-done, StatusSuccess)
+	w.waitStatus(append(<-done, behind...), StatusSuccess)
 }
 
 // breaker opens a webhook's circuit (503s), parks a delivery behind it, then lets the probe close it.

@@ -8,17 +8,21 @@ import "github.com/redis/go-redis/v9"
 // shardCount is the shard count of a test's (new) keyspace.
 const shardCount = DefaultShards
 
+// newKeyspace is the keyspace of a new prefix with the default shard count (tests, and what needs
+// only the registry's keys).
+func newKeyspace(prefix string) keyspace { return newKeyspaceOf(prefix, DefaultShards, false) }
+
 var defaultKeys = newKeyspace("test")
 
 // shardOf is the shard of an event id in a new keyspace.
-func shardOf(eventID string) int { return defaultKeys.shardOf(eventID) }
+func shardOf(eventID string) int { return defaultKeys.ShardOf(eventID) }
 
 // shardOfDelivery reads the shard out of a delivery id of a new keyspace.
 func shardOfDelivery(id string) (int, error) { return defaultKeys.shardOfDelivery(id) }
 
 // deliveryIDFor is the delivery id of a pair in a new keyspace.
 func deliveryIDFor(webhookID, eventID string) string {
-	return defaultKeys.deliveryIDFor(webhookID, eventID)
+	return defaultKeys.DeliveryID(webhookID, eventID)
 }
 
 // useClient points a Dispatcher at another client of the same Redis (made after New, which needs

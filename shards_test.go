@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // evenMasters is how redis-cli --cluster create splits the slots over m masters (up to a slot):
 // master j holds [j·16384/m, (j+1)·16384/m).
-func evenMasters(slot, m int) int { return slot * m / clusterSlots }
+func evenMasters(slot, m int) int { return slot * m / ks.ClusterSlots }
 
 // TestShardTagsSpreadEvenly: with 16, 64 and 256 shards on 3, 6, 12, 16 and 32 evenly split masters, the
 // shards per master differ by at most 20% (max/min ≤ 1.2) wherever there are at least 4 shards per
@@ -28,18 +29,18 @@ func TestShardTagsSpreadEvenly(t *testing.T) {
 			start := time.Now()
 			k := newKeyspaceOf(prefix, shards, false)
 			t.Logf("prefix %q: %d tags chosen in %s", prefix, shards, time.Since(start).Round(time.Microsecond))
-			require.Len(t, k.tags, shards)
+			require.Len(t, k.Tags, shards)
 			seen := map[string]bool{}
-			for i, tag := range k.tags {
+			for i, tag := range k.Tags {
 				require.NotEmpty(t, tag)
 				assert.False(t, seen[tag], "tags are distinct")
 				seen[tag] = true
-				assert.Equal(t, rangeStart(i, shards), keySlot(tag+":ready"), "%s shard %d of %d", prefix, i, shards)
+				assert.Equal(t, ks.RangeStart(i, shards), keySlot(tag+":ready"), "%s shard %d of %d", prefix, i, shards)
 				assert.LessOrEqual(t, len(tag), len(prefix)+12, "tags stay short")
 			}
 			for _, masters := range []int{3, 6, 12, 16, 32} {
 				per := make([]int, masters)
-				for _, tag := range k.tags {
+				for _, tag := range k.Tags {
 					per[evenMasters(keySlot(tag), masters)]++
 				}
 				lo, hi := per[0], per[0]
@@ -60,7 +61,7 @@ func TestShardTagsSpreadEvenly(t *testing.T) {
 func TestShardTagsOfV1(t *testing.T) {
 	t.Parallel()
 	per := make([]int, 3)
-	for _, tag := range legacyTags("webhooks") {
+	for _, tag := range ks.LegacyTags("webhooks") {
 		per[evenMasters(keySlot(tag), 3)]++
 	}
 	t.Logf("v1 tags of prefix webhooks on 3 masters: %v", per)
@@ -72,14 +73,14 @@ func TestShardCountIsStoredAndFixed(t *testing.T) {
 	tr := newTestRedis(t)
 	ctx := context.Background()
 	d := newTestDispatcher(t, tr, Options{})
-	assert.Equal(t, DefaultShards, d.keys.shards)
+	assert.Equal(t, DefaultShards, d.keys.Shards)
 	v, err := tr.rdb.Get(ctx, d.keys.shardsKey()).Result()
 	require.NoError(t, err)
 	assert.Equal(t, strconv.Itoa(DefaultShards), v)
 
 	// The same count, or none, is fine; another is refused.
 	d2 := newTestDispatcher(t, tr, Options{Shards: DefaultShards})
-	assert.Equal(t, d.keys.tags, d2.keys.tags)
+	assert.Equal(t, d.keys.Tags, d2.keys.Tags)
 	d32, err := New(tr.rdb, Options{KeyPrefix: tr.prefix, Shards: 32})
 	require.NoError(t, err, "New reads nothing: the first call that needs the count refuses it")
 	_, err = d32.Dispatch(ctx, Event{Type: "a", ID: "e1"})
@@ -93,7 +94,7 @@ func TestShardCountIsStoredAndFixed(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, d3.keys.load(ctx, tr.rdb))
 	t.Cleanup(func() { tr.rdb.Del(ctx, d3.keys.shardsKey()) })
-	assert.Equal(t, 256, d3.keys.shards)
+	assert.Equal(t, 256, d3.keys.Shards)
 	rc := newReceiver(t)
 	_, err = d3.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"a"}})
 	require.Error(t, err, "the egress guard is on in d3") // the layout is what this checks
@@ -114,8 +115,8 @@ func TestExistingKeyspaceKeeps16(t *testing.T) {
 		d, err := New(tr.rdb, Options{KeyPrefix: p})
 		require.NoError(t, err)
 		require.NoError(t, d.keys.load(ctx, tr.rdb))
-		assert.Equal(t, legacyShards, d.keys.shards)
-		assert.Equal(t, "{"+p+":3}", d.keys.tag(3))
+		assert.Equal(t, ks.LegacyShards, d.keys.Shards)
+		assert.Equal(t, "{"+p+":3}", d.keys.Tag(3))
 		v, _ := tr.rdb.Get(ctx, d.keys.shardsKey()).Result()
 		assert.Equal(t, "16 v1", v)
 		d64, err := New(tr.rdb, Options{KeyPrefix: p, Shards: 64})
@@ -127,8 +128,8 @@ func TestExistingKeyspaceKeeps16(t *testing.T) {
 		tr.rdb.Del(ctx, d.keys.shardsKey(), "{"+p+":registry}:webhooks", "{"+p+":5}:ready")
 	}
 	// A delivery id of shard ≥ 16 is not one of a legacy keyspace's.
-	k := newKeyspaceOf("x", legacyShards, true)
-	_, err := k.shardOfDelivery(indexedID(20, strings.Repeat("a", 12)))
+	k := newKeyspaceOf("x", ks.LegacyShards, true)
+	_, err := k.shardOfDelivery(ks.IndexedID(20, strings.Repeat("a", 12)))
 	require.ErrorIs(t, err, ErrNotFound)
 }
 

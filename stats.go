@@ -43,6 +43,10 @@ type Stats struct {
 	Webhooks int64
 	// OpenCircuits is how many webhooks have an open circuit (including those probing).
 	OpenCircuits int
+	// BlockedKeys is how many (webhook, order key) sequences have deliveries waiting behind their
+	// head (Event.OrderKey): keys whose head is in flight, retrying, parked, or failed and holding
+	// its key (Options.BlockKeyOnFailure).
+	BlockedKeys int64
 	// Truncated is set when a shard had more to examine than the bounds allow (StatsWebhooksPerShard,
 	// StatsLeasesPerShard): the counts are then lower bounds (Leased may be counted as Scheduled).
 	Truncated bool
@@ -133,7 +137,7 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 		return nil, err
 	}
 	now := d.now()
-	st := &Stats{At: now, Shards: make([]ShardStats, d.keys.shards)}
+	st := &Stats{At: now, Shards: make([]ShardStats, d.keys.Shards)}
 	heads, err := d.statsReady(ctx, now, st)
 	if err != nil {
 		return nil, err
@@ -154,10 +158,12 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 // webhooks examined.
 func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) ([][]string, error) {
 	pipe := d.rdb.Pipeline()
-	cards := make([]*redis.IntCmd, d.keys.shards)
-	heads := make([]*redis.StringSliceCmd, d.keys.shards)
-	inline := make([]inlineStats, d.keys.shards)
-	for s := range d.keys.shards {
+	cards := make([]*redis.IntCmd, d.keys.Shards)
+	heads := make([]*redis.StringSliceCmd, d.keys.Shards)
+	blocked := make([]*redis.IntCmd, d.keys.Shards)
+	inline := make([]inlineStats, d.keys.Shards)
+	for s := range d.keys.Shards {
+		blocked[s] = pipe.ZCount(ctx, d.keys.blockedKey(s), strconv.FormatInt(now.UnixMilli(), 10), "+inf")
 		cards[s] = pipe.ZCard(ctx, d.keys.readyKey(s))
 		heads[s] = pipe.ZRange(ctx, d.keys.readyKey(s), 0, StatsWebhooksPerShard-1)
 		inline[s] = inlineStats{all: pipe.ZCard(ctx, d.keys.inlineKey(s)),
@@ -173,12 +179,13 @@ func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) (
 			st.OpenCircuits++
 		}
 	}
-	out := make([][]string, d.keys.shards)
-	for s := range d.keys.shards {
+	out := make([][]string, d.keys.Shards)
+	for s := range d.keys.Shards {
 		sh := &st.Shards[s]
 		out[s] = heads[s].Val()
 		sh.Shard, sh.Webhooks, sh.Examined = s, cards[s].Val(), int64(len(out[s]))
 		sh.Truncated = sh.Webhooks > sh.Examined
+		st.BlockedKeys += blocked[s].Val()
 		inline[s].count(sh)
 	}
 	return out, nil

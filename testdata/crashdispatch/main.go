@@ -2,7 +2,8 @@
 // webhooks registered under a key prefix and waits; the test kills it with SIGKILL while the receiver
 // holds the first attempt.
 //
-// Usage: crashdispatch <key prefix> <event id>, with WEBHOOKS_REDIS_ADDR or WEBHOOKS_REDIS_CLUSTER set.
+// Usage: crashdispatch <key prefix> <event id> [<order key>], with WEBHOOKS_REDIS_ADDR or
+// WEBHOOKS_REDIS_CLUSTER set.
 package main
 
 import (
@@ -17,8 +18,8 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 3 {
-		fmt.Fprintln(os.Stderr, "usage: crashdispatch <key prefix> <event id>")
+	if len(os.Args) != 3 && len(os.Args) != 4 {
+		fmt.Fprintln(os.Stderr, "usage: crashdispatch <key prefix> <event id> [<order key>]")
 		os.Exit(2)
 	}
 	var rdb redis.UniversalClient
@@ -34,6 +35,10 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	res, err := d.Dispatch(ctx, webhooks.Event{Type: "crash.test", ID: os.Args[2]})
+	evt := webhooks.Event{Type: "crash.test", ID: os.Args[2]}
+	if len(os.Args) == 4 {
+		evt.OrderKey = os.Args[3]
+	}
+	res, err := d.Dispatch(ctx, evt)
 	fmt.Println(res, err) // only reached if the test failed to kill this process
 }

@@ -452,6 +452,8 @@
           ['Endpoint', el('a', { href: '#/webhooks/' + enc(d.webhook_id) }, d.webhook_id)],
           ['Event', [el('code', { text: d.event_type }), ' ', el('span', { class: 'muted', text: d.event_id })]],
           ['Status', el('span', { id: 'delivery-status' }, statusBadge(d.status))],
+          d.order_key && ['Order key', [el('code', { text: d.order_key }), ' ', el('span', { class: 'muted', id: 'delivery-position',
+            text: d.order_position === 0 ? 'head of its key' : d.order_position > 0 ? d.order_position + ' ahead of it' : 'done' })]],
           ['Attempts', String(d.attempts)],
           ['Next attempt', d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—'],
           d.last_error && ['Last error', d.last_error],

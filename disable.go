@@ -15,12 +15,13 @@ func (d *Dispatcher) disableIfFailingTooLong(ctx context.Context, id string, h H
 	if d.opts.DisableAfter <= 0 || h.FailingSince.IsZero() || d.now().Sub(h.FailingSince) < d.opts.DisableAfter {
 		return
 	}
-	d.disableWebhook(ctx, id, fmt.Sprintf("every attempt failed for %s", d.opts.DisableAfter))
+	d.disableWebhook(ctx, id, fmt.Sprintf("every attempt failed for %s", d.opts.DisableAfter), h, runKey(h))
 }
 
-// disableWebhook disables a webhook for a reason, logs it and runs the WebhookDisabled hook, once:
-// a webhook already disabled is left as it is.
-func (d *Dispatcher) disableWebhook(ctx context.Context, id, reason string) {
+// disableWebhook disables a webhook for a reason, logs it, runs the WebhookDisabled hook and sends
+// webhook.disabled (keyed by key: the run of failures, or the delivery answered 410), once: a webhook
+// already disabled is left as it is. h is its circuit, when the reason is its run of failures.
+func (d *Dispatcher) disableWebhook(ctx context.Context, id, reason string, h Health, key string) {
 	changed, err := d.webhooks.disable(ctx, id)
 	if err != nil {
 		d.log.Error("webhooks: disable webhook", "webhook_id", id, "reason", reason, "error", err)
@@ -33,4 +34,5 @@ func (d *Dispatcher) disableWebhook(ctx context.Context, id, reason string) {
 	if f := d.opts.Hooks.WebhookDisabled; f != nil {
 		d.runHook("WebhookDisabled", func() { f(id, reason) })
 	}
+	d.sendOperational(ctx, EventWebhookDisabled, id, key, d.now(), OperationalData{Reason: reason, FailingSince: h.FailingSince})
 }

@@ -1,0 +1,374 @@
+package webhooks
+
+// Ordered delivery per key (Event.OrderKey).
+//
+// An ordered event is sharded by its (tenant, order key), not by its id (orderShard), so every
+// delivery of one (webhook, key) sequence, its queue and the webhook's ready entry share one hash
+// slot, and single-slot scripts see the whole sequence. Per (webhook, key) a list holds the
+// deliveries in claim order:
+//
+//	{P:k}:seq:<webhook_id>:<order_key>   list    delivery ids in claim order; only the head is scheduled
+//	                                             (q, or inline), the others wait unleased and unqueued
+//	{P:k}:oevt:<event_id>                string  an ordered event's request body
+//	{P:k}:blocked                        zset    "<webhook_id>:<order_key>" -> its list's expiry (ms), for
+//	                                             the lists with deliveries waiting behind the head (Stats)
+//	{P:s}:evt:<event_id>                 string  in the id's own shard s: "\x00" + order key, the marker
+//	                                             that reserves the event id for its key
+//
+// The claim script appends to the list and queues a delivery only when it is the head; a non-head
+// is created pending, not leased and not queued. When the head's outcome is final, the outcome
+// script (orderedOutcomeScript) pops it and queues the next, due at once, in the same step; settle
+// then pokes the local worker. So the next attempt of a key never starts before the previous
+// one's final outcome is recorded, and only one of a key's deliveries is ever leasable.
+//
+// The duplicate check: the delivery id of an ordered pair carries the key's shard (orderedDeliveryID),
+// so a re-dispatch with the same key finds the same records and is a duplicate. A re-dispatch
+// with another key would find none, so the event id is first reserved for its key: one script
+// before the claim (ordered events only; batched with concurrent calls' scripts like the claim)
+// writes the marker in the id's shard. A marker holding another key, or the body of an unordered
+// dispatch of the id, refuses the call (ErrOrderKeyConflict); the unordered claim script refuses an
+// id whose body key holds a marker. A crash between marker and claim strands nothing: the marker
+// only keeps the id for its key until Retention.
+//
+// Every live head is in its webhook's queue (due, leased by a worker, retrying, or, failed and
+// holding its key under BlockKeyOnFailure, until the end of its record's life) or, leased for an
+// inline attempt, in the shard's inline zset. A head in neither was dropped by the lease script (its
+// record expired) or as undecodable: the next claim on its key, or a Redeliver on it, pops it and
+// queues the one after, so a lost head never blocks its key for good.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
+)
+
+const (
+	// orderMarker starts the value of an ordered event's marker; no request body (a JSON object) does.
+	orderMarker = "\x00"
+	// orderConflictReply is the error the unordered claim script gives for an id reserved by a marker.
+	orderConflictReply = "webhooks: order key conflict"
+	// claimWaiting is the claim scripts' reply for an ordered pair created behind its key's head.
+	claimWaiting = 3
+	// redeliverWaiting is the ordered redeliver script's reply for a delivery reset behind its key's
+	// head.
+	redeliverWaiting = 2
+)
+
+// orderShard is the shard of every delivery of an ordered event: its (tenant, order key)'s.
+func (k keyspace) orderShard(tenant, orderKey string) int {
+	return k.ShardOf(scopedEventID(tenant, orderKey))
+}
+
+// orderedDeliveryID is the id of an ordered (webhook, event) pair's delivery: in the key's shard,
+// with the pair's hash.
+func (k keyspace) orderedDeliveryID(shard int, webhookID, scopedEventID string) string {
+	return ks.IndexedID(shard, ks.IndexedHash(k.DeliveryID(webhookID, scopedEventID)))
+}
+
+// orderedEventKey holds an ordered event's request body, in its key's shard.
+func (k keyspace) orderedEventKey(shard int, scopedEventID string) string {
+	return k.Tag(shard) + ":oevt:" + scopedEventID
+}
+
+// seqKey is the list of a (webhook, order key)'s deliveries in claim order.
+func (k keyspace) seqKey(shard int, webhookID, orderKey string) string {
+	return k.Tag(shard) + ":seq:" + webhookID + ":" + orderKey
+}
+
+// blockedKey is a shard's zset of sequences with deliveries waiting behind their head.
+func (k keyspace) blockedKey(shard int) string { return k.Tag(shard) + ":blocked" }
+
+// blockedMember names a sequence in blockedKey.
+func blockedMember(webhookID, orderKey string) string { return webhookID + ":" + orderKey }
+
+// luaPromote is promote(seq, queue, blocked, member, now): pops the head of a sequence, queues the
+// next one due at now, and takes the sequence off the blocked zset when nothing waits behind its new
+// head (a list left empty was no longer in it); it returns whether it queued one. The caller retimes
+// the webhook's ready entry.
+const luaPromote = `
+local function promote(seq, queue, blocked, member, now)
+  redis.call('LPOP', seq)
+  local nxt = redis.call('LINDEX', seq, 0)
+  if not nxt then return false end
+  redis.call('ZADD', queue, now, nxt)
+  if redis.call('LLEN', seq) < 2 then redis.call('ZREM', blocked, member) end
+  return true
+end
+`
+
+// orderedClaimScript is claimScript for an ordered event: the same checks (an id stored with another
+// fingerprint is refused with claimConflict), index entries and stored event,
+// and per created pair its sequence: the pair is appended to its (webhook, key)'s list; the head is
+// created as Go planned it (leased for an inline attempt, or queued), any other pair is created
+// waiting (its second record: not leased, no next attempt) and is not queued, and its list joins
+// the blocked zset. Before appending, a head that is in no queue (lost, see the file comment) is
+// popped and the one after it queued (promote). A pair whose record is either of the two this call
+// would create was created by this very call, whose reply was lost: it is reported as created (or
+// waiting) again.
+//
+// KEYS[1] -> {P:k}:oevt:<event_id>
+// KEYS[2] -> {P:k}:ready
+// KEYS[3] -> {P:k}:inline
+// KEYS[4] -> {P:k}:blocked
+// KEYS[4i+1] .. KEYS[4i+4] (i = 1..n) -> target i's delivery key, index key, queue key, sequence key
+// ARGV[1] -> now (ms)
+// ARGV[2] -> retention (ms)
+// ARGV[3] -> the stored event (storedEvent: fingerprint and body)
+// ARGV[8i-4] .. ARGV[8i+3] (i = 1..n) -> target i's delivery id, hash, record as head, due (ms),
+// webhook id, record as waiting, blocked zset member, 1 if leased for an inline attempt (else 0)
+// ARGV[3+8n+i] -> 1 if target i's index key's TTL is to be checked (indexTTLs)
+// returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated (the head),
+// claimWaiting, or the existing record
+var orderedClaimScript = redis.NewScript(indexFunction + luaPromote + `
+local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
+local n = (#KEYS - 4) / 4
+local stored = redis.call('GET', KEYS[1])
+if stored and string.sub(stored, 2, ` + strconv.Itoa(1+fingerprintLen) + `) ~= string.sub(ARGV[3], 2, ` + strconv.Itoa(1+fingerprintLen) + `) then
+  return {` + strconv.Itoa(claimConflict) + `}
+end
+local reply, created = {false}, {}
+local fresh = 0
+for i = 1, n do
+  local rec, a = redis.call('GET', KEYS[4 * i + 1]), 8 * i - 4
+  if not rec then
+    created[i], fresh = true, fresh + 1
+  elseif rec == ARGV[a + 2] then
+    reply[i + 1], fresh = ` + strconv.Itoa(claimCreated) + `, fresh + 1
+  elseif rec == ARGV[a + 5] then
+    reply[i + 1], fresh = ` + strconv.Itoa(claimWaiting) + `, fresh + 1
+  else
+    reply[i + 1] = rec
+  end
+end
+local appended = {}
+for i = 1, n do
+  if created[i] then
+    local ok, id = pcall(index, KEYS[4 * i + 2], now, retention, ARGV[8 * i - 3], now + retention, ARGV[3 + 8 * n + i] == '1')
+    if not ok then
+      for _, e in ipairs(appended) do redis.call('XDEL', e[1], e[2]) end
+      error(id)
+    end
+    appended[#appended + 1] = {KEYS[4 * i + 2], id}
+  end
+end
+if fresh > 0 then
+  if stored then
+    reply[1] = stored
+    extend(KEYS[1], retention, 0)
+  else
+    redis.call('SET', KEYS[1], ARGV[3], 'PX', retention)
+  end
+end
+for i = 1, n do
+  if created[i] then
+    local k, a = 4 * i + 1, 8 * i - 4
+    local id, queue, seq, wid, member = ARGV[a], KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 6]
+    local len = redis.call('RPUSH', seq, id)
+    if len == 1 then
+      redis.call('PEXPIRE', seq, retention + math.floor(retention / 64))
+    else
+      extend(seq, retention, math.floor(retention / 64))
+      local head = redis.call('LINDEX', seq, 0)
+      if not redis.call('ZSCORE', queue, head) and not redis.call('ZSCORE', KEYS[3], head .. wid) then
+        promote(seq, queue, KEYS[4], member, now) -- a lost head: the one after it is due now
+        if redis.call('LINDEX', seq, 0) == id then
+          redis.call('ZREM', queue, id) -- this one: created as planned below
+          len = 1
+        else
+          redis.call('ZADD', KEYS[2], 'LT', now, wid)
+        end
+      end
+    end
+    if len > 1 then
+      redis.call('SET', KEYS[k], ARGV[a + 5], 'NX', 'PX', retention)
+      redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+      redis.call('ZADD', KEYS[4], now + retention, member)
+      reply[i + 1] = ` + strconv.Itoa(claimWaiting) + `
+    else
+      redis.call('SET', KEYS[k], ARGV[a + 2], 'NX', 'PX', retention)
+      if ARGV[a + 7] == '1' then
+        redis.call('ZADD', KEYS[3], ARGV[a + 3], id .. wid)
+      else
+        redis.call('ZADD', queue, ARGV[a + 3], id)
+        redis.call('ZADD', KEYS[2], 'LT', ARGV[a + 3], wid)
+      end
+      reply[i + 1] = ` + strconv.Itoa(claimCreated) + `
+    end
+  end
+end
+return reply
+`)
+
+// reserveOrderScript reserves an event id for its order key: it writes the marker in the id's own
+// shard when the id's body key is empty, and extends a marker of the same key (new targets of the
+// event are claimed after it).
+//
+// KEYS[1] -> {P:s}:evt:<event_id>
+// ARGV[1] -> the marker ("\x00" + order key)
+// ARGV[2] -> its TTL (ms): Retention + markerSlack
+// returns 1 when the id is the key's, else what the body key holds (another key's marker, or the
+// body of an unordered dispatch)
+var reserveOrderScript = redis.NewScript(luaExtend + `
+local v = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX', 'GET')
+if not v then return 1 end
+if v ~= ARGV[1] then return v end
+extend(KEYS[1], tonumber(ARGV[2]), 0)
+return 1
+`)
+
+// waitingRecord is rec as created behind its key's head: pending, not leased, no next attempt.
+func waitingRecord(rec *record) *record {
+	w := *rec
+	w.leaseState, w.leaseEnd, w.NextAttemptAt = leaseNone, msTime(0), msTime(0)
+	return &w
+}
+
+// reserveOrder reserves an ordered event's id for its key (reserveOrderScript): an error wraps
+// ErrOrderKeyConflict when the id was dispatched with another key or none.
+func (d *Dispatcher) reserveOrder(ctx context.Context, scoped, orderKey string) error {
+	marker := d.keys.eventKey(d.keys.ShardOf(scoped), scoped)
+	ttl := (d.opts.Retention + markerSlack).Milliseconds()
+	reply, err := d.scripts.run(ctx, reserveOrderScript, []string{marker}, orderMarker+orderKey, ttl).Result()
+	if err != nil {
+		d.reloadOnTransport(err)
+		return err
+	}
+	if held, ok := reply.(string); ok {
+		return fmt.Errorf("%w: %s", ErrOrderKeyConflict, describeMarker(held))
+	}
+	return nil
+}
+
+// markerSlack keeps an ordered event's marker a little longer than its records, which are created
+// after it.
+const markerSlack = 5 * time.Minute
+
+// describeMarker says what an event id's body key held when it refused an order key.
+func describeMarker(v string) string {
+	if key, ok := strings.CutPrefix(v, orderMarker); ok {
+		return fmt.Sprintf("it was dispatched with order key %q", key)
+	}
+	return "it was dispatched unordered"
+}
+
+// claimOrdered claims the pairs of an ordered event (reserveOrder, then orderedClaimScript). A pair
+// created behind its key's head has its record switched, in memory, to the waiting one.
+func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderKey, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
+	if err := d.reserveOrder(ctx, scoped, orderKey); err != nil {
+		return nil, fmt.Errorf("webhooks: claim event %s: %w", scoped, err)
+	}
+	keys := make([]string, 4, 4+4*len(recs))
+	keys[0], keys[1] = d.keys.orderedEventKey(shard, scoped), d.keys.readyKey(shard)
+	keys[2], keys[3] = d.keys.inlineKey(shard), d.keys.blockedKey(shard)
+	args := make([]any, 3, 3+9*len(recs))
+	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
+	now := d.now()
+	waiting, checks := make([]*record, len(recs)), make([]any, len(recs))
+	for i, r := range recs {
+		waiting[i] = waitingRecord(r)
+		index := d.keys.indexKey(shard, r.WebhookID)
+		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID),
+			d.keys.seqKey(shard, r.WebhookID, orderKey))
+		args = append(args, r.ID, ks.IndexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID,
+			waiting[i].encode(), blockedMember(r.WebhookID, orderKey), flag(plans[i].inline))
+		checks[i] = flag(d.indexTTLs.due(index, now))
+	}
+	reply, err := d.runClaim(ctx, orderedClaimScript, scoped, len(recs), keys, append(args, checks...))
+	if err != nil {
+		return nil, err
+	}
+	for i, r := range recs {
+		if reply[1+i] == int64(claimWaiting) {
+			*r = *waiting[i]
+		}
+		if checks[i] == 1 {
+			d.indexTTLs.checked(keys[4+4*i+1], now)
+		}
+	}
+	return reply, nil
+}
+
+// eventShard is the shard of an event's deliveries: its (tenant, order key)'s when ordered, else its
+// id's.
+func (k keyspace) eventShard(tenant, scoped, orderKey string) int {
+	if orderKey != "" {
+		return k.orderShard(tenant, orderKey)
+	}
+	return k.ShardOf(scoped)
+}
+
+// claimEvent claims the pairs of one event (claim, or claimOrdered when orderKey is set) and returns
+// the claim's reply and the key of the event's stored body.
+func (d *Dispatcher) claimEvent(ctx context.Context, shard int, scoped, orderKey, eventType string, body []byte, recs []*record, plans []targetPlan) ([]any, string, error) {
+	fingerprint := eventFingerprint(eventType, body)
+	if orderKey == "" {
+		reply, err := d.claim(ctx, shard, scoped, fingerprint, body, recs, plans)
+		return reply, d.keys.eventKey(shard, scoped), err
+	}
+	d.orderRecords(shard, scoped, orderKey, recs)
+	reply, err := d.claimOrdered(ctx, shard, scoped, orderKey, fingerprint, body, recs, plans)
+	return reply, d.keys.orderedEventKey(shard, scoped), err
+}
+
+// queuedBehind gives a plan for an inline attempt whose pair the claim created behind its key's head
+// (item, its reply, is claimWaiting) the reason its Result says why it was not attempted.
+func (p *targetPlan) queuedBehind(item int64) {
+	if item == claimWaiting && p.inline {
+		p.reason = "queued behind earlier deliveries of its order key: the worker attempts it once they are final"
+	}
+}
+
+// orderRecords makes the new records of an ordered event: their ids in the key's shard, their key
+// set.
+func (d *Dispatcher) orderRecords(shard int, scoped, orderKey string, recs []*record) {
+	for _, r := range recs {
+		r.ID, r.OrderKey = d.keys.orderedDeliveryID(shard, r.WebhookID, scoped), orderKey
+	}
+}
+
+// bodyKey is the key of the request body of a leased delivery's event.
+func (j leasedDelivery) bodyKey(k keyspace) string {
+	if j.rec.OrderKey != "" {
+		return k.orderedEventKey(j.shard, j.scopedEventID())
+	}
+	return k.eventKey(j.shard, j.scopedEventID())
+}
+
+// findOrdered is Find for an ordered event: its marker names its key, whose shard holds the pair.
+func (r *DeliveryRepo) findOrdered(ctx context.Context, tenant, webhookID, scoped string) (*Delivery, error) {
+	v, err := r.rdb.Get(ctx, r.keys.eventKey(r.keys.ShardOf(scoped), scoped)).Result()
+	if err != nil && !isNil(err) {
+		return nil, fmt.Errorf("webhooks: read event %s: %w", scoped, err)
+	}
+	key, ok := strings.CutPrefix(v, orderMarker)
+	if !ok || key == "" {
+		return nil, fmt.Errorf("%w: delivery of event %q", ErrNotFound, scoped)
+	}
+	return r.Get(ctx, r.keys.orderedDeliveryID(r.keys.orderShard(tenant, key), webhookID, scoped))
+}
+
+// Position returns how many deliveries of the same webhook and order key are ahead of an ordered
+// delivery (Delivery.OrderKey): 0 for its key's head, the one being attempted (or, with
+// Options.BlockKeyOnFailure, failed and holding its key); -1 for a delivery that is in no sequence
+// (unordered, or final and off its key's sequence). An unknown id gives an error wrapping
+// ErrNotFound. It costs two round trips, the second linear in the key's backlog.
+func (r *DeliveryRepo) Position(ctx context.Context, deliveryID string) (int, error) {
+	rec, err := r.get(ctx, deliveryID)
+	if err != nil || rec.OrderKey == "" {
+		return -1, err
+	}
+	shard, _ := r.keys.shardOfDelivery(deliveryID)
+	pos, err := r.rdb.LPos(ctx, r.keys.seqKey(shard, rec.WebhookID, rec.OrderKey), deliveryID, redis.LPosArgs{}).Result()
+	switch {
+	case isNil(err):
+		return -1, nil
+	case err != nil:
+		return -1, fmt.Errorf("webhooks: read the order of %s: %w", deliveryID, err)
+	}
+	return int(pos), nil
+}
