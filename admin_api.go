@@ -74,10 +74,21 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	POST   /deliveries/{id}/redeliver    Redeliver -> 200, the delivery (unchanged unless it was failed);
 //	                                     202 when the attempt was left to the worker (ErrDeferred).
 //	                                     Repeated or concurrent calls re-send it once
+//	POST   /deliveries/{id}/retry        a pending delivery due now (the next worker attempts it) -> 200, the
+//	                                     delivery; 409 not_retryable when not pending, in flight, held back
+//	                                     behind an earlier delivery of its order key, or its webhook paused
+//	GET    /deliveries/{id}/payload      -> 200, {"payload": the body the delivery sends, null once expired}
+//	GET    /deliveries                   ?id=I&status=S&event_type=T&limit=N: across webhooks (the first
+//	                                     MaxSearchWebhooks), I a delivery id or an event id; without I, the
+//	                                     newest N (default 50, at most 500) of each webhook, filtered
+//	                                     -> 200, {"deliveries": [...]}, newest first, at most N
+//	GET    /backlog                      Stats -> 200, {"due", "scheduled", "leased", ...}; operator only
+//	GET    /openapi.json                 the OpenAPI 3.1 document of these routes (internal/api/openapi.json)
 //	GET    /ui/                          the web UI (HTML, JS and CSS embedded in the library), which
 //	                                     calls the routes above
 //
-// Errors are {"error": {"code": ..., "message": ...}}:
+// Errors are {"error": {"code": ..., "message": ...}}, with "field" (the webhook's JSON field) when a 400
+// is about one field:
 //
 //	400 invalid_request     malformed JSON, unknown fields, a missing body, an invalid webhook, a bad
 //	                        status, limit, cursor, since, until or grace_seconds
@@ -86,6 +97,7 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	409 conflict            a registry change lost repeated races with others; retry
 //	409 webhook_disabled    redeliver of a delivery whose webhook is disabled; enable it first
 //	409 tenant_quota        a create over Options.MaxWebhooksPerTenant
+//	409 not_retryable       a retry of a delivery that cannot be made due now
 //	413 too_large           a request body over 64 KiB
 //	500 internal            anything else; the cause is logged to Options.Logger, never sent
 func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(adminBackend{d}, d.log) }
@@ -97,7 +109,8 @@ func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(adminBackend
 // change its tenant (a "tenant" field is refused with 400) nor its quota. Errors have Handler's JSON
 // shape. Unlike Handler, Portal may face the tenant's own users directly. Its /ui/ serves the web
 // UI's static files without a token (the request is routed first, and only the UI's routes skip the
-// token); open it at /ui/#token=<token> (the fragment never reaches the server).
+// token); open it at /ui/#token=<token> (the fragment never reaches the server). It serves /openapi.json
+// without a token too, and not the operator-only GET /backlog.
 func (d *Dispatcher) Portal() http.Handler { return api.NewPortal(adminBackend{d}, d.log) }
 
 // adminBackend is the Dispatcher as Handler and Portal see it: webhooks and deliveries as JSON,
@@ -118,6 +131,8 @@ func (adminBackend) Classify(err error) api.Kind {
 		return api.KindWebhookDisabled
 	case errors.Is(err, ErrTenantQuota):
 		return api.KindTenantQuota
+	case errors.Is(err, errNotRetryable):
+		return api.KindNotRetryable
 	}
 	return api.KindInternal
 }

@@ -4,6 +4,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -101,4 +102,36 @@ func (b adminBackend) Replay(ctx context.Context, s api.Scope, id string, since 
 	}
 	p, err := b.d.ReplayMissingPage(ctx, id, since, cursor)
 	return p.Scheduled, p.Next, err
+}
+
+func (b adminBackend) RetryNow(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+	if _, err := b.delivery(ctx, s, id); err != nil {
+		return nil, err
+	}
+	rec, err := b.d.deliveries.get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return encode(&rec.Delivery, b.d.retryNow(ctx, rec))
+}
+
+func (b adminBackend) Payload(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+	dl, err := b.delivery(ctx, s, id)
+	if err != nil {
+		return nil, err
+	}
+	tenant := ""
+	if wh, _, err := b.d.webhooks.load(ctx, dl.WebhookID); err == nil {
+		tenant = wh.Tenant
+	}
+	body, err := b.d.payload(ctx, dl, tenant)
+	if err != nil {
+		return nil, err
+	}
+	if !json.Valid(body) {
+		body = nil // expired (or not JSON): null
+	}
+	return encode(struct {
+		Payload json.RawMessage `json:"payload"`
+	}{body}, nil)
 }

@@ -64,7 +64,7 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record
 	req.Header["Content-Type"], req.Header["User-Agent"] = []string{"application/json"}, []string{userAgent}
 	signing.SetHeaders(req.Header, rec.ID, start, body, secrets...)
 	d.setTraceparent(ctx, req.Header, rec)
-	resp, err := d.client.Do(req)
+	resp, err := d.send(ctx, req, wh) // with the webhook's endpoint authentication
 	res.dur = d.now().Sub(start)
 	if err != nil {
 		res.canceled = parent.Err() != nil
@@ -247,6 +247,38 @@ local function schedule(ready, inline, queue, id, wid, status, next, inl)
 end
 `
 
+// earliestLeaseEnd is when the first of the outcomes' leases ends (at most a lease from now): how long
+// settle may retry their write.
+func (d *Dispatcher) earliestLeaseEnd(now time.Time, recs []*record, idx []int) time.Time {
+	leaseEnd := now.Add(d.lease)
+	for _, i := range idx {
+		if e := recs[i].leaseEnd; !e.IsZero() && e.Before(leaseEnd) {
+			leaseEnd = e
+		}
+	}
+	return leaseEnd
+}
+
+// applyRecorded applies each outcome the script recorded (reply, or err for the whole write) to its
+// in-memory record and runs its hooks, and sets errs for the others.
+func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*record, outcomes []outcome, idx []int,
+	reply []int64, err error, now time.Time, errs []error) {
+	for j, i := range idx {
+		switch {
+		case err != nil:
+			errs[i] = fmt.Errorf("webhooks: record outcome of %s (%w): %w", outcomes[i].id, ErrDeferred, err)
+		case reply[j] != outcomeRecorded:
+			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
+		default:
+			recs[i].apply(outcomes[i], now)
+			if outcomes[i].status == StatusPending {
+				d.markShard(shard) // a retry for this worker's next scan
+			}
+			d.afterOutcome(ctx, recs[i], outcomes[i])
+		}
+	}
+}
+
 // outcomeScript's first reply per outcome.
 const (
 	outcomeLeaseLost = 0
@@ -285,12 +317,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	// The attempt is over whatever the caller's context says now: record it, retrying a write that
 	// failed in transport while the lease lasts (the script is idempotent by token; failover.go).
 	ctx = context.WithoutCancel(ctx)
-	leaseEnd := now.Add(d.lease)
-	for _, i := range idx {
-		if e := recs[i].leaseEnd; !e.IsZero() && e.Before(leaseEnd) {
-			leaseEnd = e
-		}
-	}
+	leaseEnd := d.earliestLeaseEnd(now, recs, idx)
 	var reply []int64
 	count := d.countOutcomes(now, outcomes, recs, idx)
 	defer d.afterCount(ctx, count)
@@ -305,20 +332,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	if err == nil && len(reply) != len(idx)+extra {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))
 	}
-	for j, i := range idx {
-		switch {
-		case err != nil:
-			errs[i] = fmt.Errorf("webhooks: record outcome of %s (%w): %w", outcomes[i].id, ErrDeferred, err)
-		case reply[j] != outcomeRecorded:
-			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
-		default:
-			recs[i].apply(outcomes[i], now)
-			if outcomes[i].status == StatusPending {
-				d.markShard(shard) // a retry for this worker's next scan
-			}
-			d.afterOutcome(ctx, recs[i], outcomes[i])
-		}
-	}
+	d.applyRecorded(ctx, shard, recs, outcomes, idx, reply, err, now, errs)
 	if extra == 1 && err == nil && reply[len(reply)-1] > 0 {
 		d.markShard(shard) // a final head queued its key's next delivery: send it at once
 		d.poke()

@@ -37,8 +37,8 @@ package webhooks
 //	                                               in the webhook's queue   TTL ≥ Retention from the last append
 //	{P:s}:blocked                          zset    "<webhook_id>:<order_key>" -> its list's expiry (ms), for lists with
 //	                                               deliveries waiting behind the head (Stats.BlockedKeys)
-//	{P:registry}:webhooks                  hash    webhook id -> webhook JSON (with secrets; webhook_codec.go), the
-//	                                               only copy of it
+//	{P:registry}:webhooks                  hash    webhook id -> webhook JSON (with secrets, sealed with
+//	                                               Options.SecretKeys; webhook_codec.go), the only copy of it
 //	{P:registry}:sub:<pattern>             hash    webhook id -> "", enabled webhooks with no tenant subscribed to
 //	                                               pattern only
 //	{P:registry}:t:<tenant>:sub:<pattern>  hash    the same for one tenant's enabled webhooks (tenant.go)
@@ -50,6 +50,11 @@ package webhooks
 //	                                               count was stored (shards.go); no TTL
 //	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,
 //	                                               Redis time) (ratelimit.go)  TTL 1 s after that slot
+//	{P:oauth:<webhook_id>}                 string  the webhook's OAuth2 token, "<expiry ms> <credentials fingerprint>
+//	                                               <token>", sealed with Options.SecretKeys (oauth2_token.go)  TTL
+//	                                               until shortly before the token expires
+//	{P:oauth:<webhook_id>}:lock            string  a random token, held while one replica fetches the webhook's OAuth2
+//	                                               token (SET NX PX)  TTL Options.Timeout, deleted by its holder
 //
 // UNIQUE (webhook_id, event_id): h is 24 hex digits of SHA-256(webhook id, 0, event id), and the
 // delivery id is "dlv_" + the shard as two hex digits + h, so the pair names its record and its id,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/smartdrop/webhooks/internal/egress"
 	"github.com/smartdrop/webhooks/internal/filter"
+	"github.com/smartdrop/webhooks/internal/sealed"
 )
 
 // Result is the outcome of a Dispatch (or Enqueue) for one subscribed webhook.
@@ -62,8 +63,9 @@ type Dispatcher struct {
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	hintsOnce    sync.Once
-	hintsPtr     *scanHints // made by hints()
-	idled        func()     // tests: called before Run waits with nothing due that it could take
+	hintsPtr     *scanHints     // made by hints()
+	idled        func()         // tests: called before Run waits with nothing due that it could take
+	auth         *authenticator // endpoint authentication (endpoint_auth_send.go)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -92,8 +94,10 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(),
 		wake: make(chan struct{}, 1)}
 	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, func() time.Time { return d.now() })
-	d.nextShard.Store(rand.Uint32()) // replicas start their scans at different shards
-	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy,
+	d.nextShard.Store(rand.Uint32())           // replicas start their scans at different shards
+	ring, _ := sealed.NewRing(opts.SecretKeys) // checked by withDefaults
+	d.auth = newAuthenticator(d, ring)
+	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy, ring: ring,
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.circuits,
 		quota: opts.MaxWebhooksPerTenant}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys, webhooks: d.webhooks}
@@ -102,7 +106,10 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 
 // CloseIdleConnections closes the idle keep-alive connections of the attempts' HTTP client, for a
 // clean shutdown (a Dispatcher holds no other resource; the Redis client is the caller's).
-func (d *Dispatcher) CloseIdleConnections() { d.client.CloseIdleConnections() }
+func (d *Dispatcher) CloseIdleConnections() {
+	d.client.CloseIdleConnections()
+	d.auth.certs.CloseIdleConnections()
+}
 
 // Webhooks returns the webhook registry.
 func (d *Dispatcher) Webhooks() *WebhookRepo { return d.webhooks }

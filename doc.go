@@ -124,6 +124,14 @@
 // ed25519 (Standard Webhooks v1a, "whsk_" key kept by the library, "whpk_" PublicKey for receivers);
 // Verify accepts either kind of key, and a rotation signs with both during its grace period.
 //
+// # Endpoint authentication and secrets at rest
+//
+// Webhook.Auth authenticates attempts: basic, bearer, OAuth2 client credentials (one token shared by
+// every replica through Redis, fetched again once on a 401) or a TLS client certificate; the API shows
+// it as set, never its credentials. Options.SecretKeys seals secrets, private keys and credentials in
+// Redis (AES-256-GCM); a key it does not hold fails with ErrSecretKey, and WebhookRepo.Reencrypt
+// rotates keys. See the README's "Endpoint authentication" and "Secrets at rest".
+//
 // # Filters
 //
 // Webhook.Filter is a JSON object evaluated against the event as {"type": <type>, "data": <data>},

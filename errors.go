@@ -41,6 +41,12 @@ var ErrBlockedAddress = egress.ErrBlocked
 // ErrReplayIndexOff is returned (wrapped) by Dispatcher.ReplayMissing when Options.ReplayIndex is off.
 var ErrReplayIndexOff = errors.New("webhooks: replay needs Options.ReplayIndex")
 
+// ErrSecretKey is returned (wrapped) for a webhook whose secrets or credentials are sealed under a key
+// that Options.SecretKeys does not hold (or sealed while it is empty), or that do not authenticate:
+// WebhookRepo.Get and the calls that change the webhook fail with it, and its deliveries are not
+// attempted (their attempts fail with it, sending nothing) until the key is configured.
+var ErrSecretKey = errors.New("webhooks: secret key missing or wrong")
+
 // ErrInvalidOptions is returned (wrapped) when Options cannot be used as given.
 var ErrInvalidOptions = errors.New("webhooks: invalid options")
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/sealed"
 )
 
 // Defaults of Options: a zero field takes these.
@@ -139,6 +141,17 @@ type Options struct {
 	// PortalKey signs the tokens of the tenant portal (PortalToken, Portal): at least 32 bytes, kept
 	// secret. Defaults to none: PortalToken then fails and Portal refuses every request.
 	PortalKey []byte
+
+	// SecretKeys encrypt secrets at rest (AES-256-GCM): every webhook's signing secret (and the one
+	// it is rotating away from), ed25519 private key and endpoint credentials (Auth's password, bearer
+	// token, OAuth2 client secret and client-certificate key, and the OAuth2 tokens cached in Redis) are
+	// stored sealed, so Redis, its replicas and backups alone never reveal them. Each key is 32 random
+	// bytes; the first seals, every one opens, so a key is rotated by putting the new one first,
+	// running WebhookRepo.Reencrypt, then dropping the old one. A value sealed under a key not listed
+	// fails with ErrSecretKey (its webhook is not attempted), never with a wrong signature. Webhooks
+	// stored in clear are still read, and sealed when next saved. Defaults to none: secrets are stored
+	// in clear, as before this option (a value already sealed then fails with ErrSecretKey).
+	SecretKeys [][]byte
 
 	// Logger receives the library's logs. Secrets and bodies are never logged. Defaults to none.
 	Logger *slog.Logger
@@ -326,6 +339,9 @@ func (o Options) checkTenancy() error {
 		return fmt.Errorf("%w: MaxWebhooksPerTenant must be positive", ErrInvalidOptions)
 	case o.PortalKey != nil && len(o.PortalKey) < minPortalKey:
 		return fmt.Errorf("%w: PortalKey must be at least %d bytes", ErrInvalidOptions, minPortalKey)
+	}
+	if _, err := sealed.NewRing(o.SecretKeys); err != nil {
+		return fmt.Errorf("%w: SecretKeys: %w", ErrInvalidOptions, err)
 	}
 	return nil
 }

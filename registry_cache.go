@@ -5,7 +5,6 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -77,11 +76,11 @@ func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string)
 	}
 	list := make([]*storedWebhook, 0, len(bodies))
 	for _, raw := range bodies {
-		var s storedWebhook
-		if err := json.Unmarshal([]byte(raw), &s); err != nil || s.Disabled || s.Tenant != tenant {
+		s, err := decodeStored(raw, r.ring)
+		if err != nil || s.Disabled || s.Tenant != tenant {
 			continue
 		}
-		list = append(list, &s)
+		list = append(list, s)
 	}
 	slices.SortFunc(list, func(a, b *storedWebhook) int { return strings.Compare(a.ID, b.ID) })
 	r.mu.Lock()
@@ -104,15 +103,15 @@ func (r *WebhookRepo) decodeMany(ids []string, vals []any) (found map[string]*st
 		if !ok || i >= len(ids) {
 			continue
 		}
-		var s storedWebhook
-		if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		s, err := decodeStored(raw, r.ring)
+		if err != nil {
 			if broken == nil {
 				broken = map[string]error{}
 			}
 			broken[ids[i]] = fmt.Errorf("webhooks: decode webhook %s: %w", ids[i], err)
 			continue
 		}
-		found[ids[i]] = &s
+		found[ids[i]] = s
 	}
 	return found, broken
 }

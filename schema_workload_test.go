@@ -53,7 +53,38 @@ func runSchemaWorkload(t *testing.T, tr *testRedis, kw *keyWatch) {
 	w.inFlight()
 	w.breaker()
 	w.redeliver()
+	w.oauth2()
 	w.admin()
+}
+
+// oauth2 delivers to a webhook with OAuth2 client credentials, scanning while its token is being
+// fetched (the lock) and once it is cached.
+func (w *schemaWorkload) oauth2() {
+	ts := newTokenServer(w.t, "schema-client", "schema-secret", 3600)
+	endpoint, _ := ts.endpoint(w.t)
+	fetching, release := make(chan struct{}), make(chan struct{})
+	ts.setBefore(func() {
+		close(fetching)
+		<-release
+	})
+	w.create(Webhook{URL: endpoint.URL, Events: []string{"auth.*"}, Auth: &EndpointAuth{OAuth2: &OAuth2ClientCredentials{
+		TokenURL: ts.srv.URL, ClientID: "schema-client", ClientSecret: "schema-secret"}}})
+	var ids []string
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		ids = w.dispatch(Event{Type: "auth.checked", ID: "a1"}, false)
+	}()
+	select {
+	case <-fetching:
+	case <-time.After(schemaWait):
+		w.t.Fatal("no token request")
+	}
+	w.kw.scan(w.t) // the lock is held
+	close(release)
+	<-done
+	w.waitStatus(ids, StatusSuccess)
+	w.kw.scan(w.t) // the token is cached
 }
 
 // create registers a webhook.

@@ -195,6 +195,18 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, d.Webhooks().Delete(ctx, hooks[2].ID))
 
+	// An OAuth2 webhook: its token fetched under the lock, then dropped on a 401 and fetched again.
+	ts := newTokenServer(t, "slot-client", "slot-secret", 3600)
+	endpoint, _ := ts.endpoint(t)
+	_, err = d.Webhooks().Create(ctx, Webhook{URL: endpoint.URL, Events: []string{"slot.oauth"},
+		Auth: &EndpointAuth{OAuth2: &OAuth2ClientCredentials{TokenURL: ts.srv.URL, ClientID: "slot-client", ClientSecret: "slot-secret"}}})
+	require.NoError(t, err)
+	for _, id := range []string{"oauth-1", "oauth-2"} { // fresh ids: an id names one event (ErrEventConflict)
+		_, err = d.Dispatch(ctx, Event{Type: "slot.oauth", ID: id})
+		require.NoError(t, err)
+		ts.revokeAll()
+	}
+
 	names := map[string]*redis.Script{
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
 		"redeliver": redeliverScript, "adopt": adoptScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
@@ -202,6 +214,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 		"indexedWebhooks": indexedWebhooksScript, // resolving subscribers, listing a tenant
 		"orderedClaim":    orderedClaimScript, "orderedOutcome": orderedOutcomeScript, "orderedRedeliver": orderedRedeliverScript,
 		"reserveOrder": reserveOrderScript,
+		"delIfEqual":   delIfEqualScript, // the OAuth2 token's lock, and a refused token
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

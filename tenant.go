@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -85,7 +84,7 @@ func (r *WebhookRepo) ListTenant(ctx context.Context, tenant string) ([]*Webhook
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: list webhooks of tenant %s: %w", tenant, err)
 	}
-	return decodeSorted(vals), nil
+	return r.decodeSorted(vals), nil
 }
 
 // DeleteTenant deletes every webhook of a tenant and returns how many it deleted. Their pending
@@ -110,11 +109,10 @@ func (r *WebhookRepo) DeleteTenant(ctx context.Context, tenant string) (int, err
 
 // decodeSorted decodes stored webhooks, skipping any that cannot be decoded, ordered by creation
 // time (ms), then by id.
-func decodeSorted(vals []string) []*Webhook {
+func (r *WebhookRepo) decodeSorted(vals []string) []*Webhook {
 	out := make([]*Webhook, 0, len(vals))
 	for _, raw := range vals {
-		var s storedWebhook
-		if json.Unmarshal([]byte(raw), &s) == nil {
+		if s, err := decodeStored(raw, r.ring); err == nil {
 			out = append(out, s.webhook())
 		}
 	}

@@ -15,6 +15,8 @@ import (
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/sealed"
 )
 
 // storedWebhook is a webhook as the registry stores it: its JSON, and the secret it is rotating away
@@ -24,6 +26,68 @@ type storedWebhook struct {
 	// PrevSecret still signs requests, beside Secret, until PrevUntil (ms): secret rotation.
 	PrevSecret string `json:"ps,omitempty"`
 	PrevUntil  int64  `json:"pu,omitempty"`
+	// unsealed is set when a sealed field could not be opened (ErrSecretKey): the field is then "",
+	// and the webhook is neither attempted nor changed until the key is configured.
+	unsealed error
+}
+
+// sealedFields are the stored webhook's fields sealed at rest when Options.SecretKeys is set, each
+// with the name its associated data binds it to (with the webhook's id).
+func (s *storedWebhook) sealedFields() map[string]*string {
+	f := map[string]*string{"secret": &s.Secret, "ps": &s.PrevSecret}
+	if a := s.Auth; a != nil {
+		f["auth.bearer"] = &a.Bearer
+		if a.Basic != nil {
+			f["auth.basic.password"] = &a.Basic.Password
+		}
+		if a.OAuth2 != nil {
+			f["auth.oauth2.client_secret"] = &a.OAuth2.ClientSecret
+		}
+		if a.TLSClientCert != nil {
+			f["auth.tls_client_cert.key"] = &a.TLSClientCert.Key
+		}
+	}
+	return f
+}
+
+// sealedAAD binds a sealed field to its webhook and name.
+func sealedAAD(id, field string) string { return "webhook/" + id + "/" + field }
+
+// open replaces s's sealed fields by their clear values; a field it cannot open is left "" and
+// recorded in s.unsealed.
+func (s *storedWebhook) open(ring *sealed.Ring) {
+	for name, f := range s.sealedFields() {
+		v, err := ring.Open(*f, sealedAAD(s.ID, name))
+		if err != nil {
+			s.unsealed = fmt.Errorf("%w: webhook %s, field %s: %w", ErrSecretKey, s.ID, name, err)
+			v = ""
+		}
+		*f = v
+	}
+}
+
+// sealedCopy is s with its sealed fields sealed under ring's first key (s itself unchanged).
+func (s *storedWebhook) sealedCopy(ring *sealed.Ring) (*storedWebhook, error) {
+	c := *s
+	c.Auth = s.Auth.clone()
+	for name, f := range c.sealedFields() {
+		v, err := ring.Seal(*f, sealedAAD(c.ID, name))
+		if err != nil {
+			return nil, fmt.Errorf("webhooks: seal webhook %s: %w", c.ID, err)
+		}
+		*f = v
+	}
+	return &c, nil
+}
+
+// decodeStored decodes a webhook as the registry stores it, its sealed fields opened with ring.
+func decodeStored(raw string, ring *sealed.Ring) (*storedWebhook, error) {
+	var s storedWebhook
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return nil, err
+	}
+	s.open(ring)
+	return &s, nil
 }
 
 // normalize puts a webhook in its stored form: times to the millisecond in UTC, patterns without
@@ -33,6 +97,9 @@ func (w *Webhook) normalize() {
 	w.CreatedAt, w.UpdatedAt = w.CreatedAt.UTC().Truncate(time.Millisecond), w.UpdatedAt.UTC().Truncate(time.Millisecond)
 	w.Events, w.Headers, w.Filter = compactPatterns(w.Events), canonicalHeaders(w.Headers), compactFilter(w.Filter)
 	w.PublicKey, w.Asymmetric = "", false
+	if w.Auth != nil && len(w.Auth.kinds()) > 0 {
+		w.Auth.Type, w.Auth.Set = "", false
+	}
 }
 
 // keptFields copies from cur the fields Update and PATCH never change: identity, tenant, secret and
@@ -60,14 +127,22 @@ func serverSetFields(w *Webhook) string {
 func (s *storedWebhook) webhook() *Webhook {
 	w := s.Webhook
 	w.Events, w.Headers, w.Filter = slices.Clone(s.Events), maps.Clone(s.Headers), slices.Clone(s.Filter)
+	w.Auth = s.Auth.clone()
 	if pk, err := PublicKey(s.Secret); err == nil {
 		w.PublicKey = pk
 	}
 	return &w
 }
 
-// encode is a stored webhook's JSON, with '<', '>' and '&' as they are (not escaped six-fold).
-func (s *storedWebhook) encode() ([]byte, error) {
+// encode is a stored webhook's JSON, its sealed fields sealed with ring, with '<', '>' and '&' as
+// they are (not escaped six-fold).
+func (s *storedWebhook) encode(ring *sealed.Ring) ([]byte, error) {
+	if ring.Enabled() {
+		var err error
+		if s, err = s.sealedCopy(ring); err != nil {
+			return nil, err
+		}
+	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
@@ -169,6 +244,13 @@ func applyPatch(cur *Webhook, patch []byte) (Webhook, error) {
 		return Webhook{}, fmt.Errorf("%w: PATCH does not change id, tenant, secret, public_key, asymmetric, created_at or updated_at",
 			errBadRequest)
 	}
+	if kept.Auth.isView() { // the API's view sent back: keep the credentials
+		if cur.Auth.view() == nil || *kept.Auth != *cur.Auth.view() {
+			return Webhook{}, fmt.Errorf("%w: auth: give the credentials of one method, or send back the webhook's own view of it",
+				ErrInvalidWebhook)
+		}
+		kept.Auth = cur.Auth.clone()
+	}
 	for name, v := range kept.Headers {
 		if v != "" {
 			continue
@@ -189,9 +271,11 @@ func encodeWebhook(w *Webhook) []byte {
 }
 
 // apiView is a webhook as the admin API and the portal send it: custom header values withheld (each
-// header present with the value ""), and the secret only when withSecret (create and rotate-secret).
+// header present with the value ""), auth shown as its type and set, never its credentials, and the
+// secret only when withSecret (create and rotate-secret).
 func apiView(w *Webhook, withSecret bool) *Webhook {
 	v := *w
+	v.Auth = w.Auth.view()
 	if !withSecret {
 		v.Secret = ""
 	}

@@ -26,7 +26,7 @@ func TestWebhookJSONIsTheCodec(t *testing.T) {
 	t.Cleanup(srv.Close)
 	in := Webhook{Tenant: "acme", URL: "https://example.com/hook", Description: "d", Events: []string{"a.*", "b"},
 		Disabled: false, RateLimit: 7, Headers: map[string]string{"X-Team": "t"}, Filter: json.RawMessage(`{"type":"b"}`),
-		Asymmetric: true}
+		Asymmetric: true, Auth: &EndpointAuth{Bearer: "tok-codec"}}
 	body, err := json.Marshal(in)
 	require.NoError(t, err)
 	status, answer := portalCall(t, srv, "", "POST", "/webhooks", string(body))
@@ -58,7 +58,9 @@ func TestWebhookJSONIsTheCodec(t *testing.T) {
 	}
 	assert.True(t, strings.HasPrefix(stored.Secret, "whsk_"), "asymmetric asked for an ed25519 key")
 	withheld := *apiView(stored, true)
-	assert.Equal(t, withheld, created, "the API's answer is the stored webhook, header values withheld")
+	assert.Equal(t, withheld, created, "the API's answer is the stored webhook, header values and auth withheld")
+	assert.Equal(t, &EndpointAuth{Type: "bearer", Set: true}, created.Auth)
+	assert.NotContains(t, answer, "tok-codec")
 }
 
 // TestLegacyStoredWebhooksAreRead: a webhook stored by a build before the one codec (short field names,

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks/internal/egress"
+	"github.com/smartdrop/webhooks/internal/sealed"
 	"github.com/smartdrop/webhooks/internal/signing"
 )
 
@@ -74,9 +75,12 @@ type Webhook struct {
 	// Filter is an optional JSON filter over the event ({"type": …, "data": …}); an event it does not
 	// match gets no delivery to this webhook (nothing is claimed). nil matches every event. See
 	// the package doc's "Filters" for the operators.
-	Filter    json.RawMessage `json:"filter,omitempty"`
-	CreatedAt time.Time       `json:"created_at"`
-	UpdatedAt time.Time       `json:"updated_at"`
+	Filter json.RawMessage `json:"filter,omitempty"`
+	// Auth is how attempts authenticate to the endpoint (basic, bearer, OAuth2 client credentials or a
+	// TLS client certificate); nil sends no credentials. See EndpointAuth.
+	Auth      *EndpointAuth `json:"auth,omitempty"`
+	CreatedAt time.Time     `json:"created_at"`
+	UpdatedAt time.Time     `json:"updated_at"`
 }
 
 // String describes a webhook without its secret.
@@ -90,6 +94,9 @@ func (w Webhook) GoString() string { return w.String() }
 // secrets returns the keys that sign a request at now: the current one, and the previous one during a
 // rotation's grace period (v1 and v1a may mix).
 func (s *storedWebhook) secrets(now time.Time) ([]signing.Key, error) {
+	if s.unsealed != nil {
+		return nil, s.unsealed
+	}
 	cur, err := signing.ParseKey(s.Secret)
 	if err != nil {
 		return nil, err
@@ -114,6 +121,7 @@ type WebhookRepo struct {
 	now      func() time.Time
 	policy   egress.Policy
 	https    bool
+	ring     *sealed.Ring // Options.SecretKeys
 
 	mu    sync.Mutex
 	cache map[string]subscriberEntry // tenant and event type -> subscribers
@@ -171,30 +179,30 @@ const maxSaveTries = 8
 
 func (r *WebhookRepo) validate(w *storedWebhook) error {
 	if err := validateWebhookURL(w.URL, r.https, r.policy); err != nil {
-		return err
+		return inField("url", err)
 	}
 	if err := validatePatterns(w.Events); err != nil {
-		return err
+		return inField("events", err)
 	}
 	if w.RateLimit < 0 || w.RateLimit > MaxRateLimit {
-		return fmt.Errorf("%w: rate limit %d is not in [0, %d]", ErrInvalidWebhook, w.RateLimit, MaxRateLimit)
+		return inField("rate_limit", fmt.Errorf("%w: rate limit %d is not in [0, %d]", ErrInvalidWebhook, w.RateLimit, MaxRateLimit))
 	}
 	if len(w.Description) > maxDescriptionLen {
-		return fmt.Errorf("%w: description longer than %d bytes", ErrInvalidWebhook, maxDescriptionLen)
+		return inField("description", fmt.Errorf("%w: description longer than %d bytes", ErrInvalidWebhook, maxDescriptionLen))
 	}
 	if !utf8.ValidString(w.Description) || strings.IndexFunc(w.Description, isControlButSpace) >= 0 {
-		return fmt.Errorf("%w: description must be UTF-8 text without control characters", ErrInvalidWebhook)
+		return inField("description", fmt.Errorf("%w: description must be UTF-8 text without control characters", ErrInvalidWebhook))
 	}
 	if err := validateTenant(w.Tenant); err != nil {
-		return err
+		return inField("tenant", err)
 	}
 	if err := validateHeaders(w.Headers); err != nil {
-		return err
+		return inField("headers", err)
 	}
 	if _, err := parseFilter(w.Filter); err != nil {
-		return err
+		return inField("filter", err)
 	}
-	return nil
+	return r.validateAuth(w.Auth, w.Headers)
 }
 
 // Create registers a webhook. It fills ID, Secret (unless one is given), CreatedAt and UpdatedAt and
@@ -226,6 +234,9 @@ func (r *WebhookRepo) Get(ctx context.Context, id string) (*Webhook, error) {
 	s, _, err := r.load(ctx, id)
 	if err != nil {
 		return nil, err
+	}
+	if s.unsealed != nil {
+		return nil, s.unsealed
 	}
 	return s.webhook(), nil
 }
@@ -309,7 +320,7 @@ func (r *WebhookRepo) List(ctx context.Context) ([]*Webhook, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: list webhooks: %w", err)
 	}
-	return decodeSorted(all), nil
+	return r.decodeSorted(all), nil
 }
 
 // modify is a read-modify-write of one webhook: change edits a copy of it (and validates what it
@@ -319,6 +330,9 @@ func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*stored
 		old, raw, err := r.load(ctx, id)
 		if err != nil {
 			return nil, err
+		}
+		if old.unsealed != nil { // saving it would lose the fields it could not open
+			return nil, old.unsealed
 		}
 		next := *old
 		next.Webhook = *old.webhook()
@@ -345,11 +359,11 @@ func (r *WebhookRepo) load(ctx context.Context, id string) (*storedWebhook, stri
 	if err != nil {
 		return nil, "", fmt.Errorf("webhooks: read webhook %s: %w", id, err)
 	}
-	var s storedWebhook
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+	s, err := decodeStored(raw, r.ring)
+	if err != nil {
 		return nil, "", fmt.Errorf("webhooks: decode webhook %s: %w", id, err)
 	}
-	return &s, raw, nil
+	return s, raw, nil
 }
 
 // saveRaw writes next (nil deletes) in place of old, whose stored JSON was raw.
@@ -369,7 +383,7 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 	quota := 0
 	if next != nil {
 		var err error
-		if encoded, err = next.encode(); err != nil {
+		if encoded, err = next.encode(r.ring); err != nil {
 			return err
 		}
 		keys, tenant = append(keys, r.subscriptionKeys(next)...), next.Tenant

@@ -38,6 +38,13 @@ type DeliveryQuery struct {
 	Limit          int // 0: the default
 }
 
+// DeliverySearch selects deliveries across the scope's webhooks (GET /deliveries).
+type DeliverySearch struct {
+	// ID is a delivery id or an event id ("": every delivery); Status and EventType filter exactly.
+	ID, Status, EventType string
+	Limit                 int // 0: the default
+}
+
 // Backend is what the API reads and changes. Bodies are JSON; a webhook or delivery outside the
 // scope is an error Classify calls KindNotFound. Deferred is true when an attempt was left to a
 // worker (the answer is then 202).
@@ -59,6 +66,13 @@ type Backend interface {
 	Replay(ctx context.Context, s Scope, id string, since time.Time, cursor string) (scheduled int, next string, err error)
 	Delivery(ctx context.Context, s Scope, id string) ([]byte, error)
 	Redeliver(ctx context.Context, s Scope, id string) (body []byte, deferred bool, err error)
+	// RetryNow makes a pending delivery due now; Payload is the body a delivery sends, {"payload": …}.
+	RetryNow(ctx context.Context, s Scope, id string) ([]byte, error)
+	Payload(ctx context.Context, s Scope, id string) ([]byte, error)
+	// SearchDeliveries finds deliveries across the scope's webhooks, newest first.
+	SearchDeliveries(ctx context.Context, s Scope, q DeliverySearch) ([]byte, error)
+	// Backlog is the delivery backlog of every tenant (an operator-only route).
+	Backlog(ctx context.Context) ([]byte, error)
 	// Authenticate checks a portal token and returns its tenant.
 	Authenticate(token string) (tenant string, err error)
 	// Classify says how to answer an error a Backend method returned.
@@ -76,6 +90,7 @@ const (
 	KindConflict                    // 409 conflict: lost repeated races; retry
 	KindWebhookDisabled             // 409 webhook_disabled
 	KindTenantQuota                 // 409 tenant_quota
+	KindNotRetryable                // 409 not_retryable: not pending, in flight, held back or paused
 )
 
 // errBadRequest marks a request parameter the API cannot use.
@@ -85,13 +100,13 @@ var errBadRequest = errors.New("invalid request")
 func NewHandler(b Backend, log *slog.Logger) http.Handler { return newRouter(b, log, false) }
 
 // NewPortal returns the tenant portal: the routes of NewHandler, each restricted to the tenant of the
-// request's bearer token. A request the router sends to the UI's files is served without a token;
-// every other request needs a valid one, else 401.
+// request's bearer token, less the operator-only ones. A request the router sends to the UI's files or
+// to the OpenAPI document is served without a token; every other request needs a valid one, else 401.
 func NewPortal(b Backend, log *slog.Logger) http.Handler {
 	rt := newRouter(b, log, true)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if ui, ok := rt.uiRoute(r); ok {
-			ui.ServeHTTP(w, r) // the UI's static files hold no data; every API call it makes needs the token
+		if h, ok := rt.publicRoute(r); ok {
+			h.ServeHTTP(w, r) // no data: every API call the UI makes needs the token
 			return
 		}
 		tenant, err := authenticate(b, r)

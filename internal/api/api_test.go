@@ -67,6 +67,16 @@ func (f fakeBackend) Redeliver(_ context.Context, s Scope, _ string) ([]byte, bo
 	b, err := f.answer(s)
 	return b, false, err
 }
+func (f fakeBackend) SearchDeliveries(_ context.Context, s Scope, _ DeliverySearch) ([]byte, error) {
+	return f.answer(s)
+}
+func (f fakeBackend) RetryNow(_ context.Context, s Scope, _ string) ([]byte, error) {
+	return f.answer(s)
+}
+func (f fakeBackend) Payload(_ context.Context, s Scope, _ string) ([]byte, error) {
+	return f.answer(s)
+}
+func (f fakeBackend) Backlog(context.Context) ([]byte, error) { return f.answer(Scope{}) }
 func (fakeBackend) Authenticate(token string) (string, error) {
 	if t, ok := strings.CutPrefix(token, "good-"); ok {
 		return t, nil
@@ -101,7 +111,7 @@ func TestKindsAnswerTheirStatus(t *testing.T) {
 		code   string
 	}{
 		{KindBadRequest, 400, "invalid_request"}, {KindNotFound, 404, "not_found"}, {KindConflict, 409, "conflict"},
-		{KindWebhookDisabled, 409, "webhook_disabled"}, {KindTenantQuota, 409, "tenant_quota"}, {KindInternal, 500, "internal"},
+		{KindWebhookDisabled, 409, "webhook_disabled"}, {KindTenantQuota, 409, "tenant_quota"}, {KindNotRetryable, 409, "not_retryable"}, {KindInternal, 500, "internal"},
 	} {
 		h := NewHandler(fakeBackend{err: kindError{tc.kind}}, slog.New(slog.DiscardHandler))
 		rec := serve(h, "GET", "/webhooks/x", "", "")

@@ -3,6 +3,7 @@ package api
 // The delivery routes (the root's Handler lists every route).
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -76,4 +77,28 @@ func (rt *router) getDelivery(w http.ResponseWriter, r *http.Request) {
 func (rt *router) redeliver(w http.ResponseWriter, r *http.Request) {
 	out, deferred, err := rt.b.Redeliver(r.Context(), scopeOf(r), r.PathValue("id"))
 	rt.answer(w, r, deferredStatus(deferred, http.StatusOK), out, err)
+}
+
+// searchDeliveries finds deliveries across the scope's webhooks: ?id= a delivery or event id, and
+// exact ?status= and ?event_type= filters.
+func (rt *router) searchDeliveries(w http.ResponseWriter, r *http.Request) {
+	v := r.URL.Query()
+	q := DeliverySearch{ID: v.Get("id"), Status: v.Get("status"), EventType: v.Get("event_type")}
+	var err error
+	if q.Limit, err = positiveInt(v.Get("limit")); err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	out, err := rt.b.SearchDeliveries(r.Context(), scopeOf(r), q)
+	rt.answer(w, r, http.StatusOK, out, err)
+}
+
+func (rt *router) backlog(w http.ResponseWriter, r *http.Request) {
+	out, err := rt.b.Backlog(r.Context())
+	rt.answer(w, r, http.StatusOK, out, err)
+}
+
+// deliveryAction serves a read or an action on one delivery (its payload, retry now).
+func deliveryAction(act func(Backend, context.Context, Scope, string) ([]byte, error)) func(*router) http.HandlerFunc {
+	return webhookRead(act) // the same shape: the id in the path, the answer JSON
 }

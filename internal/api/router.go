@@ -16,6 +16,7 @@ type router struct {
 	log    *slog.Logger
 	mux    *http.ServeMux
 	ui     map[string]http.Handler // the UI's routes, by mux pattern
+	spec   []byte                  // the OpenAPI document this router serves
 	portal bool
 }
 
@@ -25,23 +26,54 @@ const (
 	uiRootPattern  = "GET /ui"
 )
 
+// route is one of the API's routes: a mux pattern and its handler. operatorOnly routes are not
+// served by the portal (nor in its OpenAPI document).
+type route struct {
+	pattern      string
+	handler      func(*router) http.HandlerFunc
+	operatorOnly bool
+}
+
+// routes is the API's table of routes: the router serves exactly these (and the UI's), and the OpenAPI
+// document describes exactly these (a test checks both ways).
+var routes = []route{
+	{pattern: "POST /webhooks", handler: method((*router).createWebhook)},
+	{pattern: "GET /webhooks", handler: method((*router).listWebhooks)},
+	{pattern: "GET /webhooks/{id}", handler: method((*router).getWebhook)},
+	{pattern: "PATCH /webhooks/{id}", handler: method((*router).patchWebhook)},
+	{pattern: "DELETE /webhooks/{id}", handler: method((*router).deleteWebhook)},
+	{pattern: "POST /webhooks/{id}/test", handler: method((*router).testWebhook)},
+	{pattern: "POST /webhooks/{id}/rotate-secret", handler: method((*router).rotateSecret)},
+	{pattern: "GET /webhooks/{id}/deliveries", handler: method((*router).listDeliveries)},
+	{pattern: "POST /webhooks/{id}/recover", handler: method((*router).recoverWebhook)},
+	{pattern: "POST /webhooks/{id}/replay", handler: method((*router).replayWebhook)},
+	{pattern: "GET /deliveries/{id}", handler: method((*router).getDelivery)},
+	{pattern: "POST /deliveries/{id}/redeliver", handler: method((*router).redeliver)},
+	{pattern: "GET /webhooks/{id}/secret", handler: webhookRead(Backend.Secret)},
+	{pattern: "GET /webhooks/{id}/health", handler: webhookRead(Backend.Health)},
+	{pattern: "GET /webhooks/{id}/stats", handler: webhookRead(Backend.Stats)},
+	{pattern: "POST /deliveries/{id}/retry", handler: deliveryAction(Backend.RetryNow)},
+	{pattern: "GET /deliveries/{id}/payload", handler: deliveryAction(Backend.Payload)},
+	{pattern: "GET /deliveries", handler: method((*router).searchDeliveries)},
+	{pattern: "GET /backlog", handler: method((*router).backlog), operatorOnly: true},
+	{pattern: openAPIPattern, handler: method((*router).openAPI)},
+}
+
+// method adapts a router method to the table.
+func method(f func(*router, http.ResponseWriter, *http.Request)) func(*router) http.HandlerFunc {
+	return func(rt *router) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) { f(rt, w, r) }
+	}
+}
+
 func newRouter(b Backend, log *slog.Logger, portal bool) *router {
-	rt := &router{b: b, log: log, mux: http.NewServeMux(), portal: portal}
-	rt.mux.HandleFunc("POST /webhooks", rt.createWebhook)
-	rt.mux.HandleFunc("GET /webhooks", rt.listWebhooks)
-	rt.mux.HandleFunc("GET /webhooks/{id}", rt.getWebhook)
-	rt.mux.HandleFunc("PATCH /webhooks/{id}", rt.patchWebhook)
-	rt.mux.HandleFunc("DELETE /webhooks/{id}", rt.deleteWebhook)
-	rt.mux.HandleFunc("POST /webhooks/{id}/test", rt.testWebhook)
-	rt.mux.HandleFunc("POST /webhooks/{id}/rotate-secret", rt.rotateSecret)
-	rt.mux.HandleFunc("GET /webhooks/{id}/deliveries", rt.listDeliveries)
-	rt.mux.HandleFunc("POST /webhooks/{id}/recover", rt.recoverWebhook)
-	rt.mux.HandleFunc("POST /webhooks/{id}/replay", rt.replayWebhook)
-	rt.mux.HandleFunc("GET /deliveries/{id}", rt.getDelivery)
-	rt.mux.HandleFunc("POST /deliveries/{id}/redeliver", rt.redeliver)
-	rt.mux.HandleFunc("GET /webhooks/{id}/secret", rt.webhookRead(Backend.Secret))
-	rt.mux.HandleFunc("GET /webhooks/{id}/health", rt.webhookRead(Backend.Health))
-	rt.mux.HandleFunc("GET /webhooks/{id}/stats", rt.webhookRead(Backend.Stats))
+	rt := &router{b: b, log: log, mux: http.NewServeMux(), spec: openAPIFor(portal), portal: portal}
+	for _, r := range routes {
+		if portal && r.operatorOnly {
+			continue
+		}
+		rt.mux.HandleFunc(r.pattern, r.handler(rt))
+	}
 	rt.ui = map[string]http.Handler{uiFilesPattern: newUIHandler(portal), uiRootPattern: http.HandlerFunc(redirectToUI)}
 	for pattern, h := range rt.ui {
 		rt.mux.Handle(pattern, h)
@@ -49,10 +81,14 @@ func newRouter(b Backend, log *slog.Logger, portal bool) *router {
 	return rt
 }
 
-// uiRoute returns the UI's handler when the mux routes r to one of the UI's routes: the same decision
-// the mux makes, on the same (escaped) path.
-func (rt *router) uiRoute(r *http.Request) (http.Handler, bool) {
+// publicRoute returns the handler of a route that holds no data and needs no portal token (the UI's
+// files and the OpenAPI document) when the mux routes r to one: the same decision the mux makes, on
+// the same (escaped) path.
+func (rt *router) publicRoute(r *http.Request) (http.Handler, bool) {
 	_, pattern := rt.mux.Handler(r)
+	if pattern == openAPIPattern {
+		return http.HandlerFunc(rt.openAPI), true
+	}
 	h, ok := rt.ui[pattern]
 	return h, ok
 }
@@ -143,13 +179,24 @@ func (rt *router) classify(err error) (status int, code, message string) {
 		return http.StatusConflict, "webhook_disabled", err.Error()
 	case KindTenantQuota:
 		return http.StatusConflict, "tenant_quota", err.Error()
+	case KindNotRetryable:
+		return http.StatusConflict, "not_retryable", err.Error()
 	}
 	return http.StatusInternalServerError, "internal", "internal error"
 }
 
-// fail answers with the error's status; the cause of a 500 is logged, not sent.
+// fielder is an error about one field of the request's body, named as in its JSON.
+type fielder interface{ Field() string }
+
+// fail answers with the error's status (and, for a bad request, the field it is about when the error
+// names one); the cause of a 500 is logged, not sent.
 func (rt *router) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, message := rt.classify(err)
+	var f fielder
+	if status == http.StatusBadRequest && errors.As(err, &f) {
+		writeErrorBody(w, status, ErrorDetail{Code: code, Message: message, Field: f.Field()})
+		return
+	}
 	if status == http.StatusInternalServerError {
 		level := rt.log.Error
 		if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
@@ -174,14 +221,19 @@ type ErrorBody struct {
 	Error ErrorDetail `json:"error"`
 }
 
-// ErrorDetail is an error answer's code and message.
+// ErrorDetail is an error answer's code and message, and the request field it is about when known.
 type ErrorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
 }
 
 func writeError(w http.ResponseWriter, status int, code, message string) {
-	b, _ := json.Marshal(ErrorBody{ErrorDetail{code, message}}) // strings always encode
+	writeErrorBody(w, status, ErrorDetail{Code: code, Message: message})
+}
+
+func writeErrorBody(w http.ResponseWriter, status int, d ErrorDetail) {
+	b, _ := json.Marshal(ErrorBody{d}) // strings always encode
 	writeJSON(w, status, b)
 }
 

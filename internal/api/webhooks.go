@@ -106,10 +106,12 @@ func rotationGrace(r *http.Request) (time.Duration, error) {
 }
 
 // webhookRead serves a read of one webhook's data (its secret, health or stats).
-func (rt *router) webhookRead(read func(Backend, context.Context, Scope, string) ([]byte, error)) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		out, err := read(rt.b, r.Context(), scopeOf(r), r.PathValue("id"))
-		rt.answer(w, r, http.StatusOK, out, err)
+func webhookRead(read func(Backend, context.Context, Scope, string) ([]byte, error)) func(*router) http.HandlerFunc {
+	return func(rt *router) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			out, err := read(rt.b, r.Context(), scopeOf(r), r.PathValue("id"))
+			rt.answer(w, r, http.StatusOK, out, err)
+		}
 	}
 }
 

@@ -59,17 +59,8 @@
     flashBox.replaceChildren(el('p', { class: 'flash ' + (kind || 'ok'), text: message }));
   }
   function clearFlash() { flashBox.replaceChildren(); delete flashBox.dataset.keep; }
-  function fmtTime(s) {
-    if (!s) return '—';
-    const d = new Date(s);
-    if (isNaN(d)) return s;
-    return d.toLocaleString(undefined, { year: 'numeric', month: 'short', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit' });
-  }
-  function fmtDuration(ns) {
-    if (!ns && ns !== 0) return '—';
-    const ms = ns / 1e6;
-    return ms < 1000 ? ms.toFixed(ms < 10 ? 1 : 0) + ' ms' : (ms / 1000).toFixed(2) + ' s';
-  }
+  const fmt = window.webhooksFormat;
+  const fmtTime = fmt.time, fmtDuration = fmt.duration;
   function statusBadge(s) { return el('span', { class: 'status s-' + s, text: s }); }
   function dl(pairs) {
     return el('dl', { class: 'facts' }, pairs.filter(Boolean).map(([k, v]) => [el('dt', { text: k }), el('dd', {}, v)]));
@@ -95,9 +86,13 @@
 
   // --- API ------------------------------------------------------------------------------------------
   class APIError extends Error {
-    constructor(status, code, message) { super(message); this.status = status; this.code = code; }
+    constructor(status, code, message, field) { super(message); this.status = status; this.code = code; this.field = field; }
   }
+  // Stale is thrown by api() when the answer arrives after the user went to another route: the page
+  // that asked must not render over the newer one.
+  class Stale extends Error {}
   async function api(method, path, body) {
+    const asked = routing;
     const headers = { Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     if (token()) headers.Authorization = 'Bearer ' + token();
@@ -108,15 +103,22 @@
     if (resp.status === 204) return null;
     let data = null;
     try { data = await resp.json(); } catch (e) { /* not JSON */ }
+    if (asked !== routing) throw new Stale('a newer route is on screen');
     if (!resp.ok) {
       const err = (data && data.error) || {};
-      throw new APIError(resp.status, err.code || 'http_' + resp.status, err.message || resp.statusText);
+      throw new APIError(resp.status, err.code || 'http_' + resp.status, err.message || resp.statusText, err.field);
     }
     return data;
   }
   const enc = encodeURIComponent;
 
+  // plain is an API error message without the library's prefixes, as a sentence.
+  function plain(message) {
+    const m = String(message).replace(/^(webhooks: )?(invalid webhook|invalid request|egress)(: )?/i, '').replace(/^(webhooks: )?invalid webhook: /i, '');
+    return m ? m.charAt(0).toUpperCase() + m.slice(1) + (/[.!?]$/.test(m) ? '' : '.') : 'The server refused this value.';
+  }
   function showError(e) {
+    if (e instanceof Stale) return;
     if (e instanceof APIError && e.status === 401) { tokenPage(); main.dataset.page = 'token'; return; }
     flash(e instanceof APIError ? e.message + ' (' + e.code + ')' : String(e), 'error');
   }
@@ -153,7 +155,7 @@
     }
     tools.push(el('a', { class: 'button primary', href: '#/new', id: 'new-endpoint' }, 'New endpoint'));
     const rows = webhooks.map((w) => {
-      const circuit = el('td', { 'data-label': 'Circuit', text: '…' });
+      const circuit = el('td', { 'data-label': 'State', text: '…' });
       const rate = el('td', { 'data-label': 'Success (24 h)', text: '…' });
       loadHealth(w.id, circuit, rate);
       return el('tr', { 'data-id': w.id },
@@ -170,7 +172,7 @@
       el('div', { class: 'bar' }, tools),
       webhooks.length === 0 ? el('p', { class: 'empty', text: 'No endpoints yet.' }) :
         el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'endpoints' },
-          el('thead', {}, el('tr', {}, ['URL', mode === 'operator' ? 'Tenant' : null, 'Events', 'Filter', 'Headers', 'Enabled', 'Circuit', 'Success (24 h)']
+          el('thead', {}, el('tr', {}, ['URL', mode === 'operator' ? 'Tenant' : null, 'Events', 'Filter', 'Headers', 'Enabled', 'State', 'Success (24 h)']
             .filter(Boolean).map((h) => el('th', { scope: 'col', text: h })))),
           el('tbody', {}, rows))));
   }
@@ -186,14 +188,10 @@
     }
   }
   function circuitBadge(h) {
-    const cls = h.state === 'closed' ? 's-success' : h.state === 'open' ? 's-failed' : 's-pending';
-    return el('span', { class: 'status ' + cls, text: h.state + (h.consecutive_failures ? ' · ' + h.consecutive_failures + ' failed' : '') });
+    const c = fmt.circuit(h);
+    return el('span', { class: 'status circuit ' + { ok: 's-success', warn: 's-pending', bad: 's-failed' }[c.tone], text: c.text });
   }
-  function successRate(hours) {
-    let ok = 0, all = 0;
-    for (const h of hours) { ok += h.success; all += h.success + h.failed; }
-    return all ? (100 * ok / all).toFixed(ok === all ? 0 : 1) + ' % of ' + all : 'no attempts';
-  }
+  const successRate = fmt.success;
 
   function formPage(w) {
     const editing = !!w;
@@ -215,9 +213,21 @@
       f.asym = el('input', { id: 'f-asym', name: 'asymmetric', type: 'checkbox' });
       if (mode === 'operator') f.tenant = el('input', { id: 'f-tenant', name: 'tenant', placeholder: 'none' });
     }
+    const inputs = { url: f.url, description: f.description, events: f.events, filter: f.filter, headers: f.headers, rate_limit: f.rate, tenant: f.tenant };
+    // fieldError shows a message beside the field it is about (or, for none, in the banner).
+    const fieldError = (name, message) => {
+      const input = inputs[name];
+      if (!input) { flash(message, 'error'); return; }
+      input.setAttribute('aria-invalid', 'true');
+      input.setAttribute('aria-describedby', 'err-' + input.id);
+      input.closest('.field').append(el('p', { class: 'field-error', id: 'err-' + input.id, text: message }));
+      input.focus();
+    };
     const submit = async (ev) => {
       ev.preventDefault();
       clearFlash();
+      for (const p of main.querySelectorAll('.field-error')) p.remove();
+      for (const i of main.querySelectorAll('[aria-invalid]')) { i.removeAttribute('aria-invalid'); i.removeAttribute('aria-describedby'); }
       const body = {
         url: f.url.value.trim(), description: f.description.value,
         events: f.events.value.split(/[\s,]+/).filter(Boolean), rate_limit: Number(f.rate.value) || 0,
@@ -227,12 +237,12 @@
       for (const line of f.headers.value.split('\n')) {
         if (!line.trim()) continue;
         const i = line.indexOf(':');
-        if (i < 1) { flash('Each header line is "Name: value".', 'error'); return; }
+        if (i < 1) { fieldError('headers', 'Write each header on its own line as "Name: value".'); return; }
         hdrs[line.slice(0, i).trim()] = line.slice(i + 1).trim();
       }
       body.headers = hdrs;
       if (f.filter.value.trim()) {
-        try { body.filter = JSON.parse(f.filter.value); } catch (e) { flash('The filter is not valid JSON: ' + e.message, 'error'); return; }
+        try { body.filter = JSON.parse(f.filter.value); } catch (e) { fieldError('filter', 'This is not valid JSON: ' + e.message); return; }
       } else if (editing && hasFilter(w)) {
         body.filter = {};
       }
@@ -247,7 +257,10 @@
         }
         flash(editing ? 'Endpoint saved.' : 'Endpoint created. Its signing secret stays hidden until you reveal it.', 'ok', true);
         location.hash = '#/webhooks/' + enc(saved.id);
-      } catch (e) { showError(e); }
+      } catch (e) {
+        if (e instanceof APIError && e.status === 400) fieldError(e.field, plain(e.message));
+        else showError(e);
+      }
     };
     render(editing ? 'Edit endpoint' : 'New endpoint',
       el('form', { class: 'card form', id: 'endpoint-form', onsubmit: submit, novalidate: true },
@@ -340,7 +353,7 @@
           ['Headers', Object.keys(w.headers || {}).join(', ') || '—'],
           ['Rate limit', w.rate_limit ? w.rate_limit + ' / s' : 'none'],
           ['Enabled', w.disabled ? el('span', { class: 'status s-failed', text: 'disabled' }) : el('span', { class: 'status s-success', text: 'enabled' })],
-          ['Circuit', [circuitBadge(health), health.open_until ? ' next probe ' + fmtTime(health.open_until) : '']],
+          ['Delivery state', circuitBadge(health)],
           ['Success (24 h)', el('span', { id: 'success-rate', text: successRate(stats.hours) })],
           ['Signing', w.public_key ? 'ed25519 (v1a)' : 'HMAC-SHA256 (v1)'],
           ['Secret', el('span', { class: 'secret-row' }, secretOut, reveal, rotate)],
@@ -374,7 +387,7 @@
     hours.forEach((h, i) => {
       ok += h.success; bad += h.failed;
       const x = left + i * step + 2, d = new Date(h.hour);
-      const label = d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' }) + ': ' + h.success + ' succeeded, ' + h.failed + ' failed';
+      const label = fmt.clock(d).slice(0, 5) + ' UTC: ' + h.success + ' succeeded, ' + h.failed + ' failed';
       const bar = svg('g', { class: 'bar-hour' }, svg('title', {}, label));
       if (h.success) bar.append(svg('rect', { x, y: y(h.success), width: bw, height: (H - bottom) - y(h.success), class: 'ok' }));
       if (h.failed) bar.append(svg('rect', { x, y: y(h.success + h.failed), width: bw, height: y(h.success) - y(h.success + h.failed), class: 'bad' }));
@@ -382,7 +395,7 @@
       g.append(bar);
       if (i % 6 === 0 || i === hours.length - 1) {
         const anchor = i === 0 ? 'start' : i === hours.length - 1 ? 'end' : 'middle';
-        g.append(svg('text', { x: i === 0 ? x : i === hours.length - 1 ? x + bw : x + bw / 2, y: H - 6, class: 'axis', 'text-anchor': anchor }, d.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })));
+        g.append(svg('text', { x: i === 0 ? x : i === hours.length - 1 ? x + bw : x + bw / 2, y: H - 6, class: 'axis', 'text-anchor': anchor }, fmt.clock(d).slice(0, 5)));
       }
     });
     const s = svg('svg', { viewBox: '0 0 ' + W + ' ' + H, class: 'chart', id: 'chart', role: 'img',
@@ -391,82 +404,9 @@
       el('figcaption', { class: 'legend' }, el('span', { class: 'key ok' }), ' succeeded (' + ok + ')  ', el('span', { class: 'key bad' }), ' failed (' + bad + ')'));
   }
 
-  async function deliveriesPage(id, params) {
-    const status = params.get('status') || '';
-    const cursor = params.get('cursor') || '';
-    const q = new URLSearchParams({ limit: '20' });
-    if (status) q.set('status', status);
-    if (cursor) q.set('cursor', cursor);
-    const [w, page] = await Promise.all([api('GET', '/webhooks/' + enc(id)), api('GET', '/webhooks/' + enc(id) + '/deliveries?' + q)]);
-    const href = (st, cur) => {
-      const p = new URLSearchParams();
-      if (st) p.set('status', st);
-      if (cur) p.set('cursor', cur);
-      const s = p.toString();
-      return '#/webhooks/' + enc(id) + '/deliveries' + (s ? '?' + s : '');
-    };
-    const select = el('select', { id: 'status-filter', name: 'status', onchange: () => { location.hash = href(select.value, ''); } },
-      ['', 'pending', 'success', 'failed'].map((s) => el('option', { value: s, selected: s === status }, s || 'all')));
-    const rows = page.deliveries.map((d) => el('tr', { 'data-id': d.id, 'data-status': d.status },
-      el('td', { 'data-label': 'Created' }, el('a', { href: '#/deliveries/' + enc(d.id) }, fmtTime(d.created_at))),
-      el('td', { 'data-label': 'Event' }, el('code', { text: d.event_type }), el('div', { class: 'muted', text: d.event_id })),
-      el('td', { 'data-label': 'Status' }, statusBadge(d.status)),
-      el('td', { 'data-label': 'Attempts', text: d.attempts }),
-      el('td', { 'data-label': 'Last code', text: d.last_status_code || (d.last_error ? 'error' : '—') }),
-      el('td', { 'data-label': 'Next attempt', text: d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—' })));
-    render('Deliveries',
-      el('p', { class: 'crumbs' }, el('a', { href: '#/webhooks/' + enc(id) }, '← ' + w.url)),
-      el('div', { class: 'bar' }, el('div', { class: 'toolbar' }, el('label', { for: 'status-filter', text: 'Status' }), select),
-        button('Refresh', () => route(), { id: 'refresh' })),
-      page.deliveries.length === 0 ? el('p', { class: 'empty', text: 'No deliveries' + (status ? ' with status ' + status : '') + '.' }) :
-        el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'deliveries' },
-          el('thead', {}, el('tr', {}, ['Created', 'Event', 'Status', 'Attempts', 'Last code', 'Next attempt'].map((h) => el('th', { scope: 'col', text: h })))),
-          el('tbody', {}, rows))),
-      el('nav', { class: 'pager', 'aria-label': 'Pages' },
-        cursor ? el('a', { class: 'button', href: href(status, ''), id: 'newest' }, '« Newest') : null,
-        page.next_cursor ? el('a', { class: 'button', href: href(status, page.next_cursor), id: 'older' }, 'Older »') : null));
-  }
-
-  async function deliveryPage(id) {
-    const d = await api('GET', '/deliveries/' + enc(id));
-    const redeliver = button('Redeliver', async () => {
-      redeliver.disabled = true;
-      try {
-        const r = await api('POST', '/deliveries/' + enc(id) + '/redeliver');
-        flash(d.status === 'failed' ? 'Redelivered: the delivery is now ' + r.status + '.' : 'Only a failed delivery is sent again; this one is ' + r.status + '.');
-        route();
-      } catch (e) { showError(e); } finally { redeliver.disabled = false; }
-    }, { id: 'redeliver', class: d.status === 'failed' ? 'primary' : '' });
-    const attempts = (d.history || []).map((a, i) => el('tr', {},
-      el('td', { 'data-label': '#', text: d.attempts - (d.history.length - 1 - i) }),
-      el('td', { 'data-label': 'At', text: fmtTime(a.at) }),
-      el('td', { 'data-label': 'Status code' }, a.status_code ? el('span', { class: 'status ' + (a.status_code < 300 ? 's-success' : 's-failed'), text: a.status_code }) : '—'),
-      el('td', { 'data-label': 'Duration', text: fmtDuration(a.duration) }),
-      el('td', { 'data-label': 'Error', text: a.error || '—' }),
-      el('td', { 'data-label': 'Response', class: 'resp' }, a.response ? el('pre', { text: a.response }) : '—')));
-    render('Delivery',
-      el('p', { class: 'crumbs' }, el('a', { href: '#/webhooks/' + enc(d.webhook_id) + '/deliveries' }, '← Deliveries')),
-      el('section', { class: 'card' },
-        dl([
-          ['ID', el('code', { id: 'delivery-id', text: d.id })],
-          ['Endpoint', el('a', { href: '#/webhooks/' + enc(d.webhook_id) }, d.webhook_id)],
-          ['Event', [el('code', { text: d.event_type }), ' ', el('span', { class: 'muted', text: d.event_id })]],
-          ['Status', el('span', { id: 'delivery-status' }, statusBadge(d.status))],
-          d.order_key && ['Order key', [el('code', { text: d.order_key }), ' ', el('span', { class: 'muted', id: 'delivery-position',
-            text: d.order_position === 0 ? 'head of its key' : d.order_position > 0 ? d.order_position + ' ahead of it' : 'done' })]],
-          ['Attempts', String(d.attempts)],
-          ['Next attempt', d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—'],
-          d.last_error && ['Last error', d.last_error],
-          ['Created', fmtTime(d.created_at)],
-          ['Expires', fmtTime(d.expires_at)],
-        ]),
-        el('div', { class: 'actions' }, redeliver)),
-      el('section', { class: 'card' }, el('h2', { text: 'Attempts' }),
-        attempts.length === 0 ? el('p', { class: 'empty', text: 'No attempt yet.' }) :
-          el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'attempts' },
-            el('thead', {}, el('tr', {}, ['#', 'At', 'Status code', 'Duration', 'Error', 'Response'].map((h) => el('th', { scope: 'col', text: h })))),
-            el('tbody', {}, attempts)))));
-  }
+  const { deliveriesPage, deliveryPage, searchPage, backlogPage } = window.webhooksDeliveryPages({
+    mode, main, el, api, enc, render, fmtTime, fmtDuration, statusBadge, dl, button, flash, showError, route, APIError, Stale, plain,
+  });
 
   // --- router ---------------------------------------------------------------------------------------
   let routing = 0;
@@ -486,6 +426,8 @@
       else if (parts[0] === 'webhooks' && parts[2] === 'edit') { page = 'edit'; formPage(await api('GET', '/webhooks/' + enc(parts[1]))); }
       else if (parts[0] === 'webhooks' && parts[2] === 'deliveries') { page = 'deliveries'; await deliveriesPage(parts[1], params); }
       else if (parts[0] === 'deliveries' && parts.length === 2) { page = 'delivery'; await deliveryPage(parts[1]); }
+      else if (parts[0] === 'deliveries' && parts.length === 1) { page = 'search'; await searchPage(params); }
+      else if (parts[0] === 'backlog' && mode === 'operator') { page = 'backlog'; await backlogPage(); }
       else render('Not found', el('p', {}, el('a', { href: '#/' }, 'Back to the endpoints')));
       if (n === routing) main.dataset.page = page;
     } catch (e) {
@@ -498,11 +440,21 @@
   }
 
   document.getElementById('mode').textContent = mode === 'portal' ? 'portal' : 'operator';
+  if (mode === 'portal') document.getElementById('nav-backlog').remove(); // operator only
   const signout = document.getElementById('signout');
   if (mode === 'portal') {
     signout.hidden = false;
     signout.addEventListener('click', () => { sessionStorage.removeItem(tokenKey); tokenPage(); });
   }
+  // A link to the route on screen (e.g. "New endpoint" on the new-endpoint form) renders it afresh.
+  document.addEventListener('click', (ev) => {
+    const a = ev.target instanceof Element ? ev.target.closest('a[href^="#/"]') : null;
+    if (!a || ev.defaultPrevented || ev.button !== 0 || ev.metaKey || ev.ctrlKey || ev.shiftKey || ev.altKey) return;
+    if (a.getAttribute('href') !== location.hash) return;
+    ev.preventDefault();
+    clearFlash();
+    route();
+  });
   window.addEventListener('hashchange', () => {
     if (flashBox.dataset.keep) delete flashBox.dataset.keep;
     else clearFlash();

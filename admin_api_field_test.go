@@ -1,0 +1,44 @@
+package webhooks
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/api"
+)
+
+// TestHandlerErrorNamesTheField: an invalid webhook's 400 names the JSON field at fault, on create and
+// on PATCH, so a form can show the error beside it; an error about no one field names none.
+func TestHandlerErrorNamesTheField(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d, _ := newClockedDispatcher(t, tr, Options{})
+	c := newAPI(t, d)
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "*")
+	u := rc.srv.URL
+	for _, tc := range []struct {
+		method, path, body, field string
+	}{
+		{"POST", "/webhooks", `{"url":"ftp://example.com/x","events":["*"]}`, "url"},
+		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":[]}`, u), "events"},
+		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"],"rate_limit":-1}`, u), "rate_limit"},
+		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"],"description":"a\u0000b"}`, u), "description"},
+		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"],"tenant":"a b"}`, u), "tenant"},
+		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"],"headers":{"webhook-id":"x"}}`, u), "headers"},
+		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"],"filter":{"$nope":1}}`, u), "filter"},
+		{"PATCH", "/webhooks/" + wh.ID, `{"url":"not a url"}`, "url"},
+		{"POST", "/webhooks", `{`, ""},
+	} {
+		r := c.do(tc.method, tc.path, tc.body)
+		require.Equal(t, http.StatusBadRequest, r.status, "%s %s", tc.body, r.body)
+		var e api.ErrorBody
+		require.NoError(t, json.Unmarshal(r.body, &e))
+		assert.Equal(t, tc.field, e.Error.Field, "%s: %s", tc.body, r.body)
+	}
+}

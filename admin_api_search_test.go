@@ -1,0 +1,99 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// searchIDs calls GET /deliveries on h (with a portal token when set) and returns the ids found.
+func searchIDs(t *testing.T, h http.Handler, token, query string) []string {
+	t.Helper()
+	req := httptest.NewRequest("GET", "/deliveries"+query, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(t, http.StatusOK, rec.Code, "%s: %s", query, rec.Body.String())
+	var page struct{ Deliveries []*Delivery }
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &page))
+	ids := []string{}
+	for _, dl := range page.Deliveries {
+		ids = append(ids, dl.ID)
+	}
+	return ids
+}
+
+// TestSearchDeliveries: GET /deliveries finds a delivery by its id and an event's deliveries by the
+// event id, across webhooks, filters by status and event type, newest first; in the portal it finds
+// only the token's tenant's (another tenant's id finds nothing), and the portal has no backlog.
+func TestSearchDeliveries(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{PortalKey: []byte(strings.Repeat("k", 32))})
+	rc := newReceiver(t)
+	ctx := context.Background()
+	mk := func(tenant, events string) *Webhook {
+		wh, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{events}, Tenant: tenant})
+		require.NoError(t, err)
+		return wh
+	}
+	a1, a2, g := mk("acme", "order.*"), mk("acme", "*"), mk("globex", "*")
+	send := func(tenant, id, typ string) {
+		_, err := d.Dispatch(ctx, Event{Tenant: tenant, ID: id, Type: typ})
+		require.NoError(t, err)
+	}
+	send("acme", "ev1", "order.created")
+	time.Sleep(2 * time.Millisecond) // distinct creation times: newest first is checkable
+	send("acme", "ev2", "invoice.paid")
+	send("globex", "ev1", "order.created")
+	find := func(wh *Webhook, ev string) string {
+		dl, err := d.Deliveries().Find(ctx, wh.ID, ev)
+		require.NoError(t, err)
+		return dl.ID
+	}
+	a1ev1, a2ev1, a2ev2, gev1 := find(a1, "ev1"), find(a2, "ev1"), find(a2, "ev2"), find(g, "ev1")
+	token, err := d.PortalToken("acme", time.Hour)
+	require.NoError(t, err)
+	op, portal := d.Handler(), d.Portal()
+
+	assert.Equal(t, []string{a2ev1}, searchIDs(t, op, "", "?id="+a2ev1))
+	assert.ElementsMatch(t, []string{a1ev1, a2ev1, gev1}, searchIDs(t, op, "", "?id=ev1"), "an event id: its delivery to every webhook, every tenant's")
+	assert.Equal(t, gev1, searchIDs(t, op, "", "")[0], "newest first")
+	assert.Equal(t, a2ev2, searchIDs(t, portal, token, "")[0], "newest first")
+	assert.ElementsMatch(t, []string{a2ev2}, searchIDs(t, op, "", "?event_type=invoice.paid"))
+	assert.ElementsMatch(t, []string{a1ev1, a2ev1, a2ev2, gev1}, searchIDs(t, op, "", "?status=success"))
+	assert.Empty(t, searchIDs(t, op, "", "?status=failed"))
+	assert.Len(t, searchIDs(t, op, "", "?limit=1"), 1)
+
+	assert.ElementsMatch(t, []string{a1ev1, a2ev1}, searchIDs(t, portal, token, "?id=ev1"), "the portal: its tenant's only")
+	assert.ElementsMatch(t, []string{a1ev1, a2ev1, a2ev2}, searchIDs(t, portal, token, ""))
+	assert.Empty(t, searchIDs(t, portal, token, "?id="+gev1), "another tenant's delivery id finds nothing")
+	req := httptest.NewRequest("GET", "/deliveries?status=nope", nil)
+	rec := httptest.NewRecorder()
+	op.ServeHTTP(rec, req)
+	assert.Equal(t, http.StatusBadRequest, rec.Code)
+
+	for _, tok := range []string{token, ""} {
+		req := httptest.NewRequest("GET", "/backlog", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		rec := httptest.NewRecorder()
+		portal.ServeHTTP(rec, req)
+		assert.Contains(t, []int{http.StatusNotFound, http.StatusUnauthorized}, rec.Code, "the portal has no backlog (token %q)", tok)
+	}
+	rec = httptest.NewRecorder()
+	op.ServeHTTP(rec, httptest.NewRequest("GET", "/backlog", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	var bl map[string]any
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &bl))
+	assert.Contains(t, bl, "due", fmt.Sprint(bl))
+}

@@ -1,0 +1,161 @@
+// The webhooks UI's delivery pages: an endpoint's deliveries, one delivery, the search across
+// endpoints and the backlog. app.js calls window.webhooksDeliveryPages with its helpers (the same DOM
+// building, API calls and router) and routes to the pages it returns.
+'use strict';
+
+window.webhooksDeliveryPages = function (ui) {
+  const { mode, main, el, api, enc, render, fmtTime, fmtDuration, statusBadge, dl, button, flash, showError, route, APIError, Stale, plain } = ui;
+
+  async function deliveriesPage(id, params) {
+    const status = params.get('status') || '';
+    const cursor = params.get('cursor') || '';
+    const q = new URLSearchParams({ limit: '20' });
+    if (status) q.set('status', status);
+    if (cursor) q.set('cursor', cursor);
+    const [w, page] = await Promise.all([api('GET', '/webhooks/' + enc(id)), api('GET', '/webhooks/' + enc(id) + '/deliveries?' + q)]);
+    const href = (st, cur) => {
+      const p = new URLSearchParams();
+      if (st) p.set('status', st);
+      if (cur) p.set('cursor', cur);
+      const s = p.toString();
+      return '#/webhooks/' + enc(id) + '/deliveries' + (s ? '?' + s : '');
+    };
+    const select = el('select', { id: 'status-filter', name: 'status', onchange: () => { location.hash = href(select.value, ''); } },
+      ['', 'pending', 'success', 'failed'].map((s) => el('option', { value: s, selected: s === status }, s || 'all')));
+    const rows = page.deliveries.map((d) => el('tr', { 'data-id': d.id, 'data-status': d.status },
+      el('td', { 'data-label': 'Created' }, el('a', { href: '#/deliveries/' + enc(d.id) }, fmtTime(d.created_at))),
+      el('td', { 'data-label': 'Event' }, el('code', { text: d.event_type }), el('div', { class: 'muted', text: d.event_id })),
+      el('td', { 'data-label': 'Status' }, statusBadge(d.status)),
+      el('td', { 'data-label': 'Attempts', text: d.attempts }),
+      el('td', { 'data-label': 'Last code', text: d.last_status_code || (d.last_error ? 'error' : '—') }),
+      el('td', { 'data-label': 'Next attempt', text: d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—' })));
+    render('Deliveries',
+      el('p', { class: 'crumbs' }, el('a', { href: '#/webhooks/' + enc(id) }, '← ' + w.url)),
+      el('div', { class: 'bar' }, el('div', { class: 'toolbar' }, el('label', { for: 'status-filter', text: 'Status' }), select),
+        button('Refresh', () => route(), { id: 'refresh' })),
+      page.deliveries.length === 0 ? el('p', { class: 'empty', text: 'No deliveries' + (status ? ' with status ' + status : '') + '.' }) :
+        el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'deliveries' },
+          el('thead', {}, el('tr', {}, ['Created', 'Event', 'Status', 'Attempts', 'Last code', 'Next attempt'].map((h) => el('th', { scope: 'col', text: h })))),
+          el('tbody', {}, rows))),
+      el('nav', { class: 'pager', 'aria-label': 'Pages' },
+        cursor ? el('a', { class: 'button', href: href(status, ''), id: 'newest' }, '« Newest') : null,
+        page.next_cursor ? el('a', { class: 'button', href: href(status, page.next_cursor), id: 'older' }, 'Older »') : null));
+  }
+
+  async function deliveryPage(id) {
+    const d = await api('GET', '/deliveries/' + enc(id));
+    let endpoint = null;
+    try { endpoint = await api('GET', '/webhooks/' + enc(d.webhook_id)); } catch (e) { if (e instanceof Stale) throw e; /* deleted */ }
+    const { payload } = await api('GET', '/deliveries/' + enc(id) + '/payload');
+    const retry = d.status !== 'pending' ? null : button('Retry now', async () => {
+      retry.disabled = true;
+      try {
+        await api('POST', '/deliveries/' + enc(id) + '/retry');
+        flash('The delivery is due now: the next worker sends it.');
+        route();
+      } catch (e) {
+        if (e instanceof APIError && e.status === 409) flash(plain(e.message.replace(/^webhooks: the delivery cannot be retried now: /, '')), 'error');
+        else showError(e);
+      } finally { retry.disabled = false; }
+    }, { id: 'retry-now', class: 'primary' });
+    const redeliver = button('Redeliver', async () => {
+      redeliver.disabled = true;
+      try {
+        const r = await api('POST', '/deliveries/' + enc(id) + '/redeliver');
+        flash(d.status === 'failed' ? 'Redelivered: the delivery is now ' + r.status + '.' : 'Only a failed delivery is sent again; this one is ' + r.status + '.');
+        route();
+      } catch (e) { showError(e); } finally { redeliver.disabled = false; }
+    }, { id: 'redeliver', class: d.status === 'failed' ? 'primary' : '', disabled: d.status !== 'failed',
+      title: d.status === 'failed' ? null : 'Only a failed delivery is sent again' });
+    const attempts = (d.history || []).map((a, i) => el('tr', {},
+      el('td', { 'data-label': '#', text: d.attempts - (d.history.length - 1 - i) }),
+      el('td', { 'data-label': 'At', text: fmtTime(a.at) }),
+      el('td', { 'data-label': 'Status code' }, a.status_code ? el('span', { class: 'status ' + (a.status_code < 300 ? 's-success' : 's-failed'), text: a.status_code }) : '—'),
+      el('td', { 'data-label': 'Duration', text: fmtDuration(a.duration) }),
+      el('td', { 'data-label': 'Error', text: a.error || '—' }),
+      el('td', { 'data-label': 'Response', class: 'resp' }, a.response ? el('pre', { text: a.response }) : '—')));
+    render('Delivery',
+      el('p', { class: 'crumbs' }, el('a', { href: '#/webhooks/' + enc(d.webhook_id) + '/deliveries' }, '← Deliveries')),
+      el('section', { class: 'card' },
+        dl([
+          ['ID', el('code', { id: 'delivery-id', text: d.id })],
+          ['Endpoint', endpoint ? [el('a', { href: '#/webhooks/' + enc(d.webhook_id), id: 'delivery-endpoint' }, endpoint.url), el('div', { class: 'muted', text: d.webhook_id })] : d.webhook_id + ' (deleted)'],
+          ['Event', [el('code', { text: d.event_type }), ' ', el('span', { class: 'muted', text: d.event_id })]],
+          ['Status', el('span', { id: 'delivery-status' }, statusBadge(d.status))],
+          d.order_key && ['Order key', [el('code', { text: d.order_key }), ' ', el('span', { class: 'muted', id: 'delivery-position',
+            text: d.order_position === 0 ? 'head of its key' : d.order_position > 0 ? d.order_position + ' ahead of it' : 'done' })]],
+          ['Attempts', String(d.attempts)],
+          ['Next attempt', d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—'],
+          d.last_error && ['Last error', d.last_error],
+          ['Created', fmtTime(d.created_at)],
+          ['Expires', fmtTime(d.expires_at)],
+        ]),
+        el('div', { class: 'actions' }, retry, redeliver)),
+      el('section', { class: 'card' }, el('h2', { text: 'Payload' }),
+        payload ? el('pre', { id: 'payload', class: 'payload', text: JSON.stringify(payload, null, 2) }) :
+          el('p', { class: 'empty', id: 'payload', text: 'The payload has expired.' })),
+      el('section', { class: 'card' }, el('h2', { text: 'Attempts' }),
+        attempts.length === 0 ? el('p', { class: 'empty', text: 'No attempt yet.' }) :
+          el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'attempts' },
+            el('thead', {}, el('tr', {}, ['#', 'At', 'Status code', 'Duration', 'Error', 'Response'].map((h) => el('th', { scope: 'col', text: h })))),
+            el('tbody', {}, attempts)))));
+  }
+
+  // searchPage is the deliveries of every endpoint in view, found by delivery or event id, status and
+  // event type.
+  async function searchPage(params) {
+    const q = new URLSearchParams({ limit: '50' });
+    for (const k of ['id', 'status', 'event_type']) if (params.get(k)) q.set(k, params.get(k));
+    const [{ webhooks }, { deliveries }] = await Promise.all([api('GET', '/webhooks'), api('GET', '/deliveries?' + q)]);
+    const urls = Object.fromEntries(webhooks.map((w) => [w.id, w.url]));
+    const id = el('input', { id: 'search-id', name: 'id', value: params.get('id') || '', placeholder: 'dlv_… or an event id', size: 28 });
+    const status = el('select', { id: 'search-status', name: 'status' },
+      ['', 'pending', 'success', 'failed'].map((v) => el('option', { value: v, selected: v === (params.get('status') || '') }, v || 'any status')));
+    const types = [...new Set(webhooks.flatMap((w) => w.events || []).filter((e) => !e.includes('*')))].sort();
+    const type = el('input', { id: 'search-type', name: 'event_type', value: params.get('event_type') || '', placeholder: 'any event type', list: 'event-types', size: 18 });
+    const form = el('form', {
+      class: 'toolbar', role: 'search', id: 'search-form', onsubmit: (ev) => {
+        ev.preventDefault();
+        const p = new URLSearchParams();
+        if (id.value.trim()) p.set('id', id.value.trim());
+        if (status.value) p.set('status', status.value);
+        if (type.value.trim()) p.set('event_type', type.value.trim());
+        location.hash = '#/deliveries' + (p.toString() ? '?' + p : '');
+      },
+    }, el('label', { for: 'search-id', text: 'Delivery or event id' }), id, el('label', { for: 'search-status', text: 'Status' }), status,
+    el('label', { for: 'search-type', text: 'Event type' }), type, el('datalist', { id: 'event-types' }, types.map((t) => el('option', { value: t }))),
+    el('button', { type: 'submit', id: 'search' }, 'Search'));
+    const rows = deliveries.map((d) => el('tr', { 'data-id': d.id, 'data-status': d.status },
+      el('td', { 'data-label': 'Created' }, el('a', { href: '#/deliveries/' + enc(d.id) }, fmtTime(d.created_at))),
+      el('td', { 'data-label': 'Endpoint', class: 'url' }, el('a', { href: '#/webhooks/' + enc(d.webhook_id) }, urls[d.webhook_id] || d.webhook_id)),
+      el('td', { 'data-label': 'Event' }, el('code', { text: d.event_type }), el('div', { class: 'muted', text: d.event_id })),
+      el('td', { 'data-label': 'Status' }, statusBadge(d.status)),
+      el('td', { 'data-label': 'Attempts', text: d.attempts }),
+      el('td', { 'data-label': 'Last code', text: d.last_status_code || (d.last_error ? 'error' : '—') })));
+    render('Deliveries', el('div', { class: 'bar' }, form),
+      deliveries.length === 0 ? el('p', { class: 'empty', id: 'no-deliveries', text: 'No delivery matches.' }) :
+        el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'all-deliveries' },
+          el('thead', {}, el('tr', {}, ['Created', 'Endpoint', 'Event', 'Status', 'Attempts', 'Last code'].map((h) => el('th', { scope: 'col', text: h })))),
+          el('tbody', {}, rows))),
+      el('p', { class: 'muted', text: 'Without an id, the newest 50 deliveries of each endpoint are searched.' }));
+  }
+
+  // backlogPage is the delivery backlog (operator only).
+  async function backlogPage() {
+    const b = await api('GET', '/backlog');
+    const age = b.oldest_due_age_ms >= 1000 ? (b.oldest_due_age_ms / 1000).toFixed(1) + ' s' : b.oldest_due_age_ms + ' ms';
+    render('Backlog',
+      el('section', { class: 'card', id: 'backlog' }, dl([
+        ['Due now, waiting for a worker', el('strong', { id: 'backlog-due', text: String(b.due) })],
+        ['Scheduled (a retry, or a paused endpoint\'s next try)', el('span', { id: 'backlog-scheduled', text: String(b.scheduled) })],
+        ['In flight', String(b.leased)],
+        ['Oldest due', b.due ? fmtTime(b.oldest_due_at) + ' (' + age + ' behind)' : 'nothing is due'],
+        ['Paused endpoints (open circuits)', el('span', { id: 'backlog-open', text: String(b.open_circuits) })],
+        ['Queues holding deliveries', String(b.webhooks)],
+        ['Counted at', fmtTime(b.at)],
+        b.truncated && ['Note', 'Some shards had more to count than the bounds allow: these are lower bounds.'],
+      ]), el('div', { class: 'actions' }, button('Refresh', () => route(), { id: 'refresh' }))));
+  }
+
+  return { deliveriesPage, deliveryPage, searchPage, backlogPage };
+};

@@ -1,0 +1,53 @@
+// The webhooks UI's words for the API's values: times in UTC with their zone, durations down to
+// microseconds, success as counts, the circuit breaker as a customer reads it. No DOM here; app.js
+// uses these through window.webhooksFormat.
+'use strict';
+
+(function () {
+  const pad = (n) => String(n).padStart(2, '0');
+  // clock is a date's time of day in UTC, "12:40:05 UTC".
+  function clock(d) { return pad(d.getUTCHours()) + ':' + pad(d.getUTCMinutes()) + ':' + pad(d.getUTCSeconds()) + ' UTC'; }
+  // time is an RFC 3339 string as "2026-12-03 12:40:05 UTC" ("—" for none).
+  function time(s) {
+    if (!s) return '—';
+    const d = new Date(s);
+    if (isNaN(d)) return String(s);
+    return d.getUTCFullYear() + '-' + pad(d.getUTCMonth() + 1) + '-' + pad(d.getUTCDate()) + ' ' + clock(d);
+  }
+  // soon is a time as its clock when it is today (UTC), else in full.
+  function soon(s) {
+    const d = new Date(s);
+    if (isNaN(d)) return time(s);
+    return d.toISOString().slice(0, 10) === new Date().toISOString().slice(0, 10) ? clock(d) : time(s);
+  }
+  // duration is nanoseconds in the unit that reads best: "830 ns", "47 µs", "3.2 ms", "120 ms", "1.50 s".
+  function duration(ns) {
+    if (ns === undefined || ns === null || isNaN(ns)) return '—';
+    if (ns < 1e3) return Math.round(ns) + ' ns';
+    if (ns < 1e6) return Math.round(ns / 1e3) + ' µs';
+    if (ns < 1e9) { const ms = ns / 1e6; return ms.toFixed(ms < 10 ? 1 : 0) + ' ms'; }
+    return (ns / 1e9).toFixed(2) + ' s';
+  }
+  // success is the hourly stats' attempts as "5 of 7 succeeded (71 %)", "0 of 7 succeeded", "no attempts".
+  function success(hours) {
+    let ok = 0, all = 0;
+    for (const h of hours || []) { ok += h.success; all += h.success + h.failed; }
+    if (!all) return 'no attempts';
+    const pct = ok > 0 && ok < all ? ' (' + Math.min(99, Math.max(1, Math.round(100 * ok / all))) + ' %)' : '';
+    return ok + ' of ' + all + ' succeeded' + pct;
+  }
+  const plural = (n, one) => n + ' ' + one + (n === 1 ? '' : 's');
+  // circuit is the circuit breaker in words: { text, tone } with tone ok, warn or bad.
+  function circuit(h) {
+    const n = h.consecutive_failures || 0;
+    if (h.state === 'closed') {
+      return n ? { text: 'delivering · ' + plural(n, 'recent failure'), tone: 'warn' } : { text: 'delivering', tone: 'ok' };
+    }
+    const paused = 'paused after ' + plural(n, 'failure');
+    if (h.state === 'probing') return { text: paused + ', trying again now', tone: 'warn' };
+    const at = h.open_until ? new Date(h.open_until) : null;
+    if (!at || at <= new Date()) return { text: paused + ', next try any moment', tone: 'bad' };
+    return { text: paused + ', next try ' + soon(h.open_until), tone: 'bad' };
+  }
+  window.webhooksFormat = { time, clock, soon, duration, success, circuit };
+})();

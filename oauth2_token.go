@@ -1,0 +1,207 @@
+package webhooks
+
+// OAuth2 client-credentials tokens, fetched by one replica at a time and shared by all through Redis.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/internal/sealed"
+)
+
+const (
+	// defaultTokenLife is the life of a token whose response gives no expires_in.
+	defaultTokenLife = 5 * time.Minute
+	// maxTokenLife bounds how long a token is cached, whatever its expires_in.
+	maxTokenLife = 24 * time.Hour
+	// maxTokenMargin bounds how long before its expiry a token stops being used.
+	maxTokenMargin = time.Minute
+	// tokenPoll is how often a replica waiting for another's fetch reads the token again.
+	tokenPoll = 20 * time.Millisecond
+	// maxTokenResponse bounds the token endpoint's response read.
+	maxTokenResponse = 64 << 10
+)
+
+// tokenKey is the webhook's cached OAuth2 token: "<expiry ms> <credentials fingerprint> <token>",
+// sealed when Options.SecretKeys is set.
+func (k keyspace) tokenKey(webhookID string) string {
+	return "{" + k.prefix + ":oauth:" + webhookID + "}"
+}
+
+// tokenLockKey is held (a random token, SET NX PX) by the one replica fetching the webhook's token.
+func (k keyspace) tokenLockKey(webhookID string) string { return k.tokenKey(webhookID) + ":lock" }
+
+// delIfEqualScript deletes a key only if it holds the given value: a lock released by its holder only,
+// a token dropped only if no replica has replaced it meanwhile.
+//
+// KEYS[1] -> the key ({P:oauth:<webhook_id>} or its :lock)
+// ARGV[1] -> the value it must hold
+// returns 1 when deleted, else 0
+var delIfEqualScript = redis.NewScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+`)
+
+// tokenStore fetches and caches OAuth2 tokens.
+type tokenStore struct {
+	d    *Dispatcher
+	ring *sealed.Ring
+}
+
+// cachedToken is a token as read from Redis, with the stored value it was read from.
+type cachedToken struct {
+	token string
+	raw   string
+}
+
+// get returns the webhook's token: the cached one while it is valid, else one fetched by this replica
+// under the lock, or by another that holds it (read again until it appears, within Options.Timeout).
+func (s *tokenStore) get(ctx context.Context, wh *storedWebhook) (cachedToken, error) {
+	rdb, keys := s.d.rdb, s.d.keys
+	deadline := time.Now().Add(s.d.opts.Timeout)
+	for {
+		tok, ok, err := s.cached(ctx, wh)
+		if err != nil || ok {
+			return tok, err
+		}
+		lock := randomHex(8)
+		won, err := rdb.SetNX(ctx, keys.tokenLockKey(wh.ID), lock, s.d.opts.Timeout).Result()
+		if err != nil {
+			return cachedToken{}, fmt.Errorf("oauth2 token lock: %w", err)
+		}
+		if won {
+			tok, err := s.fetchLocked(ctx, wh)
+			_ = delIfEqualScript.Run(context.WithoutCancel(ctx), rdb, []string{keys.tokenLockKey(wh.ID)}, lock).Err()
+			return tok, err
+		}
+		if time.Now().After(deadline) {
+			return cachedToken{}, errors.New("oauth2 token: another replica's fetch did not end in time")
+		}
+		select {
+		case <-ctx.Done():
+			return cachedToken{}, ctx.Err()
+		case <-time.After(tokenPoll):
+		}
+	}
+}
+
+// fetchLocked fetches the token under the lock, unless a replica stored one just before it was taken.
+func (s *tokenStore) fetchLocked(ctx context.Context, wh *storedWebhook) (cachedToken, error) {
+	if tok, ok, err := s.cached(ctx, wh); err != nil || ok {
+		return tok, err
+	}
+	token, life, err := s.fetch(ctx, wh.Auth.OAuth2)
+	if err != nil {
+		return cachedToken{}, err
+	}
+	ttl := life - min(life/10, maxTokenMargin)
+	plain := strconv.FormatInt(s.d.now().Add(ttl).UnixMilli(), 10) + " " + fingerprint(wh.Auth.OAuth2) + " " + token
+	raw, err := s.ring.Seal(plain, "oauth/"+wh.ID)
+	if err != nil {
+		return cachedToken{}, err
+	}
+	if err := s.d.rdb.Set(ctx, s.d.keys.tokenKey(wh.ID), raw, ttl).Err(); err != nil {
+		return cachedToken{}, fmt.Errorf("oauth2 token store: %w", err)
+	}
+	return cachedToken{token: token, raw: raw}, nil
+}
+
+// cached reads the webhook's token; ok is false when none is stored, it has expired, it was fetched
+// with other credentials, or it is sealed under a key no longer configured.
+func (s *tokenStore) cached(ctx context.Context, wh *storedWebhook) (cachedToken, bool, error) {
+	raw, err := s.d.rdb.Get(ctx, s.d.keys.tokenKey(wh.ID)).Result()
+	if errors.Is(err, redis.Nil) {
+		return cachedToken{}, false, nil
+	}
+	if err != nil {
+		return cachedToken{}, false, fmt.Errorf("oauth2 token read: %w", err)
+	}
+	plain, err := s.ring.Open(raw, "oauth/"+wh.ID)
+	if err != nil { // sealed under a key since dropped: a cache, so fetched again
+		return cachedToken{}, false, nil
+	}
+	exp, rest, _ := strings.Cut(plain, " ")
+	fp, token, _ := strings.Cut(rest, " ")
+	ms, _ := strconv.ParseInt(exp, 10, 64)
+	if token == "" || fp != fingerprint(wh.Auth.OAuth2) || s.d.now().UnixMilli() >= ms {
+		return cachedToken{}, false, nil
+	}
+	return cachedToken{token: token, raw: raw}, true, nil
+}
+
+// drop removes a token the endpoint refused, unless another replica has already replaced it.
+func (s *tokenStore) drop(ctx context.Context, wh *storedWebhook, tok cachedToken) error {
+	if err := delIfEqualScript.Run(ctx, s.d.rdb, []string{s.d.keys.tokenKey(wh.ID)}, tok.raw).Err(); err != nil {
+		return fmt.Errorf("oauth2 token drop: %w", err)
+	}
+	return nil
+}
+
+// fingerprint names the credentials a token was fetched with, so a token outlives no change of them.
+func fingerprint(o *OAuth2ClientCredentials) string {
+	sum := sha256.Sum256([]byte(strings.Join([]string{o.TokenURL, o.ClientID, o.ClientSecret,
+		strings.Join(o.Scopes, " "), o.Audience}, "\x00")))
+	return hex.EncodeToString(sum[:8])
+}
+
+// fetch runs the client-credentials grant through the guarded client: the client authenticates with
+// HTTP basic (RFC 6749 §2.3.1). Errors name the status, never a credential.
+func (s *tokenStore) fetch(ctx context.Context, o *OAuth2ClientCredentials) (string, time.Duration, error) {
+	form := url.Values{"grant_type": {"client_credentials"}}
+	if len(o.Scopes) > 0 {
+		form.Set("scope", strings.Join(o.Scopes, " "))
+	}
+	if o.Audience != "" {
+		form.Set("audience", o.Audience)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, o.TokenURL, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", 0, errors.New("oauth2 token: bad token URL")
+	}
+	req.Header["Content-Type"], req.Header["Accept"] = []string{"application/x-www-form-urlencoded"}, []string{"application/json"}
+	req.Header["User-Agent"] = []string{userAgent}
+	req.SetBasicAuth(url.QueryEscape(o.ClientID), url.QueryEscape(o.ClientSecret))
+	resp, err := s.d.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
+		return "", 0, fmt.Errorf("oauth2 token: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", 0, fmt.Errorf("oauth2 token: the token endpoint answered HTTP %d", resp.StatusCode)
+	}
+	var body struct {
+		AccessToken string `json:"access_token"`
+		TokenType   string `json:"token_type"`
+		ExpiresIn   int64  `json:"expires_in"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, maxTokenResponse)).Decode(&body); err != nil {
+		return "", 0, errors.New("oauth2 token: the token endpoint's answer is not a token response")
+	}
+	switch {
+	case body.AccessToken == "" || strings.ContainsAny(body.AccessToken, " \t\r\n"):
+		return "", 0, errors.New("oauth2 token: the token endpoint gave no usable access_token")
+	case body.TokenType != "" && !strings.EqualFold(body.TokenType, "bearer"):
+		return "", 0, fmt.Errorf("oauth2 token: token_type %.40q is not bearer", body.TokenType)
+	}
+	life := defaultTokenLife
+	if body.ExpiresIn > 0 {
+		life = min(time.Duration(min(body.ExpiresIn, int64(maxTokenLife/time.Second)))*time.Second, maxTokenLife)
+	}
+	return body.AccessToken, life, nil
+}

@@ -1,0 +1,125 @@
+package openapitest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks"
+)
+
+// exercise calls every operation of the document c checks, with answers of success and of error.
+func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, operator bool) {
+	ctx := context.Background()
+	tenant := ""
+	if operator {
+		tenant = `,"tenant":"acme"`
+	}
+	code, wh := c.call("POST", "/webhooks", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["order.*"],"headers":{"X-Key":"v"},"filter":{"data.n":{"$gte":1}}%s}`, rcURL+"/ok", tenant))
+	require.Equal(t, 201, code)
+	id := wh["id"].(string)
+	code, bad := c.call("POST", "/webhooks", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["order.*"]%s}`, rcURL+"/fail", tenant))
+	require.Equal(t, 201, code)
+	badID := bad["id"].(string)
+	c.call("POST", "/webhooks", "/webhooks", `{"url":"not a url"}`)
+	c.call("POST", "/webhooks", "/webhooks", `{`)
+	c.call("GET", "/webhooks", "/webhooks", "")
+	c.call("GET", "/webhooks", "/webhooks?tenant=acme", "")
+	W := "/webhooks/{id}"
+	c.call("GET", W, "/webhooks/"+id, "")
+	c.call("GET", W, "/webhooks/nope", "")
+	c.call("PATCH", W, "/webhooks/"+id, `{"description":"orders","rate_limit":10}`)
+	c.call("PATCH", W, "/webhooks/"+id, `{"events":"x"}`)
+	code, _ = c.call("POST", W+"/test", "/webhooks/"+id+"/test", "")
+	assert.Contains(t, []int{201, 202}, code)
+	c.call("POST", W+"/rotate-secret", "/webhooks/"+id+"/rotate-secret", `{"grace_seconds":60}`)
+	c.call("POST", W+"/rotate-secret", "/webhooks/"+id+"/rotate-secret", `{"grace_seconds":-1}`)
+	c.call("GET", W+"/secret", "/webhooks/"+id+"/secret", "")
+
+	// deliveries: one success, one that fails for good (retries exhausted)
+	_, err := d.Dispatch(ctx, webhooks.Event{ID: "ev-ok", Type: "order.created", Tenant: "acme", Data: json.RawMessage(`{"n":2}`)})
+	require.NoError(t, err)
+	_, err = d.Dispatch(ctx, webhooks.Event{ID: "ev-bad", Type: "order.created", Tenant: "acme", Data: json.RawMessage(`{"n":2}`)})
+	require.NoError(t, err)
+	_, err = d.Dispatch(ctx, webhooks.Event{ID: "ev-bad2", Type: "order.created", Tenant: "acme", Data: json.RawMessage(`{"n":2}`)})
+	require.NoError(t, err)
+	_, pageBody := c.call("GET", W+"/deliveries", "/webhooks/"+id+"/deliveries?limit=1", "")
+	c.call("GET", W+"/deliveries", "/webhooks/"+badID+"/deliveries?status=failed", "")
+	_, badPage := c.call("GET", W+"/deliveries", "/webhooks/"+badID+"/deliveries", "")
+	badList := badPage["deliveries"].([]any)
+	require.NotEmpty(t, badList)
+	c.call("GET", "/deliveries/{id}", "/deliveries/"+badList[0].(map[string]any)["id"].(string), "")
+	c.call("GET", W+"/deliveries", "/webhooks/"+id+"/deliveries?status=nope", "")
+	list := pageBody["deliveries"].([]any)
+	require.NotEmpty(t, list)
+	dlID := list[0].(map[string]any)["id"].(string)
+	c.call("GET", "/deliveries/{id}", "/deliveries/"+dlID, "")
+	c.call("GET", "/deliveries/{id}", "/deliveries/nope", "")
+	_, found := c.call("GET", "/deliveries", "/deliveries?id="+dlID, "")
+	assert.Len(t, found["deliveries"], 1, "a search by delivery id")
+	_, found = c.call("GET", "/deliveries", "/deliveries?id=ev-bad", "")
+	assert.Len(t, found["deliveries"], 2, "a search by event id: its delivery to each webhook")
+	_, found = c.call("GET", "/deliveries", "/deliveries?status=pending&event_type=order.created&limit=10", "")
+	assert.NotEmpty(t, found["deliveries"])
+	c.call("GET", "/deliveries", "/deliveries?status=nope", "")
+	if operator {
+		c.call("GET", "/backlog", "/backlog", "")
+	}
+	c.call("GET", "/deliveries/{id}/payload", "/deliveries/"+dlID+"/payload", "")
+	// a delivery that failed once, to a webhook whose circuit is closed, waits for its retry: retry it now
+	code, once := c.call("POST", "/webhooks", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["retry.*"]%s}`, rcURL+"/fail", tenant))
+	require.Equal(t, 201, code)
+	_, err = d.Dispatch(ctx, webhooks.Event{ID: "ev-retry", Type: "retry.me", Tenant: "acme"})
+	require.NoError(t, err)
+	_, found = c.call("GET", "/deliveries", "/deliveries?id=ev-retry", "")
+	require.Len(t, found["deliveries"], 1)
+	retryID := found["deliveries"].([]any)[0].(map[string]any)["id"].(string)
+	code, _ = c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+retryID+"/retry", "")
+	assert.Equal(t, 200, code, "webhook %v", once["id"])
+	c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+badList[1].(map[string]any)["id"].(string)+"/retry", "") // paused: 409
+	c.call("POST", "/deliveries/{id}/redeliver", "/deliveries/"+dlID+"/redeliver", "")
+	since := url.QueryEscape(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
+	c.call("POST", W+"/recover", "/webhooks/"+badID+"/recover?since="+since, "")
+	c.call("POST", W+"/recover", "/webhooks/"+badID+"/recover", "")
+	replaySince := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	c.call("POST", W+"/replay", "/webhooks/"+id+"/replay", `{"since":"`+replaySince+`"}`)
+	c.call("POST", W+"/replay", "/webhooks/"+id+"/replay", `{"since":"yesterday"}`)
+	c.call("POST", W+"/replay", "/webhooks/nope/replay", `{"since":"`+replaySince+`"}`)
+	c.call("GET", W+"/health", "/webhooks/"+badID+"/health", "")
+	c.call("GET", W+"/health", "/webhooks/"+id+"/health", "")
+	c.call("GET", W+"/stats", "/webhooks/"+id+"/stats", "")
+	c.call("GET", "/openapi.json", "/openapi.json", "")
+	c.call("DELETE", W, "/webhooks/"+badID, "")
+	c.call("DELETE", W, "/webhooks/"+badID, "")
+}
+
+// TestAnswersMatchTheDocument: every answer of every operation, on Handler and Portal, is documented
+// (its status) and valid against the document's schema; every operation answered with success once.
+func TestAnswersMatchTheDocument(t *testing.T) {
+	t.Parallel()
+	rc := receiver(t)
+	for _, portal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("portal=%t", portal), func(t *testing.T) {
+			t.Parallel()
+			d := newDispatcher(t)
+			var c *checker
+			if portal {
+				token, err := d.PortalToken("acme", time.Hour)
+				require.NoError(t, err)
+				c = newChecker(t, d.Portal(), token)
+			} else {
+				c = newChecker(t, d.Handler(), "")
+			}
+			exercise(t, c, d, rc.URL, !portal)
+			for _, op := range c.operations() {
+				assert.True(t, c.seen[op], "%s was not answered with success", op)
+			}
+		})
+	}
+}

@@ -1,0 +1,100 @@
+package webhooks
+
+// Retry now: a pending delivery's next attempt moved to now, and the payload of a delivery, for the
+// admin API (Handler lists the routes).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// retryNowScript makes a pending delivery that waits for a retry due now: its schedule entry (only if
+// it has one: a delivery held back, e.g. behind an earlier one of its order key, stays held) and its
+// webhook in the shard's schedule. A delivery that is not pending, or in flight, is left as it is.
+//
+// KEYS[1] -> {P:s}:rec:<h>
+// KEYS[2] -> {P:s}:ready
+// KEYS[3] -> {P:s}:q:<webhook_id>
+// ARGV[1] -> now (ms)
+// ARGV[2] -> delivery id
+// ARGV[3] -> webhook id
+// returns retryGone, retryNotPending, retryInFlight, retryNotQueued or retryDue
+var retryNowScript = redis.NewScript(`
+local rec = redis.call('GET', KEYS[1])
+if not rec then return ` + fmt.Sprint(retryGone) + ` end
+if string.sub(rec, 18, 18) ~= '` + string(rune(statusPending)) + `' then return ` + fmt.Sprint(retryNotPending) + ` end
+if string.sub(rec, 17, 17) == '` + string(rune(leaseHeld)) + `' then return ` + fmt.Sprint(retryInFlight) + ` end
+if redis.call('ZADD', KEYS[3], 'XX', 'CH', ARGV[1], ARGV[2]) == 0 and not redis.call('ZSCORE', KEYS[3], ARGV[2]) then
+  return ` + fmt.Sprint(retryNotQueued) + `
+end
+redis.call('ZADD', KEYS[2], 'LT', ARGV[1], ARGV[3])
+return ` + fmt.Sprint(retryDue) + `
+`)
+
+// retryNowScript's replies.
+const (
+	retryGone = iota
+	retryNotPending
+	retryInFlight
+	retryNotQueued
+	retryDue
+)
+
+// errNotRetryable is a retry-now of a delivery that cannot be made due now.
+var errNotRetryable = errors.New("webhooks: the delivery cannot be retried now")
+
+// retryNow makes a pending delivery due now, for the next worker to attempt. A delivery that is not
+// pending, in flight, held back, or whose webhook's circuit is open (a probe decides) is refused with
+// an error wrapping errNotRetryable.
+func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
+	h, err := d.webhooks.Health(ctx, rec.WebhookID)
+	if err != nil {
+		return err
+	}
+	if h.State != CircuitClosed {
+		return fmt.Errorf("%w: the endpoint is paused (its circuit is open); its next try is a probe", errNotRetryable)
+	}
+	shard, err := d.keys.shardOfDelivery(rec.ID)
+	if err != nil {
+		return fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
+	}
+	keys := []string{d.keys.deliveryKey(shard, rec.ID), d.keys.readyKey(shard), d.keys.queueKey(shard, rec.WebhookID)}
+	n, err := retryNowScript.Run(ctx, d.rdb, keys, d.now().UnixMilli(), rec.ID, rec.WebhookID).Int()
+	if err != nil {
+		return fmt.Errorf("webhooks: retry %s: %w", rec.ID, err)
+	}
+	switch n {
+	case retryGone:
+		return fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
+	case retryNotPending:
+		return fmt.Errorf("%w: only a pending delivery is retried now (Redeliver sends a failed one again)", errNotRetryable)
+	case retryInFlight:
+		return fmt.Errorf("%w: an attempt is in flight", errNotRetryable)
+	case retryNotQueued:
+		return fmt.Errorf("%w: it waits for an earlier delivery", errNotRetryable)
+	}
+	return nil
+}
+
+// payload is the body a delivery sends ({"id", "type", "timestamp", "data"}), or nil once it expired.
+func (d *Dispatcher) payload(ctx context.Context, rec *Delivery, tenant string) ([]byte, error) {
+	shard, err := d.keys.shardOfDelivery(rec.ID)
+	if err != nil {
+		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
+	}
+	key := d.keys.eventKey(shard, scopedEventID(tenant, rec.EventID))
+	if rec.OrderKey != "" {
+		key = d.keys.orderedEventKey(shard, scopedEventID(tenant, rec.EventID))
+	}
+	stored, err := d.rdb.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return eventBody(stored), nil
+}
