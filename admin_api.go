@@ -61,6 +61,10 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	POST   /webhooks/{id}/recover        Recover, ?since=T&until=T&limit=N (RFC 3339; since required, until
 //	                                     default now; limit 1 or more, default 100, at most 1000)
 //	                                     -> 200, {"redelivered": n}
+//	POST   /webhooks/{id}/replay         ReplayMissingPage, body {"since": T, "cursor": C} (RFC 3339; cursor
+//	                                     optional: the next_cursor of the previous answer) -> 200,
+//	                                     {"scheduled": n, "next_cursor": C}, no next_cursor once complete;
+//	                                     400 without Options.ReplayIndex
 //	GET    /webhooks/{id}/secret         -> 200, {"secret": S, "public_key": K}: the signing secret (and,
 //	                                     for an ed25519 webhook, the key receivers verify with)
 //	GET    /webhooks/{id}/health         Health -> 200, the circuit: {state, consecutive_failures, ...}
@@ -118,7 +122,8 @@ func (adminBackend) Classify(err error) api.Kind {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return api.KindNotFound
-	case errors.Is(err, errBadRequest), errors.Is(err, ErrInvalidWebhook), errors.Is(err, ErrInvalidQuery):
+	case errors.Is(err, errBadRequest), errors.Is(err, ErrInvalidWebhook), errors.Is(err, ErrInvalidQuery),
+		errors.Is(err, ErrReplayIndexOff):
 		return api.KindBadRequest
 	case errors.Is(err, ErrConflict):
 		return api.KindConflict

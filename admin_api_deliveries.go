@@ -96,6 +96,14 @@ func (b adminBackend) Redeliver(ctx context.Context, s api.Scope, id string) ([]
 	return deferredAnswer(b.d.Redeliver(ctx, id))
 }
 
+func (b adminBackend) Replay(ctx context.Context, s api.Scope, id string, since time.Time, cursor string) (int, string, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return 0, "", err
+	}
+	p, err := b.d.ReplayMissingPage(ctx, id, since, cursor)
+	return p.Scheduled, p.Next, err
+}
+
 func (b adminBackend) RetryNow(ctx context.Context, s api.Scope, id string) ([]byte, error) {
 	if _, err := b.delivery(ctx, s, id); err != nil {
 		return nil, err

@@ -39,12 +39,14 @@ import (
 // ARGV[6i-2] .. ARGV[6i+3] (i = 1..n) -> target i's delivery id, its hash (the id's last 12 bytes,
 // raw), its new record, when it is due (ms), its webhook id, 1 if leased for an inline attempt (else 0)
 // ARGV[3+6n+i] -> 1 if target i's index key's TTL is to be checked (else it was set lately: indexTTLs)
+// KEYS[3n+4] -> {P:s}:tevents:<tenant>  the tenant's replay index in the shard (replay_index.go)
+// ARGV[4+7n], ARGV[5+7n] -> replayOff, replayAdd or replayPrune; the event's id (unscoped)
 // returns {claimConflict} when the event stored under this id has another fingerprint (nothing is
 // written); else {event stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated when
 // this call created the delivery, or the existing record
 var claimScript = redis.NewScript(indexFunction + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-local n = (#KEYS - 3) / 3
+local n = (#KEYS - 4) / 3
 local stored = redis.call('GET', KEYS[1])
 if stored and string.byte(stored, 1) == 0 then return redis.error_reply('` + orderConflictReply + `') end
 if stored and string.byte(stored, 1) == 1 and string.sub(stored, 2, ` + strconv.Itoa(1+fingerprintLen) + `) ~= string.sub(ARGV[3], 2, ` + strconv.Itoa(1+fingerprintLen) + `) then
@@ -78,7 +80,16 @@ for i = 1, n do
     appended[#appended + 1] = {KEYS[3 * i + 2], id}
   end
 end
-storeEvent(KEYS[1], stored, ARGV[3], retention, fresh, reply)
+local replay = ARGV[4 + 7 * n]
+local indexed = replay ~= '` + replayOff + `'
+-- The replay index: one entry per event, written when its body is first stored.
+if storeEvent(KEYS[1], stored, ARGV[3], retention, fresh > 0 or (indexed and not stored), reply) and indexed then
+  redis.call('ZADD', KEYS[#KEYS], now, ARGV[5 + 7 * n])
+end
+if replay == '` + replayPrune + `' then
+  redis.call('ZREMRANGEBYSCORE', KEYS[#KEYS], '-inf', '(' .. (now - retention))
+  extend(KEYS[#KEYS], retention, math.floor(retention / 64))
+end
 for i = 1, n do
   if created[i] then
     local id, due, wid = ARGV[6 * i - 2], ARGV[6 * i + 1], ARGV[6 * i + 2]
@@ -124,18 +135,20 @@ local function index(key, now, retention, hash, expiry, ext)
 end
 ` + luaStoreEvent
 
-// luaStoreEvent is storeEvent(key, stored, value, retention, fresh, reply): once a claim created (or
-// recognised as its own) at least one pair (fresh > 0), the event is stored under key for a retention
-// unless it was (stored: then reply[1] is it, and the key lives at least a retention more).
+// luaStoreEvent is storeEvent(key, stored, value, retention, keep, reply): when keep (the claim created,
+// or recognised as its own, at least one pair; or the replay index wants every event), the event is
+// stored under key for a retention unless it was (stored: then reply[1] is it, and the key lives at
+// least a retention more). It returns true when it stored the event now.
 const luaStoreEvent = `
-local function storeEvent(key, stored, value, retention, fresh, reply)
-  if fresh == 0 then return end
+local function storeEvent(key, stored, value, retention, keep, reply)
+  if not keep then return false end
   if stored then
     reply[1] = stored
     extend(key, retention, 0)
-  else
-    redis.call('SET', key, value, 'PX', retention)
+    return false
   end
+  redis.call('SET', key, value, 'PX', retention)
+  return true
 end
 `
 
@@ -143,11 +156,14 @@ end
 // earlier or nil, then per record claimCreated or the existing record}. A reply lost in transport is
 // asked for again: the script recognises its own run and reports the pairs it created as created.
 func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
-	keys := make([]string, 3, 3+3*len(recs))
+	keys := make([]string, 3, 4+3*len(recs))
 	keys[0], keys[1], keys[2] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard), d.keys.inlineKey(shard)
-	args := make([]any, 3, 3+7*len(recs))
-	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
+	args := make([]any, 3, 5+7*len(recs))
 	now := d.now()
+	args[0], args[1], args[2] = now.UnixMilli(), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
+	if len(recs) > 0 {
+		args[0] = unixMilli(recs[0].CreatedAt)
+	}
 	checks := make([]any, len(recs))
 	for i, r := range recs {
 		index := d.keys.indexKey(shard, r.WebhookID)
@@ -156,6 +172,8 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	args = append(args, checks...)
+	replayKey, mode, id := d.replayIndexArgs(shard, eventID, now)
+	keys, args = append(keys, replayKey), append(args, mode, id)
 	reply, err := d.runClaim(ctx, claimScript, eventID, len(recs), keys, args)
 	if err != nil {
 		return nil, err
@@ -164,6 +182,9 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 		if c == 1 {
 			d.indexTTLs.checked(keys[3+3*i+1], now)
 		}
+	}
+	if mode == replayPrune {
+		d.indexTTLs.checked(replayKey, now)
 	}
 	return reply, nil
 }

@@ -21,6 +21,10 @@ package webhooks
 //	                                               Dispatch for its inline attempt (inline.go)
 //	{P:s}:list:<webhook_id>                stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
 //	                                               its creation or Redeliver; trimmed on write, TTL ≥ newest entry
+//	{P:s}:tevents                          zset    event id -> accepted (ms): the replay index of the events of no tenant
+//	                                               (Options.ReplayIndex; replay_index.go); pruned to Retention on write,
+//	                                               TTL ≥ newest entry
+//	{P:s}:tevents:<tenant>                 zset    the same for one tenant's events
 //	{P:s}:hourly:<webhook_id>              hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
 //	                                               successes/failures in hour h (Unix hours; hourly.go); written by
 //	                                               the outcome script; TTL 25 h from the first count of its newest hour

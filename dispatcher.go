@@ -179,6 +179,9 @@ func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bo
 	if err != nil {
 		return nil, err
 	}
+	if len(targets) == 0 && d.opts.ReplayIndex && evt.OrderKey == "" {
+		return nil, d.storeForReplay(ctx, evt, body) // for a webhook that replays it later
+	}
 	results := d.claimAndAttempt(ctx, evt.Tenant, evt.ID, evt.Type, evt.OrderKey, body, targets, inline)
 	for _, r := range results {
 		if errors.Is(r.Err, ErrEventConflict) {

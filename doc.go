@@ -27,7 +27,8 @@
 //     never sends it again; only Redeliver does, and concurrent Redeliver calls reset it once.
 //   - Claim and record live and die together: the claim is the record, one key with the expiry
 //     Options.Retention, which Redeliver extends. The event body lives exactly as long as its
-//     longest-lived record; a schedule entry whose record has expired is dropped by the worker; the
+//     longest-lived record (with Options.ReplayIndex, at least Retention, for ReplayMissing, whose
+//     index of events is pruned to Retention as it is written); a schedule entry whose record has expired is dropped by the worker; the
 //     per-webhook index keys expire with their newest record and trim entries older than a retention
 //     whenever they are written, and listings skip expired entries. No key that grows with the number
 //     of events lives forever.

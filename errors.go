@@ -38,6 +38,9 @@ var ErrLeaseLost = errors.New("webhooks: lease lost: a newer attempt owns the de
 // relax the guard.
 var ErrBlockedAddress = egress.ErrBlocked
 
+// ErrReplayIndexOff is returned (wrapped) by Dispatcher.ReplayMissing when Options.ReplayIndex is off.
+var ErrReplayIndexOff = errors.New("webhooks: replay needs Options.ReplayIndex")
+
 // ErrSecretKey is returned (wrapped) for a webhook whose secrets or credentials are sealed under a key
 // that Options.SecretKeys does not hold (or sealed while it is empty), or that do not authenticate:
 // WebhookRepo.Get and the calls that change the webhook fail with it, and its deliveries are not

@@ -203,6 +203,17 @@ type Options struct {
 	// KeyPrefix should set it alike: it is applied by whichever records the failure.
 	BlockKeyOnFailure bool
 
+	// ReplayIndex keeps, per tenant, an index of the events accepted within Retention, by when they
+	// were accepted, for Dispatcher.ReplayMissing (which fails with ErrReplayIndexOff without it). Its
+	// entry costs about 42 bytes of Redis memory per event for a 24-byte event id while a tenant has at
+	// most 128 events per shard within Retention, about 118 bytes beyond (measured: BENCHMARKS.md,
+	// "Replay index"), and one ZADD in the claim script that stores the event; with it on, an event
+	// that no webhook takes is stored all the same (its body, for Retention, in one claim-script
+	// call), so that a webhook created later can replay it. Only events accepted while it is on can
+	// be replayed, and events with an Event.OrderKey are not indexed (a replay could not keep their
+	// order). Defaults to false: the cost falls only on the users of replay.
+	ReplayIndex bool
+
 	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
 	// between: when an attempt fails (any answer but a 2xx, with the breaker on or off) and the
 	// webhook's run of failed attempts, as its circuit counts it across every replica, began at least

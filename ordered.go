@@ -156,7 +156,7 @@ for i = 1, n do
     appended[#appended + 1] = {KEYS[4 * i + 2], id}
   end
 end
-storeEvent(KEYS[1], stored, ARGV[3], retention, fresh, reply)
+storeEvent(KEYS[1], stored, ARGV[3], retention, fresh > 0, reply)
 for i = 1, n do
   if created[i] then
     local k, a = 4 * i + 1, 8 * i - 4

@@ -34,7 +34,7 @@ const schemaWait = 15 * time.Second
 func runSchemaWorkload(t *testing.T, tr *testRedis, kw *keyWatch) {
 	opts := Options{KeyPrefix: tr.prefix, AllowPrivateNetworks: true, Timeout: 2 * time.Second,
 		RetrySchedule: slices.Repeat([]time.Duration{20 * time.Millisecond}, 6),
-		BreakAfter:    2, BreakFor: 100 * time.Millisecond, PortalKey: []byte(strings.Repeat("k", 32))}
+		BreakAfter:    2, BreakFor: 100 * time.Millisecond, PortalKey: []byte(strings.Repeat("k", 32)), ReplayIndex: true}
 	d, err := New(tr.rdb, opts)
 	require.NoError(t, err)
 	replica, err := New(tr.rdb, opts)
@@ -49,6 +49,7 @@ func runSchemaWorkload(t *testing.T, tr *testRedis, kw *keyWatch) {
 	w := &schemaWorkload{t: t, ctx: ctx, d: d, kw: kw, ok: newReceiver(t)}
 	w.registry()
 	w.traffic()
+	w.replay()
 	w.inFlight()
 	w.breaker()
 	w.redeliver()
@@ -184,6 +185,23 @@ func (w *schemaWorkload) traffic() {
 	ids = append(ids, w.dispatch(Event{Type: "order.shipped", ID: "o3"}, true)...)
 	ids = append(ids, w.dispatch(Event{Type: "order.shipped", ID: "o3", Tenant: "acme"}, true)...)
 	w.kw.scan(w.t) // the rate limiter and the queues of the enqueued events exist now
+	w.waitStatus(ids, StatusSuccess)
+	w.kw.scan(w.t)
+}
+
+// replay sends a webhook created after traffic the events it missed (ReplayMissing, the replay route).
+func (w *schemaWorkload) replay() {
+	wh := w.create(Webhook{URL: w.ok.srv.URL, Events: []string{"order.*"}})
+	n, err := w.d.ReplayMissing(w.ctx, wh.ID, time.Time{})
+	require.NoError(w.t, err)
+	require.Equal(w.t, 3, n, "o1, o2 and o3 of no tenant")
+	w.serve(w.d.Handler(), http.MethodPost, "/webhooks/"+wh.ID+"/replay", "", `{"since": "2000-01-01T00:00:00Z"}`, http.StatusOK)
+	var ids []string
+	for _, id := range []string{"o1", "o2", "o3"} {
+		dl, err := w.d.Deliveries().Find(w.ctx, wh.ID, id)
+		require.NoError(w.t, err)
+		ids = append(ids, dl.ID)
+	}
 	w.waitStatus(ids, StatusSuccess)
 	w.kw.scan(w.t)
 }

@@ -110,7 +110,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	client := tr.newClient(t)
 	client.AddHook(rec)
 	clock := newTestClock()
-	d := newTestDispatcherOn(t, client, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
+	d := newTestDispatcherOn(t, client, tr, Options{RetrySchedule: []time.Duration{time.Minute}, ReplayIndex: true})
 	fresh, err := New(client, Options{KeyPrefix: tr.prefix})
 	require.NoError(t, err)
 	require.NoError(t, fresh.keys.load(ctx, client)) // the layout script, on the recorded client
@@ -152,6 +152,16 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Events no webhook takes are stored and indexed for replay; a replay claims them.
+	for _, id := range ids[:10] {
+		_, err := d.Enqueue(ctx, Event{Type: "none.taken", ID: id + "-none", Tenant: "t1"})
+		require.NoError(t, err)
+	}
+	replayer, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"none.*"}, Tenant: "t1"})
+	require.NoError(t, err)
+	n, err := d.ReplayMissing(ctx, replayer.ID, time.Time{})
+	require.NoError(t, err)
+	require.Equal(t, 10, n)
 	// A corrupt record exercises the unschedule script.
 	s := shardOf(ids[0])
 	corrupt := fmt.Sprintf("dlv_%02x%024d", s, 7)

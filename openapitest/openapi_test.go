@@ -137,6 +137,7 @@ func newDispatcher(t *testing.T) *webhooks.Dispatcher {
 		RetrySchedule:        []time.Duration{time.Millisecond},
 		BreakAfter:           2,
 		Timeout:              5 * time.Second,
+		ReplayIndex:          true, // for POST /webhooks/{id}/replay
 	})
 	require.NoError(t, err)
 	return d

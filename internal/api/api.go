@@ -62,6 +62,8 @@ type Backend interface {
 	Deliveries(ctx context.Context, s Scope, id string, q DeliveryQuery) ([]byte, error)
 	// Recover re-sends a webhook's failed deliveries from since until until (zero: now).
 	Recover(ctx context.Context, s Scope, id string, since, until time.Time, limit int) (int, error)
+	// Replay sends a webhook the events of its tenant it missed since since, one page from cursor.
+	Replay(ctx context.Context, s Scope, id string, since time.Time, cursor string) (scheduled int, next string, err error)
 	Delivery(ctx context.Context, s Scope, id string) ([]byte, error)
 	Redeliver(ctx context.Context, s Scope, id string) (body []byte, deferred bool, err error)
 	// RetryNow makes a pending delivery due now; Payload is the body a delivery sends, {"payload": …}.

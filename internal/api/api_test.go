@@ -57,6 +57,9 @@ func (f fakeBackend) Deliveries(_ context.Context, s Scope, _ string, _ Delivery
 func (f fakeBackend) Recover(context.Context, Scope, string, time.Time, time.Time, int) (int, error) {
 	return 2, f.err
 }
+func (f fakeBackend) Replay(context.Context, Scope, string, time.Time, string) (int, string, error) {
+	return 2, "", f.err
+}
 func (f fakeBackend) Delivery(_ context.Context, s Scope, _ string) ([]byte, error) {
 	return f.answer(s)
 }

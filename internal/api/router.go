@@ -46,6 +46,7 @@ var routes = []route{
 	{pattern: "POST /webhooks/{id}/rotate-secret", handler: method((*router).rotateSecret)},
 	{pattern: "GET /webhooks/{id}/deliveries", handler: method((*router).listDeliveries)},
 	{pattern: "POST /webhooks/{id}/recover", handler: method((*router).recoverWebhook)},
+	{pattern: "POST /webhooks/{id}/replay", handler: method((*router).replayWebhook)},
 	{pattern: "GET /deliveries/{id}", handler: method((*router).getDelivery)},
 	{pattern: "POST /deliveries/{id}/redeliver", handler: method((*router).redeliver)},
 	{pattern: "GET /webhooks/{id}/secret", handler: webhookRead(Backend.Secret)},

@@ -114,3 +114,33 @@ func webhookRead(read func(Backend, context.Context, Scope, string) ([]byte, err
 		}
 	}
 }
+
+// replayBody is the body of POST /webhooks/{id}/replay.
+type replayBody struct {
+	Since  *time.Time `json:"since"`
+	Cursor string     `json:"cursor"`
+}
+
+// replayWebhook sends a webhook one page of the events it missed: {"since": T, "cursor": C} ->
+// {"scheduled": n, "next_cursor": C}, no next_cursor once the replay is complete.
+func (rt *router) replayWebhook(w http.ResponseWriter, r *http.Request) {
+	b, err := readBody(r, false)
+	var body replayBody
+	if err == nil {
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.DisallowUnknownFields()
+		if dec.Decode(&body) != nil || dec.More() || body.Since == nil {
+			err = fmt.Errorf("%w: the body must be one JSON object {\"since\": RFC 3339 time, \"cursor\": optional}", errBadRequest)
+		}
+	}
+	if err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	n, next, err := rt.b.Replay(r.Context(), scopeOf(r), r.PathValue("id"), *body.Since, body.Cursor)
+	out, _ := json.Marshal(struct {
+		Scheduled  int    `json:"scheduled"`
+		NextCursor string `json:"next_cursor,omitempty"`
+	}{n, next}) // always encodes
+	rt.answer(w, r, http.StatusOK, out, err)
+}
