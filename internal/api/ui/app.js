@@ -340,6 +340,25 @@
     }, el('label', { for: 'r-since', text: 'From' }), since, el('label', { for: 'r-until', text: 'to (empty: now)' }), until,
     el('button', { type: 'submit', id: 'recover' }, 'Recover failed deliveries'));
 
+    const replaySince = el('input', { id: 'p-since', type: 'datetime-local', required: true, value: localInput(new Date(now - 24 * 3600e3)) });
+    const replay = el('form', {
+      class: 'inline-form', id: 'replay-form', onsubmit: async (ev) => {
+        ev.preventDefault();
+        try {
+          const body = { since: new Date(replaySince.value).toISOString().replace(/\.\d+Z$/, 'Z') };
+          let scheduled = 0;
+          for (let page = 0; page < 100; page++) { // each call reads at most one page of the event index
+            const r = await api('POST', '/webhooks/' + enc(id) + '/replay', body);
+            scheduled += r.scheduled;
+            if (!r.next_cursor) break;
+            body.cursor = r.next_cursor;
+          }
+          flash('Replay: ' + scheduled + ' missed events scheduled.');
+        } catch (e) { showError(e); }
+      },
+    }, el('label', { for: 'p-since', text: 'Since' }), replaySince,
+    el('button', { type: 'submit', id: 'replay' }, 'Replay missed events'));
+
     render('Endpoint',
       el('p', { class: 'crumbs' }, el('a', { href: '#/' }, '← Endpoints')),
       el('section', { class: 'card' },
@@ -363,7 +382,9 @@
           el('a', { class: 'button', href: '#/webhooks/' + enc(id) + '/edit', id: 'edit' }, 'Edit'), toggle, del)),
       el('section', { class: 'card' }, el('h2', { text: 'Attempts per hour, last 24 hours' }), chart(stats.hours)),
       el('section', { class: 'card' }, el('h2', { text: 'Recover' }),
-        el('p', { class: 'muted', text: 'Send again every failed delivery created in a time window (e.g. after an outage).' }), recover));
+        el('p', { class: 'muted', text: 'Send again every failed delivery created in a time window (e.g. after an outage).' }), recover),
+      el('section', { class: 'card' }, el('h2', { text: 'Replay' }),
+        el('p', { class: 'muted', text: 'Send this endpoint the events it subscribes to that it never received, accepted since a time (needs Options.ReplayIndex).' }), replay));
     const box = main.querySelector('.chart-scroll');
     box.scrollLeft = box.scrollWidth; // on a narrow screen the chart scrolls: show the latest hours
   }
