@@ -200,31 +200,6 @@ func countReply(cmd *redis.Cmd, now time.Time, outs []countedOutcome) ([]circuit
 	return events, nil
 }
 
-// count applies outcomes to their circuits at now, in one script run of its own.
-func (s *circuitStore) count(ctx context.Context, now time.Time, breakAfter int, breakFor time.Duration, outs ...countedOutcome) ([]circuitEvent, error) {
-	keys, args := s.countArgs(now, breakAfter, breakFor, outs)
-	return countReply(countScript.Run(ctx, s.rdb, keys, args...), now, outs)
-}
-
-// recordFailure records a failed attempt on webhookID: probeToken is "" for a normal attempt, or the
-// token acquireProbe granted for the probe. opened is true when this call opened or reopened the circuit.
-func (s *circuitStore) recordFailure(ctx context.Context, webhookID string, now time.Time, probeToken string, breakAfter int, breakFor time.Duration) (h Health, opened bool, err error) {
-	ev, err := s.count(ctx, now, max(breakAfter, 1), breakFor, countedOutcome{webhookID: webhookID, kind: countFailure, probe: probeToken})
-	if err != nil {
-		return Health{}, false, err
-	}
-	return ev[0].health, ev[0].opened, nil
-}
-
-// recordSuccess closes webhookID's circuit and resets its failures; wasOpen when it was open or probing.
-func (s *circuitStore) recordSuccess(ctx context.Context, webhookID string) (wasOpen bool, err error) {
-	ev, err := s.count(ctx, time.Now(), 0, 0, countedOutcome{webhookID: webhookID, kind: countSuccess})
-	if err != nil {
-		return false, err
-	}
-	return ev[0].closed, nil
-}
-
 // acquireProbe asks for webhookID's probe under token (not empty). ok when the circuit is open, its
 // open period has ended and no probe is held (or the held one's holdFor has passed): the caller may send
 // one attempt, and report its outcome with this token (the probe's until another caller acquires one).

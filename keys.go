@@ -41,10 +41,6 @@ func (k keyspace) indexKey(shard int, webhookID string) string {
 // webhook id -> lease end (ms). A worker takes an entry whose lease ended into its webhook's queue.
 func (k keyspace) inlineKey(shard int) string { return k.Tag(shard) + ":inline" }
 
-// inlineEntry is a delivery's member of its shard's inline zset: its id (of fixed length) then its
-// webhook's id.
-func inlineEntry(deliveryID, webhookID string) string { return deliveryID + webhookID }
-
 func (k keyspace) registryTag() string { return "{" + k.prefix + ":registry}" }
 
 func (k keyspace) webhooksKey() string { return k.registryTag() + ":webhooks" }

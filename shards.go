@@ -51,9 +51,9 @@ return v
 
 // layout is a keyspace's shard count and tags, shared by every copy of the keyspace. A layout from
 // newLazyKeyspace is empty until load reads it; shards and tags are read only after load (or of a
-// layout built whole, newKeyspaceOf).
+// layout built whole, newKeyspaceOf in the tests).
 type layout struct {
-	ks.Layout // read only after load (or of a layout built whole, newKeyspaceOf)
+	ks.Layout // read only after load (or of a layout built whole, newKeyspaceOf in the tests)
 
 	want   int // Options.Shards: 0 for whatever is stored
 	loaded atomic.Bool
@@ -123,14 +123,6 @@ func readLayout(ctx context.Context, rdb redis.UniversalClient, prefix string, w
 		return 0, false, fmt.Errorf("%w: Shards is %d but KeyPrefix %q holds %d shards (fixed once used)", ErrInvalidOptions, want, prefix, shards)
 	}
 	return shards, legacy, nil
-}
-
-// newKeyspaceOf builds the keyspace of prefix with shards shards, tags chosen by slot, or the old
-// tags when legacy.
-func newKeyspaceOf(prefix string, shards int, legacy bool) keyspace {
-	l := &layout{Layout: ks.NewLayout(prefix, shards, legacy)}
-	l.loaded.Store(true)
-	return keyspace{prefix: prefix, layout: l}
 }
 
 // shardsKey holds the keyspace's shard count.

@@ -1,6 +1,9 @@
 package webhooks
 
-import "github.com/redis/go-redis/v9"
+import (
+	"github.com/redis/go-redis/v9"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
+)
 
 // Helpers for tests on the default keyspace: every test prefix is new, so its Dispatcher has
 // DefaultShards shards.
@@ -31,3 +34,15 @@ func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.rdb, d.scripts = rdb, newLaneBatcher(rdb)
 	d.circuits.rdb, d.webhooks.rdb, d.deliveries.rdb = rdb, rdb, rdb
 }
+
+// newKeyspaceOf builds the keyspace of prefix with shards shards, tags chosen by slot, or the old
+// tags when legacy.
+func newKeyspaceOf(prefix string, shards int, legacy bool) keyspace {
+	l := &layout{Layout: ks.NewLayout(prefix, shards, legacy)}
+	l.loaded.Store(true)
+	return keyspace{prefix: prefix, layout: l}
+}
+
+// inlineEntry is a delivery's member of its shard's inline zset: its id (of fixed length) then its
+// webhook's id.
+func inlineEntry(deliveryID, webhookID string) string { return deliveryID + webhookID }
