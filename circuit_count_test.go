@@ -38,7 +38,7 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 	var wg sync.WaitGroup
 	for c := range clients {
 		rdb := tr.newClient(t)
-		s := &circuitStore{rdb: rdb, key: keys.circuitsKey()}
+		s := newCircuitStore(rdb, keys)
 		require.NoError(t, countScript.Load(ctx, rdb).Err())
 		for g := range perClient {
 			wg.Go(func() {
@@ -94,7 +94,7 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 		require.Equal(t, wantClosed, a.ev.closed, "closed by outcome %d", i)
 	}
 	require.Positive(t, openings, "the mix opened the circuit at least once")
-	s := &circuitStore{rdb: tr.rdb, key: keys.circuitsKey()}
+	s := newCircuitStore(tr.rdb, keys)
 	require.Equal(t, failures, mustReadCircuit(t, s, time.Now(), "wh_1").ConsecutiveFailures, "the stored count")
 }
 

@@ -72,8 +72,9 @@ func (e *env) phase(ctx context.Context, label string, ctr *e2e.Counter, total i
 	r0 := e.rcv.Count.Load()
 	start := time.Now()
 	var out phaseOut
+	e.untimed, e.polls = 0, nil
 	out.ok, out.failed, out.firstErr = body(pctx, &done)
-	out.elapsed = time.Since(start)
+	out.elapsed = time.Since(start) - e.untimed
 	out.received = e.rcv.Count.Load() - r0
 	if ctr != nil {
 		c1, t1 := ctr.Read()
@@ -84,6 +85,11 @@ func (e *env) phase(ctx context.Context, label string, ctr *e2e.Counter, total i
 		return out, err
 	}
 	out.d = diff(a, b)
+	for name, n := range e.polls {
+		n = min(n, out.d.byCmd[name])
+		out.d.byCmd[name] -= n
+		out.d.cmds -= n
+	}
 	if pctx.Err() != nil {
 		return out, fmt.Errorf("%s: not finished within %s (%d/%d)", label, e.cfg.phaseTimeout, done.Load(), total)
 	}
