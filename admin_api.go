@@ -83,6 +83,11 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	                                     newest N (default 50, at most 500) of each webhook, filtered
 //	                                     -> 200, {"deliveries": [...]}, newest first, at most N
 //	GET    /backlog                      Stats -> 200, {"due", "scheduled", "leased", ...}; operator only
+//	POST   /webhooks/{id}/probe          probe now: an open circuit's wait ends and its parked deliveries
+//	                                     are due (up to 256 per shard), so the next worker pass sends the
+//	                                     probe -> 200, {"circuit": Health, "deliveries_due": n}; 409
+//	                                     probe_refused when the circuit is closed or its probe in flight,
+//	                                     409 webhook_disabled for a disabled webhook; operator only
 //	GET    /openapi.json                 the OpenAPI 3.1 document of these routes (internal/api/openapi.json)
 //	GET    /ui/                          the web UI (HTML, JS and CSS embedded in the library), which
 //	                                     calls the routes above
@@ -98,6 +103,7 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	409 webhook_disabled    redeliver of a delivery whose webhook is disabled; enable it first
 //	409 tenant_quota        a create over Options.MaxWebhooksPerTenant
 //	409 not_retryable       a retry of a delivery that cannot be made due now
+//	409 probe_refused       a probe now of a webhook whose circuit is closed, or whose probe is in flight
 //	413 too_large           a request body over 64 KiB
 //	500 internal            anything else; the cause is logged to Options.Logger, never sent
 func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(adminBackend{d}, d.log) }
@@ -110,7 +116,7 @@ func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(adminBackend
 // shape. Unlike Handler, Portal may face the tenant's own users directly. Its /ui/ serves the web
 // UI's static files without a token (the request is routed first, and only the UI's routes skip the
 // token); open it at /ui/#token=<token> (the fragment never reaches the server). It serves /openapi.json
-// without a token too, and not the operator-only GET /backlog.
+// without a token too, and not the operator-only GET /backlog and POST /webhooks/{id}/probe.
 func (d *Dispatcher) Portal() http.Handler { return api.NewPortal(adminBackend{d}, d.log) }
 
 // adminBackend is the Dispatcher as Handler and Portal see it: webhooks and deliveries as JSON,
@@ -133,6 +139,8 @@ func (adminBackend) Classify(err error) api.Kind {
 		return api.KindTenantQuota
 	case errors.Is(err, errNotRetryable):
 		return api.KindNotRetryable
+	case errors.Is(err, errProbeRefused):
+		return api.KindProbeRefused
 	}
 	return api.KindInternal
 }
@@ -267,4 +275,16 @@ func (b adminBackend) Stats(ctx context.Context, s api.Scope, id string) ([]byte
 	return encode(struct {
 		Hours []HourStats `json:"hours"`
 	}{hours}, err)
+}
+
+// ProbeNow ends a webhook's open circuit's wait (probeNow): the operator's "probe now".
+func (b adminBackend) ProbeNow(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return nil, err
+	}
+	h, n, err := b.d.probeNow(ctx, id)
+	return encode(struct {
+		Circuit       Health `json:"circuit"`
+		DeliveriesDue int    `json:"deliveries_due"`
+	}{h, n}, err)
 }

@@ -68,6 +68,9 @@ type Backend interface {
 	Redeliver(ctx context.Context, s Scope, id string) (body []byte, deferred bool, err error)
 	// RetryNow makes a pending delivery due now; Payload is the body a delivery sends, {"payload": …}.
 	RetryNow(ctx context.Context, s Scope, id string) ([]byte, error)
+	// ProbeNow ends a webhook's open circuit's wait: its probe goes out with the next worker pass (an
+	// operator-only route).
+	ProbeNow(ctx context.Context, s Scope, id string) ([]byte, error)
 	Payload(ctx context.Context, s Scope, id string) ([]byte, error)
 	// SearchDeliveries finds deliveries across the scope's webhooks, newest first.
 	SearchDeliveries(ctx context.Context, s Scope, q DeliverySearch) ([]byte, error)
@@ -91,6 +94,7 @@ const (
 	KindWebhookDisabled             // 409 webhook_disabled
 	KindTenantQuota                 // 409 tenant_quota
 	KindNotRetryable                // 409 not_retryable: not pending, in flight, held back or paused
+	KindProbeRefused                // 409 probe_refused: the circuit is closed, or its probe in flight
 )
 
 // errBadRequest marks a request parameter the API cannot use.

@@ -73,6 +73,9 @@ func (f fakeBackend) SearchDeliveries(_ context.Context, s Scope, _ DeliverySear
 func (f fakeBackend) RetryNow(_ context.Context, s Scope, _ string) ([]byte, error) {
 	return f.answer(s)
 }
+func (f fakeBackend) ProbeNow(_ context.Context, s Scope, _ string) ([]byte, error) {
+	return f.answer(s)
+}
 func (f fakeBackend) Payload(_ context.Context, s Scope, _ string) ([]byte, error) {
 	return f.answer(s)
 }
@@ -111,7 +114,8 @@ func TestKindsAnswerTheirStatus(t *testing.T) {
 		code   string
 	}{
 		{KindBadRequest, 400, "invalid_request"}, {KindNotFound, 404, "not_found"}, {KindConflict, 409, "conflict"},
-		{KindWebhookDisabled, 409, "webhook_disabled"}, {KindTenantQuota, 409, "tenant_quota"}, {KindNotRetryable, 409, "not_retryable"}, {KindInternal, 500, "internal"},
+		{KindWebhookDisabled, 409, "webhook_disabled"}, {KindTenantQuota, 409, "tenant_quota"}, {KindNotRetryable, 409, "not_retryable"}, {KindProbeRefused, 409, "probe_refused"},
+		{KindInternal, 500, "internal"},
 	} {
 		h := NewHandler(fakeBackend{err: kindError{tc.kind}}, slog.New(slog.DiscardHandler))
 		rec := serve(h, "GET", "/webhooks/x", "", "")

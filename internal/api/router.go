@@ -56,6 +56,7 @@ var routes = []route{
 	{pattern: "GET /deliveries/{id}/payload", handler: deliveryAction(Backend.Payload)},
 	{pattern: "GET /deliveries", handler: method((*router).searchDeliveries)},
 	{pattern: "GET /backlog", handler: method((*router).backlog), operatorOnly: true},
+	{pattern: "POST /webhooks/{id}/probe", handler: webhookRead(Backend.ProbeNow), operatorOnly: true},
 	{pattern: openAPIPattern, handler: method((*router).openAPI)},
 }
 
@@ -181,6 +182,8 @@ func (rt *router) classify(err error) (status int, code, message string) {
 		return http.StatusConflict, "tenant_quota", err.Error()
 	case KindNotRetryable:
 		return http.StatusConflict, "not_retryable", err.Error()
+	case KindProbeRefused:
+		return http.StatusConflict, "probe_refused", err.Error()
 	}
 	return http.StatusInternalServerError, "internal", "internal error"
 }
