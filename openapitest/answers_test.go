@@ -83,7 +83,8 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 	code, _ = c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+retryID+"/retry", "")
 	assert.Equal(t, 200, code, "webhook %v", once["id"])
 	c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+badList[1].(map[string]any)["id"].(string)+"/retry", "") // paused: 409
-	if operator {                                                                                                    // probe now: the paused webhook's wait ends; the healthy one's circuit is closed (409)
+	// Probe now: the paused webhook's wait ends; the healthy one's circuit is closed (409).
+	if operator {
 		code, _ = c.call("POST", W+"/probe", "/webhooks/"+badID+"/probe", "")
 		assert.Equal(t, 200, code)
 		c.call("POST", W+"/probe", "/webhooks/"+id+"/probe", "")
