@@ -70,6 +70,9 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	GET    /webhooks/{id}/health         Health -> 200, the circuit: {state, consecutive_failures, ...}
 //	GET    /webhooks/{id}/stats          -> 200, {"hours": [{"hour", "success", "failed"}, ...]}: attempts
 //	                                     per hour by outcome, the last 24 hours, oldest first
+//	GET    /webhooks/{id}/counts         -> 200, {"pending", "parked", "failed", "examined"}: deliveries scheduled
+//	                                     for an attempt, those of them waiting for the open circuit's probe,
+//	                                     and the failed ones among the newest examined (at most 100)
 //	GET    /deliveries/{id}              -> 200, the delivery with its attempt history
 //	POST   /deliveries/{id}/redeliver    Redeliver -> 200, the delivery (unchanged unless it was failed);
 //	                                     202 when the attempt was left to the worker (ErrDeferred).
@@ -287,4 +290,12 @@ func (b adminBackend) ProbeNow(ctx context.Context, s api.Scope, id string) ([]b
 		Circuit       Health `json:"circuit"`
 		DeliveriesDue int    `json:"deliveries_due"`
 	}{h, n}, err)
+}
+
+// Counts are a webhook's delivery counts (endpointCounts).
+func (b adminBackend) Counts(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return nil, err
+	}
+	return encode(b.d.endpointCounts(ctx, id))
 }

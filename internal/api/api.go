@@ -59,6 +59,8 @@ type Backend interface {
 	Secret(ctx context.Context, s Scope, id string) ([]byte, error)
 	Health(ctx context.Context, s Scope, id string) ([]byte, error)
 	Stats(ctx context.Context, s Scope, id string) ([]byte, error)
+	// Counts are a webhook's pending, parked and recently failed deliveries.
+	Counts(ctx context.Context, s Scope, id string) ([]byte, error)
 	Deliveries(ctx context.Context, s Scope, id string, q DeliveryQuery) ([]byte, error)
 	// Recover re-sends a webhook's failed deliveries from since until until (zero: now).
 	Recover(ctx context.Context, s Scope, id string, since, until time.Time, limit int) (int, error)

@@ -50,6 +50,7 @@ func (f fakeBackend) RotateSecret(_ context.Context, s Scope, _ string, _ time.D
 }
 func (f fakeBackend) Secret(_ context.Context, s Scope, _ string) ([]byte, error) { return f.answer(s) }
 func (f fakeBackend) Health(_ context.Context, s Scope, _ string) ([]byte, error) { return f.answer(s) }
+func (f fakeBackend) Counts(_ context.Context, s Scope, _ string) ([]byte, error) { return f.answer(s) }
 func (f fakeBackend) Stats(_ context.Context, s Scope, _ string) ([]byte, error)  { return f.answer(s) }
 func (f fakeBackend) Deliveries(_ context.Context, s Scope, _ string, _ DeliveryQuery) ([]byte, error) {
 	return f.answer(s)

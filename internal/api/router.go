@@ -52,6 +52,7 @@ var routes = []route{
 	{pattern: "GET /webhooks/{id}/secret", handler: webhookRead(Backend.Secret)},
 	{pattern: "GET /webhooks/{id}/health", handler: webhookRead(Backend.Health)},
 	{pattern: "GET /webhooks/{id}/stats", handler: webhookRead(Backend.Stats)},
+	{pattern: "GET /webhooks/{id}/counts", handler: webhookRead(Backend.Counts)},
 	{pattern: "POST /deliveries/{id}/retry", handler: deliveryAction(Backend.RetryNow)},
 	{pattern: "GET /deliveries/{id}/payload", handler: deliveryAction(Backend.Payload)},
 	{pattern: "GET /deliveries", handler: method((*router).searchDeliveries)},
