@@ -73,7 +73,11 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	GET    /webhooks/{id}/counts         -> 200, {"pending", "parked", "failed", "examined"}: deliveries scheduled
 //	                                     for an attempt, those of them waiting for the open circuit's probe,
 //	                                     and the failed ones among the newest examined (at most 100)
-//	GET    /deliveries/{id}              -> 200, the delivery with its attempt history
+//	GET    /deliveries/{id}              -> 200, the delivery with its attempt history and "redelivered_at":
+//	                                     when it was redelivered, as far as its webhook's index shows
+//	GET    /deliveries/{id}/request      -> 200, {"method", "url", "headers": [{"name", "value", "source"}]}:
+//	                                     the request rebuilt (not stored): fixed and latest-attempt values;
+//	                                     signatures, the endpoint's header values and credentials withheld
 //	POST   /deliveries/{id}/redeliver    Redeliver -> 200, the delivery (unchanged unless it was failed);
 //	                                     202 when the attempt was left to the worker (ErrDeferred).
 //	                                     Repeated or concurrent calls re-send it once
@@ -81,10 +85,12 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	                                     delivery; 409 not_retryable when not pending, in flight, held back
 //	                                     behind an earlier delivery of its order key, or its webhook paused
 //	GET    /deliveries/{id}/payload      -> 200, {"payload": the body the delivery sends, null once expired}
-//	GET    /deliveries                   ?id=I&status=S&event_type=T&limit=N: across webhooks (the first
-//	                                     MaxSearchWebhooks), I a delivery id or an event id; without I, the
-//	                                     newest N (default 50, at most 500) of each webhook, filtered
-//	                                     -> 200, {"deliveries": [...]}, newest first, at most N
+//	GET    /deliveries                   ?id=I&status=S&event_type=T&from=F&to=U&limit=N: across webhooks
+//	                                     (the first MaxSearchWebhooks), I a delivery id or an event id; F
+//	                                     and U (RFC 3339, each optional) bound when they were created;
+//	                                     without I, the newest N (default 50, at most 500) of each webhook
+//	                                     listed by U, filtered -> 200, {"deliveries": [...]}, newest
+//	                                     first, at most N
 //	GET    /backlog                      Stats -> 200, {"due", "scheduled", "leased", ...}; operator only
 //	POST   /webhooks/{id}/probe          probe now: an open circuit's wait ends and its parked deliveries
 //	                                     are due (up to 256 per shard), so the next worker pass sends the

@@ -72,6 +72,16 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 		c.call("GET", "/backlog", "/backlog", "")
 	}
 	c.call("GET", "/deliveries/{id}/payload", "/deliveries/"+dlID+"/payload", "")
+	_, req := c.call("GET", "/deliveries/{id}/request", "/deliveries/"+dlID+"/request", "")
+	custom := 0
+	for _, h := range req["headers"].([]any) {
+		if h := h.(map[string]any); h["name"] == "X-Key" {
+			custom++
+			assert.NotContains(t, h, "value", "a custom header's value is never sent")
+		}
+	}
+	assert.Equal(t, 1, custom, "the custom header is listed")
+	c.call("GET", "/deliveries/{id}/request", "/deliveries/nope/request", "")
 	// a delivery that failed once, to a webhook whose circuit is closed, waits for its retry: retry it now
 	code, once := c.call("POST", "/webhooks", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["retry.*"]%s}`, rcURL+"/fail", tenant))
 	require.Equal(t, 201, code)
@@ -94,6 +104,7 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 	since := url.QueryEscape(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
 	c.call("POST", W+"/recover", "/webhooks/"+badID+"/recover?since="+since, "")
 	c.call("POST", W+"/recover", "/webhooks/"+badID+"/recover", "")
+	c.call("GET", "/deliveries/{id}", "/deliveries/"+badList[0].(map[string]any)["id"].(string), "") // with redelivered_at
 	replaySince := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	c.call("POST", W+"/replay", "/webhooks/"+id+"/replay", `{"since":"`+replaySince+`"}`)
 	c.call("POST", W+"/replay", "/webhooks/"+id+"/replay", `{"since":"yesterday"}`)

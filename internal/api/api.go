@@ -42,7 +42,9 @@ type DeliveryQuery struct {
 type DeliverySearch struct {
 	// ID is a delivery id or an event id ("": every delivery); Status and EventType filter exactly.
 	ID, Status, EventType string
-	Limit                 int // 0: the default
+	// From and To keep deliveries created in [From, To] (zero: unbounded).
+	From, To time.Time
+	Limit    int // 0: the default
 }
 
 // Backend is what the API reads and changes. Bodies are JSON; a webhook or delivery outside the
@@ -74,6 +76,8 @@ type Backend interface {
 	// operator-only route).
 	ProbeNow(ctx context.Context, s Scope, id string) ([]byte, error)
 	Payload(ctx context.Context, s Scope, id string) ([]byte, error)
+	// Request is the request a delivery sends, rebuilt: its headers, the values of secret ones withheld.
+	Request(ctx context.Context, s Scope, id string) ([]byte, error)
 	// SearchDeliveries finds deliveries across the scope's webhooks, newest first.
 	SearchDeliveries(ctx context.Context, s Scope, q DeliverySearch) ([]byte, error)
 	// Backlog is the delivery backlog of every tenant (an operator-only route).

@@ -77,6 +77,9 @@ func (f fakeBackend) RetryNow(_ context.Context, s Scope, _ string) ([]byte, err
 func (f fakeBackend) ProbeNow(_ context.Context, s Scope, _ string) ([]byte, error) {
 	return f.answer(s)
 }
+func (f fakeBackend) Request(_ context.Context, s Scope, _ string) ([]byte, error) {
+	return f.answer(s)
+}
 func (f fakeBackend) Payload(_ context.Context, s Scope, _ string) ([]byte, error) {
 	return f.answer(s)
 }

@@ -101,11 +101,16 @@ window.webhooksDeliveryPages = function (ui) {
             el('tbody', {}, attempts)))));
   }
 
-  // searchPage is the deliveries of every endpoint in view, found by delivery or event id, status and
-  // event type.
+  // utcInput is an RFC 3339 time as a datetime-local input's value, in UTC ("" for none); fromUTCInput
+  // the other way.
+  const utcInput = (s) => (s ? new Date(s).toISOString().slice(0, 16) : '');
+  const fromUTCInput = (v) => new Date(v + ':00Z').toISOString().replace(/\.\d+Z$/, 'Z');
+
+  // searchPage is the deliveries of every endpoint in view, found by delivery or event id, status,
+  // event type and when they were created (from, to: in UTC, as every time the UI shows).
   async function searchPage(params) {
     const q = new URLSearchParams({ limit: '50' });
-    for (const k of ['id', 'status', 'event_type']) if (params.get(k)) q.set(k, params.get(k));
+    for (const k of ['id', 'status', 'event_type', 'from', 'to']) if (params.get(k)) q.set(k, params.get(k));
     const [{ webhooks }, { deliveries }] = await Promise.all([api('GET', '/webhooks'), api('GET', '/deliveries?' + q)]);
     const urls = Object.fromEntries(webhooks.map((w) => [w.id, w.url]));
     const id = el('input', { id: 'search-id', name: 'id', value: params.get('id') || '', placeholder: 'dlv_… or an event id', size: 28 });
@@ -113,6 +118,8 @@ window.webhooksDeliveryPages = function (ui) {
       ['', 'pending', 'success', 'failed'].map((v) => el('option', { value: v, selected: v === (params.get('status') || '') }, v || 'any status')));
     const types = [...new Set(webhooks.flatMap((w) => w.events || []).filter((e) => !e.includes('*')))].sort();
     const type = el('input', { id: 'search-type', name: 'event_type', value: params.get('event_type') || '', placeholder: 'any event type', list: 'event-types', size: 18 });
+    const from = el('input', { id: 'search-from', name: 'from', type: 'datetime-local', value: utcInput(params.get('from')) });
+    const to = el('input', { id: 'search-to', name: 'to', type: 'datetime-local', value: utcInput(params.get('to')), title: 'empty: now' });
     const form = el('form', {
       class: 'toolbar', role: 'search', id: 'search-form', onsubmit: (ev) => {
         ev.preventDefault();
@@ -120,10 +127,13 @@ window.webhooksDeliveryPages = function (ui) {
         if (id.value.trim()) p.set('id', id.value.trim());
         if (status.value) p.set('status', status.value);
         if (type.value.trim()) p.set('event_type', type.value.trim());
+        if (from.value) p.set('from', fromUTCInput(from.value));
+        if (to.value) p.set('to', fromUTCInput(to.value));
         location.hash = '#/deliveries' + (p.toString() ? '?' + p : '');
       },
     }, el('label', { for: 'search-id', text: 'Delivery or event id' }), id, el('label', { for: 'search-status', text: 'Status' }), status,
     el('label', { for: 'search-type', text: 'Event type' }), type, el('datalist', { id: 'event-types' }, types.map((t) => el('option', { value: t }))),
+    el('label', { for: 'search-from', text: 'Created from (UTC)' }), from, el('label', { for: 'search-to', text: 'to' }), to,
     el('button', { type: 'submit', id: 'search' }, 'Search'));
     const rows = deliveries.map((d) => el('tr', { 'data-id': d.id, 'data-status': d.status },
       el('td', { 'data-label': 'Created' }, el('a', { href: '#/deliveries/' + enc(d.id) }, fmtTime(d.created_at))),
@@ -137,7 +147,8 @@ window.webhooksDeliveryPages = function (ui) {
         el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'all-deliveries' },
           el('thead', {}, el('tr', {}, ['Created', 'Endpoint', 'Event', 'Status', 'Attempts', 'Last code'].map((h) => el('th', { scope: 'col', text: h })))),
           el('tbody', {}, rows))),
-      el('p', { class: 'muted', text: 'Without an id, the newest 50 deliveries of each endpoint are searched.' }));
+      el('p', { class: 'muted', text: 'Without an id, the newest 50 deliveries of each endpoint' + (params.get('to') ? ' created by ' + fmtTime(params.get('to')) : '') +
+        ' are searched. A delivery sent again later is listed by when it was sent again.' }));
   }
 
   // backlogPage is the delivery backlog (operator only).
