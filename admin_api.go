@@ -75,6 +75,9 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	                                     and the failed ones among the newest examined (at most 100)
 //	GET    /deliveries/{id}              -> 200, the delivery with its attempt history and "redelivered_at":
 //	                                     when it was redelivered, as far as its webhook's index shows
+//	GET    /deliveries/{id}/queue        -> 200, {"order_key", "length", "deliveries": [...]}: the deliveries of
+//	                                     an ordered delivery's (webhook, order key), head first (at most 50,
+//	                                     without history); 400 for a delivery with no order key
 //	GET    /deliveries/{id}/request      -> 200, {"method", "url", "headers": [{"name", "value", "source"}]}:
 //	                                     the request rebuilt (not stored): fixed and latest-attempt values;
 //	                                     signatures, the endpoint's header values and credentials withheld
@@ -105,7 +108,8 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 // is about one field:
 //
 //	400 invalid_request     malformed JSON, unknown fields, a missing body, an invalid webhook, a bad
-//	                        status, limit, cursor, since, until or grace_seconds
+//	                        status, limit, cursor, since, until, from, to or grace_seconds; the queue of
+//	                        a delivery with no order key
 //	404 not_found           an unknown webhook or delivery id, or no such route
 //	405 method_not_allowed  a known route with another method (the Allow header lists the methods)
 //	409 conflict            a registry change lost repeated races with others; retry

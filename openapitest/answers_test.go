@@ -115,6 +115,19 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 	_, counts := c.call("GET", W+"/counts", "/webhooks/"+badID+"/counts", "")
 	assert.Positive(t, counts["examined"], "the failing webhook's deliveries are counted")
 	c.call("GET", W+"/counts", "/webhooks/nope/counts", "")
+	// An ordered key's queue: two events of one key behind the paused webhook's head.
+	for _, ev := range []string{"ev-o1", "ev-o2"} {
+		_, err = d.Dispatch(ctx, webhooks.Event{ID: ev, Type: "order.created", Tenant: "acme", OrderKey: "cust-1", Data: json.RawMessage(`{"n":2}`)})
+		require.NoError(t, err)
+	}
+	_, found = c.call("GET", "/deliveries", "/deliveries?id=ev-o2", "")
+	for _, f := range found["deliveries"].([]any) {
+		if f := f.(map[string]any); f["webhook_id"] == badID {
+			_, q := c.call("GET", "/deliveries/{id}/queue", "/deliveries/"+f["id"].(string)+"/queue", "")
+			assert.Equal(t, 2.0, q["length"], "the paused webhook's key holds both")
+		}
+	}
+	c.call("GET", "/deliveries/{id}/queue", "/deliveries/"+dlID+"/queue", "") // no order key: 400
 	c.call("GET", "/openapi.json", "/openapi.json", "")
 	c.call("DELETE", W, "/webhooks/"+badID, "")
 	c.call("DELETE", W, "/webhooks/"+badID, "")

@@ -78,6 +78,8 @@ type Backend interface {
 	Payload(ctx context.Context, s Scope, id string) ([]byte, error)
 	// Request is the request a delivery sends, rebuilt: its headers, the values of secret ones withheld.
 	Request(ctx context.Context, s Scope, id string) ([]byte, error)
+	// OrderQueue is the queue of an ordered delivery's (webhook, order key), head first.
+	OrderQueue(ctx context.Context, s Scope, id string) ([]byte, error)
 	// SearchDeliveries finds deliveries across the scope's webhooks, newest first.
 	SearchDeliveries(ctx context.Context, s Scope, q DeliverySearch) ([]byte, error)
 	// Backlog is the delivery backlog of every tenant (an operator-only route).

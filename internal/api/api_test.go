@@ -80,6 +80,9 @@ func (f fakeBackend) ProbeNow(_ context.Context, s Scope, _ string) ([]byte, err
 func (f fakeBackend) Request(_ context.Context, s Scope, _ string) ([]byte, error) {
 	return f.answer(s)
 }
+func (f fakeBackend) OrderQueue(_ context.Context, s Scope, _ string) ([]byte, error) {
+	return f.answer(s)
+}
 func (f fakeBackend) Payload(_ context.Context, s Scope, _ string) ([]byte, error) {
 	return f.answer(s)
 }

@@ -56,6 +56,7 @@ var routes = []route{
 	{pattern: "POST /deliveries/{id}/retry", handler: deliveryAction(Backend.RetryNow)},
 	{pattern: "GET /deliveries/{id}/payload", handler: deliveryAction(Backend.Payload)},
 	{pattern: "GET /deliveries/{id}/request", handler: deliveryAction(Backend.Request)},
+	{pattern: "GET /deliveries/{id}/queue", handler: deliveryAction(Backend.OrderQueue)},
 	{pattern: "GET /deliveries", handler: method((*router).searchDeliveries)},
 	{pattern: "GET /backlog", handler: method((*router).backlog), operatorOnly: true},
 	{pattern: "POST /webhooks/{id}/probe", handler: webhookRead(Backend.ProbeNow), operatorOnly: true},
