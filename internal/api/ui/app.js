@@ -458,9 +458,9 @@
       el('figcaption', { class: 'legend' }, el('span', { class: 'key ok' }), ' succeeded (' + ok + ')  ', el('span', { class: 'key bad' }), ' failed (' + bad + ')'));
   }
 
-  const { deliveriesPage, deliveryPage, searchPage, backlogPage } = window.webhooksDeliveryPages({
-    mode, main, el, api, enc, render, fmtTime, fmtDuration, statusBadge, dl, button, flash, showError, route, APIError, Stale, plain,
-  });
+  const helpers = { mode, main, el, api, enc, render, fmtTime, fmtDuration, statusBadge, dl, button, flash, showError, route, APIError, Stale, plain };
+  const { deliveriesPage, searchPage, backlogPage } = window.webhooksDeliveryPages(helpers);
+  const { deliveryPage, queuePage } = window.webhooksDeliveryDetail(helpers);
 
   // --- router ---------------------------------------------------------------------------------------
   let routing = 0;
@@ -480,6 +480,7 @@
       else if (parts[0] === 'webhooks' && parts[2] === 'edit') { page = 'edit'; formPage(await api('GET', '/webhooks/' + enc(parts[1]))); }
       else if (parts[0] === 'webhooks' && parts[2] === 'deliveries') { page = 'deliveries'; await deliveriesPage(parts[1], params); }
       else if (parts[0] === 'deliveries' && parts.length === 2) { page = 'delivery'; await deliveryPage(parts[1]); }
+      else if (parts[0] === 'deliveries' && parts[2] === 'queue') { page = 'queue'; await queuePage(parts[1]); }
       else if (parts[0] === 'deliveries' && parts.length === 1) { page = 'search'; await searchPage(params); }
       else if (parts[0] === 'backlog' && mode === 'operator') { page = 'backlog'; await backlogPage(); }
       else render('Not found', el('p', {}, el('a', { href: '#/' }, 'Back to the endpoints')));

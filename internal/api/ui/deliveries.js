@@ -1,5 +1,5 @@
-// The webhooks UI's delivery pages: an endpoint's deliveries, one delivery, the search across
-// endpoints and the backlog. app.js calls window.webhooksDeliveryPages with its helpers (the same DOM
+// The webhooks UI's delivery pages: an endpoint's deliveries, the search across endpoints and the
+// backlog (delivery.js has one delivery's pages). app.js calls window.webhooksDeliveryPages with its helpers (the same DOM
 // building, API calls and router) and routes to the pages it returns.
 'use strict';
 
@@ -40,65 +40,6 @@ window.webhooksDeliveryPages = function (ui) {
       el('nav', { class: 'pager', 'aria-label': 'Pages' },
         cursor ? el('a', { class: 'button', href: href(status, ''), id: 'newest' }, '« Newest') : null,
         page.next_cursor ? el('a', { class: 'button', href: href(status, page.next_cursor), id: 'older' }, 'Older »') : null));
-  }
-
-  async function deliveryPage(id) {
-    const d = await api('GET', '/deliveries/' + enc(id));
-    let endpoint = null;
-    try { endpoint = await api('GET', '/webhooks/' + enc(d.webhook_id)); } catch (e) { if (e instanceof Stale) throw e; /* deleted */ }
-    const { payload } = await api('GET', '/deliveries/' + enc(id) + '/payload');
-    const retry = d.status !== 'pending' ? null : button('Retry now', async () => {
-      retry.disabled = true;
-      try {
-        await api('POST', '/deliveries/' + enc(id) + '/retry');
-        flash('The delivery is due now: the next worker sends it.');
-        route();
-      } catch (e) {
-        if (e instanceof APIError && e.status === 409) flash(plain(e.message.replace(/^webhooks: the delivery cannot be retried now: /, '')), 'error');
-        else showError(e);
-      } finally { retry.disabled = false; }
-    }, { id: 'retry-now', class: 'primary' });
-    const redeliver = button('Redeliver', async () => {
-      redeliver.disabled = true;
-      try {
-        const r = await api('POST', '/deliveries/' + enc(id) + '/redeliver');
-        flash(d.status === 'failed' ? 'Redelivered: the delivery is now ' + r.status + '.' : 'Only a failed delivery is sent again; this one is ' + r.status + '.');
-        route();
-      } catch (e) { showError(e); } finally { redeliver.disabled = false; }
-    }, { id: 'redeliver', class: d.status === 'failed' ? 'primary' : '', disabled: d.status !== 'failed',
-      title: d.status === 'failed' ? null : 'Only a failed delivery is sent again' });
-    const attempts = (d.history || []).map((a, i) => el('tr', {},
-      el('td', { 'data-label': '#', text: d.attempts - (d.history.length - 1 - i) }),
-      el('td', { 'data-label': 'At', text: fmtTime(a.at) }),
-      el('td', { 'data-label': 'Status code' }, a.status_code ? el('span', { class: 'status ' + (a.status_code < 300 ? 's-success' : 's-failed'), text: a.status_code }) : '—'),
-      el('td', { 'data-label': 'Duration', text: fmtDuration(a.duration) }),
-      el('td', { 'data-label': 'Error', text: a.error || '—' }),
-      el('td', { 'data-label': 'Response', class: 'resp' }, a.response ? el('pre', { text: a.response }) : '—')));
-    render('Delivery',
-      el('p', { class: 'crumbs' }, el('a', { href: '#/webhooks/' + enc(d.webhook_id) + '/deliveries' }, '← Deliveries')),
-      el('section', { class: 'card' },
-        dl([
-          ['ID', el('code', { id: 'delivery-id', text: d.id })],
-          ['Endpoint', endpoint ? [el('a', { href: '#/webhooks/' + enc(d.webhook_id), id: 'delivery-endpoint' }, endpoint.url), el('div', { class: 'muted', text: d.webhook_id })] : d.webhook_id + ' (deleted)'],
-          ['Event', [el('code', { text: d.event_type }), ' ', el('span', { class: 'muted', text: d.event_id })]],
-          ['Status', el('span', { id: 'delivery-status' }, statusBadge(d.status))],
-          d.order_key && ['Order key', [el('code', { text: d.order_key }), ' ', el('span', { class: 'muted', id: 'delivery-position',
-            text: d.order_position === 0 ? 'head of its key' : d.order_position > 0 ? d.order_position + ' ahead of it' : 'done' })]],
-          ['Attempts', String(d.attempts)],
-          ['Next attempt', d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—'],
-          d.last_error && ['Last error', d.last_error],
-          ['Created', fmtTime(d.created_at)],
-          ['Expires', fmtTime(d.expires_at)],
-        ]),
-        el('div', { class: 'actions' }, retry, redeliver)),
-      el('section', { class: 'card' }, el('h2', { text: 'Payload' }),
-        payload ? el('pre', { id: 'payload', class: 'payload', text: JSON.stringify(payload, null, 2) }) :
-          el('p', { class: 'empty', id: 'payload', text: 'The payload has expired.' })),
-      el('section', { class: 'card' }, el('h2', { text: 'Attempts' }),
-        attempts.length === 0 ? el('p', { class: 'empty', text: 'No attempt yet.' }) :
-          el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'attempts' },
-            el('thead', {}, el('tr', {}, ['#', 'At', 'Status code', 'Duration', 'Error', 'Response'].map((h) => el('th', { scope: 'col', text: h })))),
-            el('tbody', {}, attempts)))));
   }
 
   // utcInput is an RFC 3339 time as a datetime-local input's value, in UTC ("" for none); fromUTCInput
@@ -168,5 +109,5 @@ window.webhooksDeliveryPages = function (ui) {
       ]), el('div', { class: 'actions' }, button('Refresh', () => route(), { id: 'refresh' }))));
   }
 
-  return { deliveriesPage, deliveryPage, searchPage, backlogPage };
+  return { deliveriesPage, searchPage, backlogPage };
 };
