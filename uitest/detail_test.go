@@ -121,4 +121,3 @@ func TestUIDeliveryDetail(t *testing.T) {
 	e.shot("34-order-key-queue")
 	e.noIssues()
 }
-
