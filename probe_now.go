@@ -38,16 +38,17 @@ const (
 // KEYS[1] -> {P:registry}:circuits
 // ARGV[1], ARGV[2] -> webhook id, now (ms)
 // returns {probeGranted (the open period has ended), probeClosed or probeHeld; the circuit after it
-// ("" if none)}
+// ("" if none); the end of the open period before it (ms, 0 if none)}
 var probeNowScript = redis.NewScript(circuitLua + `
 local now, c = tonumber(ARGV[2]), decode(redis.call('HGET', KEYS[1], ARGV[1]))
-if not c or c[4] == 0 then return {` + strconv.Itoa(probeClosed) + `, c and encode(c) or ''} end
-if c[5] > now then return {` + strconv.Itoa(probeHeld) + `, encode(c)} end
+if not c or c[4] == 0 then return {` + strconv.Itoa(probeClosed) + `, c and encode(c) or '', 0} end
+local was = c[3]
+if c[5] > now then return {` + strconv.Itoa(probeHeld) + `, encode(c), was} end
 if c[3] > now then
   c[3] = now
   redis.call('HSET', KEYS[1], ARGV[1], encode(c))
 end
-return {` + strconv.Itoa(probeGranted) + `, encode(c)}
+return {` + strconv.Itoa(probeGranted) + `, encode(c), was}
 `)
 
 // wakeParkedScript makes some of a webhook's queued deliveries in one shard due at a time: each
@@ -93,12 +94,8 @@ func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, in
 		return Health{}, 0, fmt.Errorf("%w: webhook %s: enable it before probing it", ErrWebhookDisabled, webhookID)
 	}
 	now := d.now()
-	before, err := d.circuits.read(ctx, now, webhookID)
-	if err != nil {
-		return Health{}, 0, err
-	}
 	reply, err := probeNowScript.Run(ctx, d.rdb, []string{d.circuits.key}, webhookID, now.UnixMilli()).Slice()
-	if err == nil && len(reply) != 2 {
+	if err == nil && len(reply) != 3 {
 		err = fmt.Errorf("reply %v", reply)
 	}
 	if err != nil {
@@ -113,7 +110,8 @@ func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, in
 	}
 	d.circuitCache.put(h, now)
 	// Parked deliveries are due at the end of the open period as it was (or a recheck later).
-	until := later(before[webhookID].OpenUntil, now).Add(probeRecheck)
+	was, _ := reply[2].(int64)
+	until := later(msTime(was), now).Add(probeRecheck)
 	n, err := d.wakeParked(ctx, webhookID, until, now.Add(probeNowDelay))
 	return h, n, err
 }
