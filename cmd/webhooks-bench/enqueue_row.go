@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -98,8 +99,10 @@ func runEnqueue(ctx context.Context, e *env, run int, _ *http.Client) (result, e
 }
 
 // waitScheduleClean waits (at most 30s) until no ready zset of the library's keyspace prefix (its
-// DefaultShards shards) holds an entry, outside the phase's time (e.untimed), its own ZCARD calls left
-// out of the phase's commands (e.polls).
+// DefaultShards shards) holds a due entry — one a worker reads and corrects now — outside the phase's
+// time (e.untimed), its own ZCOUNT and ZCARD calls left out of the phase's commands (e.polls). The
+// entries left then, due later (the lease end of an attempt since finished: a queue that emptied
+// behind a lease), it reports in e.leftReady: each costs a queue read and a retime when it comes due.
 func (e *env) waitScheduleClean(ctx context.Context, prefix string) error {
 	start := time.Now()
 	defer func() { e.untimed += time.Since(start) }()
@@ -112,16 +115,24 @@ func (e *env) waitScheduleClean(ctx context.Context, prefix string) error {
 		keys[s] = layout.Tag(s) + ":ready"
 	}
 	for time.Since(start) < 30*time.Second {
-		left := int64(0)
+		due, left := int64(0), int64(0)
+		now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 		for _, k := range keys {
-			n, err := e.admin.ZCard(ctx, k).Result()
+			n, err := e.admin.ZCount(ctx, k, "-inf", now).Result()
+			e.polls["zcount"]++
+			if err != nil {
+				return err
+			}
+			due += n
+			m, err := e.admin.ZCard(ctx, k).Result()
 			e.polls["zcard"]++
 			if err != nil {
 				return err
 			}
-			left += n
+			left += m
 		}
-		if left == 0 {
+		if due == 0 {
+			e.leftReady = left
 			return nil
 		}
 		select {
@@ -130,5 +141,5 @@ func (e *env) waitScheduleClean(ctx context.Context, prefix string) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return fmt.Errorf("the schedule still holds ready entries 30s after the last delivery")
+	return fmt.Errorf("the schedule still holds due ready entries 30s after the last delivery")
 }

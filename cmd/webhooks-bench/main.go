@@ -131,8 +131,9 @@ type env struct {
 	childSampled, childBadSig atomic.Int64
 	// set by a phase's body, read and reset by phase: time not to count in its elapsed time, and the
 	// commands it sent itself, by name, not to count against the system (waitScheduleClean)
-	untimed time.Duration
-	polls   map[string]int64
+	untimed   time.Duration
+	polls     map[string]int64
+	leftReady int64 // ready entries left after the phase, due later (waitScheduleClean)
 }
 
 func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
