@@ -125,6 +125,7 @@ type outcome struct {
 	unrecorded bool   // the caller's context ended mid-attempt: leave it to the lease
 	inline     bool   // the attempt was leased by the claim (its schedule entry is in the inline zset)
 	retime     bool   // its lease read its queue to the last due entry: a final outcome retimes the webhook
+	counted    bool   // its circuit count was sent when its attempt ended (countNow): settle sends none
 }
 
 // Schedule modes of an outcome, as outcomeScript takes them.

@@ -80,6 +80,7 @@ func (l *laneBatcher) runNow(ctx context.Context, runs ...scriptRun) []*redis.Cm
 		return nil
 	}
 	calls := make([]*scriptCall, len(runs))
+	ctx = context.WithoutCancel(ctx) // sent: its reply is read whatever the caller's context does now
 	for i, r := range runs {
 		calls[i] = &scriptCall{ctx: ctx, script: r.script, keys: r.keys, args: r.args}
 	}

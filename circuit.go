@@ -53,6 +53,26 @@ func (d *Dispatcher) tryProbe(ctx context.Context, webhookID string, now time.Ti
 	return token, ok
 }
 
+// releaseUnusedProbes gives back the probes that takes took but whose leases leased nothing
+// (releaseProbeScript): a probe held for a pass that sends nothing would hold every delivery of its
+// webhook back for a lease.
+func (d *Dispatcher) releaseUnusedProbes(ctx context.Context, takes []take, jobs []leasedDelivery) {
+	used := map[string]bool{}
+	for _, j := range jobs {
+		used[j.probe] = true
+	}
+	for _, tk := range takes {
+		if tk.probe == "" || used[tk.probe] {
+			continue
+		}
+		used[tk.probe] = true // a webhook due in several shards has one probe
+		if err := releaseProbeScript.Run(context.WithoutCancel(ctx), d.rdb, []string{d.circuits.key}, tk.id, tk.probe).Err(); err != nil {
+			d.log.Warn("webhooks: give back an unused probe", "webhook_id", tk.id, "error", err)
+		}
+		d.circuitCache.forget(tk.id)
+	}
+}
+
 // parkOutcome is the outcome of a delivery not attempted because its webhook's circuit is open: it
 // stays pending, due when the circuit may next be probed, with its retry step (its budget) unchanged.
 func parkOutcome(rec *record, until time.Time, h Health) outcome {
@@ -98,7 +118,7 @@ func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*re
 	cc := &circuitCount{now: now}
 	for _, i := range idx {
 		o := outcomes[i]
-		if !o.attempted {
+		if !o.attempted || o.counted {
 			continue
 		}
 		kind := countRejected
@@ -116,6 +136,24 @@ func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*re
 	}
 	cc.keys, cc.args = d.circuits.countArgs(now, d.opts.BreakAfter, d.opts.BreakFor, cc.outs)
 	return cc
+}
+
+// countNow counts an attempt's outcome in its webhook's circuit at once, on its own (merged with the
+// counts of other attempts ending meanwhile: mergeCounts), and marks it counted: for an outcome whose
+// record waits for others' to be written with it (a worker's outcomeBatch). The circuit's count is of
+// attempts in the order they end; an outcome held back by its batch would be counted behind attempts
+// that ended after it, and a run of failures could appear that no receiver answered.
+func (d *Dispatcher) countNow(ctx context.Context, rec *record, o *outcome) {
+	if !o.attempted {
+		return
+	}
+	cc := d.countOutcomes(d.now(), []outcome{*o}, []*record{rec}, []int{0})
+	if cc == nil {
+		return
+	}
+	o.counted = true
+	cc.cmd = d.scripts.run(ctx, countScript, cc.keys, cc.args...)
+	d.afterCount(ctx, cc)
 }
 
 // sent reports whether the count ran (or failed for a reason another try would not change).
@@ -155,6 +193,9 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 		cc.cmd = d.scripts.run(ctx, countScript, cc.keys, cc.args...)
 	}
 	events, err := countReply(cc.cmd, cc.now, cc.outs)
+	if d.counted != nil {
+		d.counted(len(cc.outs))
+	}
 	if err != nil {
 		d.log.Warn("webhooks: count attempts in circuits", "error", err)
 		return

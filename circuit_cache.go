@@ -71,3 +71,11 @@ func (c *circuitCache) peek(now time.Time, ids []string) map[string]Health {
 	}
 	return out
 }
+
+// forget drops a webhook's cached circuit: the next read goes to Redis.
+func (c *circuitCache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, id)
+	delete(c.at, id)
+}

@@ -99,19 +99,20 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 }
 
 // patternReceiver answers request n (from 0, in the order it answers them) with 500 when fail(n), else
-// 200. It answers a failure only once every request answered before it is recorded
-// (Hooks.AttemptFinished, which runs after the outcome and its circuit count are written; finished
-// counts them), so that the successes answered between two failures are counted between them in Redis
-// too: a run of failures in the circuit's order is at most two longer than in the receiver's. With
-// serial set it answers every request so, one at a time: the circuit then counts the outcomes in
-// exactly the order the receiver gave them.
+// 200. It answers a failure only once every request answered before it is counted in its webhook's
+// circuit (finished counts them: the Dispatchers' counted hook, which runs once a count has run — an
+// attempt's count goes out when the attempt ends, with its outcome's write or, for a worker's outcome
+// that waits for its batch, before it: countNow), so that the successes answered between two failures
+// are counted between them in Redis too: a run of failures in the circuit's order is at most two longer
+// than in the receiver's. With serial set it answers every request so, one at a time: the circuit then
+// counts the outcomes in exactly the order the receiver gave them.
 type patternReceiver struct {
 	srv      *httptest.Server
 	fail     func(n int) bool
 	serial   bool
 	mu       sync.Mutex // held while a request waits for its turn
 	answered int64
-	finished atomic.Int64 // attempts recorded (AttemptFinished)
+	finished atomic.Int64 // attempts counted in the circuit (the Dispatchers' counted hook)
 	late     atomic.Int64 // a turn that did not come within its bound
 	ok       sync.Map     // delivery id -> true once answered 200
 	other    sync.Map     // errors of attempts answered neither 200 nor 500 (none expected)
@@ -187,11 +188,13 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 					BreakFor: time.Minute, Timeout: 10 * time.Second, RetrySchedule: schedule,
 					Hooks: Hooks{CircuitOpened: func(string, time.Time) { opened.Add(1) },
 						AttemptFinished: func(a AttemptInfo) {
-							rc.finished.Add(1)
 							if a.StatusCode != http.StatusOK && a.StatusCode != http.StatusInternalServerError {
 								rc.other.Store(a.Error, true)
 							}
 						}}}))
+			}
+			for _, d := range ds {
+				d.counted = func(n int) { rc.finished.Add(int64(n)) }
 			}
 			w, err := ds[0].Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}})
 			require.NoError(t, err)
@@ -224,7 +227,7 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 			assert.Equal(t, CircuitClosed, h.State)
 			assert.Less(t, h.ConsecutiveFailures, tc.breakAfter)
 			assert.Equal(t, tc.events, rc.delivered(), "every event delivered")
-			assert.Zero(t, rc.late.Load(), "every answer that waited for the ones before to be recorded saw them recorded")
+			assert.Zero(t, rc.late.Load(), "every answer that waited for the ones before to be counted saw them counted")
 			rc.other.Range(func(k, _ any) bool { t.Errorf("an attempt failed outside the pattern: %v", k); return true })
 		})
 	}

@@ -93,16 +93,19 @@ func shareSlots(rooms []int, free int) []int {
 
 // reserve takes, for the due ids read of one webhook, its in-flight slots, no more than its rate
 // limit has free within rateHorizon (counted from the limiter's TAT read with the candidates), and
-// returns how many of them may be leased. A webhook with no free rate slot is parked until it has one.
-func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebhook, id, tat string, want int, due []dueWebhook) int {
+// returns how many of them may be leased. A webhook with no free rate slot is parked until it has one:
+// then it returns that time too.
+func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebhook, id, tat string, want int, due []dueWebhook) (int, time.Time) {
+	var parked time.Time
 	if wh != nil && wh.RateLimit > 0 {
 		free, wait := freeRateSlots(tat, now, wh.RateLimit, rateHorizon)
 		if free == 0 {
-			d.park(ctx, due, now.Add(max(wait, minWait)))
+			parked = now.Add(max(wait, minWait))
+			d.park(ctx, due, parked)
 		}
 		want = min(want, free)
 	}
-	return d.flights.take(id, want)
+	return d.flights.take(id, want), parked
 }
 
 // leaseTakes reads the due ids of each take's queue, reserves in-flight slots for them within the
@@ -133,12 +136,14 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 		byID[tk.id] = append(byID[tk.id], i)
 	}
 	reserved := map[string]int{}
+	parked := map[string]time.Time{}
 	for id, idx := range byID {
 		due := make([]dueWebhook, len(idx))
 		for k, i := range idx {
 			due[k] = takes[i].dueWebhook
 		}
-		n := d.reserve(ctx, now, t.webhooks[id], id, tats[id], read[id], due)
+		n, until := d.reserve(ctx, now, t.webhooks[id], id, tats[id], read[id], due)
+		parked[id] = until
 		reserved[id] = n
 		for _, i := range idx { // keep the first n ids
 			ids[i] = ids[i][:min(len(ids[i]), n)]
@@ -155,7 +160,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	retime := make([]bool, len(takes))
 	for i, tk := range takes {
 		if tk.local {
-			d.local.putBack(tk.shard, tk.id, hinted[i][len(ids[i]):])
+			d.local.putBack(tk.shard, tk.id, hinted[i][len(ids[i]):], unixMilli(parked[tk.id]))
 		}
 		retime[i] = exhausted[i] == len(ids[i])
 		if len(ids[i]) > 0 || retime[i] {
@@ -177,6 +182,14 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	var errs []error
 	heads := map[dueKey]int64{}
 	for i, cmd := range d.scripts.runNow(ctx, runs...) {
+		if cmd.Err() != nil {
+			// Not leased, as far as this worker knows: the local hint's ids of it are due again.
+			for k, tk := range shardLeases[i].takes {
+				if tk.local {
+					d.local.putBack(tk.shard, tk.id, shardLeases[i].ids[k], 0)
+				}
+			}
+		}
 		got, h, err := d.leased(ctx, shardLeases[i], cmd)
 		jobs, errs = append(jobs, got...), append(errs, err)
 		maps.Copy(heads, h)
@@ -220,7 +233,7 @@ func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			for i, tk := range takes {
 				if tk.local {
-					d.local.putBack(tk.shard, tk.id, ids[i])
+					d.local.putBack(tk.shard, tk.id, ids[i], 0)
 				}
 			}
 			return nil, nil, fmt.Errorf("webhooks: read queues: %w", err)
@@ -245,6 +258,7 @@ type shardLease struct {
 	shard  int
 	now    time.Time
 	takes  []take
+	ids    [][]string // per take, its candidates
 	retime []bool
 	cands  []leasedDelivery
 	run    scriptRun
@@ -259,7 +273,7 @@ func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [
 		keys = append(keys, d.keys.queueKey(shard, t.id))
 		args = append(args, t.id, flag(retime[i]))
 	}
-	l := &shardLease{shard: shard, now: now, takes: takes, retime: retime}
+	l := &shardLease{shard: shard, now: now, takes: takes, ids: ids, retime: retime}
 	for i, t := range takes {
 		for _, id := range ids[i] {
 			token := randomHex(tokenLen / 2)

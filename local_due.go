@@ -102,11 +102,32 @@ func (l *localDue) serves(k dueKey, nowMs int64) bool {
 	return false
 }
 
-// dueCount is how many due ids it holds (as of the last call of due).
-func (l *localDue) dueCount() int {
+// takeable is how many of its due ids (as of the last call of due) a pass could lease, room(webhook)
+// being how many more attempts a webhook may start.
+func (l *localDue) takeable(room func(webhook string) int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.n - len(l.later)
+	byWebhook := map[string]int{}
+	for k, ids := range l.now {
+		byWebhook[k.id] += len(ids)
+	}
+	n := 0
+	for id, ids := range byWebhook {
+		n += min(ids, max(room(id), 0))
+	}
+	return n
+}
+
+// delay holds a webhook's due ids in a shard until at: its webhook was parked (an open circuit, its
+// rate limit), and a pass would take them only to park it again.
+func (l *localDue) delay(shard int, webhook string, at int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := dueKey{shard, webhook}
+	for _, id := range l.now[k] {
+		heap.Push(&l.later, laterID{key: k, id: id, at: at})
+	}
+	delete(l.now, k)
 }
 
 // take removes and returns up to n due ids of a webhook's queue in a shard.
@@ -130,8 +151,9 @@ func (l *localDue) take(shard int, webhook string, n int) []string {
 	return out
 }
 
-// putBack gives back ids that take returned but were not leased, ahead of the others.
-func (l *localDue) putBack(shard int, webhook string, ids []string) {
+// putBack gives back ids that take returned but were not leased: due again at once, ahead of the
+// others, or at at (ms) when it is not 0 (their webhook was parked until then).
+func (l *localDue) putBack(shard int, webhook string, ids []string, at int64) {
 	if len(ids) == 0 {
 		return
 	}
@@ -145,8 +167,14 @@ func (l *localDue) putBack(shard int, webhook string, ids []string) {
 			back = append(back, id)
 		}
 	}
-	l.now[k] = append(back, l.now[k]...)
 	l.n += len(back)
+	if at != 0 {
+		for _, id := range back {
+			heap.Push(&l.later, laterID{key: k, id: id, at: at})
+		}
+		return
+	}
+	l.now[k] = append(back, l.now[k]...)
 }
 
 // clear drops every id (Run ended: nothing leases them here any more).

@@ -32,7 +32,7 @@ func TestLocalDue(t *testing.T) {
 			require.True(t, l.add(1, "wh_a", "d0", 100, 100), "an id held already")
 			due, _ := l.due(100)
 			assert.Equal(t, []dueWebhook{{shard: 1, id: "wh_a"}}, due)
-			assert.Equal(t, 5, l.dueCount())
+			assert.Equal(t, 5, l.takeable(anyRoom))
 			assert.Equal(t, []string{"d0", "d1"}, l.take(1, "wh_a", 2))
 			assert.Equal(t, []string{"d2", "d3", "d4"}, l.take(1, "wh_a", 9))
 			assert.Empty(t, l.take(1, "wh_a", 9))
@@ -58,7 +58,7 @@ func TestLocalDue(t *testing.T) {
 				l.add(0, "wh_a", "d"+strconv.Itoa(i), 1, 1)
 			}
 			got := l.take(0, "wh_a", 3)
-			l.putBack(0, "wh_a", got[1:])
+			l.putBack(0, "wh_a", got[1:], 0)
 			l.due(1)
 			assert.Equal(t, []string{"d1", "d2", "d3"}, l.take(0, "wh_a", 9))
 		}},
@@ -67,7 +67,7 @@ func TestLocalDue(t *testing.T) {
 				l.add(0, "wh_a", "d"+strconv.Itoa(i), 1, 1)
 			}
 			l.forget(0, "wh_a", []string{"d0", "d2", "other"})
-			assert.Equal(t, 1, l.dueCount())
+			assert.Equal(t, 1, l.takeable(anyRoom))
 			assert.Equal(t, []string{"d1"}, l.take(0, "wh_a", 9))
 		}},
 		{"bounded", func(t *testing.T, l *localDue) {
@@ -86,6 +86,26 @@ func TestLocalDue(t *testing.T) {
 			assert.False(t, l.serves(k, 1000+localReadEvery), "read it again")
 			assert.True(t, l.serves(k, 1000+localReadEvery+1), "read lately")
 		}},
+		{"takeable within each webhook's room", func(t *testing.T, l *localDue) {
+			for i := range 3 {
+				l.add(i, "wh_a", "a"+strconv.Itoa(i), 1, 1)
+				l.add(i, "wh_b", "b"+strconv.Itoa(i), 1, 1)
+			}
+			l.due(1)
+			room := map[string]int{"wh_a": 2, "wh_b": 0}
+			assert.Equal(t, 2, l.takeable(func(id string) int { return room[id] }))
+		}},
+		{"a parked webhook's ids wait until it may be taken", func(t *testing.T, l *localDue) {
+			l.add(0, "wh_a", "d0", 1, 1)
+			l.add(0, "wh_a", "d1", 1, 1)
+			l.delay(0, "wh_a", 500)
+			due, next := l.due(100)
+			assert.Empty(t, due)
+			assert.EqualValues(t, 500, next)
+			assert.Zero(t, l.takeable(anyRoom))
+			l.due(500)
+			assert.Equal(t, []string{"d0", "d1"}, l.take(0, "wh_a", 9))
+		}},
 		{"cleared", func(t *testing.T, l *localDue) {
 			l.add(0, "wh_a", "d0", 1, 1)
 			l.add(0, "wh_a", "d1", 9, 1)
@@ -93,7 +113,7 @@ func TestLocalDue(t *testing.T) {
 			due, next := l.due(100)
 			assert.Empty(t, due)
 			assert.Zero(t, next)
-			assert.Zero(t, l.dueCount())
+			assert.Zero(t, l.takeable(anyRoom))
 		}},
 	}
 	for _, tc := range tests {
@@ -234,3 +254,6 @@ for _, q in ipairs(redis.call('KEYS', ARGV[1] .. '*')) do
 end
 return bad
 `)
+
+// anyRoom is a webhook's room when none is at its cap.
+func anyRoom(string) int { return 1 << 30 }

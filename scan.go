@@ -29,7 +29,7 @@ const (
 	scanHinted scanMode = iota // those that may have something due, and a sweep once per idleWait
 	scanIdle                   // those that may have something due, and a sweep: an idle poll
 	scanFull                   // every shard's ready and inline zsets: ProcessDue
-	scanSweep                  // only the sweep once per idleWait: the local hint fills the pass
+	scanSweep                  // the sweep once per idleWait and the shards marked: the local hint fills the pass
 )
 
 // scanHints is what a Dispatcher's worker knows of each shard's ready zset between scans, so that a
@@ -112,7 +112,8 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 	for k := range shards {
 		s := (first + k) % shards
 		switch next := h.next[s].Load(); {
-		case read[s] || mode == scanSweep:
+		case read[s]:
+		case mode == scanSweep && !h.dirty[s].Load(): // this Dispatcher's own writes are read even so
 		case next == 0: // never read: every such shard in the first pass
 			read[s] = true
 		case next > nowMs && !h.dirty[s].Load():
@@ -151,11 +152,12 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 
 // afterLease sets the hint of each shard a scan read to its earliest ready score as the lease left
 // it: the entries read, with the scores of the webhooks the lease retimed (heads; 0 when one left the
-// ready zset) in place of those read, and without the webhooks whose due deliveries the local hint
-// holds (local: its worker knows when they are due; another replica's deliveries there are found by
-// the sweep). So a shard whose due webhooks were all taken is not read again until its next due time,
-// though the claims of this Dispatcher's own deliveries keep lowering its ready scores.
-func (d *Dispatcher) afterLease(read scanRead, heads map[dueKey]int64, local map[dueKey]bool) {
+// ready zset) in place of those read, and the webhooks whose due deliveries the local hint served
+// (local) counted as due localReadEvery after now, when their queue is read again for what another
+// replica queued there (localDue.serves). So a shard whose due webhooks were all taken is not read
+// again until its next due time, though the claims of this Dispatcher's own deliveries keep lowering
+// its ready scores.
+func (d *Dispatcher) afterLease(now time.Time, read scanRead, heads map[dueKey]int64, local map[dueKey]bool) {
 	h := d.hints()
 	for s, entries := range read.entries {
 		next := int64(math.MaxInt64)
@@ -165,7 +167,7 @@ func (d *Dispatcher) afterLease(read scanRead, heads map[dueKey]int64, local map
 				if head, ok := heads[dueKey{s, id}]; ok {
 					score = head
 				} else if local[dueKey{s, id}] {
-					continue
+					score = max(score, now.UnixMilli()+localReadEvery)
 				}
 			}
 			if score > 0 {

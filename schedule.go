@@ -171,10 +171,14 @@ type leasedDelivery struct {
 
 // park moves a webhook's ready score, in every shard it was found due in, to until if that is later:
 // nothing of the webhook is taken there before then (a retime may undo it; the next worker to see the
-// webhook parks it again). One round trip: each shard's ZADD XX GT in one pipeline.
+// webhook parks it again), and holds the local hint's ids of it until then. One round trip: each
+// shard's ZADD XX GT in one pipeline.
 func (d *Dispatcher) park(ctx context.Context, due []dueWebhook, until time.Time) {
 	if len(due) == 0 {
 		return
+	}
+	for _, w := range due {
+		d.local.delay(w.shard, w.id, until.UnixMilli()) // the local hint's ids of it wait as long
 	}
 	pipe := d.rdb.Pipeline()
 	for _, w := range due {

@@ -220,8 +220,19 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, n)
 
+	// A probe taken for a ready entry left behind an emptied queue, given back (a Dispatcher with the
+	// breaker on).
+	breaker := newTestDispatcherOn(t, client, tr, Options{BreakAfter: DefaultBreakAfter})
+	breaker.now = clock.Now
+	unused := mustCreate(t, d, rc, "slot.unused")
+	past := fmt.Sprintf("3:%d:%d:%d:0:", clock.Now().UnixMilli(), clock.Now().Add(-time.Second).UnixMilli(), time.Hour.Milliseconds())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.circuitsKey(), unused.ID, past).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(d.keys.ShardOf(ids[0])), redis.Z{Score: 1, Member: unused.ID}).Err())
+	_, err = breaker.ProcessDue(ctx)
+	require.NoError(t, err)
+
 	names := map[string]*redis.Script{
-		"probeNow": probeNowScript, "wakeParked": wakeParkedScript,
+		"probeNow": probeNowScript, "wakeParked": wakeParkedScript, "releaseProbe": releaseProbeScript, "acquireProbe": acquireProbeScript,
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
 		"redeliver": redeliverScript, "adopt": adoptScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
 		"circuitCount":    countScript,           // every attempt's outcome is counted in its webhook's circuit

@@ -224,6 +224,7 @@ func (r *runSlots) start(l leasedReady) {
 		o.retime = j.retime
 		d.flights.release(j.rec.WebhookID)
 		r.freed()
+		d.countNow(actx, j.rec, &o) // now, not when its batch is written
 		var err error
 		l.batch.ended(actx, j.rec, o, &err)
 	})
@@ -291,7 +292,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 	}
 	now := d.now()
 	local, localNext := d.local.due(now.UnixMilli())
-	if mode == scanHinted && d.local.dueCount() >= free {
+	if mode == scanHinted && d.local.takeable(d.flights.room) >= free {
 		mode = scanSweep // the local hint has enough due to fill the pass: no read but the sweep
 	}
 	due, strays, read, next, err := d.scanReady(ctx, now, free+16, mode)
@@ -320,6 +321,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 		return nil, next, read.left, nil
 	}
 	jobs, heads, err := d.leaseTakes(ctx, now, takes, targets)
+	d.releaseUnusedProbes(ctx, takes, jobs)
 	if err == nil {
 		local := map[dueKey]bool{}
 		for _, w := range due {
@@ -327,7 +329,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 				local[dueKey{w.shard, w.id}] = true
 			}
 		}
-		d.afterLease(read, heads, local)
+		d.afterLease(now, read, heads, local)
 	}
 	for i := range jobs {
 		jobs[i].webhook = targets.webhooks[jobs[i].rec.WebhookID]

@@ -1,0 +1,81 @@
+package webhooks
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestUnusedProbeIsGivenBack: a pass that takes an open circuit's probe and leases nothing with it (the
+// webhook's ready entry outlived its emptied queue: a ready score is only a lower bound) gives the
+// probe back, so the webhook's next delivery is its probe at once, not a lease later.
+func TestUnusedProbeIsGivenBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{Concurrency: 1, BreakAfter: 1, BreakFor: time.Minute,
+		RetrySchedule: []time.Duration{}, Timeout: time.Second})
+	rc := newReceiver(t)
+	rc.status.Store(http.StatusInternalServerError)
+	wh := mustCreate(t, d, rc, "x")
+
+	_, err := d.Enqueue(ctx, Event{Type: "x", ID: "e1"})
+	require.NoError(t, err)
+	n, err := d.ProcessDue(ctx) // fails for good (no retries): the circuit opens, the queue is empty
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	h, err := d.Webhooks().Health(ctx, wh.ID)
+	require.NoError(t, err)
+	require.Equal(t, CircuitOpen, h.State)
+	s := shardOf("e1")
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(s), redis.Z{Score: float64(clock.Now().UnixMilli()), Member: wh.ID}).Err(),
+		"a ready entry left behind its emptied queue")
+
+	clock.Advance(2 * time.Minute) // the open period is over
+	_, err = d.ProcessDue(ctx)     // takes the probe for the empty queue: leases nothing
+	require.NoError(t, err)
+	h, err = d.Webhooks().Health(ctx, wh.ID)
+	require.NoError(t, err)
+	assert.Equal(t, CircuitOpen, h.State, "the probe was given back: open, its probe free to take")
+
+	rc.status.Store(http.StatusOK)
+	before := rc.count()
+	_, err = d.Enqueue(ctx, Event{Type: "x", ID: "e2"})
+	require.NoError(t, err)
+	_, err = d.ProcessDue(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, before+1, rc.count(), "the new delivery went out as the probe")
+	h, err = d.Webhooks().Health(ctx, wh.ID)
+	require.NoError(t, err)
+	assert.Equal(t, CircuitClosed, h.State, "its success closed the circuit")
+}
+
+// TestPassFilledByTheLocalHintReadsMarkedShards: a pass the local hint fills (scanSweep) still reads
+// the shards this Dispatcher marked (an ordered key's next delivery, a requeued inline attempt, probe
+// now), so what it wrote there is not left to the sweep.
+func TestPassFilledByTheLocalHintReadsMarkedShards(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "x")
+	require.NoError(t, d.keys.load(ctx, d.rdb))
+	_, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, scanFull) // every shard read once: no sweep due
+	require.NoError(t, err)
+
+	s := 3
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(s), redis.Z{Score: float64(clock.Now().UnixMilli()), Member: wh.ID}).Err())
+	due, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, scanSweep)
+	require.NoError(t, err)
+	assert.Empty(t, due, "a shard not marked is left to the sweep")
+	d.markShard(s)
+	due, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, scanSweep)
+	require.NoError(t, err)
+	assert.Equal(t, []dueWebhook{{shard: s, id: wh.ID}}, due, "the marked shard is read")
+}
