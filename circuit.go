@@ -138,8 +138,9 @@ func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*re
 	return cc
 }
 
-// countNow counts an attempt's outcome in its webhook's circuit at once, on its own (merged with the
-// counts of other attempts ending meanwhile: mergeCounts), and marks it counted: for an outcome whose
+// countNow counts an attempt's outcome in its webhook's circuit at once, on its own: on the count lane,
+// where the counts of attempts ending while one is sent wait for the next and go out merged into one
+// script run (mergeCounts), in the order they ended. It marks the outcome counted: for an outcome whose
 // record waits for others' to be written with it (a worker's outcomeBatch). The circuit's count is of
 // attempts in the order they end; an outcome held back by its batch would be counted behind attempts
 // that ended after it, and a run of failures could appear that no receiver answered.
@@ -152,7 +153,7 @@ func (d *Dispatcher) countNow(ctx context.Context, rec *record, o *outcome) {
 		return
 	}
 	o.counted = true
-	cc.cmd = d.scripts.run(ctx, countScript, cc.keys, cc.args...)
+	cc.cmd = d.counts.run(ctx, countScript, cc.keys, cc.args...)
 	d.afterCount(ctx, cc)
 }
 

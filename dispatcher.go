@@ -54,6 +54,7 @@ type Dispatcher struct {
 	deliveries   *DeliveryRepo
 	now          func() time.Time
 	scripts      *laneBatcher
+	counts       *scriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
 	flights      *inFlight
 	circuits     *circuitStore
 	circuitCache *circuitCache
@@ -92,7 +93,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	keys := newLazyKeyspace(opts.KeyPrefix, opts.Shards)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		scripts:  newLaneBatcher(rdb),
+		scripts: newLaneBatcher(rdb), counts: &scriptBatcher{rdb: rdb},
 		circuits: newCircuitStore(rdb, keys), circuitCache: newCircuitCache(),
 		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: newLocalDue(max(1024, 16*opts.Concurrency)),
 		wake: make(chan struct{}, 1)}
