@@ -49,6 +49,8 @@
 //     records outcomes, so a webhook that never fails BreakAfter times in a row keeps its circuit closed
 //     at any concurrency and replica count (TestCircuitCountIsExactlyConsecutive,
 //     TestFlakyWebhookKeepsItsCircuitClosed).
+//     Random failures open the circuit exactly once per run of BreakAfter failures in the order Redis
+//     counted them, within the rule's own odds (TestRandomFailuresOpenTheCircuitOnlyOnTheirOdds).
 //     A slow, hung or failing webhook holds at most Options.MaxInFlightPerWebhook attempts of a
 //     Dispatcher, inline included, and the worker shares its slots among webhooks in turn, so a hung
 //     webhook never holds them all nor delays another's due deliveries (TestHungWebhookDoesNotHoldTheWorker,
