@@ -70,7 +70,17 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	GET    /webhooks/{id}/health         Health -> 200, the circuit: {state, consecutive_failures, ...}
 //	GET    /webhooks/{id}/stats          -> 200, {"hours": [{"hour", "success", "failed"}, ...]}: attempts
 //	                                     per hour by outcome, the last 24 hours, oldest first
-//	GET    /deliveries/{id}              -> 200, the delivery with its attempt history
+//	GET    /webhooks/{id}/counts         -> 200, {"pending", "parked", "failed", "examined"}: deliveries scheduled
+//	                                     for an attempt, those of them waiting for the open circuit's probe,
+//	                                     and the failed ones among the newest examined (at most 100)
+//	GET    /deliveries/{id}              -> 200, the delivery with its attempt history and "redelivered_at":
+//	                                     when it was redelivered, as far as its webhook's index shows
+//	GET    /deliveries/{id}/queue        -> 200, {"order_key", "length", "deliveries": [...]}: the deliveries of
+//	                                     an ordered delivery's (webhook, order key), head first (at most 50,
+//	                                     without history); 400 for a delivery with no order key
+//	GET    /deliveries/{id}/request      -> 200, {"method", "url", "headers": [{"name", "value", "source"}]}:
+//	                                     the request rebuilt (not stored): fixed and latest-attempt values;
+//	                                     signatures, the endpoint's header values and credentials withheld
 //	POST   /deliveries/{id}/redeliver    Redeliver -> 200, the delivery (unchanged unless it was failed);
 //	                                     202 when the attempt was left to the worker (ErrDeferred).
 //	                                     Repeated or concurrent calls re-send it once
@@ -78,11 +88,18 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	                                     delivery; 409 not_retryable when not pending, in flight, held back
 //	                                     behind an earlier delivery of its order key, or its webhook paused
 //	GET    /deliveries/{id}/payload      -> 200, {"payload": the body the delivery sends, null once expired}
-//	GET    /deliveries                   ?id=I&status=S&event_type=T&limit=N: across webhooks (the first
-//	                                     MaxSearchWebhooks), I a delivery id or an event id; without I, the
-//	                                     newest N (default 50, at most 500) of each webhook, filtered
-//	                                     -> 200, {"deliveries": [...]}, newest first, at most N
+//	GET    /deliveries                   ?id=I&status=S&event_type=T&from=F&to=U&limit=N: across webhooks
+//	                                     (the first MaxSearchWebhooks), I a delivery id or an event id; F
+//	                                     and U (RFC 3339, each optional) bound when they were created;
+//	                                     without I, the newest N (default 50, at most 500) of each webhook
+//	                                     listed by U, filtered -> 200, {"deliveries": [...]}, newest
+//	                                     first, at most N
 //	GET    /backlog                      Stats -> 200, {"due", "scheduled", "leased", ...}; operator only
+//	POST   /webhooks/{id}/probe          probe now: an open circuit's wait ends and its parked deliveries
+//	                                     are due (up to 256 per shard), so the next worker pass sends the
+//	                                     probe -> 200, {"circuit": Health, "deliveries_due": n}; 409
+//	                                     probe_refused when the circuit is closed or its probe in flight,
+//	                                     409 webhook_disabled for a disabled webhook; operator only
 //	GET    /openapi.json                 the OpenAPI 3.1 document of these routes (internal/api/openapi.json)
 //	GET    /ui/                          the web UI (HTML, JS and CSS embedded in the library), which
 //	                                     calls the routes above
@@ -91,13 +108,15 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 // is about one field:
 //
 //	400 invalid_request     malformed JSON, unknown fields, a missing body, an invalid webhook, a bad
-//	                        status, limit, cursor, since, until or grace_seconds
+//	                        status, limit, cursor, since, until, from, to or grace_seconds; the queue of
+//	                        a delivery with no order key
 //	404 not_found           an unknown webhook or delivery id, or no such route
 //	405 method_not_allowed  a known route with another method (the Allow header lists the methods)
 //	409 conflict            a registry change lost repeated races with others; retry
 //	409 webhook_disabled    redeliver of a delivery whose webhook is disabled; enable it first
 //	409 tenant_quota        a create over Options.MaxWebhooksPerTenant
 //	409 not_retryable       a retry of a delivery that cannot be made due now
+//	409 probe_refused       a probe now of a webhook whose circuit is closed, or whose probe is in flight
 //	413 too_large           a request body over 64 KiB
 //	500 internal            anything else; the cause is logged to Options.Logger, never sent
 func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(adminBackend{d}, d.log) }
@@ -110,7 +129,7 @@ func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(adminBackend
 // shape. Unlike Handler, Portal may face the tenant's own users directly. Its /ui/ serves the web
 // UI's static files without a token (the request is routed first, and only the UI's routes skip the
 // token); open it at /ui/#token=<token> (the fragment never reaches the server). It serves /openapi.json
-// without a token too, and not the operator-only GET /backlog.
+// without a token too, and not the operator-only GET /backlog and POST /webhooks/{id}/probe.
 func (d *Dispatcher) Portal() http.Handler { return api.NewPortal(adminBackend{d}, d.log) }
 
 // adminBackend is the Dispatcher as Handler and Portal see it: webhooks and deliveries as JSON,
@@ -133,6 +152,8 @@ func (adminBackend) Classify(err error) api.Kind {
 		return api.KindTenantQuota
 	case errors.Is(err, errNotRetryable):
 		return api.KindNotRetryable
+	case errors.Is(err, errProbeRefused):
+		return api.KindProbeRefused
 	}
 	return api.KindInternal
 }
@@ -267,4 +288,24 @@ func (b adminBackend) Stats(ctx context.Context, s api.Scope, id string) ([]byte
 	return encode(struct {
 		Hours []HourStats `json:"hours"`
 	}{hours}, err)
+}
+
+// ProbeNow ends a webhook's open circuit's wait (probeNow): the operator's "probe now".
+func (b adminBackend) ProbeNow(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return nil, err
+	}
+	h, n, err := b.d.probeNow(ctx, id)
+	return encode(struct {
+		Circuit       Health `json:"circuit"`
+		DeliveriesDue int    `json:"deliveries_due"`
+	}{h, n}, err)
+}
+
+// Counts are a webhook's delivery counts (endpointCounts).
+func (b adminBackend) Counts(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+	if _, err := b.webhook(ctx, s, id); err != nil {
+		return nil, err
+	}
+	return encode(b.d.endpointCounts(ctx, id))
 }

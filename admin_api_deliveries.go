@@ -67,26 +67,40 @@ func (b adminBackend) delivery(ctx context.Context, s api.Scope, id string) (*De
 
 func (b adminBackend) Delivery(ctx context.Context, s api.Scope, id string) ([]byte, error) {
 	dl, err := b.delivery(ctx, s, id)
-	if err != nil || dl.OrderKey == "" {
-		return encode(dl, err)
+	if err != nil {
+		return nil, err
 	}
-	return encode(b.orderedDetail(ctx, dl), nil)
+	detail := deliveryDetail{Delivery: dl}
+	if detail.RedeliveredAt, err = b.d.redeliveries(ctx, dl); err != nil {
+		return nil, err
+	}
+	if dl.OrderKey == "" {
+		return encode(detail, nil)
+	}
+	return encode(b.orderedDetail(ctx, detail), nil)
 }
 
-// deliveryDetail is an ordered delivery as the detail route shows it: with its place in its key's
-// sequence (DeliveryRepo.Position: 0 for the head, -1 for none).
+// deliveryDetail is a delivery as the detail route shows it: with when it was redelivered, as far as
+// its index shows (redeliveries).
 type deliveryDetail struct {
 	*Delivery
+	RedeliveredAt []time.Time `json:"redelivered_at,omitempty"`
+}
+
+// orderedDeliveryDetail is an ordered delivery as the detail route shows it: with its place in its
+// key's sequence (DeliveryRepo.Position: 0 for the head, -1 for none).
+type orderedDeliveryDetail struct {
+	deliveryDetail
 	OrderPosition int `json:"order_position"`
 }
 
 // orderedDetail is an ordered delivery with its position, when it can be read.
-func (b adminBackend) orderedDetail(ctx context.Context, dl *Delivery) any {
+func (b adminBackend) orderedDetail(ctx context.Context, dl deliveryDetail) any {
 	pos, err := b.d.deliveries.Position(ctx, dl.ID)
 	if err != nil {
 		return dl
 	}
-	return deliveryDetail{Delivery: dl, OrderPosition: pos}
+	return orderedDeliveryDetail{deliveryDetail: dl, OrderPosition: pos}
 }
 
 func (b adminBackend) Redeliver(ctx context.Context, s api.Scope, id string) ([]byte, bool, error) {

@@ -32,21 +32,22 @@ func (b adminBackend) scopeWebhooks(ctx context.Context, s api.Scope) ([]*Webhoo
 }
 
 // SearchDeliveries finds, across the scope's webhooks, the delivery with an id, or the deliveries of
-// an event id; without an id, the newest Limit deliveries (with the status) of each webhook. Then it
-// keeps those of the event type and status asked, newest first, at most Limit.
+// an event id; without an id, the newest Limit deliveries (with the status) of each webhook listed by
+// To (its index from To on: see listedBy). Then it keeps those of the event type, status and
+// creation time asked, newest first, at most Limit.
 func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.DeliverySearch) ([]byte, error) {
 	status := Status(q.Status)
 	if !slices.Contains([]Status{"", StatusPending, StatusSuccess, StatusFailed}, status) {
 		return nil, fmt.Errorf("%w: status must be pending, success or failed", errBadRequest)
 	}
 	limit := min(cmp.Or(q.Limit, DefaultPageLimit), MaxPageLimit)
-	found, err := b.findDeliveries(ctx, s, q.ID, status, limit)
+	found, err := b.findDeliveries(ctx, s, q.ID, DeliveryQuery{Status: status, Limit: limit, Cursor: listedBy(q.To)})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*Delivery, 0, len(found))
 	for _, dl := range found {
-		if (status == "" || dl.Status == status) && (q.EventType == "" || dl.EventType == q.EventType) {
+		if (status == "" || dl.Status == status) && (q.EventType == "" || dl.EventType == q.EventType) && within(dl.CreatedAt, q.From, q.To) {
 			dl.History = nil // GET /deliveries/{id} has it
 			out = append(out, dl)
 		}
@@ -57,8 +58,25 @@ func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.D
 	}{out[:min(len(out), limit)]}, nil)
 }
 
-// findDeliveries reads the candidates of a search: by delivery id, by event id, or each webhook's newest.
-func (b adminBackend) findDeliveries(ctx context.Context, s api.Scope, id string, status Status, limit int) ([]*Delivery, error) {
+// listedBy is the cursor of a listing from the last delivery indexed (created or redelivered) at or
+// before to: a search bounded by time starts there, not at the newest. "" (the newest) for a zero to.
+// A delivery created by to but redelivered after it is listed at its redelivery, and such a search does
+// not meet it.
+func listedBy(to time.Time) string {
+	if to.IsZero() {
+		return ""
+	}
+	return pagePos{ms: to.UnixMilli() + 1}.cursor() // exclusive: every entry of to's millisecond is after it
+}
+
+// within reports whether t is in [from, to], a zero bound being none.
+func within(t, from, to time.Time) bool {
+	return (from.IsZero() || !t.Before(from)) && (to.IsZero() || !t.After(to))
+}
+
+// findDeliveries reads the candidates of a search: by delivery id, by event id, or each webhook's
+// newest (q: their status, how many, from where).
+func (b adminBackend) findDeliveries(ctx context.Context, s api.Scope, id string, q DeliveryQuery) ([]*Delivery, error) {
 	if strings.HasPrefix(id, "dlv_") {
 		dl, err := b.delivery(ctx, s, id)
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidQuery) {
@@ -82,7 +100,7 @@ func (b adminBackend) findDeliveries(ctx context.Context, s api.Scope, id string
 			found = append(found, dl)
 			continue
 		}
-		page, err := b.d.deliveries.Page(ctx, wh.ID, DeliveryQuery{Status: status, Limit: limit})
+		page, err := b.d.deliveries.Page(ctx, wh.ID, q)
 		if errors.Is(err, ErrNotFound) {
 			continue // deleted since listed
 		} else if err != nil {

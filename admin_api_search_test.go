@@ -97,3 +97,53 @@ func TestSearchDeliveries(t *testing.T) {
 	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &bl))
 	assert.Contains(t, bl, "due", fmt.Sprint(bl))
 }
+
+// TestSearchDeliveriesByTime: from and to keep the deliveries created in the window, and a search
+// bounded by to reads each webhook's listing from to, so older deliveries are found however many
+// newer ones there are (limit 2 below five newer ones); a bad or reversed window is refused.
+func TestSearchDeliveriesByTime(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	ctx := context.Background()
+	wh, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}})
+	require.NoError(t, err)
+	t0 := clock.Now()
+	ids := map[string]string{}
+	for i, ev := range []string{"h0", "h1", "h2", "n0", "n1", "n2", "n3", "n4"} {
+		if i > 0 && i < 4 {
+			clock.Advance(time.Hour)
+		}
+		typ := "order.created"
+		if ev[0] == 'n' {
+			typ = "newer.created"
+		}
+		_, err := d.Dispatch(ctx, Event{ID: ev, Type: typ})
+		require.NoError(t, err)
+		dl, err := d.Deliveries().Find(ctx, wh.ID, ev)
+		require.NoError(t, err)
+		ids[ev] = dl.ID
+	}
+	at := func(d time.Duration) string { return t0.Add(d).UTC().Format(time.RFC3339) }
+	for _, tc := range []struct {
+		name, query string
+		want        []string
+	}{
+		{"window", "?from=" + at(30*time.Minute) + "&to=" + at(90*time.Minute), []string{"h1"}},
+		{"to, below newer ones", "?to=" + at(90*time.Minute) + "&limit=2", []string{"h1", "h0"}},
+		{"from", "?from=" + at(90*time.Minute) + "&event_type=order.created", []string{"h2"}},
+		{"an id in the window", "?id=h0&to=" + at(30*time.Minute), []string{"h0"}},
+		{"an id outside it", "?id=h0&from=" + at(30*time.Minute), nil},
+	} {
+		want := []string{}
+		for _, ev := range tc.want {
+			want = append(want, ids[ev])
+		}
+		assert.Equal(t, want, searchIDs(t, d.Handler(), "", tc.query), tc.name)
+	}
+	for _, q := range []string{"?from=yesterday", "?to=" + at(0) + "&from=" + at(time.Hour)} {
+		rec := call(d.Handler(), "GET", "/deliveries"+q, "")
+		assert.Equal(t, http.StatusBadRequest, rec.Code, q)
+	}
+}

@@ -124,6 +124,25 @@ type outcome struct {
 	probe      string // the circuit's probe token, when the attempt was its probe
 	unrecorded bool   // the caller's context ended mid-attempt: leave it to the lease
 	inline     bool   // the attempt was leased by the claim (its schedule entry is in the inline zset)
+	retime     bool   // its lease read its queue to the last due entry: a final outcome retimes the webhook
+}
+
+// Schedule modes of an outcome, as outcomeScript takes them.
+const (
+	scheduleQueued = "0" // a worker's lease: leave the queue when final
+	scheduleInline = "1" // leased by the claim: leave the inline zset, else as scheduleQueued
+	scheduleRetime = "2" // as scheduleQueued, and retime the webhook when final
+)
+
+// scheduleMode is how outcomeScript takes o's schedule entry.
+func (o outcome) scheduleMode() string {
+	switch {
+	case o.inline:
+		return scheduleInline
+	case o.retime:
+		return scheduleRetime
+	}
+	return scheduleQueued
 }
 
 // decide turns an attempt into the record's next state, by the retry schedule.
@@ -172,17 +191,16 @@ func jitter(d time.Duration) time.Duration {
 // taken on (nothing else writes a record while it is leased), and marks the lease settled, so that the
 // same call run again (a client retrying a request whose reply was lost) reports it recorded instead
 // of lost, and writes nothing twice. A pending delivery is queued again at its next attempt, a final
-// one leaves its queue, and the webhook's entry in the shard's ready zset follows its queue (retime).
-// It also counts each webhook's attempts per hour by outcome (stats.go, hourlyStats). Every lease is
-// checked before the first write. (The circuits count the attempts beside it: countScript.)
+// one leaves its queue (luaSchedule). Every lease is checked before the first write. (The circuits,
+// and the hourly counts, count the attempts beside it: countScript.)
 //
 // KEYS[1] -> {P:s}:ready
 // KEYS[2] -> {P:s}:inline
-// KEYS[3i], KEYS[3i+1], KEYS[3i+2] (i = 1..n) -> outcome i's delivery key, queue key, hourly stats key
+// KEYS[2i+1], KEYS[2i+2] (i = 1..n) -> outcome i's delivery key, queue key
 // ARGV[1] -> now (ms)
-// ARGV[2+7(i-1)] .. ARGV[8+7(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
-// pending only), webhook id, 1 if an attempt was made (else 0), 1 if it was leased for an inline
-// attempt (its schedule entry may be in the inline zset) else 0; ARGV[1+7n+i] -> outcome i's new record
+// ARGV[2+6(i-1)] .. ARGV[7+6(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
+// pending only), webhook id, schedule mode (scheduleQueued, scheduleInline: its schedule entry may be
+// in the inline zset, scheduleRetime); ARGV[1+6n+i] -> outcome i's new record
 // returns per outcome outcomeRecorded (now or by an earlier run of the same call) or outcomeLeaseLost
 // (nothing written)
 var outcomeScript = redis.NewScript(luaUnorderedOutcome + outcomeBody)
@@ -191,7 +209,7 @@ var outcomeScript = redis.NewScript(luaUnorderedOutcome + outcomeBody)
 // outcomeCount() is n, final(i, status) does nothing and finish(reply) returns reply
 // (orderedOutcomeScript's advance a sequence and count the deliveries they queue).
 const luaUnorderedOutcome = `
-local function outcomeCount() return (#KEYS - 2) / 3 end
+local function outcomeCount() return (#KEYS - 2) / 2 end
 local function final(i, status) end
 local function finish(reply) return reply end
 `
@@ -199,24 +217,21 @@ local function finish(reply) return reply end
 // outcomeBody is outcomeScript's body, with three hooks: outcomeCount(), finish(reply), which makes
 // the reply, and final(i, status), called when outcome i leaves its delivery final, once its
 // schedule entry is gone.
-var outcomeBody = luaLeaseOf + luaRetime + luaSchedule + luaCountHour + `
+var outcomeBody = luaLeaseOf + luaRetime + luaSchedule + `
 local n = outcomeCount()
 local held = {}
 for i = 1, n do
-  held[i] = leaseOf(KEYS[3 * i], ARGV[3 + 7 * (i - 1)])
+  held[i] = leaseOf(KEYS[2 * i + 1], ARGV[3 + 6 * (i - 1)])
 end
 local reply = {}
 for i = 1, n do
   reply[i] = ` + strconv.Itoa(outcomeLeaseLost) + `
   if held[i] == ` + luaSettled + ` then reply[i] = ` + strconv.Itoa(outcomeRecorded) + ` end
   if held[i] == ` + luaHeld + ` then
-    local a = 1 + 7 * (i - 1)
+    local a = 1 + 6 * (i - 1)
     local id, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
-    if ARGV[a + 6] == '1' then
-      countHour(KEYS[3 * i + 2], tonumber(ARGV[1]), status == 'success')
-    end
-    redis.call('SET', KEYS[3 * i], ARGV[1 + 7 * n + i], 'KEEPTTL')
-    schedule(KEYS[1], KEYS[2], KEYS[3 * i + 1], id, wid, status, next, ARGV[a + 7] == '1')
+    redis.call('SET', KEYS[2 * i + 1], ARGV[1 + 6 * n + i], 'KEEPTTL')
+    schedule(KEYS[1], KEYS[2], KEYS[2 * i + 2], id, wid, status, next, ARGV[a + 6])
     if status ~= 'pending' then final(i, status) end
     reply[i] = ` + strconv.Itoa(outcomeRecorded) + `
   end
@@ -224,26 +239,24 @@ end
 return finish(reply)
 `
 
-// luaSchedule is schedule(ready, inline, queue, id, wid, status, next, inl): the schedule as an
-// outcome leaves it. A delivery leased inline whose entry is still in the inline zset leaves it (one
-// ZREM when it is done) and, pending, joins its webhook's queue, its ready score lowered to next at
-// most; any other (a worker's, or an inline one a worker took over) is queued again at next or leaves
-// its queue, and its webhook's ready score follows its queue (retime).
+// luaSchedule is schedule(ready, inline, queue, id, wid, status, next, mode): the schedule as an
+// outcome leaves it. A delivery leased inline (mode scheduleInline) whose entry is still in the
+// inline zset leaves it (one ZREM); any other (a worker's, or an inline one a worker took over) leaves
+// its queue when it is done. A pending one is queued at next, and its webhook's ready score is
+// lowered to next at most (ZADD LT). A final one leaves the ready score as it is — a ready score is a
+// lower bound of its queue's earliest due time (schedule.go), which a worker that finds nothing due
+// there corrects — unless its lease read its queue to the last due entry (mode scheduleRetime): then
+// its webhook is retimed at once, so a queue that empties leaves no ready entry behind.
 const luaSchedule = `
-local function schedule(ready, inline, queue, id, wid, status, next, inl)
-  if inl and redis.call('ZREM', inline, id .. wid) == 1 then
-    if status == 'pending' then
-      redis.call('ZADD', queue, next, id)
-      redis.call('ZADD', ready, 'LT', next, wid)
-    end
-    return
+local function schedule(ready, inline, queue, id, wid, status, next, mode)
+  if not (mode == '` + scheduleInline + `' and redis.call('ZREM', inline, id .. wid) == 1) and status ~= 'pending' then
+    redis.call('ZREM', queue, id)
+    if mode == '` + scheduleRetime + `' then retime(ready, queue, wid) end
   end
   if status == 'pending' then
     redis.call('ZADD', queue, next, id)
-  else
-    redis.call('ZREM', queue, id)
+    redis.call('ZADD', ready, 'LT', next, wid)
   end
-  retime(ready, queue, wid)
 end
 `
 
@@ -272,7 +285,7 @@ func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*recor
 		default:
 			recs[i].apply(outcomes[i], now)
 			if outcomes[i].status == StatusPending {
-				d.markShard(shard) // a retry for this worker's next scan
+				d.queueLocal(shard, recs[i].WebhookID, recs[i].ID, outcomes[i].next) // a retry for this worker
 			}
 			d.afterOutcome(ctx, recs[i], outcomes[i])
 		}
@@ -303,10 +316,8 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		next := *recs[i] // the record as the outcome leaves it; applied in memory once recorded
 		next.History = slices.Clip(next.History)
 		next.apply(o, now)
-		keys = append(keys, d.keys.deliveryKey(shard, o.id), d.keys.queueKey(shard, recs[i].WebhookID),
-			d.keys.hourlyKey(shard, recs[i].WebhookID))
-		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, flag(o.attempted),
-			flag(o.inline))
+		keys = append(keys, d.keys.deliveryKey(shard, o.id), d.keys.queueKey(shard, recs[i].WebhookID))
+		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, o.scheduleMode())
 		values = append(values, next.encode())
 		idx = append(idx, i)
 	}

@@ -72,6 +72,25 @@ type scriptRun struct {
 	args   []any
 }
 
+// runNow runs several scripts in one pipeline of its own, at once: for a caller that would otherwise
+// queue behind the batches in flight (the worker's leases, behind a burst of claims). It returns their
+// replies in order.
+func (l *laneBatcher) runNow(ctx context.Context, runs ...scriptRun) []*redis.Cmd {
+	if len(runs) == 0 {
+		return nil
+	}
+	calls := make([]*scriptCall, len(runs))
+	for i, r := range runs {
+		calls[i] = &scriptCall{ctx: ctx, script: r.script, keys: r.keys, args: r.args}
+	}
+	l.lanes[0].send(calls)
+	out := make([]*redis.Cmd, len(calls))
+	for i, c := range calls {
+		out[i] = c.cmd
+	}
+	return out
+}
+
 // runTogether runs several scripts as run does, queued together on one lane so that they go out in
 // one pipeline (unless a batch is cut at maxScriptBatch between them). It returns their replies in order.
 func (l *laneBatcher) runTogether(ctx context.Context, runs ...scriptRun) []*redis.Cmd {
@@ -187,6 +206,8 @@ func (b *scriptBatcher) lead(c *scriptCall) {
 // send runs a batch as one pipeline of EVALSHA, falling back to EVAL for the scripts the server
 // does not have (after a restart, a failover or SCRIPT FLUSH).
 func (b *scriptBatcher) send(batch []*scriptCall) {
+	batch, split := mergeCounts(batch)
+	defer split()
 	if len(batch) == 1 {
 		c := batch[0]
 		c.cmd = c.script.Run(c.ctx, b.rdb, c.keys, c.args...)

@@ -12,11 +12,13 @@ import (
 // recentBodies keeps the bodies of the events this Dispatcher claimed lately and left to the worker
 // (Enqueue, an attempt deferred), so that its own worker starts those attempts without reading them
 // back. A stored event never changes: an entry is only ever stale by expiring, and it is kept
-// bodiesTTL, far below any Retention. Bounded: at most maxRecentBodies entries (when full, it starts
-// over). Safe for concurrent use.
+// bodiesTTL, far below any Retention. Bounded: at most maxRecentBodyBytes of bodies, the oldest
+// dropped first. Safe for concurrent use.
 type recentBodies struct {
 	mu      sync.Mutex
 	entries map[string]recentBody // event key -> body
+	order   []string              // the keys of entries, oldest first
+	bytes   int                   // of the bodies in entries
 }
 
 type recentBody struct {
@@ -25,20 +27,33 @@ type recentBody struct {
 }
 
 const (
-	bodiesTTL       = 10 * time.Second
-	maxRecentBodies = 4096
+	bodiesTTL          = 10 * time.Second
+	maxRecentBodyBytes = 16 << 20
 )
 
 func newRecentBodies() *recentBodies { return &recentBodies{entries: map[string]recentBody{}} }
 
-// put keeps the body of the event stored under key, as of now.
+// put keeps the body of the event stored under key, as of now, dropping the oldest bodies beyond
+// maxRecentBodyBytes and those expired ahead of them.
 func (c *recentBodies) put(key string, body []byte, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if len(c.entries) >= maxRecentBodies {
-		clear(c.entries)
+	if old, ok := c.entries[key]; ok {
+		c.bytes += len(body) - len(old.body)
+	} else {
+		c.order = append(c.order, key)
+		c.bytes += len(body)
 	}
 	c.entries[key] = recentBody{body: body, at: now}
+	for len(c.order) > 0 {
+		e := c.entries[c.order[0]]
+		if c.bytes <= maxRecentBodyBytes && now.Sub(e.at) < bodiesTTL && !now.Before(e.at) {
+			break
+		}
+		c.bytes -= len(e.body)
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
 }
 
 // get returns the body kept for key, if kept within bodiesTTL of now.

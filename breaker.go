@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -95,29 +96,38 @@ const (
 // failure adds one to the count and starts the run of failures (failing since now) if none is going;
 // a closed circuit opens when the count reaches breakAfter (never when it is 0: the breaker is off, the
 // run is still kept for DisableAfter); an open one reopens for twice as long (up to MaxBreakFor) on its
-// probe's failure only. A rejected attempt only starts the run of failures.
+// probe's failure only. A rejected attempt only starts the run of failures. Each webhook's circuit is
+// read once and written at most once per call, however many of its outcomes the call carries (the
+// calls of concurrent settles are merged into one: mergeCounts). It also counts each webhook's attempts
+// per hour by outcome (countHour, hourly.go): one HINCRBY per webhook and outcome in the call.
 //
 // KEYS[1] -> {P:registry}:circuits
+// KEYS[1+k] (k = 1..w) -> {P:registry}:hourly:<webhook k>
 // ARGV[1] -> now (ms)
 // ARGV[2], ARGV[3], ARGV[4] -> breakAfter (0: never open), breakFor (ms), MaxBreakFor (ms)
-// ARGV[5+3(i-1)], ARGV[6+3(i-1)], ARGV[7+3(i-1)] -> outcome i: webhook id, countSuccess, countFailure or
-// countRejected, probe token ("" for an attempt that was not the probe)
+// ARGV[5+4(i-1)] .. ARGV[8+4(i-1)] -> outcome i: webhook id, countSuccess, countFailure or
+// countRejected, probe token ("" for an attempt that was not the probe), its webhook's index k
 // returns per outcome two items: eventOpened (it opened or reopened the circuit), eventClosed (it
 // closed an open circuit) or eventNone; and the circuit after it ("" if none)
-var countScript = redis.NewScript(circuitLua + `
+var countScript = redis.NewScript(circuitLua + luaCountHour + `
 local now, breakAfter = tonumber(ARGV[1]), tonumber(ARGV[2])
+local stored, written, order = {}, {}, {}
+local ok, failed = {}, {}
 local reply = {}
-for a = 5, #ARGV, 3 do
-  local id, kind, token = ARGV[a], ARGV[a + 1], ARGV[a + 2]
-  local v = redis.call('HGET', KEYS[1], id)
-  local c, event, changed = decode(v), 0, false
+for a = 5, #ARGV, 4 do
+  local id, kind, token, k = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
+  if stored[id] == nil then stored[id] = redis.call('HGET', KEYS[1], id) or false end
+  local v = stored[id]
+  local c, event, changed = decode(v or nil), 0, false
   if kind == 's' then
+    ok[k] = (ok[k] or 0) + 1
     if v then
-      redis.call('HDEL', KEYS[1], id)
+      changed = true
       if c and c[4] > 0 then event = 2 end
     end
     c = nil
   else
+    failed[k] = (failed[k] or 0) + 1
     c = c or {0, 0, 0, 0, 0, ''}
     if c[2] == 0 then c[2], changed = now, true end
     if kind == 'f' then
@@ -128,10 +138,20 @@ for a = 5, #ARGV, 3 do
         c[3], c[5], c[6], event = now + c[4], 0, '', 1
       end
     end
-    if changed then redis.call('HSET', KEYS[1], id, encode(c)) end
+  end
+  if changed then
+    stored[id] = c and encode(c) or false
+    if not written[id] then written[id] = true order[#order + 1] = id end
   end
   reply[#reply + 1] = event
   reply[#reply + 1] = c and encode(c) or ''
+end
+for _, id in ipairs(order) do
+  if stored[id] then redis.call('HSET', KEYS[1], id, stored[id]) else redis.call('HDEL', KEYS[1], id) end
+end
+for k = 2, #KEYS do
+  if ok[k - 1] then countHour(KEYS[k], now, true, ok[k - 1]) end
+  if failed[k - 1] then countHour(KEYS[k], now, false, failed[k - 1]) end
 end
 return reply
 `)
@@ -155,8 +175,14 @@ return {` + strconv.Itoa(probeGranted) + `, encode(c)}
 
 // circuitStore keeps the webhooks' circuit breakers in Redis (key circuitsKey), shared by all replicas.
 type circuitStore struct {
-	rdb redis.UniversalClient
-	key string
+	rdb    redis.UniversalClient
+	key    string              // {P:registry}:circuits
+	hourly func(string) string // a webhook's hourly counters, {P:registry}:hourly:<webhook id> (hourly.go)
+}
+
+// newCircuitStore is the circuits of a keyspace.
+func newCircuitStore(rdb redis.UniversalClient, keys keyspace) *circuitStore {
+	return &circuitStore{rdb: rdb, key: keys.circuitsKey(), hourly: keys.hourlyKey}
 }
 
 // countedOutcome is one attempt's outcome as the circuit counts it.
@@ -174,12 +200,109 @@ type circuitEvent struct {
 
 // countArgs are countScript's keys and arguments for outcomes at now. breakAfter < 0: never open.
 func (s *circuitStore) countArgs(now time.Time, breakAfter int, breakFor time.Duration, outs []countedOutcome) ([]string, []any) {
-	args := make([]any, 4, 4+3*len(outs))
+	args := make([]any, 4, 4+4*len(outs))
 	args[0], args[1], args[2], args[3] = now.UnixMilli(), max(breakAfter, 0), max(breakFor.Milliseconds(), 1), MaxBreakFor.Milliseconds()
+	keys := []string{s.key}
+	index := map[string]int{}
 	for _, o := range outs {
-		args = append(args, o.webhookID, o.kind, o.probe)
+		k, ok := index[o.webhookID]
+		if !ok {
+			keys = append(keys, s.hourly(o.webhookID))
+			k = len(keys) - 1
+			index[o.webhookID] = k
+		}
+		args = append(args, o.webhookID, o.kind, o.probe, k)
 	}
-	return []string{s.key}, args
+	return keys, args
+}
+
+// mergeCounts returns batch with its countScript calls merged into one, in their order (the first's
+// place), so that the outcomes of concurrent settles sent together read and write each webhook's
+// circuit and hourly counters once; the merged call runs at the latest of their nows. split, called
+// once the batch's replies are in, gives each merged call its part of the reply (or the error).
+func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
+	var counts []*scriptCall
+	for _, c := range batch {
+		if c.script == countScript {
+			counts = append(counts, c)
+		}
+	}
+	if len(counts) < 2 {
+		return batch, func() {}
+	}
+	for _, c := range counts {
+		if !countMergeable(c, counts[0]) {
+			return batch, func() {}
+		}
+	}
+	keys := []string{counts[0].keys[0]}
+	args := slices.Clone(counts[0].args[:4])
+	index := map[string]int{}
+	sizes := make([]int, len(counts))
+	for i, c := range counts {
+		args[0] = max(args[0].(int64), c.args[0].(int64))
+		for a := 4; a+3 < len(c.args); a += 4 {
+			hourly := c.keys[c.args[a+3].(int)]
+			k, ok := index[hourly]
+			if !ok {
+				keys = append(keys, hourly)
+				k = len(keys) - 1
+				index[hourly] = k
+			}
+			args = append(args, c.args[a], c.args[a+1], c.args[a+2], k)
+			sizes[i]++
+		}
+	}
+	merged := &scriptCall{ctx: context.WithoutCancel(counts[0].ctx), script: countScript, keys: keys, args: args}
+	out := make([]*scriptCall, 0, len(batch)-len(counts)+1)
+	for _, c := range batch {
+		switch {
+		case c == counts[0]:
+			out = append(out, merged)
+		case c.script != countScript:
+			out = append(out, c)
+		}
+	}
+	return out, func() {
+		if merged.cmd == nil {
+			return // not sent (a panic): the batch's callers get errBatchAborted
+		}
+		reply, err := merged.cmd.Slice()
+		if err == nil && len(reply) != 2*len(args[4:])/4 {
+			err = fmt.Errorf("merged count: reply of %d items", len(reply))
+		}
+		for i, c := range counts {
+			c.cmd = redis.NewCmd(c.ctx)
+			if err != nil {
+				c.cmd.SetErr(err)
+				continue
+			}
+			c.cmd.SetVal(reply[:2*sizes[i]])
+			reply = reply[2*sizes[i]:]
+		}
+	}
+}
+
+// countMergeable reports whether a countScript call is as countArgs makes it, with first's key and
+// settings: only such calls are merged.
+func countMergeable(c, first *scriptCall) bool {
+	if len(c.keys) < 1 || c.keys[0] != first.keys[0] || len(c.args) < 4 || (len(c.args)-4)%4 != 0 {
+		return false
+	}
+	if _, ok := c.args[0].(int64); !ok {
+		return false
+	}
+	for i := 1; i < 4; i++ {
+		if c.args[i] != first.args[i] {
+			return false
+		}
+	}
+	for a := 7; a < len(c.args); a += 4 {
+		if k, ok := c.args[a].(int); !ok || k < 1 || k >= len(c.keys) {
+			return false
+		}
+	}
+	return true
 }
 
 // countReply reads countScript's reply for outs at now.

@@ -25,7 +25,7 @@ func circuitAt(d time.Duration) time.Time { return circuitT0.Add(d) }
 func newTestCircuits(t *testing.T) (*testRedis, *circuitStore) {
 	t.Helper()
 	tr := newTestRedis(t)
-	return tr, &circuitStore{rdb: tr.rdb, key: newKeyspace(tr.prefix).circuitsKey()}
+	return tr, newCircuitStore(tr.rdb, newKeyspace(tr.prefix))
 }
 
 // mustFail records a failure and returns the circuit after it and whether it opened.
@@ -100,7 +100,7 @@ func TestCircuitProbeIsExclusive(t *testing.T) {
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range 8 {
-		rs := &circuitStore{rdb: tr.newClient(t), key: s.key}
+		rs := &circuitStore{rdb: tr.newClient(t), key: s.key, hourly: s.hourly}
 		require.NoError(t, rs.rdb.Ping(ctx).Err()) // connected before the race
 		wg.Go(func() {
 			<-start

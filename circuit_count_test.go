@@ -43,7 +43,7 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 	var wg sync.WaitGroup
 	for c := range clients {
 		rdb := tr.newClient(t)
-		s := &circuitStore{rdb: rdb, key: keys.circuitsKey()}
+		s := newCircuitStore(rdb, keys)
 		require.NoError(t, countScript.Load(ctx, rdb).Err())
 		for g := range perClient {
 			wg.Go(func() {
@@ -99,7 +99,7 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 		require.Equal(t, wantClosed, a.ev.closed, "closed by outcome %d", i)
 	}
 	require.Positive(t, openings, "the mix opened the circuit at least once")
-	s := &circuitStore{rdb: tr.rdb, key: keys.circuitsKey()}
+	s := newCircuitStore(tr.rdb, keys)
 	require.Equal(t, failures, mustReadCircuit(t, s, time.Now(), "wh_1").ConsecutiveFailures, "the stored count")
 }
 
@@ -398,7 +398,13 @@ func (l countLog) add(c redis.Cmder) {
 	args := cmd.Args() // evalsha|eval, sha|source, numkeys, keys..., ARGV...
 	numKeys, _ := strconv.Atoi(fmt.Sprint(args[2]))
 	argv := args[3+numKeys:]
-	for i, a := 0, 4; a+2 < len(argv) && 2*i+1 < len(reply); i, a = i+1, a+3 {
+	n := len(reply) / 2 // outcomes: after 4 arguments, each its webhook id, kind and probe token first
+	if n == 0 || (len(argv)-4)%n != 0 {
+		return
+	}
+	stride := (len(argv) - 4) / n
+	for i := range n {
+		a := 4 + i*stride
 		event, _ := reply[2*i].(int64)
 		s, _ := reply[2*i+1].(string)
 		circ, _ := decodeCircuit(s)

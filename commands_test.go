@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -66,8 +67,10 @@ func commandsPer(t *testing.T, tr *testRedis, tries, deliveries int, work func(t
 			t.Skip("commands are counted on miniredis or a single Redis")
 		}
 		stats := tr.commandStats(t)
+		uncounted.Store(0)
 		work(try)
 		after, _ := tr.commandCount(t)
+		after -= uncounted.Load()
 		if stats != nil {
 			var parts []string
 			for name, n := range tr.commandStats(t) {
@@ -85,26 +88,33 @@ func commandsPer(t *testing.T, tr *testRedis, tries, deliveries int, work func(t
 	return best
 }
 
-// Commands per delivery that TestCommandsPerDelivery allows. DESIGN guarantee 2's goals are 10 inline
-// and 14 through the worker; with the health hash gone and the circuit's count beside the outcome,
-// this build counts 9.4 inline and 21.3-22.5 through the worker (19 and 32 at 77c4ab0). The worker's
-// count is the claim (about 5), the lease (scan, queue read, lease script: about 8) and the outcome
-// (about 7): workerBudget is the regression bound, not the goal, which this build misses.
+// Commands per delivery that TestCommandsPerDelivery allows: regression bounds of its scenarios, in
+// which every delivery is alone in its webhook's queue in its shard (200 deliveries over 4 webhooks ×
+// 64 shards), so that nothing a queue read, a lease or a retime costs is shared. DESIGN guarantee 2's
+// goals (10 inline, 14 through the worker) are judged on the benchmark's load (cmd/webhooks-bench,
+// BENCHMARKS.md), where this build counts 7.6 and 13.2 (the schedule's cleanup included). Here, on an
+// otherwise idle Redis: inline 9.0-9.3; through the worker alongside Enqueue 16.2-17.3 (a lone
+// delivery's queue read and retime, and the cleanup of its ready entry, are its own); a backlog
+// drained afterwards 18.3-19.1. The worker figures include the idle worker's polls while the test
+// waits for the schedule to be clean (64 commands/s: 0.3 per delivery per second waited), hence the
+// margin.
 const (
-	inlineBudget = 10.0
-	workerBudget = 25.0
+	inlineBudget  = 10.0
+	workerBudget  = 19.0
+	backlogBudget = 22.0
 )
 
 // TestCommandsPerDelivery: a delivery to a healthy webhook costs Redis at most inlineBudget commands,
-// Lua-inner ones included, when Dispatch makes its attempt inline, and at most workerBudget when Enqueue
-// leaves it to Run, with the breaker and hourly stats on, as by default. Each figure is the fewest of
+// Lua-inner ones included, when Dispatch makes its attempt inline, at most workerBudget when Enqueue
+// leaves it to a Run going meanwhile and backlogBudget when Run drains it afterwards, counted until
+// the schedule is clean, with the breaker and hourly stats on, as by default. Each figure is the fewest of
 // three runs (others' commands on a shared Redis only add to it); per command on a real Redis with -v.
 func TestCommandsPerDelivery(t *testing.T) {
 	const webhooks, events = 4, 50
 	tr := newTestRedis(t)
 	// The in-flight cap is raised so that every first attempt of 50 concurrent calls is inline: how
 	// the cap treats healthy webhooks is the breaker's tests' concern, not this count's.
-	d := newTestDispatcher(t, tr, Options{BreakAfter: DefaultBreakAfter, MaxInFlightPerWebhook: 1024})
+	d := newTestDispatcher(t, tr, Options{BreakAfter: DefaultBreakAfter, MaxInFlightPerWebhook: 1024, Timeout: time.Second})
 	rc := newReceiver(t)
 	for range webhooks {
 		mustCreate(t, d, rc, "x")
@@ -133,18 +143,66 @@ func TestCommandsPerDelivery(t *testing.T) {
 		wg.Wait()
 	})
 
-	worker := commandsPer(t, tr, 3, webhooks*events, func(try int) {
+	// Through the worker, counted until the schedule is clean again (no ready entry left: what a
+	// lease leaves to correct later is paid within the count), with a short Timeout so that a lease
+	// ends within the test.
+	backlog := commandsPer(t, tr, 3, webhooks*events, func(try int) {
 		want := rc.count() + webhooks*events
 		for i := range events {
-			_, err := d.Enqueue(ctx, Event{Type: "x", ID: "wk-" + strconv.Itoa(try) + "-" + strconv.Itoa(i)})
+			_, err := d.Enqueue(ctx, Event{Type: "x", ID: "wb-" + strconv.Itoa(try) + "-" + strconv.Itoa(i)})
 			require.NoError(t, err)
 		}
-		runUntil(t, d, func() bool { return rc.count() >= want })
+		runUntil(t, d, func() bool { return rc.count() >= want && scheduleClean(t, tr, d) })
 	})
-	t.Logf("commands per delivery: inline %.2f, worker %.2f", inline, worker)
+	alongside := commandsPer(t, tr, 3, webhooks*events, func(try int) {
+		want := rc.count() + webhooks*events
+		runCtx, stop := context.WithCancel(ctx)
+		stopped := make(chan error, 1)
+		go func() { stopped <- d.Run(runCtx) }()
+		var wg sync.WaitGroup
+		for c := range callers {
+			wg.Go(func() {
+				for i := c; i < events; i += callers {
+					_, err := d.Enqueue(ctx, Event{Type: "x", ID: "wa-" + strconv.Itoa(try) + "-" + strconv.Itoa(i)})
+					assert.NoError(t, err)
+				}
+			})
+		}
+		wg.Wait()
+		eventually(t, 30*time.Second, func() bool { return rc.count() >= want && scheduleClean(t, tr, d) }, "delivered, the schedule clean")
+		stop()
+		require.NoError(t, <-stopped)
+	})
+	t.Logf("commands per delivery: inline %.2f, worker draining a backlog %.2f, worker alongside Enqueue %.2f", inline, backlog, alongside)
 	assert.LessOrEqual(t, inline, inlineBudget, "inline")
-	assert.LessOrEqual(t, worker, workerBudget, "through the worker")
+	assert.LessOrEqual(t, alongside, workerBudget, "through the worker, alongside Enqueue")
+	assert.LessOrEqual(t, backlog, backlogBudget, "through the worker, a thin backlog")
 }
+
+// scheduleClean reports whether no shard's ready zset holds an entry. Its commands are not counted
+// (uncounted).
+func scheduleClean(t *testing.T, tr *testRedis, d *Dispatcher) bool {
+	t.Helper()
+	pipe := tr.rdb.Pipeline()
+	cards := make([]*redis.IntCmd, d.keys.Shards)
+	for s := range cards {
+		cards[s] = pipe.ZCard(context.Background(), d.keys.readyKey(s))
+	}
+	_, err := pipe.Exec(context.Background())
+	uncounted.Add(int64(len(cards)))
+	if err != nil {
+		return false
+	}
+	for _, c := range cards {
+		if c.Val() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// uncounted is how many commands the test itself sent to Redis during a count (commandsPer).
+var uncounted atomic.Int64
 
 // runUntil runs the worker until done holds (within 30s), then stops it and waits for it.
 func runUntil(t *testing.T, d *Dispatcher, done func() bool) {

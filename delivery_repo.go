@@ -14,8 +14,9 @@ package webhooks
 //	{P:s}:rec:<h>                          string  the pair's claim and delivery record (record.go)  TTL Retention
 //	{P:s}:evt:<event_id>                   string  the event's fingerprint, then its request body, stored once per
 //	                                               event (event_store.go)   TTL ≥ every record of the event
-//	{P:s}:ready                            zset    webhook id -> when its earliest delivery in the shard is due, or later
-//	                                               while the webhook is parked (ms) (schedule.go); empty when none pending
+//	{P:s}:ready                            zset    webhook id -> at most when its earliest delivery in the shard is due,
+//	                                               or later while the webhook is parked (ms) (schedule.go); an entry
+//	                                               whose queue is empty is removed by the next worker to read it
 //	{P:s}:q:<webhook_id>                   zset    delivery id -> next attempt, or lease end while leased (ms); pending only
 //	{P:s}:inline                           zset    delivery id + webhook id -> lease end (ms): deliveries leased by
 //	                                               Dispatch for its inline attempt (inline.go)
@@ -25,9 +26,6 @@ package webhooks
 //	                                               (Options.ReplayIndex; replay_index.go); pruned to Retention on write,
 //	                                               TTL ≥ newest entry
 //	{P:s}:tevents:<tenant>                 zset    the same for one tenant's events
-//	{P:s}:hourly:<webhook_id>              hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
-//	                                               successes/failures in hour h (Unix hours; hourly.go); written by
-//	                                               the outcome script; TTL 25 h from the first count of its newest hour
 //	{P:s}:evt:<event_id>                   string  for an ordered event (Event.OrderKey), in its id's shard: "\x00" +
 //	                                               its order key, the marker that keeps the id to that key   TTL Retention+5m
 //	{P:s}:oevt:<event_id>                  string  an ordered event's request body, in the shard of its (tenant, order
@@ -46,6 +44,9 @@ package webhooks
 //	{P:registry}:circuits                  hash    webhook id -> its circuit and run of failed attempts,
 //	                                               "failures:since:openUntil:openFor:probeUntil:token" (breaker.go);
 //	                                               no TTL: a success, or Delete, removes the field
+//	{P:registry}:hourly:<webhook_id>       hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
+//	                                               successes/failures in hour h (Unix hours; hourly.go); written by
+//	                                               the circuit count; TTL 25 h from the first count of its newest hour
 //	{P:registry}:shards                    string  the shard count, "<S>", or "16 v1" for a keyspace written before the
 //	                                               count was stored (shards.go); no TTL
 //	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,

@@ -64,6 +64,8 @@ type Dispatcher struct {
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	hintsOnce    sync.Once
 	hintsPtr     *scanHints     // made by hints()
+	local        *localDue      // what this Dispatcher queued, for its worker (local_due.go)
+	running      atomic.Int32   // Runs going
 	idled        func()         // tests: called before Run waits with nothing due that it could take
 	auth         *authenticator // endpoint authentication (endpoint_auth_send.go)
 }
@@ -90,8 +92,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	keys := newLazyKeyspace(opts.KeyPrefix, opts.Shards)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		scripts:  newLaneBatcher(rdb),
-		circuits: &circuitStore{rdb: rdb, key: keys.circuitsKey()}, circuitCache: newCircuitCache(),
-		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(),
+		circuits: newCircuitStore(rdb, keys), circuitCache: newCircuitCache(),
+		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: newLocalDue(max(1024, 16*opts.Concurrency)),
 		wake: make(chan struct{}, 1)}
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
 	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
@@ -295,7 +297,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	}
 	var wg sync.WaitGroup
 	queued := false
-	batch := &outcomeBatch{d: d, shard: shard, linger: d.settleLinger(), allEnded: make(chan struct{})}
+	batch := d.newOutcomeBatch(shard)
 	var attempts []int
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
@@ -304,6 +306,9 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		if !fresh || item == claimWaiting || !plans[i].inline {
 			plans[i].cancel(d, t.ID)
 			queued = queued || fresh
+			if fresh && item != claimWaiting {
+				d.queueLocal(shard, t.ID, recs[i].ID, plans[i].due)
+			}
 			results[i] = d.notAttempted(eventID, t, recs[i], plans[i], reply[1+i])
 			continue
 		}
@@ -322,7 +327,6 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	}
 	if queued {
 		d.bodies.put(bodyKey, body, time.Now())
-		d.markShard(shard)
 		d.poke()
 	}
 	wg.Wait()

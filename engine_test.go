@@ -230,7 +230,7 @@ func TestEnqueueIsOneRoundTripAndWakesTheWorker(t *testing.T) {
 
 // TestReplicasDoNotIdleWhileDeliveriesAreDue: three replicas drain a backlog, racing for the same
 // deliveries; none of them waits idle (the wait for the next due time) while the schedule holds a due
-// delivery.
+// delivery (a webhook's queue holds one due and not leased: a ready score is only a lower bound).
 func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 	t.Parallel()
 	const events, hooks = 100, 3
@@ -243,10 +243,14 @@ func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 		d := newTestDispatcherOn(t, tr.newClient(t), tr, Options{Concurrency: 8, MaxInFlightPerWebhook: 8})
 		d.idled = func() {
 			now := strconv.FormatInt(time.Now().UnixMilli(), 10)
+			ids, err := tr.rdb.HKeys(ctx, d.keys.webhooksKey()).Result()
+			assert.NoError(t, err)
 			for s := range shardCount {
-				if n := tr.rdb.ZCount(ctx, d.keys.readyKey(s), "-inf", now).Val(); n > 0 {
-					idle.Add(1) // a webhook had deliveries due, and this replica went idle
-					return
+				for _, id := range ids {
+					if n := tr.rdb.ZCount(ctx, d.keys.queueKey(s, id), "-inf", now).Val(); n > 0 {
+						idle.Add(1) // a webhook had deliveries due, and this replica went idle
+						return
+					}
 				}
 			}
 		}

@@ -3,21 +3,20 @@ package webhooks
 // A webhook's attempts per hour by outcome, for the last 24 hours: what the admin API's
 // GET /webhooks/{id}/stats serves (and the UI's chart draws).
 //
-// The outcome script counts each recorded attempt in the shard's hash {P:s}:hourly:<webhook id>: field
-// "s<h>" or "f<h>" counts the successful or failed attempts of hour h (Unix hours). Counting is one
-// HINCRBY; only the first count of a field (once per hour and outcome) also drops the fields of hours
-// that have left the window (HKEYS, HDEL) and sets the key's TTL to hourlyTTL, so the hash never holds
-// more than 2*(hourlySlots+1) small fields (a listpack) and expires at least a day after its last
-// write. It costs the outcome script one command per attempt, on a key of its own slot, and no extra
-// round trip; the read is one pipelined HGETALL per shard. (Fields "t<k>" and "s<k>"/"f<k>" with k <
-// 24, of the ring an earlier build kept, read as hours of 1970: outside the window, dropped.)
+// The circuit count (countScript, breaker.go), which every recorded attempt passes through beside its
+// outcome, counts them in the webhook's hash {P:registry}:hourly:<webhook id>: field "s<h>" or "f<h>"
+// counts the successful or failed attempts of hour h (Unix hours). Counting is one HINCRBY per webhook
+// and outcome in a count call (concurrent outcomes' calls are merged: a burst of one webhook's
+// successes costs one); only the first count of a field (once per hour and outcome) also drops the
+// fields of hours that have left the window (HKEYS, HDEL) and sets the key's TTL to hourlyTTL, so the
+// hash never holds more than 2*(hourlySlots+1) small fields (a listpack) and expires at least a day
+// after its last write. The read is one HGETALL. (Builds before this one kept a hash per shard,
+// {P:s}:hourly:<webhook id>; those expire within hourlyTTL and are not read.)
 
 import (
 	"context"
 	"strconv"
 	"time"
-
-	"github.com/redis/go-redis/v9"
 )
 
 const (
@@ -27,17 +26,17 @@ const (
 	hourlyTTL = 25 * time.Hour
 )
 
-// hourlyKey is a webhook's hourly attempt counters in a shard.
-func (k keyspace) hourlyKey(shard int, webhookID string) string {
-	return k.Tag(shard) + ":hourly:" + webhookID
+// hourlyKey is a webhook's hourly attempt counters.
+func (k keyspace) hourlyKey(webhookID string) string {
+	return k.registryTag() + ":hourly:" + webhookID
 }
 
-// luaCountHour is countHour(key, now, ok): counts one attempt at now (ms), successful or not, in the
+// luaCountHour is countHour(key, now, ok, n): counts n attempts at now (ms), successful or not, in the
 // hash at key.
 var luaCountHour = `
-local function countHour(key, now, ok)
+local function countHour(key, now, ok, n)
   local hour = math.floor(now / 3600000)
-  if redis.call('HINCRBY', key, (ok and 's' or 'f') .. string.format('%d', hour), 1) == 1 then
+  if redis.call('HINCRBY', key, (ok and 's' or 'f') .. string.format('%d', hour), n) == n then
     for _, f in ipairs(redis.call('HKEYS', key)) do
       local h = tonumber(string.sub(f, 2))
       if not h or h <= hour - ` + strconv.Itoa(hourlySlots) + ` then redis.call('HDEL', key, f) end
@@ -55,17 +54,10 @@ type HourStats struct {
 }
 
 // hourlyStats returns a webhook's attempts per hour by outcome over the last 24 hours, oldest first, the
-// current hour last, summed over every shard.
+// current hour last.
 func (d *Dispatcher) hourlyStats(ctx context.Context, webhookID string) ([]HourStats, error) {
-	if err := d.keys.load(ctx, d.rdb); err != nil {
-		return nil, err
-	}
-	pipe := d.rdb.Pipeline()
-	cmds := make([]*redis.MapStringStringCmd, d.keys.Shards)
-	for s := range d.keys.Shards {
-		cmds[s] = pipe.HGetAll(ctx, d.keys.hourlyKey(s, webhookID))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+	counts, err := d.rdb.HGetAll(ctx, d.keys.hourlyKey(webhookID)).Result()
+	if err != nil && !isNil(err) {
 		return nil, err
 	}
 	now := d.now().Unix() / 3600
@@ -73,21 +65,19 @@ func (d *Dispatcher) hourlyStats(ctx context.Context, webhookID string) ([]HourS
 	for i := range out {
 		out[i].Hour = time.Unix((now-int64(hourlySlots-1-i))*3600, 0).UTC()
 	}
-	for _, c := range cmds {
-		for field, v := range c.Val() {
-			if len(field) < 2 || field[0] != 's' && field[0] != 'f' {
-				continue
-			}
-			hour, err := strconv.ParseInt(field[1:], 10, 64)
-			if err != nil || hour > now || hour <= now-hourlySlots {
-				continue // corrupt, or an hour outside the window
-			}
-			n, _ := strconv.ParseInt(v, 10, 64)
-			if h := &out[hourlySlots-1-int(now-hour)]; field[0] == 's' {
-				h.Success += n
-			} else {
-				h.Failed += n
-			}
+	for field, v := range counts {
+		if len(field) < 2 || field[0] != 's' && field[0] != 'f' {
+			continue
+		}
+		hour, err := strconv.ParseInt(field[1:], 10, 64)
+		if err != nil || hour > now || hour <= now-hourlySlots {
+			continue // corrupt, or an hour outside the window
+		}
+		n, _ := strconv.ParseInt(v, 10, 64)
+		if h := &out[hourlySlots-1-int(now-hour)]; field[0] == 's' {
+			h.Success += n
+		} else {
+			h.Failed += n
 		}
 	}
 	return out, nil

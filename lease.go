@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"time"
 
@@ -105,17 +106,28 @@ func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebho
 }
 
 // leaseTakes reads the due ids of each take's queue, reserves in-flight slots for them within the
-// webhook's free rate slots (reserve), and leases them, each shard in one script (the shards' scripts go out together). A
-// webhook due in several shards gets no more than its share in all. It returns the leased deliveries
-// and the errors. Slots reserved for what was not leased are given back.
-func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([]leasedDelivery, error) {
+// webhook's free rate slots (reserve), and leases them, each shard in one script (the shards' scripts
+// go out together). A webhook due in several shards gets no more than its share in all. It returns the
+// leased deliveries, the new ready scores of the webhooks it retimed (leaseShard), and the errors.
+// Slots reserved for what was not leased are given back.
+func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([]leasedDelivery, map[dueKey]int64, error) {
 	ids, tats, err := d.candidates(ctx, now, takes, t)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	read := map[string]int{}   // ids read per webhook, within its share
-	byID := map[string][]int{} // takes per webhook
+	hinted := make([][]string, len(takes)) // the ids of local takes, to give back those not leased
+	read := map[string]int{}               // ids read per webhook, within its share
+	byID := map[string][]int{}             // takes per webhook
+	exhausted := make([]int, len(takes))
 	for i, tk := range takes {
+		switch {
+		case tk.local:
+			hinted[i], exhausted[i] = ids[i], -1
+		case len(ids[i]) < tk.n:
+			exhausted[i] = len(ids[i]) // every due id of its queue was read: retime it if all are kept
+		default:
+			exhausted[i] = -1
+		}
 		ids[i] = ids[i][:min(len(ids[i]), tk.n-read[tk.id])]
 		read[tk.id] += len(ids[i])
 		byID[tk.id] = append(byID[tk.id], i)
@@ -133,41 +145,44 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 			n -= len(ids[i])
 		}
 	}
-	// A take with ids goes to its shard's script; so does one whose webhook had no due id at all, for
-	// the script to retime it: a ready entry that says due when its queue has nothing due cannot make
-	// workers spin. (One whose ids were dropped for its cap or rate limit does not: a retime would
-	// undo the park that reserve just made.)
+	// A take with ids goes to its shard's script; so does one whose queue had no due id at all. The
+	// script retimes a webhook whose every due id it was given (none, or all that were read, when the
+	// read found fewer than it asked for), so a ready entry that says due when its queue has nothing
+	// due is corrected by the first worker to read it and cannot make workers spin. (One whose ids were
+	// dropped for its share, cap or rate limit is not retimed: a retime would undo the park that
+	// reserve just made.)
 	byShard := map[int][]int{}
+	retime := make([]bool, len(takes))
 	for i, tk := range takes {
-		if len(ids[i]) > 0 || read[tk.id] == 0 {
+		if tk.local {
+			d.local.putBack(tk.shard, tk.id, hinted[i][len(ids[i]):])
+		}
+		retime[i] = exhausted[i] == len(ids[i])
+		if len(ids[i]) > 0 || retime[i] {
 			byShard[tk.shard] = append(byShard[tk.shard], i)
 		}
 	}
-	results := make(chan leaseResult, len(byShard))
+	// Every shard's script in one pipeline of its own, sent at once (not behind the claims' batches).
+	shardLeases := make([]*shardLease, 0, len(byShard))
+	runs := make([]scriptRun, 0, len(byShard))
 	for shard, idx := range byShard {
-		go func() {
-			st, sids := make([]take, len(idx)), make([][]string, len(idx))
-			for k, i := range idx {
-				st[k], sids[k] = takes[i], ids[i]
-			}
-			jobs, err := d.leaseShard(ctx, shard, now, st, sids)
-			results <- leaseResult{jobs, err}
-		}()
+		st, sids, rt := make([]take, len(idx)), make([][]string, len(idx)), make([]bool, len(idx))
+		for k, i := range idx {
+			st[k], sids[k], rt[k] = takes[i], ids[i], retime[i]
+		}
+		l := d.newShardLease(shard, now, st, sids, rt)
+		shardLeases, runs = append(shardLeases, l), append(runs, l.run)
 	}
 	var jobs []leasedDelivery
 	var errs []error
-	for range byShard {
-		r := <-results
-		jobs, errs = append(jobs, r.jobs...), append(errs, r.err)
+	heads := map[dueKey]int64{}
+	for i, cmd := range d.scripts.runNow(ctx, runs...) {
+		got, h, err := d.leased(ctx, shardLeases[i], cmd)
+		jobs, errs = append(jobs, got...), append(errs, err)
+		maps.Copy(heads, h)
 	}
 	d.giveBack(jobs, reserved)
-	return jobs, errors.Join(errs...)
-}
-
-// leaseResult is one shard's lease.
-type leaseResult struct {
-	jobs []leasedDelivery
-	err  error
+	return jobs, heads, errors.Join(errs...)
 }
 
 // giveBack gives back the in-flight slots reserved for deliveries that were not leased.
@@ -182,25 +197,40 @@ func (d *Dispatcher) giveBack(jobs []leasedDelivery, reserved map[string]int) {
 	}
 }
 
-// candidates reads, in one round trip, the ids of up to t.n due deliveries of each take's queue, and
-// the rate limiter of each rate-limited webhook among them (its TAT, "" when none).
+// candidates returns the ids of up to t.n due deliveries of each take's queue — a local take's from
+// the local hint (localDue), the others' read in one round trip, with the rate limiter of each
+// rate-limited webhook among them (its TAT, "" when none).
 func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([][]string, map[string]string, error) {
 	pipe := d.rdb.Pipeline()
+	ids := make([][]string, len(takes))
 	cmds := make([]*redis.StringSliceCmd, len(takes))
 	rates := map[string]*redis.StringCmd{}
 	for i, tk := range takes {
-		cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.queueKey(tk.shard, tk.id), ByScore: true,
-			Start: "-inf", Stop: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(tk.n)})
+		if tk.local {
+			ids[i] = d.local.take(tk.shard, tk.id, tk.n)
+		} else {
+			cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.queueKey(tk.shard, tk.id), ByScore: true,
+				Start: "-inf", Stop: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(tk.n)})
+		}
 		if wh := t.webhooks[tk.id]; wh != nil && wh.RateLimit > 0 && rates[tk.id] == nil {
 			rates[tk.id] = pipe.Get(ctx, d.keys.rateKey(tk.id))
 		}
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, nil, fmt.Errorf("webhooks: read queues: %w", err)
+	if pipe.Len() > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			for i, tk := range takes {
+				if tk.local {
+					d.local.putBack(tk.shard, tk.id, ids[i])
+				}
+			}
+			return nil, nil, fmt.Errorf("webhooks: read queues: %w", err)
+		}
 	}
-	ids := make([][]string, len(takes))
 	for i, c := range cmds {
-		ids[i] = c.Val()
+		if c != nil {
+			ids[i] = c.Val()
+			d.local.forget(takes[i].shard, takes[i].id, ids[i]) // leased now: a hint of them is stale
+		}
 	}
 	tats := make(map[string]string, len(rates))
 	for id, c := range rates {
@@ -209,34 +239,68 @@ func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take
 	return ids, tats, nil
 }
 
-// leaseShard leases the candidates of some webhooks of one shard and decodes their records.
-func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, takes []take, ids [][]string) ([]leasedDelivery, error) {
+// shardLease is the lease of some webhooks' candidates in one shard: its script run, and the
+// deliveries it may lease.
+type shardLease struct {
+	shard  int
+	now    time.Time
+	takes  []take
+	retime []bool
+	cands  []leasedDelivery
+	run    scriptRun
+}
+
+// newShardLease prepares the lease of the candidates of some webhooks of one shard; the webhooks
+// flagged in retime have their ready score set to their queue's head.
+func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [][]string, retime []bool) *shardLease {
 	keys := []string{d.keys.readyKey(shard)}
 	args := []any{now.UnixMilli(), now.Add(d.lease).UnixMilli(), len(takes)}
-	for _, t := range takes {
+	for i, t := range takes {
 		keys = append(keys, d.keys.queueKey(shard, t.id))
-		args = append(args, t.id)
+		args = append(args, t.id, flag(retime[i]))
 	}
-	var cands []leasedDelivery
+	l := &shardLease{shard: shard, now: now, takes: takes, retime: retime}
 	for i, t := range takes {
 		for _, id := range ids[i] {
 			token := randomHex(tokenLen / 2)
 			keys = append(keys, d.keys.deliveryKey(shard, id))
 			args = append(args, id, token, i+1)
-			cands = append(cands, leasedDelivery{shard: shard, probe: t.probe,
+			l.cands = append(l.cands, leasedDelivery{shard: shard, probe: t.probe, retime: retime[i],
 				rec: &record{Delivery: Delivery{ID: id, WebhookID: t.id}, token: token}})
 		}
 	}
-	reply, err := d.scripts.run(ctx, leaseScript, keys, args...).Slice()
-	if err == nil && len(reply) != len(cands) {
+	l.run = scriptRun{leaseScript, keys, args}
+	return l
+}
+
+// leased reads a shard lease's reply: the deliveries it leased, their records decoded, and the new
+// ready scores of the webhooks it retimed (0 when one left the ready zset).
+func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) ([]leasedDelivery, map[dueKey]int64, error) {
+	shard, now, cands := l.shard, l.now, l.cands
+	retimed := 0
+	for _, r := range l.retime {
+		retimed += flag(r)
+	}
+	reply, err := cmd.Slice()
+	if err == nil && len(reply) != len(cands)+retimed {
 		err = fmt.Errorf("unexpected reply of %d items for %d deliveries", len(reply), len(cands))
 	}
 	if err != nil {
-		return nil, fmt.Errorf("webhooks: lease shard %d: %w", shard, err)
+		return nil, nil, fmt.Errorf("webhooks: lease shard %d: %w", shard, err)
+	}
+	heads := make(map[dueKey]int64, retimed)
+	k := len(cands)
+	for i, t := range l.takes {
+		if l.retime[i] {
+			v, _ := reply[k].(string)
+			f, _ := strconv.ParseFloat(v, 64)
+			heads[dueKey{shard, t.id}] = int64(f)
+			k++
+		}
 	}
 	var out []leasedDelivery
 	var errs []error
-	for j, item := range reply {
+	for j, item := range reply[:len(cands)] {
 		c := cands[j]
 		switch v := item.(type) {
 		case string:
@@ -256,7 +320,7 @@ func (d *Dispatcher) leaseShard(ctx context.Context, shard int, now time.Time, t
 			}
 		}
 	}
-	return out, errors.Join(errs...)
+	return out, heads, errors.Join(errs...)
 }
 
 // decodeLeased decodes a record just leased; one that cannot be decoded, or is not pending, is taken

@@ -17,35 +17,35 @@ const (
 
 // orderedOutcomeScript is outcomeScript for a call with outcomes of ordered deliveries: when a head's
 // outcome is final and its mode lets the key go on, it pops the head off its sequence and queues
-// the next one, due at once (promote), in the same step and before the webhook is retimed. A head
+// the next one, due at once (promote), in the same step, lowering the webhook's ready score to now. A head
 // that failed with mode orderOnSuccess stays the head, and stays in its queue at now + retention
 // (after its record's expiry, when the lease script drops it: the queue holds every live head, see
 // orderedClaimScript): its key waits until Redeliver resets it.
 //
-// KEYS[1] .. KEYS[2+3n] -> as outcomeScript's
-// KEYS[2+3n+i] (i = 1..n) -> outcome i's sequence key (its queue key for an unordered delivery: not read)
-// KEYS[3+4n] -> {P:s}:blocked
-// ARGV[1] .. ARGV[1+8n] -> as outcomeScript's
-// ARGV[1+8n+i] -> outcome i's mode: orderNone, orderOnSuccess or orderOnFinal
-// ARGV[1+9n+i] -> outcome i's blocked zset member
-// ARGV[2+10n] -> retention (ms)
+// KEYS[1] .. KEYS[2+2n] -> as outcomeScript's
+// KEYS[2+2n+i] (i = 1..n) -> outcome i's sequence key (its queue key for an unordered delivery: not read)
+// KEYS[3+3n] -> {P:s}:blocked
+// ARGV[1] .. ARGV[1+7n] -> as outcomeScript's
+// ARGV[1+7n+i] -> outcome i's mode: orderNone, orderOnSuccess or orderOnFinal
+// ARGV[1+8n+i] -> outcome i's blocked zset member
+// ARGV[2+9n] -> retention (ms)
 // returns outcomeScript's reply, then how many deliveries it queued (promoted)
 var orderedOutcomeScript = redis.NewScript(luaPromote + `
 local promoted = 0
-local function outcomeCount() return (#KEYS - 3) / 4 end
+local function outcomeCount() return (#KEYS - 3) / 3 end
 local function final(i, status)
   local n = outcomeCount()
-  local mode, seq = ARGV[1 + 8 * n + i], KEYS[2 + 3 * n + i]
-  local id, wid = ARGV[2 + 7 * (i - 1)], ARGV[6 + 7 * (i - 1)]
+  local mode, seq = ARGV[1 + 7 * n + i], KEYS[2 + 2 * n + i]
+  local id, wid = ARGV[2 + 6 * (i - 1)], ARGV[6 + 6 * (i - 1)]
   if mode == '` + orderNone + `' or redis.call('LINDEX', seq, 0) ~= id then return end
-  local now, queue = tonumber(ARGV[1]), KEYS[3 * i + 1]
+  local now, queue = tonumber(ARGV[1]), KEYS[2 * i + 2]
   if status ~= 'success' and mode ~= '` + orderOnFinal + `' then
     local until_ = now + tonumber(ARGV[#ARGV])
     redis.call('ZADD', queue, until_, id)
     redis.call('ZADD', KEYS[1], 'LT', until_, wid)
     return
   end
-  if promote(seq, queue, KEYS[#KEYS], ARGV[1 + 9 * n + i], now) then
+  if promote(seq, queue, KEYS[#KEYS], ARGV[1 + 8 * n + i], now) then
     redis.call('ZADD', KEYS[1], 'LT', now, wid)
     promoted = promoted + 1
   end

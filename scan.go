@@ -29,6 +29,7 @@ const (
 	scanHinted scanMode = iota // those that may have something due, and a sweep once per idleWait
 	scanIdle                   // those that may have something due, and a sweep: an idle poll
 	scanFull                   // every shard's ready and inline zsets: ProcessDue
+	scanSweep                  // only the sweep once per idleWait: the local hint fills the pass
 )
 
 // scanHints is what a Dispatcher's worker knows of each shard's ready zset between scans, so that a
@@ -46,7 +47,14 @@ type scanHints struct {
 	sweep       atomic.Uint32  // where the next sweep of ready zsets starts
 	sweepInline atomic.Uint32  // where the next sweep of inline zsets starts
 	lastSweep   atomic.Int64   // when the last sweep was read (ms, the Dispatcher's clock)
+	rotate      atomic.Uint32  // where a scan starts looking for shards its hints say to read
 }
+
+// scanShardsPerPass bounds the shards a scan reads for their hints (beyond the sweep): with a backlog
+// in every shard, a pass that read them all would read far more queues than its free slots can take
+// from; a few shards in turn give each pass enough due deliveries, each shard its turn within
+// Shards/scanShardsPerPass passes.
+const scanShardsPerPass = 4
 
 // hints returns the Dispatcher's scan hints, made on first use (the keyspace's layout is loaded).
 func (d *Dispatcher) hints() *scanHints {
@@ -62,11 +70,21 @@ func (d *Dispatcher) hints() *scanHints {
 // markShard tells the worker that this Dispatcher wrote a shard's schedule: its next scan reads it.
 func (d *Dispatcher) markShard(shard int) { d.hints().dirty[shard].Store(true) }
 
+// scanRead is what a scan read of the ready zsets: per shard read, its entries (at most limit+1);
+// left is set when shards its hints said to read were left for the next pass (scanShardsPerPass).
+type scanRead struct {
+	limit   int
+	entries map[int][]redis.Z
+	left    bool
+}
+
 // scanReady reads, in one round trip, the webhooks with deliveries due (up to limit per shard) in the
 // shards that may have some (scanHints), plus a sweep (scanIdle, or scanHinted when the last sweep is
 // idleWait old) or every shard (scanFull), and the inline attempts whose lease has ended in the inline
-// zsets read. It returns those and the earliest due time in the future that it knows of.
-func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mode scanMode) ([]dueWebhook, []stray, time.Time, error) {
+// zsets read. It returns those, what it read (for afterLease), and the earliest due time in the
+// future that it knows of.
+func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mode scanMode) ([]dueWebhook, []stray, scanRead, time.Time, error) {
+	read0 := scanRead{limit: limit}
 	h, shards, nowMs := d.hints(), d.keys.Shards, now.UnixMilli()
 	read := make([]bool, shards)
 	var inlines []int
@@ -89,8 +107,22 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 	}
 	pipe := d.rdb.Pipeline()
 	heads := make([]*redis.ZSliceCmd, shards)
-	for s := range shards {
-		if read[s] || h.next[s].Load() <= nowMs || h.dirty[s].Load() {
+	hinted := 0 // shards read for their hint (not the sweep): at most scanShardsPerPass, in turn
+	first := int(h.rotate.Add(1) % uint32(shards))
+	for k := range shards {
+		s := (first + k) % shards
+		switch next := h.next[s].Load(); {
+		case read[s] || mode == scanSweep:
+		case next == 0: // never read: every such shard in the first pass
+			read[s] = true
+		case next > nowMs && !h.dirty[s].Load():
+		case hinted < scanShardsPerPass:
+			read[s] = true
+			hinted++
+		default:
+			read0.left = true
+		}
+		if read[s] {
 			h.dirty[s].Store(false) // before the read: a write marked after it is read next time
 			heads[s] = pipe.ZRangeWithScores(ctx, d.keys.readyKey(s), 0, int64(limit))
 		}
@@ -101,7 +133,7 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 			Start: "-inf", Stop: strconv.FormatInt(nowMs, 10), Count: int64(limit)})
 	}
 	if pipe.Len() == 0 {
-		return nil, nil, d.knownDue(nowMs), nil
+		return nil, nil, read0, d.knownDue(nowMs), nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		d.reloadOnTransport(err)
@@ -110,22 +142,55 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 				h.dirty[s].Store(true) // not read: read it again
 			}
 		}
-		return nil, nil, time.Time{}, fmt.Errorf("webhooks: read schedules: %w", err)
+		return nil, nil, read0, time.Time{}, fmt.Errorf("webhooks: read schedules: %w", err)
 	}
-	due, strays := d.readScan(nowMs, heads, inline, inlines)
-	return due, strays, d.knownDue(nowMs), nil
+	due, strays, got := d.readScan(nowMs, heads, inline, inlines)
+	got.limit, got.left = limit, read0.left
+	return due, strays, got, d.knownDue(nowMs), nil
+}
+
+// afterLease sets the hint of each shard a scan read to its earliest ready score as the lease left
+// it: the entries read, with the scores of the webhooks the lease retimed (heads; 0 when one left the
+// ready zset) in place of those read, and without the webhooks whose due deliveries the local hint
+// holds (local: its worker knows when they are due; another replica's deliveries there are found by
+// the sweep). So a shard whose due webhooks were all taken is not read again until its next due time,
+// though the claims of this Dispatcher's own deliveries keep lowering its ready scores.
+func (d *Dispatcher) afterLease(read scanRead, heads map[dueKey]int64, local map[dueKey]bool) {
+	h := d.hints()
+	for s, entries := range read.entries {
+		next := int64(math.MaxInt64)
+		for _, z := range entries {
+			score := int64(z.Score)
+			if id, _ := z.Member.(string); id != "" {
+				if head, ok := heads[dueKey{s, id}]; ok {
+					score = head
+				} else if local[dueKey{s, id}] {
+					continue
+				}
+			}
+			if score > 0 {
+				next = min(next, score)
+			}
+		}
+		if n := len(entries); n > read.limit {
+			next = min(next, int64(entries[n-1].Score)) // entries beyond the read score at least this
+		}
+		h.next[s].Store(next)
+	}
 }
 
 // readScan reads a scan's replies: the due webhooks of the ready zsets read (heads, per shard; nil
 // for a shard not read), whose earliest scores become the shards' hints, and the strays of the inline
 // zsets read (inline, of the shards inlines).
-func (d *Dispatcher) readScan(nowMs int64, heads, inline []*redis.ZSliceCmd, inlines []int) ([]dueWebhook, []stray) {
+func (d *Dispatcher) readScan(nowMs int64, heads, inline []*redis.ZSliceCmd, inlines []int) ([]dueWebhook, []stray, scanRead) {
 	h := d.hints()
 	var due []dueWebhook
+	read := scanRead{entries: map[int][]redis.Z{}}
 	for s, cmd := range heads {
 		if cmd == nil {
 			continue
 		}
+		read.entries[s] = cmd.Val()
 		first := int64(math.MaxInt64)
 		for i, z := range cmd.Val() {
 			if i == 0 {
@@ -147,7 +212,7 @@ func (d *Dispatcher) readScan(nowMs int64, heads, inline []*redis.ZSliceCmd, inl
 			}
 		}
 	}
-	return due, strays
+	return due, strays, read
 }
 
 // knownDue is the earliest ready score in the future that the scan hints hold (zero if none).

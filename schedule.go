@@ -13,17 +13,22 @@ import (
 // at its head (its circuit open, at its in-flight cap or rate limit) would hide every other webhook's
 // due deliveries behind them. Instead:
 //
-//	{P:s}:ready        zset  webhook id -> when its earliest delivery in the shard is due (ms), or
-//	                         later while the webhook is parked (circuit open, rate limit)
+//	{P:s}:ready        zset  webhook id -> at most when its earliest delivery in the shard is due (ms),
+//	                         or later while the webhook is parked (circuit open, rate limit)
 //	{P:s}:q:<webhook>  zset  delivery id -> next attempt, or lease end while leased (ms)
 //
-// Every script that changes a queue sets the webhook's ready score to the queue's head (retime), in
-// the same step. A worker reads the ready zsets (the webhooks with something due), chooses how many
-// deliveries to take of each webhook (its fair share of the free slots, within its in-flight cap,
-// rate limit and circuit), reads that many due ids of each chosen queue, and leases them. A webhook
-// it cannot take from for a while (open circuit, rate limit) it parks: its ready score moves to when
-// it can, one ZADD XX GT, so it no longer sits among the due; a later retime undoes a park, and the
-// next worker to see the webhook parks it again.
+// A ready score is a lower bound, not a copy: a write that makes a delivery due lowers it (ZADD LT),
+// while one that takes a delivery out of the due (a lease, a final outcome) leaves it as it is, so
+// that the hot paths pay no read of the queue's head. A worker reads the ready zsets (the webhooks
+// that may have something due), chooses how many deliveries to take of each webhook (its fair share
+// of the free slots, within its in-flight cap, rate limit and circuit), reads that many due ids of
+// each chosen queue, and leases them; when it reads a queue to its last due entry, or finds none, the
+// lease sets the webhook's ready score to the queue's head (retime) in the same step, so a score that
+// says due when nothing is costs one read, once. A webhook it cannot take from for a while (open
+// circuit, rate limit) it parks: its ready score moves to when it can, one ZADD XX GT, so it no longer
+// sits among the due; a later write that makes a delivery due undoes a park, and the next worker to
+// see the webhook parks it again. The invariant every write keeps: a webhook with a delivery in a
+// shard's queue has a ready score there, at most that delivery's score unless the webhook is parked.
 //
 // Dispatcher.Stats (stats.go) reads this schedule without writing it, at a cost bounded whatever the
 // backlog: the head of each ready zset (StatsWebhooksPerShard webhooks), then per shard one script over
@@ -48,10 +53,11 @@ const (
 
 // leaseScript leases due deliveries of some webhooks of one shard: each candidate still due has its
 // queue entry moved to the lease's end and the lease token written into its record's head, so no
-// other worker takes it until the lease expires; then each webhook's ready score follows its queue. A
-// candidate already leased under its token and lease end was leased by this very call, run again by a
-// client whose reply was lost: it is reported leased again. Every candidate is checked before the
-// first write.
+// other worker takes it until the lease expires. A candidate already leased under its token and lease
+// end was leased by this very call, run again by a client whose reply was lost: it is reported leased
+// again. Every candidate is checked before the first write. The webhooks flagged to be retimed (their
+// queues were read to the last due entry, or found with none) then have their ready score set to
+// their queue's head; the others' stay as they are, a lower bound (see the schedule's doc above).
 //
 // KEYS[1] -> {P:s}:ready
 // KEYS[1+i] (i = 1..m) -> {P:s}:q:<webhook i>
@@ -59,17 +65,17 @@ const (
 // ARGV[1] -> now (ms)
 // ARGV[2] -> lease end (ms)
 // ARGV[3] -> m
-// ARGV[3+i] -> webhook i's id
-// ARGV[1+m+3j], ARGV[2+m+3j], ARGV[3+m+3j] -> candidate j's delivery id, lease token, webhook index i
+// ARGV[2+2i], ARGV[3+2i] -> webhook i's id, 1 if it is to be retimed (else 0)
+// ARGV[1+2m+3j], ARGV[2+2m+3j], ARGV[3+2m+3j] -> candidate j's delivery id, lease token, webhook index i
 // returns per candidate: leaseNotDue (another worker leased it), leaseExpired (its record has expired)
 // or leaseNotRecord (its key holds no record) — the queue entry of both is removed — or the record
-// once leased
+// once leased; then per webhook retimed, in order, its new ready score ("" when it left the ready zset)
 var leaseScript = redis.NewScript(luaRetime + `
 local now, leaseEnd, m = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local n = #KEYS - 1 - m
 local state, recs = {}, {}
 for j = 1, n do
-  local a = 1 + m + 3 * j
+  local a = 1 + 2 * m + 3 * j
   local id, token, queue = ARGV[a], ARGV[a + 1], KEYS[1 + tonumber(ARGV[a + 2])]
   local score = tonumber(redis.call('ZSCORE', queue, id))
   state[j] = ` + strconv.Itoa(leaseNotDue) + `
@@ -89,7 +95,7 @@ for j = 1, n do
 end
 local reply = {}
 for j = 1, n do
-  local a = 1 + m + 3 * j
+  local a = 1 + 2 * m + 3 * j
   local id, queue, rec = ARGV[a], KEYS[1 + tonumber(ARGV[a + 2])], KEYS[1 + m + j]
   if state[j] == 'lease' then
     redis.call('ZADD', queue, ARGV[2], id)
@@ -103,7 +109,9 @@ for j = 1, n do
     reply[j] = state[j]
   end
 end
-for i = 1, m do retime(KEYS[1], KEYS[1 + i], ARGV[3 + i]) end
+for i = 1, m do
+  if ARGV[3 + 2 * i] == '1' then reply[#reply + 1] = retime(KEYS[1], KEYS[1 + i], ARGV[2 + 2 * i]) end
+end
 return reply
 `)
 
@@ -142,6 +150,7 @@ const (
 type dueWebhook struct {
 	shard int
 	id    string
+	local bool // found in the local hint only (localDue): its due ids are known, its queue is not read
 }
 
 // take is how many due deliveries of one webhook in one shard a worker leases, and how.
@@ -157,6 +166,7 @@ type leasedDelivery struct {
 	rec     *record
 	probe   string         // the probe token, when this attempt is its circuit's probe
 	webhook *storedWebhook // nil when deleted
+	retime  bool           // its lease read its queue to the last due entry (outcome.retime)
 }
 
 // park moves a webhook's ready score, in every shard it was found due in, to until if that is later:

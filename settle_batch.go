@@ -15,7 +15,8 @@ type outcomeBatch struct {
 	d        *Dispatcher
 	shard    int
 	linger   time.Duration
-	allEnded chan struct{} // closed when the last attempt ends
+	allEnded chan struct{}   // closed when the last attempt ends
+	report   func(err error) // if set, called with each outcome's settle error once it is recorded
 
 	mu      sync.Mutex
 	running int // attempts not ended; set before the first starts
@@ -27,6 +28,12 @@ type endedAttempt struct {
 	rec *record
 	o   outcome
 	err *error
+}
+
+// newOutcomeBatch is an empty batch of outcomes of one shard; the caller sets running before the
+// first attempt starts.
+func (d *Dispatcher) newOutcomeBatch(shard int) *outcomeBatch {
+	return &outcomeBatch{d: d, shard: shard, linger: d.settleLinger(), allEnded: make(chan struct{})}
 }
 
 // settleLinger is how long an inline outcome waits for the call's other attempts to end, to be
@@ -70,7 +77,7 @@ func (b *outcomeBatch) ended(ctx context.Context, rec *record, o outcome, err *e
 	var unrecorded []*record
 	for i, e := range batch {
 		recs[i], outcomes[i] = e.rec, e.o
-		if e.o.unrecorded {
+		if e.o.unrecorded && e.o.inline {
 			unrecorded = append(unrecorded, e.rec)
 		}
 	}
@@ -79,5 +86,8 @@ func (b *outcomeBatch) ended(ctx context.Context, rec *record, o outcome, err *e
 	}
 	for i, e := range b.d.settle(ctx, b.shard, recs, outcomes) {
 		*batch[i].err = e
+		if b.report != nil {
+			b.report(e)
+		}
 	}
 }

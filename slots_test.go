@@ -207,7 +207,21 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 		ts.revokeAll()
 	}
 
+	// Probe now on an open circuit: its end in the registry, then the parked deliveries of each shard.
+	prober := mustCreate(t, d, rc, "slot.probe")
+	rc.status.Store(http.StatusInternalServerError) // their first attempts fail: retries wait in the queues
+	for _, id := range ids[:20] {
+		_, err := d.Dispatch(ctx, Event{Type: "slot.probe", ID: id + "-probe"})
+		require.NoError(t, err)
+	}
+	open := fmt.Sprintf("3:%d:%d:%d:0:", clock.Now().UnixMilli(), clock.Now().Add(time.Hour).UnixMilli(), time.Hour.Milliseconds())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.circuitsKey(), prober.ID, open).Err())
+	_, n, err = d.probeNow(ctx, prober.ID)
+	require.NoError(t, err)
+	require.Positive(t, n)
+
 	names := map[string]*redis.Script{
+		"probeNow": probeNowScript, "wakeParked": wakeParkedScript,
 		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
 		"redeliver": redeliverScript, "adopt": adoptScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
 		"circuitCount":    countScript,           // every attempt's outcome is counted in its webhook's circuit

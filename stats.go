@@ -61,8 +61,9 @@ type ShardStats struct {
 	Scheduled   int64
 	Leased      int64
 	OldestDueAt time.Time
-	// Webhooks is how many webhooks have deliveries queued in the shard; Examined how many of them
-	// Stats read (at most StatsWebhooksPerShard).
+	// Webhooks is how many webhooks have deliveries queued in the shard (of those beyond the ones
+	// examined, an upper bound: a ready entry outlives its emptied queue until a worker reads it);
+	// Examined how many of its ready entries Stats read (at most StatsWebhooksPerShard).
 	Webhooks, Examined int64
 	Truncated          bool
 }
@@ -73,15 +74,18 @@ type ShardStats struct {
 // ARGV[1] -> now (ms)
 // ARGV[2] -> end of the lease window (ms): a delivery leased now has its lease end at most there
 // ARGV[3] -> how many ids of deliveries in the lease window to return, at most
-// returns {due, total, oldest due (ms, 0 if none), deliveries in the lease window, ids in it...}
+// returns {due, total, oldest due (ms, 0 if none), deliveries in the lease window, queues not empty,
+// ids in the window...}
 var statsQueuesScript = redis.NewScript(`
 local nowArg, horizon, room = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local now = tonumber(nowArg)
-local due, total, oldest, window = 0, 0, 0, 0
+local due, total, oldest, window, held = 0, 0, 0, 0, 0
 local ids = {}
 for i = 1, #KEYS do
   local q = KEYS[i]
-  total = total + redis.call('ZCARD', q)
+  local n = redis.call('ZCARD', q)
+  total = total + n
+  if n > 0 then held = held + 1 end
   due = due + redis.call('ZCOUNT', q, '-inf', nowArg)
   local first = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
   if first[2] then
@@ -96,7 +100,7 @@ for i = 1, #KEYS do
     end
   end
 end
-local reply = {due, total, oldest, window}
+local reply = {due, total, oldest, window, held}
 for _, id in ipairs(ids) do reply[#reply + 1] = id end
 return reply
 `)
@@ -229,7 +233,7 @@ func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, 
 	var leases []statsCall
 	for _, c := range calls {
 		reply, err := c.cmd.Slice()
-		if err == nil && len(reply) < 4 {
+		if err == nil && len(reply) < 5 {
 			err = fmt.Errorf("unexpected reply of %d items", len(reply))
 		}
 		if err != nil {
@@ -240,15 +244,19 @@ func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, 
 		total, _ := reply[1].(int64)
 		oldest, _ := reply[2].(int64)
 		inWindow, _ := reply[3].(int64)
+		held, _ := reply[4].(int64)
 		sh.Due, sh.Scheduled = sh.Due+due, sh.Scheduled+total-due
+		// A ready entry is left behind a queue that emptied until a worker reads it (schedule.go):
+		// the queues examined count only when they hold a delivery.
+		sh.Webhooks -= sh.Examined - held
 		if oldest > 0 && (sh.OldestDueAt.IsZero() || oldest < sh.OldestDueAt.UnixMilli()) {
 			sh.OldestDueAt = msTime(oldest)
 		}
-		if len(reply) == 4 {
+		if len(reply) == 5 {
 			continue
 		}
-		keys := make([]string, 0, len(reply)-4)
-		for _, item := range reply[4:] {
+		keys := make([]string, 0, len(reply)-5)
+		for _, item := range reply[5:] {
 			id, _ := item.(string)
 			keys = append(keys, d.keys.deliveryKey(c.shard, id))
 		}

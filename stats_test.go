@@ -115,6 +115,14 @@ func TestStatsKnownBacklog(t *testing.T) {
 	assert.EqualValues(t, 16, st.Due)
 	assert.EqualValues(t, 4, st.Scheduled)
 
+	// A ready entry left behind a queue that emptied (a worker corrects it when it reads it) counts
+	// no webhook.
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(0), redis.Z{Score: float64(start.UnixMilli()), Member: "wh_emptied"}).Err())
+	st, err = d.Stats(ctx)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2*len(shards), st.Webhooks, "the emptied queue's entry not counted")
+	assert.EqualValues(t, 16, st.Due)
+
 	// Circuits: one open, one probing, one failing but closed.
 	now := clock.Now().UnixMilli()
 	require.NoError(t, tr.rdb.HSet(ctx, d.keys.circuitsKey(),

@@ -43,19 +43,28 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // next while the worker leases more, shared fairly among the webhooks with deliveries due (a webhook at its in-flight cap, rate
 // limit or with an open circuit never keeps the others' due deliveries waiting). When nothing is due
 // it waits until the next due time, at most 250ms, or until Enqueue in this process or an ending
-// attempt wakes it. It reads only the shards whose schedule may hold something due (as it last read
-// them, or written by this Dispatcher since), and sweeps the others in turn: an idle poll reads at most
-// 16 keys (64 commands/s per idle worker, whatever Options.Shards), so a delivery another replica
-// makes due is seen within Shards/14 polls (1.25s with the default 64 shards; scan.go). Any number of
+// attempt wakes it. The deliveries this Dispatcher queued itself (Enqueue, a retry its outcome
+// scheduled) it leases by id, without reading the schedule to find them (local_due.go); beyond those,
+// it reads only the shards whose schedule may hold something due (as it last read them), a few at a
+// time, and sweeps the others in turn: an idle poll reads at most 16 keys (64 commands/s per idle
+// worker, whatever Options.Shards), so a delivery another replica makes due is seen within Shards/14
+// polls (1.25s with the default 64 shards; scan.go). Any number of
 // replicas may run it at once; each due attempt is made by one of them. It backs off (up to 5s) only when Redis fails it. It returns nil when ctx ends, after the
 // attempts in flight have finished and been recorded.
 func (d *Dispatcher) Run(ctx context.Context) error {
+	d.running.Add(1)
+	defer func() {
+		if d.running.Add(-1) == 0 {
+			d.local.clear()
+		}
+	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: max(1, d.opts.Concurrency/4)}
 	backoff := minBackoff
 	mode := scanHinted  // an idle poll sweeps (scanReady)
 	var known time.Time // the earliest due time the scans know of
+	dry := 0            // passes in a row that leased nothing though more may be due
 	for ctx.Err() == nil {
 		free := run.room()
 		if free <= 0 {
@@ -76,9 +85,15 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.log.Warn("webhooks: worker lease had errors", "leased", len(jobs), "error", err)
 		}
 		backoff = minBackoff
-		if len(jobs) > 0 || more {
+		switch {
+		case len(jobs) > 0:
+			dry = 0
 			continue // more may be due
+		case more && dry <= d.keys.Shards/scanShardsPerPass:
+			dry++
+			continue // shards left unread may have some due: every one is read before Run waits
 		}
+		dry = 0
 		wait := idleWait
 		if !known.IsZero() {
 			wait = min(wait, max(known.Sub(d.now()), minWait))
@@ -134,10 +149,13 @@ type runSlots struct {
 	waiting []leasedReady // leased ahead, waiting for a slot
 }
 
-// leasedReady is a leased delivery with its request body read.
+// leasedReady is a leased delivery with its request body read, and the batch its outcome is recorded
+// in: the deliveries of one shard leased together (typically an event's, to several webhooks) have
+// their outcomes recorded together, in one outcome script, as Dispatch's do (outcomeBatch).
 type leasedReady struct {
-	job  leasedDelivery
-	body []byte
+	job   leasedDelivery
+	body  []byte
+	batch *outcomeBatch
 }
 
 // room is how many more deliveries Run may lease now.
@@ -162,15 +180,33 @@ func (r *runSlots) add(jobs []leasedDelivery) {
 		r.d.log.Warn("webhooks: worker attempts not made", "leased", len(jobs), "error", err)
 		return
 	}
+	batches := map[int]*outcomeBatch{}
+	for _, j := range jobs {
+		b := batches[j.shard]
+		if b == nil {
+			b = r.d.newOutcomeBatch(j.shard)
+			b.report = r.d.reportWorkerOutcome
+			batches[j.shard] = b
+		}
+		b.running++
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for i, j := range jobs {
+		l := leasedReady{job: j, body: bodies[i], batch: batches[j.shard]}
 		if r.busy < r.d.opts.Concurrency {
 			r.busy++
-			r.start(leasedReady{job: j, body: bodies[i]})
+			r.start(l)
 		} else {
-			r.waiting = append(r.waiting, leasedReady{job: j, body: bodies[i]})
+			r.waiting = append(r.waiting, l)
 		}
+	}
+}
+
+// reportWorkerOutcome logs a worker's outcome that could not be recorded.
+func (d *Dispatcher) reportWorkerOutcome(err error) {
+	if err != nil && !errors.Is(err, ErrDeferred) {
+		d.log.Warn("webhooks: worker attempt not recorded", "error", err)
 	}
 }
 
@@ -185,11 +221,11 @@ func (r *runSlots) start(l leasedReady) {
 		if ok {
 			o = d.attemptLeased(actx, j, j.webhook, l.body)
 		}
+		o.retime = j.retime
 		d.flights.release(j.rec.WebhookID)
 		r.freed()
-		if err := d.settle(actx, j.shard, []*record{j.rec}, []outcome{o})[0]; err != nil && !errors.Is(err, ErrDeferred) {
-			d.log.Warn("webhooks: worker attempt not recorded", "error", err)
-		}
+		var err error
+		l.batch.ended(actx, j.rec, o, &err)
 	})
 }
 
@@ -231,6 +267,7 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 			if ok {
 				o = d.attemptLeased(actx, j, j.webhook, bodies[i])
 			}
+			o.retime = j.retime
 			d.flights.release(j.rec.WebhookID)
 			freed()
 			done(d.settle(actx, j.shard, []*record{j.rec}, []outcome{o})[0])
@@ -253,18 +290,26 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 		return nil, time.Time{}, false, err
 	}
 	now := d.now()
-	due, strays, next, err := d.scanReady(ctx, now, free+16, mode)
+	local, localNext := d.local.due(now.UnixMilli())
+	if mode == scanHinted && d.local.dueCount() >= free {
+		mode = scanSweep // the local hint has enough due to fill the pass: no read but the sweep
+	}
+	due, strays, read, next, err := d.scanReady(ctx, now, free+16, mode)
 	if err == nil && len(strays) > 0 {
 		var took int
 		if took, err = d.adopt(ctx, now, strays); took > 0 {
 			for _, s := range strays {
 				d.markShard(s.shard)
 			}
-			due, _, next, err = d.scanReady(ctx, now, free+16, scanHinted)
+			due, _, read, next, err = d.scanReady(ctx, now, free+16, scanHinted)
 		}
 	}
+	if localNext > 0 && (next.IsZero() || localNext < next.UnixMilli()) {
+		next = msTime(localNext)
+	}
+	due = d.withLocal(now, due, local)
 	if err != nil || len(due) == 0 {
-		return nil, next, false, err
+		return nil, next, read.left, err // shards left unread may have some due: look again at once
 	}
 	targets, err := d.dueTargets(ctx, due)
 	if err != nil {
@@ -272,15 +317,45 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 	}
 	takes := d.chooseTakes(ctx, now, due, targets, free)
 	if len(takes) == 0 {
-		return nil, next, false, nil
+		return nil, next, read.left, nil
 	}
-	jobs, err = d.leaseTakes(ctx, now, takes, targets)
+	jobs, heads, err := d.leaseTakes(ctx, now, takes, targets)
+	if err == nil {
+		local := map[dueKey]bool{}
+		for _, w := range due {
+			if w.local {
+				local[dueKey{w.shard, w.id}] = true
+			}
+		}
+		d.afterLease(read, heads, local)
+	}
 	for i := range jobs {
 		jobs[i].webhook = targets.webhooks[jobs[i].rec.WebhookID]
 	}
 	// Something was due and takeable: look again at once, whatever this lease got (another replica
 	// may have won some of it, and more may be due behind it).
 	return jobs, next, true, err
+}
+
+// withLocal adds to the webhooks a scan found due those the local hint holds due ids of, and marks
+// the ones found by both that the hint serves (localDue.serves): their queues are not read.
+func (d *Dispatcher) withLocal(now time.Time, scanned, local []dueWebhook) []dueWebhook {
+	if len(local) == 0 {
+		return scanned
+	}
+	seen := make(map[dueKey]bool, len(scanned))
+	for i, w := range scanned {
+		k := dueKey{w.shard, w.id}
+		seen[k] = true
+		scanned[i].local = d.local.serves(k, now.UnixMilli())
+	}
+	for _, w := range local {
+		if !seen[dueKey{w.shard, w.id}] {
+			w.local = true
+			scanned = append(scanned, w)
+		}
+	}
+	return scanned
 }
 
 // dueTargets reads the webhooks found due: from the registry's by-id cache (at most a second old, as

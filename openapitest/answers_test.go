@@ -72,6 +72,16 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 		c.call("GET", "/backlog", "/backlog", "")
 	}
 	c.call("GET", "/deliveries/{id}/payload", "/deliveries/"+dlID+"/payload", "")
+	_, req := c.call("GET", "/deliveries/{id}/request", "/deliveries/"+dlID+"/request", "")
+	custom := 0
+	for _, h := range req["headers"].([]any) {
+		if h := h.(map[string]any); h["name"] == "X-Key" {
+			custom++
+			assert.NotContains(t, h, "value", "a custom header's value is never sent")
+		}
+	}
+	assert.Equal(t, 1, custom, "the custom header is listed")
+	c.call("GET", "/deliveries/{id}/request", "/deliveries/nope/request", "")
 	// a delivery that failed once, to a webhook whose circuit is closed, waits for its retry: retry it now
 	code, once := c.call("POST", "/webhooks", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["retry.*"]%s}`, rcURL+"/fail", tenant))
 	require.Equal(t, 201, code)
@@ -83,10 +93,18 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 	code, _ = c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+retryID+"/retry", "")
 	assert.Equal(t, 200, code, "webhook %v", once["id"])
 	c.call("POST", "/deliveries/{id}/retry", "/deliveries/"+badList[1].(map[string]any)["id"].(string)+"/retry", "") // paused: 409
+	// Probe now: the paused webhook's wait ends; the healthy one's circuit is closed (409).
+	if operator {
+		code, _ = c.call("POST", W+"/probe", "/webhooks/"+badID+"/probe", "")
+		assert.Equal(t, 200, code)
+		c.call("POST", W+"/probe", "/webhooks/"+id+"/probe", "")
+		c.call("POST", W+"/probe", "/webhooks/nope/probe", "")
+	}
 	c.call("POST", "/deliveries/{id}/redeliver", "/deliveries/"+dlID+"/redeliver", "")
 	since := url.QueryEscape(time.Now().Add(-time.Hour).UTC().Format(time.RFC3339))
 	c.call("POST", W+"/recover", "/webhooks/"+badID+"/recover?since="+since, "")
 	c.call("POST", W+"/recover", "/webhooks/"+badID+"/recover", "")
+	c.call("GET", "/deliveries/{id}", "/deliveries/"+badList[0].(map[string]any)["id"].(string), "") // with redelivered_at
 	replaySince := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	c.call("POST", W+"/replay", "/webhooks/"+id+"/replay", `{"since":"`+replaySince+`"}`)
 	c.call("POST", W+"/replay", "/webhooks/"+id+"/replay", `{"since":"yesterday"}`)
@@ -94,6 +112,22 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 	c.call("GET", W+"/health", "/webhooks/"+badID+"/health", "")
 	c.call("GET", W+"/health", "/webhooks/"+id+"/health", "")
 	c.call("GET", W+"/stats", "/webhooks/"+id+"/stats", "")
+	_, counts := c.call("GET", W+"/counts", "/webhooks/"+badID+"/counts", "")
+	assert.Positive(t, counts["examined"], "the failing webhook's deliveries are counted")
+	c.call("GET", W+"/counts", "/webhooks/nope/counts", "")
+	// An ordered key's queue: two events of one key behind the paused webhook's head.
+	for _, ev := range []string{"ev-o1", "ev-o2"} {
+		_, err = d.Dispatch(ctx, webhooks.Event{ID: ev, Type: "order.created", Tenant: "acme", OrderKey: "cust-1", Data: json.RawMessage(`{"n":2}`)})
+		require.NoError(t, err)
+	}
+	_, found = c.call("GET", "/deliveries", "/deliveries?id=ev-o2", "")
+	for _, f := range found["deliveries"].([]any) {
+		if f := f.(map[string]any); f["webhook_id"] == badID {
+			_, q := c.call("GET", "/deliveries/{id}/queue", "/deliveries/"+f["id"].(string)+"/queue", "")
+			assert.Equal(t, 2.0, q["length"], "the paused webhook's key holds both")
+		}
+	}
+	c.call("GET", "/deliveries/{id}/queue", "/deliveries/"+dlID+"/queue", "") // no order key: 400
 	c.call("GET", "/openapi.json", "/openapi.json", "")
 	c.call("DELETE", W, "/webhooks/"+badID, "")
 	c.call("DELETE", W, "/webhooks/"+badID, "")

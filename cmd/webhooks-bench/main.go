@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -61,6 +62,7 @@ type config struct {
 	v1           string
 	child        bool
 	rotate       bool
+	cpuProfile   string
 }
 
 func main() {
@@ -86,6 +88,7 @@ func main() {
 	flag.StringVar(&cfg.v1, "v1", "ac27a5b", "also measure the child program built against this version of the library: a directory holding the module, or a git revision of the repository this runs in (\"\": not measured)")
 	flag.BoolVar(&cfg.child, "child", true, "also measure the child program built against this tree (the same program as the -v1 row)")
 	flag.BoolVar(&cfg.rotate, "rotate", true, "start round r at the r-th system (the engine scenarios stay last), so that no system always runs first or after the same one")
+	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process systems, the receiver) to this file")
 	flag.Parse()
 	if cfg.events < 1 || cfg.webhooks < 1 || cfg.concurrency < 1 || cfg.runs < 1 || cfg.payload < 0 {
 		fmt.Fprintln(os.Stderr, "webhooks-bench: -events, -webhooks, -concurrency and -runs must be positive")
@@ -94,10 +97,22 @@ func main() {
 	if cfg.pool == 0 {
 		cfg.pool = 2 * cfg.concurrency
 	}
+	if cfg.cpuProfile != "" {
+		f, err := os.Create(cfg.cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "webhooks-bench: cpu profile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	err := run(ctx, os.Stdout, os.Stderr, cfg)
 	stop()
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "webhooks-bench:", err)
 		os.Exit(1)
 	}
@@ -114,6 +129,11 @@ type env struct {
 	tmp    string // the child programs' builds
 	// the signatures the children's receivers checked, and the failures
 	childSampled, childBadSig atomic.Int64
+	// set by a phase's body, read and reset by phase: time not to count in its elapsed time, and the
+	// commands it sent itself, by name, not to count against the system (waitScheduleClean)
+	untimed   time.Duration
+	polls     map[string]int64
+	leftReady int64 // ready entries left after the phase, due later (waitScheduleClean)
 }
 
 func run(ctx context.Context, out, errOut io.Writer, cfg config) error {

@@ -235,7 +235,11 @@ func report(w io.Writer, cfg config, facts redisFacts, results map[string][]resu
 		sorted := slices.Clone(rs)
 		slices.SortFunc(sorted, func(a, b result) int { return int(deliveriesPerSec(a) - deliveriesPerSec(b)) })
 		mid := sorted[len(sorted)/2]
-		fmt.Fprintf(w, "- %s: commands %s; memory %s\n", name, topCommands(mid.fresh.d.byCmd, mid.pairs, 20),
+		left := ""
+		if name == sysEnqueue {
+			left = fmt.Sprintf(" (counted until no ready entry was due; %d entries left, due later, each a queue read and a retime then)", mid.fresh.leftReady)
+		}
+		fmt.Fprintf(w, "- %s: commands %s%s; memory %s\n", name, topCommands(mid.fresh.d.byCmd, mid.pairs, 20), left,
 			memoryByKind(mid.memByKind, mid.retained))
 	}
 	fmt.Fprintln(w)

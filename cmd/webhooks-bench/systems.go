@@ -32,6 +32,8 @@ type phaseOut struct {
 	// library, its driver and its receiver; the parent's own CPU is in d.selfSec.
 	childSec float64
 	deferred int // fresh pairs Dispatch left to the worker (child rows; the in-process row keeps result.deferred)
+	// leftReady are the ready entries the phase left, not yet due (the Enqueue row: waitScheduleClean)
+	leftReady int64
 }
 
 // result is one system's figures of one run.
@@ -72,8 +74,10 @@ func (e *env) phase(ctx context.Context, label string, ctr *e2e.Counter, total i
 	r0 := e.rcv.Count.Load()
 	start := time.Now()
 	var out phaseOut
+	e.untimed, e.polls, e.leftReady = 0, nil, 0
 	out.ok, out.failed, out.firstErr = body(pctx, &done)
-	out.elapsed = time.Since(start)
+	out.leftReady = e.leftReady
+	out.elapsed = time.Since(start) - e.untimed
 	out.received = e.rcv.Count.Load() - r0
 	if ctr != nil {
 		c1, t1 := ctr.Read()
@@ -84,6 +88,11 @@ func (e *env) phase(ctx context.Context, label string, ctr *e2e.Counter, total i
 		return out, err
 	}
 	out.d = diff(a, b)
+	for name, n := range e.polls {
+		n = min(n, out.d.byCmd[name])
+		out.d.byCmd[name] -= n
+		out.d.cmds -= n
+	}
 	if pctx.Err() != nil {
 		return out, fmt.Errorf("%s: not finished within %s (%d/%d)", label, e.cfg.phaseTimeout, done.Load(), total)
 	}

@@ -98,3 +98,71 @@ func TestRunUI(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 }
+
+// TestRunUIStory: within seconds (the story shortened), the always-failing webhook's circuit opens with
+// deliveries parked, then it is disabled and its deliveries fail; the recovering webhook's circuit
+// closes and its deliveries are delivered; the output tells the story and shows the egress guard's
+// refusal naming the options. On a Redis it does not own, it leaves no key behind.
+func TestRunUIStory(t *testing.T) {
+	mr := miniredis.RunT(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var out bytes.Buffer
+	urls := make(chan string, 1)
+	done := make(chan error, 1)
+	st := story{breakFor: 200 * time.Millisecond, recoverAfter: 1500 * time.Millisecond, disableAfter: 2 * time.Second}
+	go func() { done <- runStory(ctx, &out, mr.Addr(), "127.0.0.1:0", st, func(u string) { urls <- u }) }()
+	var api string
+	select {
+	case u := <-urls:
+		api = strings.TrimSuffix(u, "/ui/")
+	case err := <-done:
+		t.Fatalf("runStory returned early: %v", err)
+	}
+	getJSON := func(path string, v any) {
+		resp, err := http.Get(api + path)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, path)
+		require.NoError(t, json.NewDecoder(resp.Body).Decode(v))
+	}
+	var list struct {
+		Webhooks []struct{ ID, URL string }
+	}
+	getJSON("/webhooks", &list)
+	ids := map[string]string{}
+	for _, w := range list.Webhooks {
+		ids[w.URL[strings.LastIndex(w.URL, "/"):]] = w.ID
+	}
+	type counts struct{ Pending, Parked, Failed, Examined int }
+	type health struct{ State string }
+	var c counts
+	var h health
+	getJSON("/webhooks/"+ids["/down"]+"/counts", &c)
+	getJSON("/webhooks/"+ids["/down"]+"/health", &h)
+	require.Equal(t, "open", h.State, "the failing webhook is paused at once")
+	require.Positive(t, c.Parked, "with deliveries parked")
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var down, shipping counts
+		var sh health
+		var w struct{ Disabled bool }
+		getJSON("/webhooks/"+ids["/down"]+"/counts", &down)
+		getJSON("/webhooks/"+ids["/down"], &w)
+		getJSON("/webhooks/"+ids["/shipping"]+"/counts", &shipping)
+		getJSON("/webhooks/"+ids["/shipping"]+"/health", &sh)
+		if w.Disabled && down.Failed > 0 && sh.State == "closed" && shipping.Pending == 0 && shipping.Failed == 0 {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the story did not end: down %+v disabled %t, shipping %+v %s", down, w.Disabled, shipping, sh.State)
+		time.Sleep(100 * time.Millisecond)
+	}
+	cancel()
+	require.NoError(t, <-done)
+	for _, want := range []string{"circuit opens (paused)", "disabled at its next failed probe", "the circuit closes", "Probe now",
+		"Options.AllowedNetworks", "Options.AllowPrivateNetworks"} {
+		require.Contains(t, out.String(), want)
+	}
+	require.Empty(t, mr.Keys(), "the demo left keys behind")
+}

@@ -42,7 +42,9 @@ type DeliveryQuery struct {
 type DeliverySearch struct {
 	// ID is a delivery id or an event id ("": every delivery); Status and EventType filter exactly.
 	ID, Status, EventType string
-	Limit                 int // 0: the default
+	// From and To keep deliveries created in [From, To] (zero: unbounded).
+	From, To time.Time
+	Limit    int // 0: the default
 }
 
 // Backend is what the API reads and changes. Bodies are JSON; a webhook or delivery outside the
@@ -59,6 +61,8 @@ type Backend interface {
 	Secret(ctx context.Context, s Scope, id string) ([]byte, error)
 	Health(ctx context.Context, s Scope, id string) ([]byte, error)
 	Stats(ctx context.Context, s Scope, id string) ([]byte, error)
+	// Counts are a webhook's pending, parked and recently failed deliveries.
+	Counts(ctx context.Context, s Scope, id string) ([]byte, error)
 	Deliveries(ctx context.Context, s Scope, id string, q DeliveryQuery) ([]byte, error)
 	// Recover re-sends a webhook's failed deliveries from since until until (zero: now).
 	Recover(ctx context.Context, s Scope, id string, since, until time.Time, limit int) (int, error)
@@ -68,7 +72,14 @@ type Backend interface {
 	Redeliver(ctx context.Context, s Scope, id string) (body []byte, deferred bool, err error)
 	// RetryNow makes a pending delivery due now; Payload is the body a delivery sends, {"payload": …}.
 	RetryNow(ctx context.Context, s Scope, id string) ([]byte, error)
+	// ProbeNow ends a webhook's open circuit's wait: its probe goes out with the next worker pass (an
+	// operator-only route).
+	ProbeNow(ctx context.Context, s Scope, id string) ([]byte, error)
 	Payload(ctx context.Context, s Scope, id string) ([]byte, error)
+	// Request is the request a delivery sends, rebuilt: its headers, the values of secret ones withheld.
+	Request(ctx context.Context, s Scope, id string) ([]byte, error)
+	// OrderQueue is the queue of an ordered delivery's (webhook, order key), head first.
+	OrderQueue(ctx context.Context, s Scope, id string) ([]byte, error)
 	// SearchDeliveries finds deliveries across the scope's webhooks, newest first.
 	SearchDeliveries(ctx context.Context, s Scope, q DeliverySearch) ([]byte, error)
 	// Backlog is the delivery backlog of every tenant (an operator-only route).
@@ -91,6 +102,7 @@ const (
 	KindWebhookDisabled             // 409 webhook_disabled
 	KindTenantQuota                 // 409 tenant_quota
 	KindNotRetryable                // 409 not_retryable: not pending, in flight, held back or paused
+	KindProbeRefused                // 409 probe_refused: the circuit is closed, or its probe in flight
 )
 
 // errBadRequest marks a request parameter the API cannot use.

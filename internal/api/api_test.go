@@ -50,6 +50,7 @@ func (f fakeBackend) RotateSecret(_ context.Context, s Scope, _ string, _ time.D
 }
 func (f fakeBackend) Secret(_ context.Context, s Scope, _ string) ([]byte, error) { return f.answer(s) }
 func (f fakeBackend) Health(_ context.Context, s Scope, _ string) ([]byte, error) { return f.answer(s) }
+func (f fakeBackend) Counts(_ context.Context, s Scope, _ string) ([]byte, error) { return f.answer(s) }
 func (f fakeBackend) Stats(_ context.Context, s Scope, _ string) ([]byte, error)  { return f.answer(s) }
 func (f fakeBackend) Deliveries(_ context.Context, s Scope, _ string, _ DeliveryQuery) ([]byte, error) {
 	return f.answer(s)
@@ -71,6 +72,15 @@ func (f fakeBackend) SearchDeliveries(_ context.Context, s Scope, _ DeliverySear
 	return f.answer(s)
 }
 func (f fakeBackend) RetryNow(_ context.Context, s Scope, _ string) ([]byte, error) {
+	return f.answer(s)
+}
+func (f fakeBackend) ProbeNow(_ context.Context, s Scope, _ string) ([]byte, error) {
+	return f.answer(s)
+}
+func (f fakeBackend) Request(_ context.Context, s Scope, _ string) ([]byte, error) {
+	return f.answer(s)
+}
+func (f fakeBackend) OrderQueue(_ context.Context, s Scope, _ string) ([]byte, error) {
 	return f.answer(s)
 }
 func (f fakeBackend) Payload(_ context.Context, s Scope, _ string) ([]byte, error) {
@@ -111,7 +121,8 @@ func TestKindsAnswerTheirStatus(t *testing.T) {
 		code   string
 	}{
 		{KindBadRequest, 400, "invalid_request"}, {KindNotFound, 404, "not_found"}, {KindConflict, 409, "conflict"},
-		{KindWebhookDisabled, 409, "webhook_disabled"}, {KindTenantQuota, 409, "tenant_quota"}, {KindNotRetryable, 409, "not_retryable"}, {KindInternal, 500, "internal"},
+		{KindWebhookDisabled, 409, "webhook_disabled"}, {KindTenantQuota, 409, "tenant_quota"}, {KindNotRetryable, 409, "not_retryable"}, {KindProbeRefused, 409, "probe_refused"},
+		{KindInternal, 500, "internal"},
 	} {
 		h := NewHandler(fakeBackend{err: kindError{tc.kind}}, slog.New(slog.DiscardHandler))
 		rec := serve(h, "GET", "/webhooks/x", "", "")

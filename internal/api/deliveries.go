@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 )
@@ -35,23 +36,33 @@ func positiveInt(s string) (int, error) {
 	return n, nil
 }
 
+// optionalTime reads an optional RFC 3339 time parameter (zero when absent).
+func optionalTime(v url.Values, name string) (time.Time, error) {
+	if v.Get(name) == "" {
+		return time.Time{}, nil
+	}
+	t, err := time.Parse(time.RFC3339, v.Get(name))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("%w: %s must be an RFC 3339 time", errBadRequest, name)
+	}
+	return t, nil
+}
+
 func (rt *router) recoverWebhook(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	if v.Get("since") == "" {
 		rt.fail(w, r, fmt.Errorf("%w: since is required (RFC 3339)", errBadRequest))
 		return
 	}
-	since, err := time.Parse(time.RFC3339, v.Get("since"))
+	since, err := optionalTime(v, "since")
 	if err != nil {
-		rt.fail(w, r, fmt.Errorf("%w: since must be an RFC 3339 time", errBadRequest))
+		rt.fail(w, r, err)
 		return
 	}
-	var until time.Time
-	if s := v.Get("until"); s != "" {
-		if until, err = time.Parse(time.RFC3339, s); err != nil {
-			rt.fail(w, r, fmt.Errorf("%w: until must be an RFC 3339 time", errBadRequest))
-			return
-		}
+	until, err := optionalTime(v, "until")
+	if err != nil {
+		rt.fail(w, r, err)
+		return
 	}
 	limit, err := positiveInt(v.Get("limit"))
 	if err != nil {
@@ -79,13 +90,22 @@ func (rt *router) redeliver(w http.ResponseWriter, r *http.Request) {
 	rt.answer(w, r, deferredStatus(deferred, http.StatusOK), out, err)
 }
 
-// searchDeliveries finds deliveries across the scope's webhooks: ?id= a delivery or event id, and
-// exact ?status= and ?event_type= filters.
+// searchDeliveries finds deliveries across the scope's webhooks: ?id= a delivery or event id, exact
+// ?status= and ?event_type= filters, and ?from= and ?to= (RFC 3339) bounding when they were created.
 func (rt *router) searchDeliveries(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	q := DeliverySearch{ID: v.Get("id"), Status: v.Get("status"), EventType: v.Get("event_type")}
 	var err error
-	if q.Limit, err = positiveInt(v.Get("limit")); err != nil {
+	if q.Limit, err = positiveInt(v.Get("limit")); err == nil {
+		q.From, err = optionalTime(v, "from")
+	}
+	if err == nil {
+		q.To, err = optionalTime(v, "to")
+	}
+	if err == nil && !q.From.IsZero() && !q.To.IsZero() && q.To.Before(q.From) {
+		err = fmt.Errorf("%w: to is before from", errBadRequest)
+	}
+	if err != nil {
 		rt.fail(w, r, err)
 		return
 	}

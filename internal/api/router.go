@@ -52,10 +52,14 @@ var routes = []route{
 	{pattern: "GET /webhooks/{id}/secret", handler: webhookRead(Backend.Secret)},
 	{pattern: "GET /webhooks/{id}/health", handler: webhookRead(Backend.Health)},
 	{pattern: "GET /webhooks/{id}/stats", handler: webhookRead(Backend.Stats)},
+	{pattern: "GET /webhooks/{id}/counts", handler: webhookRead(Backend.Counts)},
 	{pattern: "POST /deliveries/{id}/retry", handler: deliveryAction(Backend.RetryNow)},
 	{pattern: "GET /deliveries/{id}/payload", handler: deliveryAction(Backend.Payload)},
+	{pattern: "GET /deliveries/{id}/request", handler: deliveryAction(Backend.Request)},
+	{pattern: "GET /deliveries/{id}/queue", handler: deliveryAction(Backend.OrderQueue)},
 	{pattern: "GET /deliveries", handler: method((*router).searchDeliveries)},
 	{pattern: "GET /backlog", handler: method((*router).backlog), operatorOnly: true},
+	{pattern: "POST /webhooks/{id}/probe", handler: webhookRead(Backend.ProbeNow), operatorOnly: true},
 	{pattern: openAPIPattern, handler: method((*router).openAPI)},
 }
 
@@ -181,6 +185,8 @@ func (rt *router) classify(err error) (status int, code, message string) {
 		return http.StatusConflict, "tenant_quota", err.Error()
 	case KindNotRetryable:
 		return http.StatusConflict, "not_retryable", err.Error()
+	case KindProbeRefused:
+		return http.StatusConflict, "probe_refused", err.Error()
 	}
 	return http.StatusInternalServerError, "internal", "internal error"
 }

@@ -18,7 +18,7 @@ import (
 	"strings"
 )
 
-//go:embed ui/index.html ui/app.js ui/format.js ui/deliveries.js ui/app.css
+//go:embed ui/index.html ui/app.js ui/format.js ui/deliveries.js ui/delivery.js ui/app.css
 var uiFiles embed.FS
 
 // UIContentSecurityPolicy is the Content-Security-Policy sent with every answer of the web UI's
@@ -46,7 +46,8 @@ func newUIHandler(portal bool) http.Handler {
 	h := &uiHandler{files: map[string]uiFile{}}
 	for name, ctype := range map[string]string{"index.html": "text/html; charset=utf-8",
 		"app.js": "text/javascript; charset=utf-8", "format.js": "text/javascript; charset=utf-8",
-		"deliveries.js": "text/javascript; charset=utf-8", "app.css": "text/css; charset=utf-8"} {
+		"deliveries.js": "text/javascript; charset=utf-8", "delivery.js": "text/javascript; charset=utf-8",
+		"app.css": "text/css; charset=utf-8"} {
 		b, err := uiFiles.ReadFile("ui/" + name)
 		if err != nil {
 			panic("webhooks: embedded UI file missing: " + name) // the embed directive guarantees it

@@ -105,7 +105,8 @@ func rotationGrace(r *http.Request) (time.Duration, error) {
 	return time.Duration(*body.GraceSeconds) * time.Second, nil
 }
 
-// webhookRead serves a read of one webhook's data (its secret, health or stats).
+// webhookRead serves a read of one webhook's data (its secret, health or stats), or an action on it
+// that takes no body (probe now).
 func webhookRead(read func(Backend, context.Context, Scope, string) ([]byte, error)) func(*router) http.HandlerFunc {
 	return func(rt *router) http.HandlerFunc {
 		return func(w http.ResponseWriter, r *http.Request) {

@@ -29,8 +29,11 @@ type Policy struct {
 	fuse     func(netip.AddrPort) error // runs after a passed check, still before connect
 }
 
+// optionsHint names the root's options that let a blocked address through, for every refusal.
+const optionsHint = "allow its range with Options.AllowedNetworks, or turn the egress guard off with Options.AllowPrivateNetworks (tests and local demos only)"
+
 // check returns nil when ip may be connected to, otherwise an error wrapping ErrBlocked that names
-// ip and the range it falls in.
+// ip, the range it falls in and the options that would allow it.
 func (p Policy) check(ip netip.Addr) error {
 	if p.AllowPrivate {
 		return nil
@@ -39,7 +42,7 @@ func (p Policy) check(ip netip.Addr) error {
 	if why == "" || p.allows(ip) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s (%s)", ErrBlocked, ip, why)
+	return fmt.Errorf("%w: %s (%s): %s", ErrBlocked, ip, why, optionsHint)
 }
 
 // allows reports whether one of the allowed prefixes contains ip, its unmapped IPv4 form or the IPv4

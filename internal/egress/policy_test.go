@@ -154,3 +154,18 @@ func TestEgressPolicyAllowed(t *testing.T) {
 	}
 	assert.ErrorIs(t, p.check(netip.Addr{}), ErrBlocked, "the zero Addr is never allowed")
 }
+
+// TestBlockedErrorNamesTheOptions: a refused address, at Create (CheckURL) or at connect time (check),
+// says which options would let it through.
+func TestBlockedErrorNamesTheOptions(t *testing.T) {
+	t.Parallel()
+	for name, err := range map[string]error{
+		"url":       Policy{}.CheckURL("http://127.0.0.1:8080/hook", false),
+		"localhost": Policy{}.CheckURL("http://localhost/hook", false),
+		"connect":   Policy{}.check(netip.MustParseAddr("10.0.0.7")),
+	} {
+		assert.ErrorIs(t, err, ErrBlocked, name)
+		assert.ErrorContains(t, err, "Options.AllowedNetworks", name)
+		assert.ErrorContains(t, err, "Options.AllowPrivateNetworks", name)
+	}
+}

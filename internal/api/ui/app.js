@@ -180,8 +180,9 @@
 
   async function loadHealth(id, circuitCell, rateCell) {
     try {
-      const [h, s] = await Promise.all([api('GET', '/webhooks/' + enc(id) + '/health'), api('GET', '/webhooks/' + enc(id) + '/stats')]);
-      circuitCell.replaceChildren(circuitBadge(h));
+      const [h, s, c] = await Promise.all([api('GET', '/webhooks/' + enc(id) + '/health'), api('GET', '/webhooks/' + enc(id) + '/stats'),
+        api('GET', '/webhooks/' + enc(id) + '/counts')]);
+      circuitCell.replaceChildren(circuitBadge(h), el('div', { class: 'muted counts', text: fmt.counts(c) }));
       rateCell.textContent = successRate(s.hours);
     } catch (e) {
       circuitCell.textContent = rateCell.textContent = '?';
@@ -281,7 +282,21 @@
 
   async function webhookPage(id) {
     const w = await api('GET', '/webhooks/' + enc(id));
-    const [health, stats] = await Promise.all([api('GET', '/webhooks/' + enc(id) + '/health'), api('GET', '/webhooks/' + enc(id) + '/stats')]);
+    const [health, stats, counts] = await Promise.all([api('GET', '/webhooks/' + enc(id) + '/health'), api('GET', '/webhooks/' + enc(id) + '/stats'),
+      api('GET', '/webhooks/' + enc(id) + '/counts')]);
+    const state = el('span', { id: 'delivery-state' }, circuitBadge(health));
+    const probe = mode === 'operator' && health.state === 'open' && !w.disabled ? button('Probe now', async () => {
+      probe.disabled = true;
+      try {
+        const r = await api('POST', '/webhooks/' + enc(id) + '/probe');
+        flash(r.deliveries_due ? 'Trying the endpoint now: ' + r.deliveries_due + ' waiting ' + (r.deliveries_due === 1 ? 'delivery is' : 'deliveries are') +
+          ' due, and the first one tests it.' : 'The pause has ended: the next delivery to this endpoint tests it.');
+        await followProbe(id, state, health.open_until);
+      } catch (e) {
+        if (e instanceof APIError && e.status === 409) flash(plain(e.message.replace(/^webhooks: no probe now: /, '')), 'error');
+        else showError(e);
+      } finally { probe.disabled = false; }
+    }, { id: 'probe-now', title: 'End the pause now: one waiting delivery tests whether the endpoint has recovered' }) : null;
     const secretOut = el('code', { id: 'secret', class: 'secret', text: '••••••••••••••••' });
     let revealed = false;
     const reveal = button('Reveal', async () => {
@@ -372,7 +387,9 @@
           ['Headers', Object.keys(w.headers || {}).join(', ') || '—'],
           ['Rate limit', w.rate_limit ? w.rate_limit + ' / s' : 'none'],
           ['Enabled', w.disabled ? el('span', { class: 'status s-failed', text: 'disabled' }) : el('span', { class: 'status s-success', text: 'enabled' })],
-          ['Delivery state', circuitBadge(health)],
+          ['Delivery state', el('span', { class: 'secret-row' }, state, probe)],
+          ['Deliveries', [el('span', { id: 'delivery-counts', text: fmt.counts(counts) }), counts.failed ? [' ', el('a', {
+            href: '#/webhooks/' + enc(id) + '/deliveries?status=failed' }, 'show failed')] : null]],
           ['Success (24 h)', el('span', { id: 'success-rate', text: successRate(stats.hours) })],
           ['Signing', w.public_key ? 'ed25519 (v1a)' : 'HMAC-SHA256 (v1)'],
           ['Secret', el('span', { class: 'secret-row' }, secretOut, reveal, rotate)],
@@ -387,6 +404,22 @@
         el('p', { class: 'muted', text: 'Send this endpoint the events it subscribes to that it never received, accepted since a time (needs Options.ReplayIndex).' }), replay));
     const box = main.querySelector('.chart-scroll');
     box.scrollLeft = box.scrollWidth; // on a narrow screen the chart scrolls: show the latest hours
+  }
+  // followProbe shows the circuit while a probe now is decided: it reads it every half second, at most
+  // 20 times, until it is closed or open again after the probe failed (then it says so); it stops when
+  // the user leaves the page. Then the page is shown afresh.
+  async function followProbe(id, state, openUntil) {
+    for (let i = 0; i < 20; i++) {
+      await new Promise((ok) => setTimeout(ok, 500));
+      const h = await api('GET', '/webhooks/' + enc(id) + '/health');
+      state.replaceChildren(circuitBadge(h));
+      if (h.state === 'closed') { flash('The endpoint answered: it is delivering again.'); route(); return; }
+      if (h.state === 'open' && h.open_until && h.open_until !== openUntil && new Date(h.open_until) > new Date()) {
+        flash('The endpoint still fails: paused again, next try ' + fmt.soon(h.open_until) + '.', 'error');
+        route();
+        return;
+      }
+    }
   }
   function localInput(d) {
     const p = (n) => String(n).padStart(2, '0');
@@ -425,9 +458,9 @@
       el('figcaption', { class: 'legend' }, el('span', { class: 'key ok' }), ' succeeded (' + ok + ')  ', el('span', { class: 'key bad' }), ' failed (' + bad + ')'));
   }
 
-  const { deliveriesPage, deliveryPage, searchPage, backlogPage } = window.webhooksDeliveryPages({
-    mode, main, el, api, enc, render, fmtTime, fmtDuration, statusBadge, dl, button, flash, showError, route, APIError, Stale, plain,
-  });
+  const helpers = { mode, main, el, api, enc, render, fmtTime, fmtDuration, statusBadge, dl, button, flash, showError, route, APIError, Stale, plain };
+  const { deliveriesPage, searchPage, backlogPage } = window.webhooksDeliveryPages(helpers);
+  const { deliveryPage, queuePage } = window.webhooksDeliveryDetail(helpers);
 
   // --- router ---------------------------------------------------------------------------------------
   let routing = 0;
@@ -447,6 +480,7 @@
       else if (parts[0] === 'webhooks' && parts[2] === 'edit') { page = 'edit'; formPage(await api('GET', '/webhooks/' + enc(parts[1]))); }
       else if (parts[0] === 'webhooks' && parts[2] === 'deliveries') { page = 'deliveries'; await deliveriesPage(parts[1], params); }
       else if (parts[0] === 'deliveries' && parts.length === 2) { page = 'delivery'; await deliveryPage(parts[1]); }
+      else if (parts[0] === 'deliveries' && parts[2] === 'queue') { page = 'queue'; await queuePage(parts[1]); }
       else if (parts[0] === 'deliveries' && parts.length === 1) { page = 'search'; await searchPage(params); }
       else if (parts[0] === 'backlog' && mode === 'operator') { page = 'backlog'; await backlogPage(); }
       else render('Not found', el('p', {}, el('a', { href: '#/' }, 'Back to the endpoints')));

@@ -1,5 +1,5 @@
-// The webhooks UI's delivery pages: an endpoint's deliveries, one delivery, the search across
-// endpoints and the backlog. app.js calls window.webhooksDeliveryPages with its helpers (the same DOM
+// The webhooks UI's delivery pages: an endpoint's deliveries, the search across endpoints and the
+// backlog (delivery.js has one delivery's pages). app.js calls window.webhooksDeliveryPages with its helpers (the same DOM
 // building, API calls and router) and routes to the pages it returns.
 'use strict';
 
@@ -42,70 +42,16 @@ window.webhooksDeliveryPages = function (ui) {
         page.next_cursor ? el('a', { class: 'button', href: href(status, page.next_cursor), id: 'older' }, 'Older »') : null));
   }
 
-  async function deliveryPage(id) {
-    const d = await api('GET', '/deliveries/' + enc(id));
-    let endpoint = null;
-    try { endpoint = await api('GET', '/webhooks/' + enc(d.webhook_id)); } catch (e) { if (e instanceof Stale) throw e; /* deleted */ }
-    const { payload } = await api('GET', '/deliveries/' + enc(id) + '/payload');
-    const retry = d.status !== 'pending' ? null : button('Retry now', async () => {
-      retry.disabled = true;
-      try {
-        await api('POST', '/deliveries/' + enc(id) + '/retry');
-        flash('The delivery is due now: the next worker sends it.');
-        route();
-      } catch (e) {
-        if (e instanceof APIError && e.status === 409) flash(plain(e.message.replace(/^webhooks: the delivery cannot be retried now: /, '')), 'error');
-        else showError(e);
-      } finally { retry.disabled = false; }
-    }, { id: 'retry-now', class: 'primary' });
-    const redeliver = button('Redeliver', async () => {
-      redeliver.disabled = true;
-      try {
-        const r = await api('POST', '/deliveries/' + enc(id) + '/redeliver');
-        flash(d.status === 'failed' ? 'Redelivered: the delivery is now ' + r.status + '.' : 'Only a failed delivery is sent again; this one is ' + r.status + '.');
-        route();
-      } catch (e) { showError(e); } finally { redeliver.disabled = false; }
-    }, { id: 'redeliver', class: d.status === 'failed' ? 'primary' : '', disabled: d.status !== 'failed',
-      title: d.status === 'failed' ? null : 'Only a failed delivery is sent again' });
-    const attempts = (d.history || []).map((a, i) => el('tr', {},
-      el('td', { 'data-label': '#', text: d.attempts - (d.history.length - 1 - i) }),
-      el('td', { 'data-label': 'At', text: fmtTime(a.at) }),
-      el('td', { 'data-label': 'Status code' }, a.status_code ? el('span', { class: 'status ' + (a.status_code < 300 ? 's-success' : 's-failed'), text: a.status_code }) : '—'),
-      el('td', { 'data-label': 'Duration', text: fmtDuration(a.duration) }),
-      el('td', { 'data-label': 'Error', text: a.error || '—' }),
-      el('td', { 'data-label': 'Response', class: 'resp' }, a.response ? el('pre', { text: a.response }) : '—')));
-    render('Delivery',
-      el('p', { class: 'crumbs' }, el('a', { href: '#/webhooks/' + enc(d.webhook_id) + '/deliveries' }, '← Deliveries')),
-      el('section', { class: 'card' },
-        dl([
-          ['ID', el('code', { id: 'delivery-id', text: d.id })],
-          ['Endpoint', endpoint ? [el('a', { href: '#/webhooks/' + enc(d.webhook_id), id: 'delivery-endpoint' }, endpoint.url), el('div', { class: 'muted', text: d.webhook_id })] : d.webhook_id + ' (deleted)'],
-          ['Event', [el('code', { text: d.event_type }), ' ', el('span', { class: 'muted', text: d.event_id })]],
-          ['Status', el('span', { id: 'delivery-status' }, statusBadge(d.status))],
-          d.order_key && ['Order key', [el('code', { text: d.order_key }), ' ', el('span', { class: 'muted', id: 'delivery-position',
-            text: d.order_position === 0 ? 'head of its key' : d.order_position > 0 ? d.order_position + ' ahead of it' : 'done' })]],
-          ['Attempts', String(d.attempts)],
-          ['Next attempt', d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—'],
-          d.last_error && ['Last error', d.last_error],
-          ['Created', fmtTime(d.created_at)],
-          ['Expires', fmtTime(d.expires_at)],
-        ]),
-        el('div', { class: 'actions' }, retry, redeliver)),
-      el('section', { class: 'card' }, el('h2', { text: 'Payload' }),
-        payload ? el('pre', { id: 'payload', class: 'payload', text: JSON.stringify(payload, null, 2) }) :
-          el('p', { class: 'empty', id: 'payload', text: 'The payload has expired.' })),
-      el('section', { class: 'card' }, el('h2', { text: 'Attempts' }),
-        attempts.length === 0 ? el('p', { class: 'empty', text: 'No attempt yet.' }) :
-          el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'attempts' },
-            el('thead', {}, el('tr', {}, ['#', 'At', 'Status code', 'Duration', 'Error', 'Response'].map((h) => el('th', { scope: 'col', text: h })))),
-            el('tbody', {}, attempts)))));
-  }
+  // utcInput is an RFC 3339 time as a datetime-local input's value, in UTC ("" for none); fromUTCInput
+  // the other way.
+  const utcInput = (s) => (s ? new Date(s).toISOString().slice(0, 16) : '');
+  const fromUTCInput = (v) => new Date(v + ':00Z').toISOString().replace(/\.\d+Z$/, 'Z');
 
-  // searchPage is the deliveries of every endpoint in view, found by delivery or event id, status and
-  // event type.
+  // searchPage is the deliveries of every endpoint in view, found by delivery or event id, status,
+  // event type and when they were created (from, to: in UTC, as every time the UI shows).
   async function searchPage(params) {
     const q = new URLSearchParams({ limit: '50' });
-    for (const k of ['id', 'status', 'event_type']) if (params.get(k)) q.set(k, params.get(k));
+    for (const k of ['id', 'status', 'event_type', 'from', 'to']) if (params.get(k)) q.set(k, params.get(k));
     const [{ webhooks }, { deliveries }] = await Promise.all([api('GET', '/webhooks'), api('GET', '/deliveries?' + q)]);
     const urls = Object.fromEntries(webhooks.map((w) => [w.id, w.url]));
     const id = el('input', { id: 'search-id', name: 'id', value: params.get('id') || '', placeholder: 'dlv_… or an event id', size: 28 });
@@ -113,6 +59,8 @@ window.webhooksDeliveryPages = function (ui) {
       ['', 'pending', 'success', 'failed'].map((v) => el('option', { value: v, selected: v === (params.get('status') || '') }, v || 'any status')));
     const types = [...new Set(webhooks.flatMap((w) => w.events || []).filter((e) => !e.includes('*')))].sort();
     const type = el('input', { id: 'search-type', name: 'event_type', value: params.get('event_type') || '', placeholder: 'any event type', list: 'event-types', size: 18 });
+    const from = el('input', { id: 'search-from', name: 'from', type: 'datetime-local', value: utcInput(params.get('from')) });
+    const to = el('input', { id: 'search-to', name: 'to', type: 'datetime-local', value: utcInput(params.get('to')), title: 'empty: now' });
     const form = el('form', {
       class: 'toolbar', role: 'search', id: 'search-form', onsubmit: (ev) => {
         ev.preventDefault();
@@ -120,10 +68,13 @@ window.webhooksDeliveryPages = function (ui) {
         if (id.value.trim()) p.set('id', id.value.trim());
         if (status.value) p.set('status', status.value);
         if (type.value.trim()) p.set('event_type', type.value.trim());
+        if (from.value) p.set('from', fromUTCInput(from.value));
+        if (to.value) p.set('to', fromUTCInput(to.value));
         location.hash = '#/deliveries' + (p.toString() ? '?' + p : '');
       },
     }, el('label', { for: 'search-id', text: 'Delivery or event id' }), id, el('label', { for: 'search-status', text: 'Status' }), status,
     el('label', { for: 'search-type', text: 'Event type' }), type, el('datalist', { id: 'event-types' }, types.map((t) => el('option', { value: t }))),
+    el('label', { for: 'search-from', text: 'Created from (UTC)' }), from, el('label', { for: 'search-to', text: 'to' }), to,
     el('button', { type: 'submit', id: 'search' }, 'Search'));
     const rows = deliveries.map((d) => el('tr', { 'data-id': d.id, 'data-status': d.status },
       el('td', { 'data-label': 'Created' }, el('a', { href: '#/deliveries/' + enc(d.id) }, fmtTime(d.created_at))),
@@ -137,7 +88,8 @@ window.webhooksDeliveryPages = function (ui) {
         el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'all-deliveries' },
           el('thead', {}, el('tr', {}, ['Created', 'Endpoint', 'Event', 'Status', 'Attempts', 'Last code'].map((h) => el('th', { scope: 'col', text: h })))),
           el('tbody', {}, rows))),
-      el('p', { class: 'muted', text: 'Without an id, the newest 50 deliveries of each endpoint are searched.' }));
+      el('p', { class: 'muted', text: 'Without an id, the newest 50 deliveries of each endpoint' + (params.get('to') ? ' created by ' + fmtTime(params.get('to')) : '') +
+        ' are searched. A delivery sent again later is listed by when it was sent again.' }));
   }
 
   // backlogPage is the delivery backlog (operator only).
@@ -157,5 +109,5 @@ window.webhooksDeliveryPages = function (ui) {
       ]), el('div', { class: 'actions' }, button('Refresh', () => route(), { id: 'refresh' }))));
   }
 
-  return { deliveriesPage, deliveryPage, searchPage, backlogPage };
+  return { deliveriesPage, searchPage, backlogPage };
 };

@@ -49,5 +49,15 @@
     if (!at || at <= new Date()) return { text: paused + ', next try any moment', tone: 'bad' };
     return { text: paused + ', next try ' + soon(h.open_until), tone: 'bad' };
   }
-  window.webhooksFormat = { time, clock, soon, duration, success, circuit };
+  // counts is an endpoint's delivery counts (GET /webhooks/{id}/counts) in words: "3 waiting for the
+  // next try · 2 pending · 1 of the latest 12 failed".
+  function counts(c) {
+    const parts = [];
+    if (c.parked) parts.push(c.parked + ' waiting for the next try');
+    if (c.pending - c.parked > 0) parts.push((c.pending - c.parked) + ' pending');
+    if (!c.examined) parts.push('no deliveries yet');
+    else parts.push((c.failed || 'none') + ' of the latest ' + c.examined + ' failed');
+    return parts.join(' · ');
+  }
+  window.webhooksFormat = { time, clock, soon, duration, success, circuit, counts };
 })();

@@ -1,0 +1,82 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestEndpointCounts: GET /webhooks/{id}/counts counts exactly the deliveries scheduled for an attempt,
+// those of them parked behind an open circuit (not the retries waiting for their own later time), and
+// the failed ones among the newest deliveries only, reading at most countsRecent records.
+func TestEndpointCounts(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		setup func(t *testing.T, d *Dispatcher, clock *testClock, rc *receiver, wh *Webhook)
+		want  endpointCounts
+	}{
+		{"open circuit", Options{BreakAfter: 2, BreakFor: 10 * time.Minute, RetrySchedule: []time.Duration{time.Hour}},
+			func(t *testing.T, d *Dispatcher, _ *testClock, rc *receiver, _ *Webhook) {
+				rc.status.Store(http.StatusServiceUnavailable)
+				dispatchN(t, d, "ev", 5) // two failures open the circuit; three are parked
+			}, endpointCounts{Pending: 5, Parked: 3, Examined: 5}},
+		{"failed and succeeded", Options{RetrySchedule: []time.Duration{time.Minute}},
+			func(t *testing.T, d *Dispatcher, clock *testClock, rc *receiver, _ *Webhook) {
+				rc.status.Store(http.StatusInternalServerError)
+				dispatchN(t, d, "bad", 3)
+				clock.Advance(2 * time.Minute)
+				drainDue(t, d)
+				rc.status.Store(0)
+				dispatchN(t, d, "ok", 2)
+			}, endpointCounts{Failed: 3, Examined: 5}},
+		{"only the newest are read", Options{RetrySchedule: []time.Duration{time.Minute}},
+			func(t *testing.T, d *Dispatcher, clock *testClock, rc *receiver, _ *Webhook) {
+				rc.status.Store(http.StatusInternalServerError)
+				dispatchN(t, d, "old", 50)
+				clock.Advance(2 * time.Minute)
+				drainDue(t, d) // the 50 oldest fail
+				clock.Advance(time.Second)
+				for i := range 2 * countsRecent { // then the newest 200 wait for the worker
+					_, err := d.Enqueue(context.Background(), Event{ID: fmt.Sprintf("new%d", i), Type: "order.created"})
+					require.NoError(t, err)
+				}
+			}, endpointCounts{Pending: 2 * countsRecent, Examined: -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tr := newTestRedis(t)
+			d, clock := newClockedDispatcher(t, tr, tc.opts)
+			rc := newReceiver(t)
+			wh, err := d.Webhooks().Create(context.Background(), Webhook{URL: rc.srv.URL, Events: []string{"*"}})
+			require.NoError(t, err)
+			tc.setup(t, d, clock, rc, wh)
+			rec := call(d.Handler(), "GET", "/webhooks/"+wh.ID+"/counts", "")
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			var got endpointCounts
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+			if tc.want.Examined < 0 { // a bounded read: some of the newest, none of the older
+				assert.LessOrEqual(t, got.Examined, countsRecent)
+				assert.GreaterOrEqual(t, got.Examined, countsRecent/2, "most of the newest countsRecent are read")
+				got.Examined = -1
+			}
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// dispatchN dispatches n events with ids prefix0.. prefix<n-1>.
+func dispatchN(t *testing.T, d *Dispatcher, prefix string, n int) {
+	t.Helper()
+	for i := range n {
+		_, err := d.Dispatch(context.Background(), Event{ID: fmt.Sprintf("%s%d", prefix, i), Type: "order.created"})
+		require.NoError(t, err)
+	}
+}

@@ -1,0 +1,215 @@
+package webhooks
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+)
+
+// localDue is what this Dispatcher's own writes queued for the worker: the ids of the deliveries its
+// claims left to the worker and of the retries its outcomes scheduled, by shard and webhook, with when
+// each is due. Its worker leases them by id, without reading the ready zsets or the queues to find
+// them (the lease script checks each id against its queue, so an id another replica took meanwhile
+// costs one ZSCORE). It is a hint, never the truth: what it does not hold (other replicas' writes, ids
+// dropped when it is full) the worker finds by reading the schedule (scan.go). It holds at most max
+// ids; an id that does not fit marks its shard for the worker's next scan instead.
+type localDue struct {
+	mu    sync.Mutex
+	max   int
+	n     int
+	now   map[dueKey][]string // due ids in the order they were added
+	later laterHeap           // ids not yet due, earliest first
+	ids   map[string]bool     // every id held, to drop the ones a scan's read leased
+	read  map[dueKey]int64    // when the worker last read each queue it holds ids of (ms)
+}
+
+// localReadEvery is how often the worker reads a queue the local hint holds due ids of, when a scan
+// finds it due: between reads it leases the hint's ids, and a read takes the queue's earliest due
+// ids, whoever queued them, so another replica's deliveries in a queue this Dispatcher keeps feeding
+// wait no more than this (and the hint's own ids stay in the queue's order).
+const localReadEvery = 100 // ms
+
+// dueKey is a webhook's queue in a shard.
+type dueKey struct {
+	shard int
+	id    string
+}
+
+// laterID is an id due at ms.
+type laterID struct {
+	key dueKey
+	id  string
+	at  int64
+}
+
+func newLocalDue(max int) *localDue {
+	return &localDue{max: max, now: map[dueKey][]string{}, ids: map[string]bool{}, read: map[dueKey]int64{}}
+}
+
+// add holds delivery id of webhook in shard, due at ms; it reports false when full (not held).
+func (l *localDue) add(shard int, webhook, id string, at, nowMs int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ids[id] {
+		return true
+	}
+	if l.n >= l.max {
+		return false
+	}
+	l.n++
+	l.ids[id] = true
+	k := dueKey{shard, webhook}
+	if at <= nowMs {
+		l.now[k] = append(l.now[k], id)
+	} else {
+		heap.Push(&l.later, laterID{key: k, id: id, at: at})
+	}
+	return true
+}
+
+// due returns the webhooks' queues with ids due at nowMs (moving the ids that have come due first),
+// and the earliest due time of the others (0 if none).
+func (l *localDue) due(nowMs int64) ([]dueWebhook, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.later) > 0 && l.later[0].at <= nowMs {
+		x := heap.Pop(&l.later).(laterID)
+		l.now[x.key] = append(l.now[x.key], x.id)
+	}
+	out := make([]dueWebhook, 0, len(l.now))
+	for k := range l.now {
+		out = append(out, dueWebhook{shard: k.shard, id: k.id})
+	}
+	var next int64
+	if len(l.later) > 0 {
+		next = l.later[0].at
+	}
+	return out, next
+}
+
+// serves reports whether the worker should lease a queue a scan found due from the hint's ids rather
+// than read it: the hint holds due ids of it, and it was read less than localReadEvery ago. When not,
+// it notes the read the caller makes now.
+func (l *localDue) serves(k dueKey, nowMs int64) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.now[k]) > 0 && nowMs-l.read[k] < localReadEvery && nowMs >= l.read[k] {
+		return true
+	}
+	if len(l.now[k]) > 0 || len(l.read) < 2*l.max {
+		l.read[k] = nowMs
+	}
+	return false
+}
+
+// dueCount is how many due ids it holds (as of the last call of due).
+func (l *localDue) dueCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.n - len(l.later)
+}
+
+// take removes and returns up to n due ids of a webhook's queue in a shard.
+func (l *localDue) take(shard int, webhook string, n int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := dueKey{shard, webhook}
+	ids := l.now[k]
+	n = min(n, len(ids))
+	out := ids[:n:n]
+	if n == len(ids) {
+		delete(l.now, k)
+		delete(l.read, k)
+	} else {
+		l.now[k] = ids[n:]
+	}
+	for _, id := range out {
+		delete(l.ids, id)
+	}
+	l.n -= n
+	return out
+}
+
+// putBack gives back ids that take returned but were not leased, ahead of the others.
+func (l *localDue) putBack(shard int, webhook string, ids []string) {
+	if len(ids) == 0 {
+		return
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := dueKey{shard, webhook}
+	back := make([]string, 0, len(ids)+len(l.now[k]))
+	for _, id := range ids {
+		if !l.ids[id] {
+			l.ids[id] = true
+			back = append(back, id)
+		}
+	}
+	l.now[k] = append(back, l.now[k]...)
+	l.n += len(back)
+}
+
+// clear drops every id (Run ended: nothing leases them here any more).
+func (l *localDue) clear() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.n, l.now, l.later, l.ids, l.read = 0, map[dueKey][]string{}, nil, map[string]bool{}, map[dueKey]int64{}
+}
+
+// forget drops ids that were leased some other way (a scan's read): their hint is stale. Ids it holds
+// later are dropped as they come due.
+func (l *localDue) forget(shard int, webhook string, ids []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := dueKey{shard, webhook}
+	held := l.now[k]
+	if len(held) == 0 {
+		return
+	}
+	gone := map[string]bool{}
+	for _, id := range ids {
+		if l.ids[id] {
+			gone[id] = true
+		}
+	}
+	if len(gone) == 0 {
+		return
+	}
+	kept := held[:0]
+	for _, id := range held {
+		if gone[id] {
+			delete(l.ids, id)
+			l.n--
+		} else {
+			kept = append(kept, id)
+		}
+	}
+	if len(kept) == 0 {
+		delete(l.now, k)
+	} else {
+		l.now[k] = kept
+	}
+}
+
+// laterHeap orders ids not yet due by due time.
+type laterHeap []laterID
+
+func (h laterHeap) Len() int           { return len(h) }
+func (h laterHeap) Less(i, j int) bool { return h[i].at < h[j].at }
+func (h laterHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *laterHeap) Push(x any)        { *h = append(*h, x.(laterID)) }
+func (h *laterHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
+}
+
+// queueLocal tells this Dispatcher's worker, while Run is going, that delivery id of webhook is due in
+// shard at at: it leases it by id (localDue); with no Run going, or the hint full, the worker's next
+// scan reads the shard instead.
+func (d *Dispatcher) queueLocal(shard int, webhook, id string, at time.Time) {
+	if d.running.Load() == 0 || !d.local.add(shard, webhook, id, at.UnixMilli(), d.now().UnixMilli()) {
+		d.markShard(shard)
+	}
+}
