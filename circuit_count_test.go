@@ -2,11 +2,16 @@ package webhooks
 
 import (
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -112,6 +117,7 @@ type patternReceiver struct {
 	serial   bool
 	mu       sync.Mutex // held while a request waits for its turn
 	answered int64
+	failed   atomic.Int64 // requests answered 500
 	finished atomic.Int64 // attempts counted in the circuit (the Dispatchers' counted hook)
 	late     atomic.Int64 // a turn that did not come within its bound
 	ok       sync.Map     // delivery id -> true once answered 200
@@ -137,6 +143,7 @@ func newPatternReceiver(t *testing.T, serial bool, fail func(n int) bool) *patte
 		p.answered++
 		p.mu.Unlock()
 		if failed {
+			p.failed.Add(1)
 			w.WriteHeader(http.StatusInternalServerError)
 			return
 		}
@@ -162,7 +169,8 @@ func (p *patternReceiver) delivered() int {
 // BreakAfter times in a row keeps its circuit closed, dispatched from 16 goroutines through three
 // Dispatchers (separate Redis clients, each running Run): one broken backend of three behind a round
 // robin (every 3rd request fails), and requests failing BreakAfter-1 times in a row then succeeding,
-// answered in the order the circuit counts them.
+// answered in the order the circuit counts them. Every answer is counted once, with its outcome, and
+// the counts in the order Redis ran them (countLog) never hold BreakAfter failures in a row.
 func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -182,9 +190,12 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 			var opened atomic.Int32
 			rc := newPatternReceiver(t, tc.serial, tc.fail)
 			schedule := slices.Repeat([]time.Duration{10 * time.Millisecond}, 40)
+			counts := newCountLog()
 			var ds []*Dispatcher
 			for range 3 {
-				ds = append(ds, newTestDispatcherOn(t, tr.newClient(t), tr, Options{BreakAfter: tc.breakAfter,
+				c := tr.newClient(t)
+				c.AddHook(counts)
+				ds = append(ds, newTestDispatcherOn(t, c, tr, Options{BreakAfter: tc.breakAfter,
 					BreakFor: time.Minute, Timeout: 10 * time.Second, RetrySchedule: schedule,
 					Hooks: Hooks{CircuitOpened: func(string, time.Time) { opened.Add(1) },
 						AttemptFinished: func(a AttemptInfo) {
@@ -198,28 +209,13 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 			}
 			w, err := ds[0].Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}})
 			require.NoError(t, err)
-			runCtx, stop := context.WithCancel(ctx)
-			var runs sync.WaitGroup
-			for _, d := range ds {
-				runs.Go(func() { assert.NoError(t, d.Run(runCtx)) })
-			}
-			var next atomic.Int64
-			var callers sync.WaitGroup
-			for g := range 16 {
-				callers.Go(func() {
-					for i := next.Add(1); i <= int64(tc.events) && opened.Load() == 0; i = next.Add(1) {
-						_, err := ds[g%3].Dispatch(ctx, Event{Type: "e", ID: fmt.Sprintf("f-%d", i)})
-						assert.NoError(t, err)
-					}
-				})
-			}
-			callers.Wait()
+			stop := runReplicas(t, ds)
+			dispatchSpread(t, ds, 16, tc.events, "f", func() bool { return opened.Load() == 0 })
 			deadline := time.Now().Add(60 * time.Second)
 			for rc.delivered() < tc.events && opened.Load() == 0 && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
 			stop()
-			runs.Wait()
 			t.Logf("requests %d, delivered %d of %d, circuit openings %d", rc.requests(), rc.delivered(), tc.events, opened.Load())
 			assert.Zero(t, opened.Load(), "the circuit never opened (Hooks.CircuitOpened)")
 			h, err := ds[1].Webhooks().Health(ctx, w.ID)
@@ -228,6 +224,10 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 			assert.Less(t, h.ConsecutiveFailures, tc.breakAfter)
 			assert.Equal(t, tc.events, rc.delivered(), "every event delivered")
 			assert.Zero(t, rc.late.Load(), "every answer that waited for the ones before to be counted saw them counted")
+			r := replayCounts(t, counts.log(), tc.breakAfter)
+			assert.Equal(t, rc.requests()-rc.failed.Load(), int64(r.successes), "every 2xx counted once, as a success")
+			assert.Equal(t, rc.failed.Load(), int64(r.failures), "every 500 counted once, as a failure")
+			assert.Less(t, r.longest, tc.breakAfter, "never BreakAfter failures in a row in Redis's order")
 			rc.other.Range(func(k, _ any) bool { t.Errorf("an attempt failed outside the pattern: %v", k); return true })
 		})
 	}
@@ -256,24 +256,9 @@ func TestBrokenWebhookOpensItsCircuitAtOnce(t *testing.T) {
 			}}}))
 	}
 	w := mustCreate(t, ds[0], rc, "*")
-	runCtx, stop := context.WithCancel(ctx)
-	var runs sync.WaitGroup
-	for _, d := range ds {
-		runs.Go(func() { assert.NoError(t, d.Run(runCtx)) })
-	}
-	var next atomic.Int64
-	var callers sync.WaitGroup
-	for g := range goroutines {
-		callers.Go(func() {
-			for i := next.Add(1); i <= events; i = next.Add(1) {
-				_, err := ds[g%3].Dispatch(ctx, Event{Type: "e", ID: fmt.Sprintf("b-%d", i)})
-				assert.NoError(t, err)
-			}
-		})
-	}
-	callers.Wait()
+	stop := runReplicas(t, ds)
+	dispatchSpread(t, ds, goroutines, events, "b", nil)
 	stop()
-	runs.Wait()
 	t.Logf("requests %d (at opening %d), openings %d", rc.count(), atOpen.Load(), opened.Load())
 	require.EqualValues(t, 1, opened.Load(), "opened once, and not again without a probe")
 	assert.LessOrEqual(t, atOpen.Load(), int64(DefaultBreakAfter+goroutines), "opened within BreakAfter + attempts in flight")
@@ -328,4 +313,299 @@ func (h scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 		}
 		return next(ctx, cmds)
 	}
+}
+
+// countLog records the circuit counts (countScript runs) of the clients it hooks, in the order Redis
+// ran them: its hook sends a command or pipeline carrying a count only while no other one is in
+// flight (across all the hooked clients), so the order in which it sees them return is Redis's order.
+// Everything else those clients send goes through untouched, concurrently.
+type countLog struct {
+	passHook
+	mu      *sync.Mutex // held while a count is in flight
+	entries *[]countEntry
+}
+
+// countEntry is one outcome as a count applied it, and the circuit the count left.
+type countEntry struct {
+	webhookID, kind, probe string
+	event                  int64 // eventNone, eventOpened or eventClosed
+	failures               int
+	open                   bool
+}
+
+func newCountLog() countLog { return countLog{mu: &sync.Mutex{}, entries: &[]countEntry{}} }
+
+// log returns the counts recorded so far, in Redis's order.
+func (l countLog) log() []countEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(*l.entries)
+}
+
+// isCount reports whether c runs countScript (EVALSHA, or EVAL of its source).
+func isCount(c redis.Cmder) bool {
+	args := c.Args()
+	if len(args) < 3 {
+		return false
+	}
+	switch strings.ToLower(fmt.Sprint(args[0])) {
+	case "evalsha":
+		return fmt.Sprint(args[1]) == countScript.Hash()
+	case "eval":
+		sum := sha1.Sum([]byte(fmt.Sprint(args[1])))
+		return hex.EncodeToString(sum[:]) == countScript.Hash()
+	}
+	return false
+}
+
+func (l countLog) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if !isCount(cmd) {
+			return next(ctx, cmd)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		err := next(ctx, cmd)
+		l.add(cmd)
+		return err
+	}
+}
+
+func (l countLog) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if !slices.ContainsFunc(cmds, isCount) {
+			return next(ctx, cmds)
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		err := next(ctx, cmds)
+		for _, c := range cmds {
+			if isCount(c) {
+				l.add(c)
+			}
+		}
+		return err
+	}
+}
+
+// add records a count Redis ran (one that failed, NOSCRIPT say, changed nothing); l.mu is held.
+func (l countLog) add(c redis.Cmder) {
+	cmd, ok := c.(*redis.Cmd)
+	if !ok || cmd.Err() != nil {
+		return
+	}
+	reply, err := cmd.Slice()
+	if err != nil {
+		return
+	}
+	args := cmd.Args() // evalsha|eval, sha|source, numkeys, keys..., ARGV...
+	numKeys, _ := strconv.Atoi(fmt.Sprint(args[2]))
+	argv := args[3+numKeys:]
+	n := len(reply) / 2 // outcomes: after 4 arguments, each its webhook id, kind and probe token first
+	if n == 0 || (len(argv)-4)%n != 0 {
+		return
+	}
+	stride := (len(argv) - 4) / n
+	for i := range n {
+		a := 4 + i*stride
+		event, _ := reply[2*i].(int64)
+		s, _ := reply[2*i+1].(string)
+		circ, _ := decodeCircuit(s)
+		*l.entries = append(*l.entries, countEntry{webhookID: fmt.Sprint(argv[a]), kind: fmt.Sprint(argv[a+1]),
+			probe: fmt.Sprint(argv[a+2]), event: event, failures: int(circ.failures), open: circ.openFor > 0})
+	}
+}
+
+// countReplay is what replaying a log of counts on the rule found.
+type countReplay struct {
+	outcomes, successes, failures int
+	runs                          int // runs of at least BreakAfter consecutive failures
+	longest                       int // the longest run of consecutive failures
+	openings                      int // counts that opened a closed circuit
+	reopenings                    int // failed probes that opened an open circuit again
+}
+
+// replayCounts checks a log of counts (Redis's order) against the rule, outcome by outcome: a success
+// resets the count and closes the circuit; a failure adds one and opens a closed circuit when the count
+// reaches breakAfter; only a failed probe opens an open circuit again. Every count must leave exactly
+// the circuit the rule gives; it returns what the replay found.
+func replayCounts(t *testing.T, log []countEntry, breakAfter int) countReplay {
+	t.Helper()
+	var r countReplay
+	failures, open := 0, false
+	for i, e := range log {
+		r.outcomes++
+		switch e.kind {
+		case countSuccess:
+			r.successes++
+			require.Equal(t, map[bool]int64{true: eventClosed, false: eventNone}[open], e.event, "count %d: a success closes an open circuit", i)
+			failures, open = 0, false
+		case countFailure:
+			r.failures++
+			failures++
+			r.longest = max(r.longest, failures)
+			if failures == breakAfter {
+				r.runs++
+			}
+			switch {
+			case !open && failures >= breakAfter:
+				require.EqualValues(t, eventOpened, e.event, "count %d: failure %d in a row opens", i, failures)
+				r.openings++
+				open = true
+			case open && e.event == eventOpened:
+				require.NotEmpty(t, e.probe, "count %d: only a probe opens an open circuit again", i)
+				r.reopenings++
+			default:
+				require.EqualValues(t, eventNone, e.event, "count %d: failure %d in a row, open %v", i, failures, open)
+			}
+		default:
+			require.Failf(t, "an outcome neither a success nor a failure", "count %d: %q", i, e.kind)
+		}
+		require.Equal(t, failures, e.failures, "count %d: the consecutive count", i)
+		require.Equal(t, open, e.open, "count %d: the circuit's state", i)
+	}
+	return r
+}
+
+// runsBound is the smallest m such that n independent outcomes, each a failure with probability p,
+// hold m or more runs of at least k consecutive failures with probability below odds, and that
+// probability's bound. Runs that can both occur start more than k apart, so their events are
+// independent, and the union bound over every set of m starts gives P(at least m runs) <= C(n, m) p^(km).
+func runsBound(n, k int, p, odds float64) (int, float64) {
+	logTerm := func(m int) float64 { // log C(n, m) p^(km)
+		lgN, _ := math.Lgamma(float64(n + 1))
+		lgM, _ := math.Lgamma(float64(m + 1))
+		lgNM, _ := math.Lgamma(float64(n - m + 1))
+		return lgN - lgM - lgNM + float64(k*m)*math.Log(p)
+	}
+	for m := 1; m <= n; m++ {
+		if b := math.Exp(logTerm(m)); b < odds {
+			return m, b
+		}
+	}
+	return n + 1, 0
+}
+
+// TestRandomFailuresOpenTheCircuitOnlyOnTheirOdds (DESIGN guarantee 1, issue 20): a webhook whose
+// requests fail independently with probability 0.1 (a seeded sequence), dispatched inline from 16
+// goroutines through three Dispatchers (separate Redis clients, each running Run), with retries and
+// probes going: every attempt is counted exactly once, with its outcome; replaying the counts in the
+// order Redis ran them on the rule gives every count's reply, so the circuit opened exactly once per
+// run of BreakAfter consecutive failures in that order, never without one; and the openings stay
+// within the rule's own odds: fewer than the least m for which n independent outcomes (every request
+// answered, counted or not) hold m runs with probability below 1e-6 (runsBound: with n about 1,665 that
+// is m = 3 for BreakAfter 5, where 0.015 are expected, and m = 55 for BreakAfter 2, where about 15 are).
+// The exact side is the guarantee; the odds catch a gross excess. (The rule of 77c4ab0, where a success
+// reset the count only when the process's cached circuit showed failures, fails the exact side: about
+// a quarter of the 2xx were counted. Its openings, 2 and 35 in one run, stayed within the odds.)
+func TestRandomFailuresOpenTheCircuitOnlyOnTheirOdds(t *testing.T) {
+	t.Parallel()
+	const p, falseAlarm, goroutines = 0.1, 1e-6, 16
+	for _, tc := range []struct {
+		name       string
+		breakAfter int
+		events     int
+		seed       uint64
+	}{
+		{"BreakAfter 2: openings as the runs", 2, 1500, 1},
+		{"BreakAfter 5 (default): the odds", DefaultBreakAfter, 1500, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			tr := newTestRedis(t)
+			rng := rand.New(rand.NewPCG(tc.seed, 20))
+			fails := make([]bool, 4*tc.events) // the answer to request n, in the order the receiver answers
+			for i := range fails {
+				fails[i] = rng.Float64() < p
+			}
+			var answered, ok500, ok200, over atomic.Int64
+			var delivered sync.Map
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				n := answered.Add(1) - 1
+				switch {
+				case n >= int64(len(fails)):
+					over.Add(1)
+				case fails[n]:
+					ok500.Add(1)
+					w.WriteHeader(http.StatusInternalServerError)
+					return
+				}
+				ok200.Add(1)
+				delivered.Store(r.Header.Get("webhook-id"), true)
+			}))
+			t.Cleanup(srv.Close)
+			counts := newCountLog()
+			var opened atomic.Int32
+			var ds []*Dispatcher
+			for range 3 {
+				c := tr.newClient(t)
+				c.AddHook(counts)
+				ds = append(ds, newTestDispatcherOn(t, c, tr, Options{BreakAfter: tc.breakAfter,
+					BreakFor: 100 * time.Millisecond, Timeout: 10 * time.Second,
+					RetrySchedule: slices.Repeat([]time.Duration{10 * time.Millisecond}, 40),
+					Hooks:         Hooks{CircuitOpened: func(string, time.Time) { opened.Add(1) }}}))
+			}
+			w, err := ds[0].Webhooks().Create(ctx, Webhook{URL: srv.URL, Events: []string{"*"}})
+			require.NoError(t, err)
+			stop := runReplicas(t, ds)
+			dispatchSpread(t, ds, goroutines, tc.events, "r", nil)
+			deliveredN := func() int {
+				n := 0
+				delivered.Range(func(any, any) bool { n++; return true })
+				return n
+			}
+			deadline := time.Now().Add(60 * time.Second)
+			for deliveredN() < tc.events && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			stop()
+
+			log := counts.log()
+			for _, e := range log {
+				require.Equal(t, w.ID, e.webhookID)
+			}
+			r := replayCounts(t, log, tc.breakAfter)
+			bound, odds := runsBound(int(answered.Load()), tc.breakAfter, p, falseAlarm) // every outcome, counted or not
+			t.Logf("%d requests (%d failed), %d counted; runs of %d+ failures %d (longest %d); openings %d, reopenings by probes %d; bound: fewer than %d (P(>= %d) <= %.2g)",
+				answered.Load(), ok500.Load(), r.outcomes, tc.breakAfter, r.runs, r.longest, r.openings, r.reopenings, bound, bound, odds)
+			require.Zero(t, over.Load(), "the seeded sequence covers every request")
+			assert.EqualValues(t, ok200.Load(), r.successes, "every 2xx counted once, as a success")
+			assert.EqualValues(t, ok500.Load(), r.failures, "every 500 counted once, as a failure")
+			assert.Equal(t, r.runs, r.openings, "one opening per run of BreakAfter consecutive failures in Redis's order, none without")
+			assert.EqualValues(t, r.openings+r.reopenings, opened.Load(), "Hooks.CircuitOpened once per opening")
+			assert.Less(t, r.openings, bound, "openings within the rule's own odds (false alarm %.2g)", odds)
+			assert.Equal(t, tc.events, deliveredN(), "every event delivered")
+			if tc.breakAfter == 2 {
+				assert.Positive(t, r.openings, "the rule was exercised (about 15 runs of 2 expected)")
+			}
+		})
+	}
+}
+
+// runReplicas starts Run on every Dispatcher of ds and returns the function that ends them all and
+// waits for them.
+func runReplicas(t *testing.T, ds []*Dispatcher) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var runs sync.WaitGroup
+	for _, d := range ds {
+		runs.Go(func() { assert.NoError(t, d.Run(ctx)) })
+	}
+	return func() { cancel(); runs.Wait() }
+}
+
+// dispatchSpread dispatches the events <prefix>-1 to <prefix>-<events> from goroutines, goroutine g on
+// ds[g % len(ds)], while keepOn (nil: always) holds, and returns once they are done.
+func dispatchSpread(t *testing.T, ds []*Dispatcher, goroutines, events int, prefix string, keepOn func() bool) {
+	var next atomic.Int64
+	var callers sync.WaitGroup
+	for g := range goroutines {
+		callers.Go(func() {
+			for i := next.Add(1); i <= int64(events) && (keepOn == nil || keepOn()); i = next.Add(1) {
+				_, err := ds[g%len(ds)].Dispatch(context.Background(), Event{Type: "e", ID: fmt.Sprintf("%s-%d", prefix, i)})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	callers.Wait()
 }

@@ -97,7 +97,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		circuits: newCircuitStore(rdb, keys), circuitCache: newCircuitCache(),
 		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: newLocalDue(max(1024, 16*opts.Concurrency)),
 		wake: make(chan struct{}, 1)}
-	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, func() time.Time { return d.now() })
+	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
+	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
 	d.nextShard.Store(rand.Uint32())           // replicas start their scans at different shards
 	ring, _ := sealed.NewRing(opts.SecretKeys) // checked by withDefaults
 	d.auth = newAuthenticator(d, ring)
@@ -393,6 +394,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 	} else {
 		circuits = d.circuitCache.peek(now, ids)
 	}
+	waitFrom := d.flights.now() // a call waits for its in-flight slots Timeout at most, all webhooks together
 	for i, t := range targets {
 		p := &plans[i]
 		p.due = now
@@ -401,7 +403,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 			p.due, p.parked = later(h.OpenUntil, now), true
 			p.reason = parkedReason(h, p.due)
 		case !inline:
-		case !d.flights.acquire(ctx, t.ID):
+		case !d.flights.acquire(ctx, t.ID, waitFrom):
 			p.reason = "webhook at its in-flight cap (MaxInFlightPerWebhook): attempt left to the worker"
 		default:
 			p.inline, p.due = true, now.Add(d.lease)
@@ -410,6 +412,15 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 					p.cancel(d, t.ID)
 					p.due, p.reason = now.Add(retryIn), "webhook over its rate limit: attempt left to the worker"
 				}
+			}
+		}
+	}
+	// An inline lease starts once the call has every slot it waited for: the wait takes nothing from
+	// the attempt's lease.
+	if leased := d.now(); leased.After(now) {
+		for i := range plans {
+			if plans[i].inline {
+				plans[i].due = leased.Add(d.lease)
 			}
 		}
 	}

@@ -49,12 +49,18 @@
 //     records outcomes, so a webhook that never fails BreakAfter times in a row keeps its circuit closed
 //     at any concurrency and replica count (TestCircuitCountIsExactlyConsecutive,
 //     TestFlakyWebhookKeepsItsCircuitClosed).
-//     A slow, hung or failing webhook holds at most Options.MaxInFlightPerWebhook attempts of a
+//     Random failures open the circuit exactly once per run of BreakAfter failures in the order Redis
+//     counted them, within the rule's own odds (TestRandomFailuresOpenTheCircuitOnlyOnTheirOdds).
+//     A webhook hung from the start holds at most Options.MaxInFlightPerWebhook attempts of a
 //     Dispatcher, inline included, and the worker shares its slots among webhooks in turn, so a hung
 //     webhook never holds them all nor delays another's due deliveries (TestHungWebhookDoesNotHoldTheWorker,
-//     TestInFlightCapHoldsInline, TestHungWebhookHoldsItsCapInline); a fast one is not held to it, so a
-//     burst to healthy webhooks makes its first attempts inline (TestFastWebhooksGetTheirFirstAttemptsInline); replicas never wait idle while deliveries are due
-//     (TestReplicasDoNotIdleWhileDeliveriesAreDue).
+//     TestHungWebhookHoldsItsCapInline); one hung after being fast holds at most the limit it had
+//     reached, then the cap (TestHungAfterFastWebhookHoldsItsLimit). The limit follows the webhook's
+//     health, and a Dispatch at it waits in turn for the slots the webhook's own attempts free, so a
+//     burst to healthy webhooks makes its first attempts inline (TestFastWebhooksGetTheirFirstAttemptsInline,
+//     TestInFlightCapTracksHealth, TestInFlightWaitersAreServedInTurn,
+//     TestWaitingForASlotTakesNothingFromTheLease); replicas never wait idle while
+//     deliveries are due (TestReplicasDoNotIdleWhileDeliveriesAreDue).
 //   - Subscribers are protected from us. A webhook's RateLimit (requests per second) holds across every
 //     replica: each attempt takes a slot from a limiter on Redis's clock, spaced exactly, and a delivery
 //     over the limit waits, it is not failed (TestRateLimitHoldsAcrossReplicas).
@@ -112,7 +118,8 @@
 // other replicas within Shards/16 idle polls of at most 250ms (an idle poll reads 16 shards'
 // schedules), 1s with the default 64 shards. A Dispatch also leaves an attempt to the worker
 // (ErrDeferred, the pair recorded) when the webhook's circuit is open, when this Dispatcher already
-// has MaxInFlightPerWebhook attempts in flight to it and it is not fast (see the option), or when it is over its RateLimit. Run must run
+// has as many attempts in flight to it as its limit and the webhook ends none for Timeout/2 (see
+// Options.MaxInFlightPerWebhook), or when it is over its RateLimit. Run must run
 // somewhere: in every replica, or at least in one.
 //
 // # Tenants, filters, headers, keys

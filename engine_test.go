@@ -148,39 +148,6 @@ func TestHungWebhookDoesNotHoldTheWorker(t *testing.T) {
 	assert.LessOrEqual(t, c.peak.Load(), int32(2))
 }
 
-// TestInFlightCapHoldsInline: concurrent Dispatch calls make at most MaxInFlightPerWebhook inline
-// requests to one webhook at once; the others are deferred to the worker, recorded and pending.
-func TestInFlightCapHoldsInline(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	tr := newTestRedis(t)
-	d := newTestDispatcher(t, tr, Options{Timeout: 10 * time.Second, MaxInFlightPerWebhook: 3}) // a long lease: no attempt deferred for lease margin on a loaded machine
-	rc := newReceiver(t)
-	release := make(chan struct{})
-	var c concurrency
-	hold(rc, release, &c)
-	mustCreate(t, d, rc, "*")
-	var wg sync.WaitGroup
-	var deferred atomic.Int32
-	for i := range 12 {
-		wg.Go(func() {
-			res, err := d.Dispatch(ctx, Event{Type: "e", ID: fmt.Sprintf("c-%d", i)})
-			assert.NoError(t, err)
-			if res[0].Err != nil {
-				assert.ErrorIs(t, res[0].Err, ErrDeferred)
-				deferred.Add(1)
-			}
-			assert.NotNil(t, res[0].Delivery)
-		})
-	}
-	eventually(t, 5*time.Second, func() bool { return deferred.Load() == 9 }, "all but 3 are deferred")
-	// The 3 inline attempts all reach the receiver, and are held there, before it lets them go.
-	eventually(t, 5*time.Second, func() bool { return c.now.Load() == 3 }, "3 requests held at once")
-	close(release)
-	wg.Wait()
-	assert.Equal(t, int32(3), c.peak.Load(), "3 requests at once, no more")
-}
-
 // TestRateLimitHoldsAcrossReplicas: three Dispatchers drain 200 deliveries to a webhook limited to 50
 // requests per second: in every one-second window from the second request on, at most 50 × 1.05
 // requests arrive, and all are delivered.

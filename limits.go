@@ -2,116 +2,193 @@ package webhooks
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 )
 
-// inFlight counts one Dispatcher's attempts per webhook, inline and worker alike, and bounds them by
-// the webhook's health: a webhook holds at most Options.MaxInFlightPerWebhook attempts, unless it is
-// fast — a recorded attempt of it succeeded within fastWithin less than slowAfter ago, and none failed
-// since — when it may hold up to fastInFlightFactor times as many. A hung, slow or failing webhook is
-// not fast, so it holds only its own MaxInFlightPerWebhook slots; a fast one under a burst does not
-// send its callers' first attempts to the worker. A webhook that hangs after being fast stops being
-// fast slowAfter after its last fast success.
+// inFlight counts one Dispatcher's attempts per webhook, inline and worker alike, and bounds them by a
+// limit per webhook that follows its health (additive increase, multiplicative decrease, as TCP's
+// congestion window and Netflix's concurrency-limits AIMD do):
+//
+//   - A webhook's limit starts at Options.MaxInFlightPerWebhook (the cap), its floor.
+//   - A recorded attempt that succeeded within Timeout/4 (fast) raises it by one, up to
+//     fastInFlightFactor × the cap, when the webhook has held at least half its limit at once since
+//     the limit last changed: the limit grows only as far as the webhook uses it, to at most twice the
+//     most attempts it has held at once, plus one.
+//   - A failed attempt (any other answer, a timeout, a connection error), or a success slower than
+//     Timeout/4, lowers it by a tenth (at least one), not below the cap.
+//   - A webhook that holds attempts and has freed no slot for Timeout/2 is stalled: its limit drops to
+//     the cap at once.
+//
+// A caller that finds its webhook at its limit (acquire) waits in turn, first come first served: each
+// slot freed, or added by a raise of the limit, goes to the caller that has waited longest. It waits as
+// long as the webhook keeps ending attempts: it gives up (the attempt goes to the worker) once the
+// webhook is stalled, or once Timeout has passed since the call began to wait for its slots (all its
+// webhooks' together). So whether a healthy webhook's callers get their attempts inline depends on its
+// attempts ending, not on how fast: a burst waits for the slots its own attempts free, however slowly a
+// loaded machine runs them, as long as Timeout/2 never passes with none freed. (Timeout/2 is the
+// margin an inline lease keeps beyond an attempt: a machine that slow defers attempts for their lease
+// anyway.)
+//
+// A webhook never seen to succeed within Timeout/4 (hung from the start) holds at most the cap. One that
+// turns hung after being fast holds at most the limit it had reached: at most fastInFlightFactor × the
+// cap, and at most twice the most attempts it held at once while it was fast, plus one; and it starts
+// new attempts only until Timeout/2 after its last ended attempt, when it is stalled and held to the cap
+// (its hung attempts end with Timeout, each failure lowering the limit).
 type inFlight struct {
-	mu         sync.Mutex
-	hooks      map[string]*flight
-	max        int           // Options.MaxInFlightPerWebhook
-	fastWithin time.Duration // a success within this is fast: Timeout/4
-	slowAfter  time.Duration // how long a fast success keeps a webhook fast, and a caller waits for a slot
-	now        func() time.Time
+	mu      sync.Mutex
+	hooks   map[string]*flight
+	max     int           // Options.MaxInFlightPerWebhook: every limit's floor
+	ceiling int           // fastInFlightFactor × max
+	fast    time.Duration // Timeout/4: a success within it is fast
+	stall   time.Duration // Timeout/2: a webhook holding attempts that frees no slot for it is stalled
+	maxWait time.Duration // Timeout: the longest a call waits for its slots
+	now     func() time.Time
 }
 
-// flight is one webhook's attempts in flight and its latest fast success.
+// flight is one webhook's attempts in flight, its limit and the callers waiting for a slot.
 type flight struct {
 	n        int
-	fastAt   time.Time     // when its latest fast success ended, zero after a failure
-	progress time.Time     // wall clock: when it last freed a slot, or took one holding none
-	freed    chan struct{} // closed (and replaced) when a slot is freed or the webhook turns fast
+	limit    int       // max ≤ limit ≤ ceiling
+	busy     bool      // it has held at least half its limit at once since the limit last changed
+	progress time.Time // when it last freed a slot or had an attempt recorded, or took one holding none
+	waiters  []*slotWaiter
 }
 
-// fastInFlightFactor is how many times MaxInFlightPerWebhook a fast webhook may hold.
+// slotWaiter is a caller waiting for a slot; granted is set (under inFlight.mu) as ready is closed.
+type slotWaiter struct {
+	granted bool
+	ready   chan struct{}
+}
+
+// fastInFlightFactor is how many times MaxInFlightPerWebhook a webhook's limit may grow to.
 const fastInFlightFactor = 16
 
-// newInFlight bounds attempts by MaxInFlightPerWebhook limit for attempts of timeout: a success within
-// timeout/4 is fast, and keeps its webhook fast for timeout/20 (at least 50ms, at most 1s: 750ms with
-// the default Timeout).
+// newInFlight bounds attempts by MaxInFlightPerWebhook limit for attempts of timeout, on the clock now
+// (the wall clock in a Dispatcher: waiting is real time).
 func newInFlight(limit int, timeout time.Duration, now func() time.Time) *inFlight {
-	return &inFlight{hooks: map[string]*flight{}, max: limit, fastWithin: timeout / 4,
-		slowAfter: min(max(timeout/20, 50*time.Millisecond), time.Second), now: now}
+	return &inFlight{hooks: map[string]*flight{}, max: limit, ceiling: limit * fastInFlightFactor,
+		fast: timeout / 4, stall: timeout / 2, maxWait: timeout, now: now}
 }
 
-// limit is a webhook's cap now; f.mu is held.
-func (f *inFlight) limit(w *flight, now time.Time) int {
-	if !w.fastAt.IsZero() && now.Sub(w.fastAt) < f.slowAfter {
-		return f.max * fastInFlightFactor
+// stalled reports whether w holds attempts and has freed no slot for f.stall; f.mu is held.
+func (f *inFlight) stalled(w *flight, now time.Time) bool {
+	return w.n > 0 && now.Sub(w.progress) >= f.stall
+}
+
+// limitOf is w's limit at now: the cap once it is stalled; f.mu is held.
+func (f *inFlight) limitOf(w *flight, now time.Time) int {
+	if f.stalled(w, now) && w.limit > f.max {
+		w.limit, w.busy = f.max, false
 	}
-	return f.max
+	return w.limit
 }
 
 // get returns a webhook's entry, made if missing; f.mu is held.
 func (f *inFlight) get(webhookID string) *flight {
 	w := f.hooks[webhookID]
 	if w == nil {
-		w = &flight{freed: make(chan struct{})}
+		w = &flight{limit: f.max}
 		f.hooks[webhookID] = w
 	}
 	return w
 }
 
-// take takes up to want slots of a webhook and returns how many it took.
+// hold gives w one more slot; f.mu is held.
+func (f *inFlight) hold(w *flight, now time.Time) {
+	if w.n <= 0 {
+		w.progress = now
+	}
+	w.n++
+	w.busy = w.busy || 2*w.n >= w.limit
+}
+
+// take takes up to want slots of a webhook without waiting, and returns how many it took. Callers
+// waiting for a slot (acquire) come first.
 func (f *inFlight) take(webhookID string, want int) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	now := f.now()
 	w := f.get(webhookID)
-	got := min(want, f.limit(w, f.now())-w.n)
-	if got <= 0 {
+	got := min(want, f.limitOf(w, now)-w.n)
+	if got <= 0 || len(w.waiters) > 0 {
 		f.drop(webhookID, w)
 		return 0
 	}
-	if w.n == 0 {
-		w.progress = time.Now()
+	for range got {
+		f.hold(w, now)
 	}
-	w.n += got
 	return got
 }
 
-// acquire takes one slot of a webhook, waiting while the webhook is at its cap for a slot to be freed
-// or the webhook to turn fast. It gives up (false) once the webhook has freed no slot for slowAfter
-// (its attempts in flight are slow: a hung webhook's callers wait no longer than that), or after
-// maxWaitFactor × slowAfter in all.
-func (f *inFlight) acquire(ctx context.Context, webhookID string) bool {
-	giveUp := time.Now().Add(maxWaitFactor * f.slowAfter)
+// acquire takes one slot of a webhook, waiting in turn while the webhook is at its limit. since is when
+// the call began to wait for slots (on f.now's clock; a call taking several webhooks' slots passes the
+// same since to each). It gives up (false) once the webhook is stalled (it has freed no slot for
+// Timeout/2), once Timeout has passed since since, or when ctx ends.
+func (f *inFlight) acquire(ctx context.Context, webhookID string, since time.Time) bool {
+	f.mu.Lock()
+	now := f.now()
+	w := f.get(webhookID)
+	if len(w.waiters) == 0 && w.n < f.limitOf(w, now) {
+		f.hold(w, now)
+		f.mu.Unlock()
+		return true
+	}
+	me := &slotWaiter{ready: make(chan struct{})}
+	w.waiters = append(w.waiters, me)
 	for {
-		f.mu.Lock()
-		w := f.get(webhookID)
-		if w.n < f.limit(w, f.now()) {
-			if w.n == 0 {
-				w.progress = time.Now()
-			}
-			w.n++
+		// w stays in f.hooks while it has waiters (drop keeps it).
+		now = f.now()
+		if me.granted {
 			f.mu.Unlock()
 			return true
 		}
-		freed, wait := w.freed, min(time.Until(giveUp), time.Until(w.progress.Add(f.slowAfter)))
-		f.mu.Unlock()
-		if wait <= 0 {
+		if f.stalled(w, now) || now.Sub(since) >= f.maxWait {
+			f.leave(webhookID, w, me)
+			f.mu.Unlock()
 			return false
 		}
+		wait := min(since.Add(f.maxWait).Sub(now), w.progress.Add(f.stall).Sub(now))
+		f.mu.Unlock()
 		timer := time.NewTimer(wait)
 		select {
-		case <-freed:
+		case <-me.ready:
 			timer.Stop()
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
+			f.mu.Lock()
+			if me.granted {
+				f.free(webhookID, w)
+			} else {
+				f.leave(webhookID, w, me)
+			}
+			f.mu.Unlock()
 			return false
 		}
+		f.mu.Lock()
 	}
 }
 
-// maxWaitFactor bounds acquire's wait: maxWaitFactor × slowAfter.
-const maxWaitFactor = 4
+// leave withdraws a waiter that was not granted a slot; f.mu is held.
+func (f *inFlight) leave(webhookID string, w *flight, me *slotWaiter) {
+	if i := slices.Index(w.waiters, me); i >= 0 {
+		w.waiters = slices.Delete(w.waiters, i, i+1)
+	}
+	f.drop(webhookID, w)
+}
+
+// grant gives the slots w has free to its waiters, longest waiting first; f.mu is held.
+func (f *inFlight) grant(w *flight, now time.Time) {
+	for len(w.waiters) > 0 && w.n < f.limitOf(w, now) {
+		next := w.waiters[0]
+		w.waiters = slices.Delete(w.waiters, 0, 1)
+		f.hold(w, now)
+		next.granted = true
+		close(next.ready)
+	}
+}
 
 // room is how many more attempts a webhook may start now.
 func (f *inFlight) room(webhookID string) int {
@@ -121,62 +198,66 @@ func (f *inFlight) room(webhookID string) int {
 	if w == nil {
 		return f.max
 	}
-	return f.limit(w, f.now()) - w.n
+	return f.limitOf(w, f.now()) - w.n
 }
 
-// release gives back one slot of a webhook.
+// release gives back one slot of a webhook: to the caller that has waited longest, if any.
 func (f *inFlight) release(webhookID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if w := f.hooks[webhookID]; w != nil {
+		f.free(webhookID, w)
+	}
+}
+
+// free gives back one slot of w; f.mu is held.
+func (f *inFlight) free(webhookID string, w *flight) {
+	now := f.now()
+	w.n--
+	w.progress = now
+	f.grant(w, now)
+	f.drop(webhookID, w)
+}
+
+// observe notes a recorded attempt of a webhook: a success within Timeout/4 (fast) raises its limit by
+// one when it has held at least half of it since it last changed; a failure or a slow success lowers it
+// by a tenth (at least one), not below the cap.
+func (f *inFlight) observe(webhookID string, success bool, took time.Duration, _ time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w := f.hooks[webhookID]
 	if w == nil {
-		return
+		return // holding nothing, at the cap: not busy, and never below the cap
 	}
-	w.n--
-	w.progress = time.Now()
-	f.wake(w)
-	f.drop(webhookID, w)
-}
-
-// observe notes a recorded attempt of a webhook that ended at end: a success within fastWithin makes
-// it fast, a failure ends that at once; a slow success leaves it to expire.
-func (f *inFlight) observe(webhookID string, success bool, took time.Duration, end time.Time) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	fast := success && took < f.fastWithin
-	w := f.hooks[webhookID]
-	switch {
-	case w == nil && !fast:
-		return // nothing to forget
-	case w == nil:
-		w = f.get(webhookID)
-	}
-	switch {
-	case fast:
-		w.fastAt = later(w.fastAt, end)
-		f.wake(w)
-	case !success:
-		w.fastAt = time.Time{}
-	}
-	f.drop(webhookID, w)
-}
-
-// wake wakes the callers waiting for a slot of w; f.mu is held.
-func (f *inFlight) wake(w *flight) {
-	close(w.freed)
-	w.freed = make(chan struct{})
-}
-
-// drop forgets a webhook's entry once it holds no slot and is not fast, and prunes the others that
-// went stale when the map grows large; f.mu is held.
-func (f *inFlight) drop(webhookID string, w *flight) {
 	now := f.now()
-	if w.n <= 0 && f.limit(w, now) == f.max {
+	w.progress = now
+	limit := f.limitOf(w, now)
+	switch {
+	case success && took < f.fast:
+		if w.busy && limit < f.ceiling {
+			w.limit++
+		}
+	default:
+		w.limit = max(f.max, limit-max(1, limit/10))
+	}
+	if w.limit != limit {
+		w.busy = 2*w.n >= w.limit
+	}
+	f.grant(w, now)
+	f.drop(webhookID, w)
+}
+
+// drop forgets a webhook's entry once it holds no slot, has no waiter, and its limit is the cap with
+// no raise pending (busy: a fast success after its slots were freed still raises it), and forgets the
+// other idle webhooks (their limits too) when the map grows large; f.mu is held.
+func (f *inFlight) drop(webhookID string, w *flight) {
+	idle := func(w *flight) bool { return w.n <= 0 && len(w.waiters) == 0 }
+	if idle(w) && w.limit == f.max && !w.busy {
 		delete(f.hooks, webhookID)
 	}
 	if len(f.hooks) > 10_000 {
 		for id, x := range f.hooks {
-			if x.n <= 0 && f.limit(x, now) == f.max {
+			if idle(x) {
 				delete(f.hooks, id)
 			}
 		}

@@ -102,15 +102,19 @@ type Options struct {
 
 	// MaxInFlightPerWebhook bounds one webhook's attempts in flight in this Dispatcher, inline
 	// (Dispatch, Redeliver) and worker alike, so a hung, slow or failing subscriber holds at most this
-	// many of the worker's slots and of the process's connections. It binds only on such webhooks: one
-	// that is fast — a recorded attempt of it succeeded within Timeout/4, less than Timeout/20 ago (at
-	// least 50ms, at most 1s: 750ms with the default Timeout), and none failed since — may have up to 16
-	// times as many in flight, so a burst of Dispatch calls to healthy webhooks makes its first attempts
-	// inline. A webhook never seen to succeed (hung from the start) is held to the cap; one that hangs
-	// after being fast is held to it again Timeout/20 after its last fast success. A Dispatch that finds
-	// its webhook at the cap waits for a slot while the webhook frees one at least every Timeout/20 (4 ×
-	// Timeout/20 in all), then leaves the attempt to the worker. Must not be negative. Defaults to
-	// max(1, Concurrency/4).
+	// many of the worker's slots and of the process's connections. It is the floor of a limit per
+	// webhook that follows its health: an attempt recorded as a success within Timeout/4 raises the
+	// limit by one while the webhook has held at least half of it at once since it last changed (so it
+	// grows to at most twice the most attempts the webhook has held at once, plus one, and at most 16
+	// times this); a failed attempt or a slower success lowers it by a tenth; a webhook that holds
+	// attempts and has ended none for Timeout/2 (stalled) is held to this again at once. A webhook hung
+	// from the start holds at most this many attempts. One that hangs after being fast holds at most the
+	// limit it had reached (at most 16 times this), starting new attempts only until Timeout/2 after its
+	// last ended attempt; then this again. A Dispatch that finds a webhook at its limit waits for a slot
+	// in turn (first come, first served: each ended attempt hands its slot to the longest waiting call)
+	// while the webhook keeps ending attempts, and leaves the attempt to the worker once the webhook is
+	// stalled, or once it has waited Timeout for its webhooks' slots in all; the wait takes nothing from
+	// the attempt's lease. Must not be negative. Defaults to max(1, Concurrency/4).
 	MaxInFlightPerWebhook int
 
 	// BreakAfter is how many consecutive failed attempts to a webhook (timeouts, connection errors,

@@ -31,7 +31,7 @@ func deliveryIDFor(webhookID, eventID string) string {
 // useClient points a Dispatcher at another client of the same Redis (made after New, which needs
 // Redis to answer, so that a test can break the client).
 func useClient(d *Dispatcher, rdb redis.UniversalClient) {
-	d.rdb, d.scripts = rdb, newLaneBatcher(rdb)
+	d.rdb, d.scripts, d.counts = rdb, newLaneBatcher(rdb), &scriptBatcher{rdb: rdb}
 	d.circuits.rdb, d.webhooks.rdb, d.deliveries.rdb = rdb, rdb, rdb
 }
 
