@@ -121,9 +121,11 @@ type Options struct {
 	// 5xx, 429) open its circuit. The count is exact across goroutines and replicas: every attempt's
 	// outcome is applied to the webhook's circuit in Redis, in the order Redis records them — a success
 	// resets the count, a failure adds one, any other answer (a 4xx) leaves it — so a webhook whose
-	// requests never fail BreakAfter times in a row keeps its circuit closed, at any concurrency. (The
-	// count is written in the same pipeline as the outcome: it costs no round trip; under ReplicaAcks it
-	// follows the outcome's WAIT.) While the circuit
+	// requests never fail BreakAfter times in a row keeps its circuit closed, at any concurrency. (An
+	// inline attempt's count is written in the same pipeline as its outcome: it costs no round trip;
+	// under ReplicaAcks it follows the outcome's WAIT. A worker's attempt's count goes out as the attempt
+	// ends, merged with the counts of the attempts ending meanwhile, ahead of its outcome, which waits to
+	// be written with the others of its shard.) While the circuit
 	// is open no attempt is made to it, Dispatch and Enqueue record its deliveries parked until the
 	// circuit's next probe, and parked deliveries keep their retry budget; attempts already in flight
 	// when it opened still count, and one that succeeds closes it. A webhook whose failures began
