@@ -66,7 +66,9 @@ func TestPassFilledByTheLocalHintReadsMarkedShards(t *testing.T) {
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "x")
 	require.NoError(t, d.keys.load(ctx, d.rdb))
-	_, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, scanFull) // every shard read once: no sweep due
+	_, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, scanFull) // every shard read once
+	require.NoError(t, err)
+	_, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, scanIdle) // a sweep now: none due until the clock moves
 	require.NoError(t, err)
 
 	s := 3
