@@ -121,7 +121,9 @@ func TestUIRoundTwo(t *testing.T) {
 	e.do("open the deliveries", chromedp.Navigate(base+"#/deliveries"))
 	e.page("search")
 	e.do("search an event id", chromedp.SendKeys(chromedp.CSS("#search-id"), "inv_0"), chromedp.Click(chromedp.CSS("#search")))
-	e.waitFor("the search's answer", `location.hash.includes('id=inv_0') && document.querySelector('main').dataset.page === 'search'`)
+	// The list rendered before the search stays on screen until the search's answer is rendered.
+	e.waitFor("the search's answer", `location.hash.includes('id=inv_0') && document.querySelector('main').dataset.page === 'search' &&
+		document.querySelectorAll('#all-deliveries tbody tr').length === 2`)
 	found := e.text("#all-deliveries tbody")
 	if n := e.eval(`String(document.querySelectorAll('#all-deliveries tbody tr').length)`); n != "2" ||
 		!strings.Contains(found, flaky.URL) || !strings.Contains(found, okHook.URL) || !strings.Contains(found, "UTC") {
