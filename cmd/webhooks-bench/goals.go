@@ -71,8 +71,21 @@ func goals(cfg config, results map[string][]result) []goal {
 		{"round trips per fresh Dispatch made alone (hook; amortised under load: " + f2(med(lib, tripsPerEvent)) + ")", "≤ 2", lone(0), atMost(2), f2},
 		{"round trips per duplicate Dispatch made alone (hook; amortised under load: " + f2(med(lib, dupTripsPerEvent)) + ")", "≤ 1", lone(1), atMost(1), f2},
 		{"deliveries/s: Enqueue + worker ÷ inline Dispatch (the worker keeps up)", "≥ 1.0×", ratio(sysEnqueue, sysLibrary, deliveriesPerSec), atLeast(1), f2},
+		{"deliveries/s: a backlog drained by Run (1 replica) ÷ inline Dispatch (the worker drains a backlog at least as fast)", "≥ 1.0×", drainVsInline(results), atLeast(1), f2},
 	}
 	return append(gs, engineGoals(cfg, engines(results))...)
+}
+
+// drainVsInline is the median, over the runs that measured both, of the backlog drain's deliveries/s
+// by one replica ÷ the inline Dispatch row's in the same run (NaN when none did).
+func drainVsInline(results map[string][]result) float64 {
+	var xs []float64
+	for i, r := range results[sysEngine] {
+		if r.eng != nil && i < len(results[sysLibrary]) {
+			xs = append(xs, per(r.eng.drain1, deliveriesPerSec(results[sysLibrary][i])))
+		}
+	}
+	return median(xs)
 }
 
 func engines(results map[string][]result) []*engineResult {
