@@ -330,11 +330,11 @@ func percentile(xs []float64, p float64) float64 {
 	return xs[min(max(i, 0), len(xs)-1)]
 }
 
-// drainScenario: -drain due deliveries (Enqueue, 4 webhooks, no worker running), then k Dispatchers'
+// drainScenario: -drain due deliveries (Enqueue, -webhooks webhooks, no worker running), then k Dispatchers'
 // Run, each with its own client, until every one is delivered; deliveries/s.
 func (e *env) drainScenario(ctx context.Context, label, prefix string, k int, eng *engineResult) (float64, error) {
 	cfg := e.cfg
-	const hooks = 4
+	hooks := cfg.webhooks
 	events := (cfg.drain + hooks - 1) / hooks
 	rc, err := startScenarioReceiver(hooks)
 	if err != nil {

@@ -80,7 +80,7 @@ func main() {
 	flag.DurationVar(&cfg.retention, "retention", 7*24*time.Hour, "retention of records and claims (all systems)")
 	flag.BoolVar(&cfg.engine, "engine", true, "measure the delivery engine: enqueue+worker row, hung subscriber, backlog drain by 1 and 3 replicas, drain at a slow receiver")
 	flag.IntVar(&cfg.hungEvents, "hung-events", 2000, "events dispatched in each phase of the hung-subscriber scenario")
-	flag.IntVar(&cfg.drain, "drain", 3000, "due deliveries of the backlog-drain scenario (4 webhooks)")
+	flag.IntVar(&cfg.drain, "drain", 0, "due deliveries of the backlog-drain scenario, spread over -webhooks webhooks (0: -events × -webhooks, the load of the end-to-end rows)")
 	flag.IntVar(&cfg.slow, "slow", 1000, "due deliveries of the slow-receiver scenario (16 webhooks)")
 	flag.DurationVar(&cfg.slowDelay, "slow-delay", 50*time.Millisecond, "the slow receiver's time per request")
 	flag.StringVar(&cfg.only, "only", "", "run only the systems whose name contains one of these (comma-separated; diagnosis: the report's ratios need all)")
@@ -96,6 +96,9 @@ func main() {
 	}
 	if cfg.pool == 0 {
 		cfg.pool = 2 * cfg.concurrency
+	}
+	if cfg.drain <= 0 {
+		cfg.drain = cfg.events * cfg.webhooks
 	}
 	if cfg.cpuProfile != "" {
 		f, err := os.Create(cfg.cpuProfile)
