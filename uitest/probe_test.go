@@ -39,7 +39,7 @@ func TestUIProbeNow(t *testing.T) {
 	e.do("open the list", chromedp.Navigate(base))
 	e.page("endpoints")
 	e.waitFor("states loaded", `!document.querySelector('#endpoints').innerText.includes('…')`)
-	if row := e.text(`#endpoints tr[data-id="` + flaky.ID + `"]`); !strings.Contains(row, "2 waiting for the next try · 2 pending · none of the latest 4 failed") {
+	if row := e.text(`#endpoints tr[data-id="` + flaky.ID + `"]`); !strings.Contains(row, "2 waiting for the next try · 2 pending · none of the latest 4 deliveries failed for good") {
 		t.Errorf("the paused endpoint's row: %q", row)
 	}
 
@@ -58,7 +58,7 @@ func TestUIProbeNow(t *testing.T) {
 	if s := e.text("#delivery-state"); !regexp.MustCompile(`^paused after 2 failures, next try \d\d:\d\d:\d\d UTC$`).MatchString(s) {
 		t.Errorf("the delivery state: %q", s)
 	}
-	if c := e.text("#delivery-counts"); c != "2 waiting for the next try · 2 pending · none of the latest 4 failed" {
+	if c := e.text("#delivery-counts"); c != "2 waiting for the next try · 2 pending · none of the latest 4 deliveries failed for good" {
 		t.Errorf("the counts: %q", c)
 	}
 	e.shot("30-endpoint-paused")
@@ -77,7 +77,7 @@ func TestUIProbeNow(t *testing.T) {
 	}
 	e.do("reload", chromedp.Navigate(base+"#/"), chromedp.Navigate(base+"#/webhooks/"+flaky.ID))
 	e.page("endpoint")
-	if c := e.text("#delivery-counts"); c != "2 pending · none of the latest 4 failed" {
+	if c := e.text("#delivery-counts"); c != "2 pending · none of the latest 4 deliveries failed for good" {
 		t.Errorf("the counts after the probe: %q (the two first deliveries wait an hour for their retry)", c)
 	}
 	e.shot("31-endpoint-probed")

@@ -77,7 +77,7 @@ func TestUIRoundTwo(t *testing.T) {
 	if !strings.Contains(row, "0 of 2 succeeded") {
 		t.Errorf("the paused endpoint's success: %q", row)
 	}
-	if !strings.Contains(row, "3 waiting for the next try · none of the latest 3 failed") {
+	if !strings.Contains(row, "3 waiting for the next try · none of the latest 3 deliveries failed for good") {
 		t.Errorf("the paused endpoint's counts: %q", row)
 	}
 	if r := e.text(`#endpoints tr[data-id="` + okHook.ID + `"]`); !strings.Contains(r, "delivering") || !strings.Contains(r, "3 of 3 succeeded") {

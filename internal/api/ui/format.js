@@ -50,13 +50,15 @@
     return { text: paused + ', next try ' + soon(h.open_until), tone: 'bad' };
   }
   // counts is an endpoint's delivery counts (GET /webhooks/{id}/counts) in words: "3 waiting for the
-  // next try · 2 pending · 1 of the latest 12 failed".
+  // next try · 2 pending · 1 of the latest 12 deliveries failed for good" (attempts that failed and
+  // will be retried are not failures: their deliveries are pending or waiting).
   function counts(c) {
     const parts = [];
     if (c.parked) parts.push(c.parked + ' waiting for the next try');
     if (c.pending - c.parked > 0) parts.push((c.pending - c.parked) + ' pending');
     if (!c.examined) parts.push('no deliveries yet');
-    else parts.push((c.failed || 'none') + ' of the latest ' + c.examined + ' failed');
+    else if (c.examined === 1) parts.push(c.failed ? 'the latest delivery failed for good' : 'the latest delivery has not failed');
+    else parts.push((c.failed || 'none') + ' of the latest ' + c.examined + ' deliveries failed for good');
     return parts.join(' · ');
   }
   window.webhooksFormat = { time, clock, soon, duration, success, circuit, counts };
