@@ -222,7 +222,7 @@ func (f *inFlight) free(webhookID string, w *flight) {
 // observe notes a recorded attempt of a webhook: a success within Timeout/4 (fast) raises its limit by
 // one when it has held at least half of it since it last changed; a failure or a slow success lowers it
 // by a tenth (at least one), not below the cap.
-func (f *inFlight) observe(webhookID string, success bool, took time.Duration, _ time.Time) {
+func (f *inFlight) observe(webhookID string, success bool, took time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w := f.hooks[webhookID]

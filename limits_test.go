@@ -35,9 +35,9 @@ func TestInFlightCapTracksHealth(t *testing.T) {
 		room    int
 		holding int
 	}
-	fast := func() { f.observe("w", true, slow-time.Millisecond, clock.Now()) }
-	slowOK := func() { f.observe("w", true, slow, clock.Now()) }
-	failed := func() { f.observe("w", false, time.Millisecond, clock.Now()) }
+	fast := func() { f.observe("w", true, slow-time.Millisecond) }
+	slowOK := func() { f.observe("w", true, slow) }
+	failed := func() { f.observe("w", false, time.Millisecond) }
 	take := func(n int) func() { return func() { require.Equal(t, n, f.take("w", n)) } }
 	release := func(n int) func() {
 		return func() {
@@ -112,7 +112,7 @@ func TestInFlightLimitIsBoundedByUse(t *testing.T) {
 				case op < 9:
 					ok := rng.IntN(20) > 0
 					took := time.Duration(rng.IntN(int(slow * 5 / 4)))
-					f.observe("w", ok, took, clock.Now())
+					f.observe("w", ok, took)
 				default:
 					clock.Advance(time.Duration(rng.IntN(int(slow))))
 				}
@@ -168,7 +168,7 @@ func TestInFlightWaitersAreServedInTurn(t *testing.T) {
 	f.release("w")
 	assert.Equal(t, 0, <-got, "the first queued gets the freed slot")
 	clock.Advance(2 * slow * 9 / 10)
-	f.observe("w", true, time.Millisecond, clock.Now()) // busy: 1 of 1 held; the limit is raised to 2
+	f.observe("w", true, time.Millisecond) // busy: 1 of 1 held; the limit is raised to 2
 	assert.Equal(t, 1, <-got, "the second gets the added slot, more than Timeout/2 after it queued: the webhook progressed")
 	clock.Advance(2 * slow / 10) // 380ms after they queued
 	f.release("w")

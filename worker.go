@@ -38,19 +38,20 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 	return int(settled.Load()), errors.Join(errs...)
 }
 
-// Run is the worker: it keeps up to Options.Concurrency attempts in flight, and up to a quarter as many
-// deliveries leased ahead (their bodies read), so that an ending attempt is followed at once by the
-// next while the worker leases more, shared fairly among the webhooks with deliveries due (a webhook at its in-flight cap, rate
-// limit or with an open circuit never keeps the others' due deliveries waiting). When nothing is due
-// it waits until the next due time, at most 250ms, or until Enqueue in this process or an ending
-// attempt wakes it. The deliveries this Dispatcher queued itself (Enqueue, a retry its outcome
+// Run is the worker: it keeps up to Options.Concurrency attempts in flight, and as many deliveries
+// again leased ahead (their bodies read), so that an ending attempt is followed at once by the next
+// while the worker leases more, shared fairly among the webhooks with deliveries due (a webhook at its
+// in-flight cap, rate limit or with an open circuit never keeps the others' due deliveries waiting).
+// Two passes may lease at once, each for the slots freed while the other waits for Redis. When nothing
+// is due it waits until the next due time, at most 250ms, or until Enqueue in this process or an
+// ending attempt wakes it. The deliveries this Dispatcher queued itself (Enqueue, a retry its outcome
 // scheduled) it leases by id, without reading the schedule to find them (local_due.go); beyond those,
 // it reads only the shards whose schedule may hold something due (as it last read them), a few at a
 // time, and sweeps the others in turn: an idle poll reads at most 16 keys (64 commands/s per idle
 // worker, whatever Options.Shards), so a delivery another replica makes due is seen within Shards/14
-// polls (1.25s with the default 64 shards; scan.go). Any number of
-// replicas may run it at once; each due attempt is made by one of them. It backs off (up to 5s) only when Redis fails it. It returns nil when ctx ends, after the
-// attempts in flight have finished and been recorded.
+// polls (1.25s with the default 64 shards; scan.go). Any number of replicas may run it at once; each
+// due attempt is made by one of them. It backs off (up to 5s) only when Redis fails it. It returns nil
+// when ctx ends, after the attempts in flight have finished and been recorded.
 func (d *Dispatcher) Run(ctx context.Context) error {
 	d.running.Add(1)
 	defer func() {
@@ -60,20 +61,38 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: max(1, d.opts.Concurrency/4)}
+	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: d.opts.Concurrency, batch: max(1, d.opts.Concurrency/4)}
+	var lanes sync.WaitGroup
+	for i := range leaseLanes {
+		lanes.Go(func() { run.lane(ctx, i == 0) })
+	}
+	lanes.Wait()
+	return nil
+}
+
+// leaseLanes is how many passes of one Run may lease at once: while one pass waits for Redis (its
+// schedule read, lease and bodies, round trips in turn), another leases for the slots freed meanwhile,
+// so attempts ending during a pass do not leave their slots idle until it is over.
+const leaseLanes = 2
+
+// lane is one of Run's lease loops: it leases for the slots free and not claimed by another lane's
+// pass, until ctx ends. Only the first lane polls when nothing is due (an idle worker costs Redis what
+// one lane's polls do); the others, then, wait for a poke (Enqueue, an ending attempt).
+func (r *runSlots) lane(ctx context.Context, first bool) {
+	d := r.d
 	backoff := minBackoff
 	mode := scanHinted  // an idle poll sweeps (scanReady)
 	var known time.Time // the earliest due time the scans know of
 	dry := 0            // passes in a row that leased nothing though more may be due
 	for ctx.Err() == nil {
-		free := run.room()
+		free := r.claim()
 		if free <= 0 {
 			d.sleep(ctx, idleWait) // an ending attempt pokes
 			continue
 		}
 		jobs, next, more, err := d.leaseDueScan(ctx, free, mode)
 		known, mode = next, scanHinted
-		run.add(jobs)
+		r.add(jobs, free)
 		switch {
 		case err != nil && len(jobs) == 0:
 			d.reloadOnTransport(err)
@@ -94,6 +113,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			continue // shards left unread may have some due: every one is read before Run waits
 		}
 		dry = 0
+		if !first {
+			for ctx.Err() == nil && !d.sleep(ctx, idleWait) {
+			}
+			continue
+		}
 		wait := idleWait
 		if !known.IsZero() {
 			wait = min(wait, max(known.Sub(d.now()), minWait))
@@ -106,7 +130,6 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			mode = scanIdle
 		}
 	}
-	return nil
 }
 
 // minBackoff is Run's first wait after Redis failed it.
@@ -135,18 +158,22 @@ func (d *Dispatcher) poke() {
 }
 
 // runSlots are Run's attempt slots: at most Options.Concurrency attempts at once, and up to ahead
-// deliveries leased ahead, their bodies read, each started as soon as a slot frees. Deliveries leased
-// ahead hold their webhooks' in-flight slots (MaxInFlightPerWebhook) as attempts do, so leasing ahead
-// never lets a webhook hold more than its cap.
+// deliveries leased ahead, their bodies read, each started as soon as a slot frees, in the order they
+// were leased. Deliveries leased ahead hold their webhooks' in-flight slots (MaxInFlightPerWebhook) as
+// attempts do, so leasing ahead never lets a webhook hold more than its cap. ahead is at most
+// Concurrency, so a delivery leased ahead waits for at most one attempt of each slot (each within
+// Timeout) and its own attempt ends within its lease (Timeout + max(Timeout, 1s)).
 type runSlots struct {
 	d     *Dispatcher
 	ctx   context.Context
 	wg    *sync.WaitGroup
-	ahead int
+	ahead int // Concurrency
+	batch int // Concurrency/4: while deliveries wait, a pass leases no fewer
 
 	mu      sync.Mutex
 	busy    int           // attempts started and not over
 	waiting []leasedReady // leased ahead, waiting for a slot
+	leasing int           // slots claimed by lanes' passes in progress
 }
 
 // leasedReady is a leased delivery with its request body read, and the batch its outcome is recorded
@@ -158,22 +185,32 @@ type leasedReady struct {
 	batch *outcomeBatch
 }
 
-// room is how many more deliveries Run may lease now.
-func (r *runSlots) room() int {
+// claim claims for a lane's pass every slot free and not claimed by another pass, and returns how
+// many (add gives them back). While deliveries leased ahead wait, it claims none until batch are free:
+// a pass costs Redis about as much for one delivery as for many, and the waiting keep the slots busy
+// meanwhile.
+func (r *runSlots) claim() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.d.opts.Concurrency - r.busy + r.ahead - len(r.waiting)
+	free := r.d.opts.Concurrency - r.busy + r.ahead - len(r.waiting) - r.leasing
+	if free <= 0 || (free < r.batch && len(r.waiting) > 0) {
+		return 0
+	}
+	r.leasing += free
+	return free
 }
 
 // add reads the bodies of leased deliveries (one round trip) and starts their attempts, as many as
 // there are free slots; the others wait for one. Deliveries whose bodies cannot be read are let go:
 // their leases expire and a later pass takes them again.
-func (r *runSlots) add(jobs []leasedDelivery) {
+func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
 	if len(jobs) == 0 {
+		r.unclaim(claimed)
 		return
 	}
 	bodies, err := r.d.loadBodies(context.WithoutCancel(r.ctx), jobs)
 	if err != nil {
+		r.unclaim(claimed)
 		for _, j := range jobs {
 			r.d.flights.release(j.rec.WebhookID)
 		}
@@ -192,6 +229,7 @@ func (r *runSlots) add(jobs []leasedDelivery) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.leasing -= claimed
 	for i, j := range jobs {
 		l := leasedReady{job: j, body: bodies[i], batch: batches[j.shard]}
 		if r.busy < r.d.opts.Concurrency {
@@ -201,6 +239,13 @@ func (r *runSlots) add(jobs []leasedDelivery) {
 			r.waiting = append(r.waiting, l)
 		}
 	}
+}
+
+// unclaim gives back the slots a lane's pass claimed and did not fill.
+func (r *runSlots) unclaim(claimed int) {
+	r.mu.Lock()
+	r.leasing -= claimed
+	r.mu.Unlock()
 }
 
 // reportWorkerOutcome logs a worker's outcome that could not be recorded.

@@ -2,7 +2,9 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -80,4 +82,50 @@ func TestPassFilledByTheLocalHintReadsMarkedShards(t *testing.T) {
 	due, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, scanSweep)
 	require.NoError(t, err)
 	assert.Equal(t, []dueWebhook{{shard: s, id: wh.ID}}, due, "the marked shard is read")
+}
+
+// TestRunHoldsConcurrencyAttemptsAndAsManyLeasedAhead: while every request hangs, Run makes
+// Concurrency attempts and leases Concurrency more ahead, and no more, though two of its passes lease
+// at once; once the receiver answers, every delivery goes out once.
+func TestRunHoldsConcurrencyAttemptsAndAsManyLeasedAhead(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	const slots, events = 4, 40
+	d := newTestDispatcher(t, tr, Options{Concurrency: slots, MaxInFlightPerWebhook: events, Timeout: 15 * time.Second})
+	rc := newReceiver(t)
+	release := make(chan struct{})
+	var c concurrency
+	hold(rc, release, &c)
+	wh := mustCreate(t, d, rc, "*")
+	for i := range events {
+		_, err := d.Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("e-%d", i)})
+		require.NoError(t, err)
+	}
+	leased := func() int { // queue entries scored past now: leased (every delivery was due at once)
+		n := int64(0)
+		for s := range d.keys.Shards {
+			k, err := tr.rdb.ZCount(ctx, d.keys.queueKey(s, wh.ID), strconv.FormatInt(time.Now().UnixMilli()+1, 10), "+inf").Result()
+			require.NoError(t, err)
+			n += k
+		}
+		return int(n)
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- d.Run(runCtx) }()
+	eventually(t, 10*time.Second, func() bool { return c.now.Load() == slots && leased() >= 2*slots },
+		"Concurrency attempts hang and as many deliveries are leased ahead")
+	time.Sleep(2 * idleWait) // both passes have polled again meanwhile
+	assert.Equal(t, 2*slots, leased(), "no more leased than Concurrency attempts and as many ahead")
+	assert.Equal(t, int32(slots), c.peak.Load(), "no more than Concurrency attempts")
+	close(release)
+	eventually(t, 15*time.Second, func() bool { return rc.count() >= events }, "every delivery goes out once released")
+	stop()
+	require.NoError(t, <-done)
+	per := rc.perDelivery()
+	assert.Len(t, per, events)
+	for id, n := range per {
+		assert.Equal(t, 1, n, "delivery %s sent once", id)
+	}
 }
