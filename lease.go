@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,7 +13,9 @@ import (
 )
 
 // chooseTakes shares free worker slots among the webhooks found due, one slot at a time in turn, so a
-// webhook with a large backlog gets no more than its share while others have deliveries due. Each
+// webhook with a large backlog gets no more than its share while others have deliveries due. The
+// turns start where the last pass's stopped (Dispatcher.shareTurn): with fewer slots than webhooks
+// due, the webhooks a pass leaves out are served first by the next. Each
 // webhook's share is bounded by its room under MaxInFlightPerWebhook and by its circuit (none while
 // open, one probe when the open period has ended; a webhook waiting for its probe is parked);
 // leaseTakes then reserves the room and the rate-limit slots. The circuits of every webhook found due
@@ -56,6 +59,11 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 			room, probe = 1, tok
 		}
 		wants = append(wants, want{id: id, room: room, probe: probe})
+	}
+	if len(wants) > 0 { // start where the last pass's turns stopped: scarce slots go round
+		k := int(d.shareTurn.Add(uint32(min(free, len(wants)))) - uint32(min(free, len(wants))))
+		k %= len(wants)
+		wants = slices.Concat(wants[k:], wants[:k])
 	}
 	rooms := make([]int, len(wants))
 	for i, w := range wants {

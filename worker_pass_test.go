@@ -129,3 +129,33 @@ func TestRunHoldsConcurrencyAttemptsAndAsManyLeasedAhead(t *testing.T) {
 		assert.Equal(t, 1, n, "delivery %s sent once", id)
 	}
 }
+
+// TestScarceSlotsAreSharedInTurn: when a pass has fewer slots than webhooks with deliveries due, the
+// webhooks it leaves out are served first by the next passes: six webhooks with backlogs, two slots
+// per pass, and three passes serve each webhook once.
+func TestScarceSlotsAreSharedInTurn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	const hooks, perHook = 6, 6
+	d := newTestDispatcher(t, tr, Options{Concurrency: 2})
+	rcs := make([]*receiver, hooks)
+	for i := range rcs {
+		rcs[i] = newReceiver(t)
+		mustCreate(t, d, rcs[i], fmt.Sprintf("t%d", i))
+	}
+	for k := range perHook {
+		for i := range hooks {
+			_, err := d.Enqueue(ctx, Event{Type: fmt.Sprintf("t%d", i), ID: fmt.Sprintf("e-%d-%d", i, k)})
+			require.NoError(t, err)
+		}
+	}
+	for range hooks / 2 {
+		n, err := d.ProcessDue(ctx)
+		require.NoError(t, err)
+		require.Equal(t, 2, n)
+	}
+	for i, rc := range rcs {
+		assert.Equal(t, 1, rc.count(), "webhook %d served once in three passes of two slots", i)
+	}
+}
