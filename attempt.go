@@ -34,13 +34,19 @@ type attemptResult struct {
 // responseHeads holds the buffers that keep the start of a response body.
 var responseHeads = sync.Pool{New: func() any { return new([maxHistoryBody]byte) }}
 
+// leaseLeftToAttempt is how much of its lease a delivery must have left for an attempt to start: the
+// whole attempt (Options.Timeout) and half the lease's margin beyond it.
+func (d *Dispatcher) leaseLeftToAttempt() time.Duration {
+	return d.opts.Timeout + (d.lease-d.opts.Timeout)/2
+}
+
 // attempt sends one signed request for a leased delivery. It is made only if a whole attempt
 // (Options.Timeout) still ends with a margin before the lease does, so a worker that takes the
 // delivery over after the lease can never overlap it.
 func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record, body []byte) attemptResult {
 	start := d.now()
 	res := attemptResult{at: start}
-	if rec.leaseEnd.Sub(start)-(d.lease-d.opts.Timeout)/2 < d.opts.Timeout {
+	if rec.leaseEnd.Sub(start) < d.leaseLeftToAttempt() {
 		// A whole attempt no longer fits in the lease (the claim's reply, or the pass before it, was
 		// slow): leave it to a worker after the lease rather than cut it short.
 		res.err, res.canceled = "too little of the lease was left to attempt it", true

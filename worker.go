@@ -38,8 +38,8 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 	return int(settled.Load()), errors.Join(errs...)
 }
 
-// Run is the worker: it keeps up to Options.Concurrency attempts in flight, and as many deliveries
-// again leased ahead (their bodies read), so that an ending attempt is followed at once by the next
+// Run is the worker: it keeps up to Options.Concurrency attempts in flight, and twice as many deliveries
+// leased ahead (their bodies read), so that an ending attempt is followed at once by the next
 // while the worker leases more, shared fairly among the webhooks with deliveries due (a webhook at its
 // in-flight cap, rate limit or with an open circuit never keeps the others' due deliveries waiting).
 // Two passes may lease at once, each for the slots freed while the other waits for Redis. When nothing
@@ -61,7 +61,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: d.opts.Concurrency, batch: max(1, d.opts.Concurrency/4)}
+	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: 2 * d.opts.Concurrency, batch: max(1, d.opts.Concurrency/8)}
 	var lanes sync.WaitGroup
 	for i := range leaseLanes {
 		lanes.Go(func() { run.lane(ctx, i == 0) })
@@ -160,15 +160,16 @@ func (d *Dispatcher) poke() {
 // runSlots are Run's attempt slots: at most Options.Concurrency attempts at once, and up to ahead
 // deliveries leased ahead, their bodies read, each started as soon as a slot frees, in the order they
 // were leased. Deliveries leased ahead hold their webhooks' in-flight slots (MaxInFlightPerWebhook) as
-// attempts do, so leasing ahead never lets a webhook hold more than its cap. ahead is at most
-// Concurrency, so a delivery leased ahead waits for at most one attempt of each slot (each within
-// Timeout) and its own attempt ends within its lease (Timeout + max(Timeout, 1s)).
+// attempts do, so leasing ahead never lets a webhook hold more than its cap. A delivery that waited so
+// long for a slot (its webhooks' attempts hanging) that its lease could end before its attempt is
+// recorded is not attempted: it goes back to its queue, due at once (leaseLeftToAttempt), rather than
+// wait there for its lease to end.
 type runSlots struct {
 	d     *Dispatcher
 	ctx   context.Context
 	wg    *sync.WaitGroup
-	ahead int // Concurrency
-	batch int // Concurrency/4: while deliveries wait, a pass leases no fewer
+	ahead int // 2 × Concurrency
+	batch int // Concurrency/8: while deliveries wait, a pass leases no fewer
 
 	mu      sync.Mutex
 	busy    int           // attempts started and not over
@@ -262,7 +263,10 @@ func (r *runSlots) start(l leasedReady) {
 	d, actx := r.d, context.WithoutCancel(r.ctx)
 	r.wg.Go(func() {
 		j := l.job
-		o, ok := d.waitRateSlot(actx, j)
+		o, ok := handBack(j.rec, d.now()), false
+		if j.rec.leaseEnd.Sub(d.now()) >= d.leaseLeftToAttempt() { // else it waited too long for a slot: back
+			o, ok = d.waitRateSlot(actx, j)
+		}
 		if ok {
 			o = d.attemptLeased(actx, j, j.webhook, l.body)
 		}
@@ -474,12 +478,17 @@ func (d *Dispatcher) waitRateSlot(ctx context.Context, j leasedDelivery) (outcom
 			d.log.Warn("webhooks: rate limit", "webhook_id", j.webhook.ID, "error", err)
 			retryIn = time.Second
 		}
-		rec := j.rec
-		return outcome{id: rec.ID, token: rec.heldToken(), status: StatusPending, next: d.now().Add(max(retryIn, minWait)),
-			step: rec.step, code: rec.LastStatusCode, err: rec.LastError}, false
+		return handBack(j.rec, d.now().Add(max(retryIn, minWait))), false
 	}
 	time.Sleep(delays[0])
 	return outcome{}, true
+}
+
+// handBack is the outcome of a leased delivery not attempted that goes back to its queue, due at next,
+// its retry budget and last answer kept.
+func handBack(rec *record, next time.Time) outcome {
+	return outcome{id: rec.ID, token: rec.heldToken(), status: StatusPending, next: next, step: rec.step,
+		code: rec.LastStatusCode, err: rec.LastError}
 }
 
 // scopedEventID is the leased delivery's event id as scoped by its webhook's tenant (a deleted

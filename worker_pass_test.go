@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,10 +86,10 @@ func TestPassFilledByTheLocalHintReadsMarkedShards(t *testing.T) {
 	assert.Equal(t, []dueWebhook{{shard: s, id: wh.ID}}, due, "the marked shard is read")
 }
 
-// TestRunHoldsConcurrencyAttemptsAndAsManyLeasedAhead: while every request hangs, Run makes
-// Concurrency attempts and leases Concurrency more ahead, and no more, though two of its passes lease
+// TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead: while every request hangs, Run makes
+// Concurrency attempts and leases twice as many more ahead, and no more, though two of its passes lease
 // at once; once the receiver answers, every delivery goes out once.
-func TestRunHoldsConcurrencyAttemptsAndAsManyLeasedAhead(t *testing.T) {
+func TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
@@ -114,10 +116,10 @@ func TestRunHoldsConcurrencyAttemptsAndAsManyLeasedAhead(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- d.Run(runCtx) }()
-	eventually(t, 10*time.Second, func() bool { return c.now.Load() == slots && leased() >= 2*slots },
-		"Concurrency attempts hang and as many deliveries are leased ahead")
+	eventually(t, 10*time.Second, func() bool { return c.now.Load() == slots && leased() >= 3*slots },
+		"Concurrency attempts hang and twice as many deliveries are leased ahead")
 	time.Sleep(2 * idleWait) // both passes have polled again meanwhile
-	assert.Equal(t, 2*slots, leased(), "no more leased than Concurrency attempts and as many ahead")
+	assert.Equal(t, 3*slots, leased(), "no more leased than Concurrency attempts and twice as many ahead")
 	assert.Equal(t, int32(slots), c.peak.Load(), "no more than Concurrency attempts")
 	close(release)
 	eventually(t, 15*time.Second, func() bool { return rc.count() >= events }, "every delivery goes out once released")
@@ -157,5 +159,70 @@ func TestScarceSlotsAreSharedInTurn(t *testing.T) {
 	}
 	for i, rc := range rcs {
 		assert.Equal(t, 1, rc.count(), "webhook %d served once in three passes of two slots", i)
+	}
+}
+
+// TestLeasedAheadThatWaitedTooLongGoesBackAtOnce: a delivery leased ahead that waited for a slot until
+// its lease has less left than an attempt needs (leaseLeftToAttempt) goes back to its queue at once and
+// is attempted under a new lease, not left until its lease ends (the test's clock never gets there).
+// The receiver checks every request against its delivery's lease end (its queue score) on the
+// Dispatcher's clock; each delivery is sent once.
+func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	const events = 3
+	d, clock := newClockedDispatcher(t, tr, Options{Concurrency: 1, MaxInFlightPerWebhook: events, Timeout: 5 * time.Second})
+	rc := newReceiver(t)
+	wh := mustCreate(t, d, rc, "*")
+	release := make(chan struct{})
+	var first atomic.Bool
+	var mu sync.Mutex
+	var short []string // deliveries whose request came with less of their lease left than leaseLeftToAttempt
+	rc.setHook(func(r *http.Request) {
+		id := r.Header.Get("webhook-id")
+		shard, err := d.keys.shardOfDelivery(id)
+		if err == nil {
+			end, _ := tr.rdb.ZScore(context.Background(), d.keys.queueKey(shard, wh.ID), id).Result()
+			if left := time.Duration(int64(end)-clock.Now().UnixMilli()) * time.Millisecond; left < d.leaseLeftToAttempt() {
+				mu.Lock()
+				short = append(short, fmt.Sprintf("%s: %s left", id, left))
+				mu.Unlock()
+			}
+		}
+		if first.CompareAndSwap(false, true) {
+			<-release // the one slot is held while the others wait, leased ahead
+		}
+	})
+	for i := range events {
+		_, err := d.Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("e-%d", i)})
+		require.NoError(t, err)
+	}
+	leased := func() int64 {
+		n := int64(0)
+		for s := range d.keys.Shards {
+			k, err := tr.rdb.ZCount(ctx, d.keys.queueKey(s, wh.ID), strconv.FormatInt(clock.Now().UnixMilli()+1, 10), "+inf").Result()
+			require.NoError(t, err)
+			n += k
+		}
+		return n
+	}
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- d.Run(runCtx) }()
+	eventually(t, 10*time.Second, func() bool { return rc.count() == 1 && leased() == events },
+		"one attempt hangs, the others are leased ahead")
+	clock.Advance(d.lease - d.leaseLeftToAttempt() + time.Second) // too little of their leases is left now
+	close(release)
+	eventually(t, 10*time.Second, func() bool { return rc.count() >= events }, "every delivery goes out, those that waited too long under a new lease")
+	stop()
+	require.NoError(t, <-done)
+	mu.Lock()
+	assert.Empty(t, short, "no attempt starts with too little of its lease left")
+	mu.Unlock()
+	per := rc.perDelivery()
+	assert.Len(t, per, events)
+	for id, n := range per {
+		assert.Equal(t, 1, n, "delivery %s sent once", id)
 	}
 }
