@@ -66,11 +66,17 @@ func (d *Dispatcher) releaseUnusedProbes(ctx context.Context, takes []take, jobs
 			continue
 		}
 		used[tk.probe] = true // a webhook due in several shards has one probe
-		if err := releaseProbeScript.Run(context.WithoutCancel(ctx), d.rdb, []string{d.circuits.key}, tk.id, tk.probe).Err(); err != nil {
-			d.log.Warn("webhooks: give back an unused probe", "webhook_id", tk.id, "error", err)
-		}
-		d.circuitCache.forget(tk.id)
+		d.releaseProbe(ctx, tk.id, tk.probe)
 	}
+}
+
+// releaseProbe gives back a webhook's probe that sent nothing (releaseProbeScript): the next pass may
+// take it at once, instead of a lease later.
+func (d *Dispatcher) releaseProbe(ctx context.Context, webhookID, token string) {
+	if err := releaseProbeScript.Run(context.WithoutCancel(ctx), d.rdb, []string{d.circuits.key}, webhookID, token).Err(); err != nil {
+		d.log.Warn("webhooks: give back an unused probe", "webhook_id", webhookID, "error", err)
+	}
+	d.circuitCache.forget(webhookID)
 }
 
 // parkOutcome is the outcome of a delivery not attempted because its webhook's circuit is open: it

@@ -63,7 +63,7 @@ type Dispatcher struct {
 	failing      failingMemo   // the runs of failures this replica sent webhook.failing for (operational.go)
 	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
-	shareTurn    atomic.Uint32 // where a pass starts sharing its slots among the webhooks due (lease.go)
+	turns        slotTurns     // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce    sync.Once
 	hintsPtr     *scanHints     // made by hints()
 	local        *localDue      // what this Dispatcher queued, for its worker (local_due.go)

@@ -7,15 +7,17 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
 
 // chooseTakes shares free worker slots among the webhooks found due, one slot at a time in turn, so a
-// webhook with a large backlog gets no more than its share while others have deliveries due. The
-// turns start where the last pass's stopped (Dispatcher.shareTurn): with fewer slots than webhooks
-// due, the webhooks a pass leaves out are served first by the next. Each
+// webhook with a large backlog gets no more than its share while others have deliveries due. With
+// fewer slots than webhooks due, the turns go round the webhooks by id from where the last such pass
+// stopped (Dispatcher.turns), so the webhooks a pass leaves out are served first by the next. Each
 // webhook's share is bounded by its room under MaxInFlightPerWebhook and by its circuit (none while
 // open, one probe when the open period has ended; a webhook waiting for its probe is parked);
 // leaseTakes then reserves the room and the rate-limit slots. The circuits of every webhook found due
@@ -30,12 +32,7 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 		}
 		shards[w.id] = append(shards[w.id], w)
 	}
-	type want struct {
-		id    string
-		room  int
-		probe string
-	}
-	var wants []want
+	var wants []slotWant
 	circuits := d.circuitsOf(ctx, order)
 	for _, id := range order {
 		if err := t.broken[id]; err != nil {
@@ -58,13 +55,9 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 			}
 			room, probe = 1, tok
 		}
-		wants = append(wants, want{id: id, room: room, probe: probe})
+		wants = append(wants, slotWant{id: id, room: room, probe: probe})
 	}
-	if len(wants) > 0 { // start where the last pass's turns stopped: scarce slots go round
-		k := int(d.shareTurn.Add(uint32(min(free, len(wants)))) - uint32(min(free, len(wants))))
-		k %= len(wants)
-		wants = slices.Concat(wants[k:], wants[:k])
-	}
+	wants = d.turns.order(wants, free)
 	rooms := make([]int, len(wants))
 	for i, w := range wants {
 		rooms[i] = w.room
@@ -80,6 +73,43 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 		}
 	}
 	return takes
+}
+
+// slotWant is a webhook a pass may lease for: its room (in-flight slots free, or 1 for its probe).
+type slotWant struct {
+	id    string
+	room  int
+	probe string
+}
+
+// slotTurns is where the next pass's turns start: the id of the last webhook a pass with fewer slots
+// than webhooks served. Safe for concurrent use.
+type slotTurns struct {
+	mu   sync.Mutex
+	last string
+}
+
+// order sorts wants by webhook id and, when free slots are fewer than wants (one each, in turn), starts
+// them after the last webhook the previous such pass served, and remembers this pass's last: the turns
+// go round the webhooks due by id, whatever order the scan found them in, so none is left out pass
+// after pass.
+func (st *slotTurns) order(wants []slotWant, free int) []slotWant {
+	slices.SortFunc(wants, func(a, b slotWant) int { return strings.Compare(a.id, b.id) })
+	if free >= len(wants) || free <= 0 {
+		return wants
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	k, _ := slices.BinarySearchFunc(wants, st.last, func(w slotWant, id string) int {
+		if w.id <= id {
+			return -1
+		}
+		return 1
+	}) // the first id after last
+	k %= len(wants)
+	wants = slices.Concat(wants[k:], wants[:k])
+	st.last = wants[free-1].id
+	return wants
 }
 
 // shareSlots shares free slots one at a time in turn among webhooks, each up to its room, and returns

@@ -38,8 +38,8 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 	return int(settled.Load()), errors.Join(errs...)
 }
 
-// Run is the worker: it keeps up to Options.Concurrency attempts in flight, and twice as many deliveries
-// leased ahead (their bodies read), so that an ending attempt is followed at once by the next
+// Run is the worker: it keeps up to Options.Concurrency attempts in flight, and up to twice as many
+// deliveries leased ahead (their bodies read; fewer when attempts are slow), so that an ending attempt is followed at once by the next
 // while the worker leases more, shared fairly among the webhooks with deliveries due (a webhook at its
 // in-flight cap, rate limit or with an open circuit never keeps the others' due deliveries waiting).
 // Two passes may lease at once, each for the slots freed while the other waits for Redis. When nothing
@@ -61,7 +61,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	}()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: 2 * d.opts.Concurrency, batch: max(1, d.opts.Concurrency/8)}
+	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: 2 * d.opts.Concurrency, batch: max(1, d.opts.Concurrency/8),
+		budget: d.lease - d.leaseLeftToAttempt()}
 	var lanes sync.WaitGroup
 	for i := range leaseLanes {
 		lanes.Go(func() { run.lane(ctx, i == 0) })
@@ -157,24 +158,27 @@ func (d *Dispatcher) poke() {
 	}
 }
 
-// runSlots are Run's attempt slots: at most Options.Concurrency attempts at once, and up to ahead
-// deliveries leased ahead, their bodies read, each started as soon as a slot frees, in the order they
-// were leased. Deliveries leased ahead hold their webhooks' in-flight slots (MaxInFlightPerWebhook) as
-// attempts do, so leasing ahead never lets a webhook hold more than its cap. A delivery that waited so
-// long for a slot (its webhooks' attempts hanging) that its lease could end before its attempt is
-// recorded is not attempted: it goes back to its queue, due at once (leaseLeftToAttempt), rather than
-// wait there for its lease to end.
+// runSlots are Run's attempt slots: at most Options.Concurrency attempts at once, and deliveries leased
+// ahead, their bodies read, each started as soon as a slot frees, in about the order they were leased:
+// up to twice Concurrency, fewer once attempts are slow (aheadNow). Deliveries leased ahead hold their
+// webhooks' in-flight slots (MaxInFlightPerWebhook) as attempts do, so leasing ahead never lets a
+// webhook hold more than its cap. A delivery that waited so long for a slot (attempts hanging) that
+// too little of its lease is left for an attempt (leaseLeftToAttempt) is not attempted: it goes back
+// to its queue, due at once, rather than wait there for its lease to end; so does one whose attempt
+// refuses to start for that reason after its rate-limit wait. A probe not sent is given back.
 type runSlots struct {
-	d     *Dispatcher
-	ctx   context.Context
-	wg    *sync.WaitGroup
-	ahead int // 2 × Concurrency
-	batch int // Concurrency/8: while deliveries wait, a pass leases no fewer
+	d      *Dispatcher
+	ctx    context.Context
+	wg     *sync.WaitGroup
+	ahead  int           // 2 × Concurrency: the most deliveries leased ahead
+	batch  int           // Concurrency/8: while deliveries wait, a pass leases no fewer
+	budget time.Duration // how long a delivery leased ahead may wait for its slot: lease − leaseLeftToAttempt
 
 	mu      sync.Mutex
 	busy    int           // attempts started and not over
 	waiting []leasedReady // leased ahead, waiting for a slot
 	leasing int           // slots claimed by lanes' passes in progress
+	took    time.Duration // moving average of attempts' durations; 0 before the first
 }
 
 // leasedReady is a leased delivery with its request body read, and the batch its outcome is recorded
@@ -193,7 +197,7 @@ type leasedReady struct {
 func (r *runSlots) claim() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	free := r.d.opts.Concurrency - r.busy + r.ahead - len(r.waiting) - r.leasing
+	free := r.d.opts.Concurrency - r.busy + r.aheadNow() - len(r.waiting) - r.leasing
 	if free <= 0 || (free < r.batch && len(r.waiting) > 0) {
 		return 0
 	}
@@ -242,6 +246,27 @@ func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
 	}
 }
 
+// aheadNow is how many deliveries may wait leased ahead now: ahead, or fewer once attempts are slow, so
+// that the last of them is expected to start within half the wait its lease allows (budget): a
+// delivery at place n waits about n ÷ Concurrency attempts' time for a slot. Called with mu held.
+func (r *runSlots) aheadNow() int {
+	if r.took <= 0 {
+		return r.ahead
+	}
+	return min(r.ahead, int(int64(r.d.opts.Concurrency)*int64(r.budget)/int64(2*r.took)))
+}
+
+// observe adds an attempt's duration (its slot's hold) to the moving average aheadNow reads.
+func (r *runSlots) observe(took time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.took <= 0 {
+		r.took = took
+		return
+	}
+	r.took += (took - r.took) / 8
+}
+
 // unclaim gives back the slots a lane's pass claimed and did not fill.
 func (r *runSlots) unclaim(claimed int) {
 	r.mu.Lock()
@@ -262,13 +287,21 @@ func (d *Dispatcher) reportWorkerOutcome(err error) {
 func (r *runSlots) start(l leasedReady) {
 	d, actx := r.d, context.WithoutCancel(r.ctx)
 	r.wg.Go(func() {
-		j := l.job
+		j, began := l.job, time.Now()
 		o, ok := handBack(j.rec, d.now()), false
 		if j.rec.leaseEnd.Sub(d.now()) >= d.leaseLeftToAttempt() { // else it waited too long for a slot: back
 			o, ok = d.waitRateSlot(actx, j)
 		}
 		if ok {
 			o = d.attemptLeased(actx, j, j.webhook, l.body)
+			if o.unrecorded { // refused by attempt: too little of its lease left after its rate-limit wait
+				o, ok = handBack(j.rec, d.now()), false
+			}
+		}
+		if ok {
+			r.observe(time.Since(began))
+		} else if j.probe != "" {
+			d.releaseProbe(actx, j.rec.WebhookID, j.probe) // not sent: the next pass may probe at once
 		}
 		o.retime = j.retime
 		d.flights.release(j.rec.WebhookID)

@@ -226,3 +226,82 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 		assert.Equal(t, 1, n, "delivery %s sent once", id)
 	}
 }
+
+// TestProbeHandedBackIsGivenBack: a delivery leased ahead as its webhook's probe that waited too long
+// for a slot goes back to its queue and gives its probe back, so the next pass probes at once (the
+// test's clock never reaches the probe's own end) and its success closes the circuit.
+func TestProbeHandedBackIsGivenBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{Concurrency: 1, BreakAfter: 1, BreakFor: time.Minute,
+		RetrySchedule: []time.Duration{}, Timeout: 5 * time.Second})
+	a, b := newReceiver(t), newReceiver(t)
+	mustCreate(t, d, a, "a")
+	whB := mustCreate(t, d, b, "b")
+	b.status.Store(http.StatusInternalServerError)
+	_, err := d.Enqueue(ctx, Event{Type: "b", ID: "b-1"})
+	require.NoError(t, err)
+	_, err = d.ProcessDue(ctx) // fails for good: B's circuit opens
+	require.NoError(t, err)
+	h, err := d.Webhooks().Health(ctx, whB.ID)
+	require.NoError(t, err)
+	require.Equal(t, CircuitOpen, h.State)
+	clock.Advance(2 * time.Minute) // B's open period is over: its next delivery is its probe
+	b.status.Store(http.StatusOK)
+
+	release := make(chan struct{})
+	var c concurrency
+	hold(a, release, &c)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan error)
+	go func() { done <- d.Run(runCtx) }()
+	_, err = d.Enqueue(ctx, Event{Type: "a", ID: "a-1"})
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool { return c.now.Load() == 1 }, "A's attempt holds the one slot")
+	_, err = d.Enqueue(ctx, Event{Type: "b", ID: "b-2"})
+	require.NoError(t, err)
+	eventually(t, 10*time.Second, func() bool {
+		h, err := d.Webhooks().Health(ctx, whB.ID)
+		return err == nil && h.State == CircuitProbing
+	}, "B's delivery is leased ahead as its probe")
+	clock.Advance(d.lease - d.leaseLeftToAttempt() + time.Second) // too little of its lease is left now
+	close(release)
+	eventually(t, 10*time.Second, func() bool { return b.count() == 2 }, "B's delivery goes out as a new probe")
+	eventually(t, 10*time.Second, func() bool {
+		h, err := d.Webhooks().Health(ctx, whB.ID)
+		return err == nil && h.State == CircuitClosed
+	}, "its success closes the circuit")
+	stop()
+	require.NoError(t, <-done)
+}
+
+// TestLeasedAheadFollowsAttemptTimes: Run leases twice Concurrency ahead while attempts are fast, and
+// fewer as they slow, so the last delivery leased ahead is expected to start within half the wait its
+// lease allows.
+func TestLeasedAheadFollowsAttemptTimes(t *testing.T) {
+	t.Parallel()
+	d := &Dispatcher{opts: Options{Concurrency: 64}}
+	for _, tc := range []struct {
+		took time.Duration
+		want int
+	}{
+		{0, 128},                       // no attempt yet
+		{time.Millisecond, 128},        // fast: the cap
+		{1250 * time.Millisecond, 128}, // 64 × 5s ÷ 2.5s
+		{2500 * time.Millisecond, 64},
+		{5 * time.Second, 32},
+		{20 * time.Second, 8},
+		{time.Hour, 0}, // hung: nothing leased ahead
+	} {
+		r := &runSlots{d: d, ahead: 128, budget: 5 * time.Second, took: tc.took}
+		assert.Equal(t, tc.want, r.aheadNow(), "attempts of %s", tc.took)
+	}
+	r := &runSlots{d: d, ahead: 128, budget: 5 * time.Second}
+	r.observe(5 * time.Second)
+	assert.Equal(t, 32, r.aheadNow(), "the first attempt sets the average")
+	for range 40 {
+		r.observe(time.Millisecond)
+	}
+	assert.Equal(t, 128, r.aheadNow(), "fast attempts bring it back")
+}
