@@ -60,7 +60,13 @@
 //     burst to healthy webhooks makes its first attempts inline (TestFastWebhooksGetTheirFirstAttemptsInline,
 //     TestInFlightCapTracksHealth, TestInFlightWaitersAreServedInTurn,
 //     TestWaitingForASlotTakesNothingFromTheLease); replicas never wait idle while
-//     deliveries are due (TestReplicasDoNotIdleWhileDeliveriesAreDue).
+//     deliveries are due (TestReplicasDoNotIdleWhileDeliveriesAreDue). Run holds at most Concurrency
+//     attempts and twice as many deliveries leased ahead, though two of its passes lease at once
+//     (TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead), fewer ahead once attempts are slow
+//     (TestLeasedAheadFollowsAttemptTimes); with fewer slots than webhooks due, every webhook is served
+//     in turn (TestScarceSlotsAreSharedInTurn); a delivery leased ahead that waited too long for a slot
+//     goes back to its queue at once, and a probe among them gives its probe back
+//     (TestLeasedAheadThatWaitedTooLongGoesBackAtOnce, TestProbeHandedBackIsGivenBack).
 //   - Subscribers are protected from us. A webhook's RateLimit (requests per second) holds across every
 //     replica: each attempt takes a slot from a limiter on Redis's clock, spaced exactly, and a delivery
 //     over the limit waits, it is not failed (TestRateLimitHoldsAcrossReplicas).
