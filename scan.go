@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +49,22 @@ type scanHints struct {
 	sweepInline atomic.Uint32  // where the next sweep of inline zsets starts
 	lastSweep   atomic.Int64   // when the last sweep was read (ms, the Dispatcher's clock)
 	rotate      atomic.Uint32  // where a scan starts looking for shards its hints say to read
+	gen         atomic.Uint64  // the generation of the latest scan read (setNext)
+
+	mu     sync.Mutex
+	nextOf []uint64 // per shard: the generation of the read next holds (setNext)
+}
+
+// setNext sets a shard's hint from a read of generation gen, unless a newer read set it already: Run's
+// two lanes read and lease at once, and a slower pass's older read must not undo what a newer one
+// found (a shard hinted empty or due later would wait for the sweep).
+func (h *scanHints) setNext(shard int, gen uint64, next int64) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if gen >= h.nextOf[shard] {
+		h.nextOf[shard] = gen
+		h.next[shard].Store(next)
+	}
 }
 
 // scanShardsPerPass bounds the shards a scan reads for their hints (beyond the sweep): with a backlog
@@ -59,7 +76,8 @@ const scanShardsPerPass = 4
 // hints returns the Dispatcher's scan hints, made on first use (the keyspace's layout is loaded).
 func (d *Dispatcher) hints() *scanHints {
 	d.hintsOnce.Do(func() {
-		h := &scanHints{next: make([]atomic.Int64, d.keys.Shards), dirty: make([]atomic.Bool, d.keys.Shards)}
+		h := &scanHints{next: make([]atomic.Int64, d.keys.Shards), dirty: make([]atomic.Bool, d.keys.Shards),
+			nextOf: make([]uint64, d.keys.Shards)}
 		h.sweep.Store(d.nextShard.Load())
 		h.sweepInline.Store(d.nextShard.Load())
 		d.hintsPtr = h
@@ -76,6 +94,7 @@ type scanRead struct {
 	limit   int
 	entries map[int][]redis.Z
 	left    bool
+	gen     uint64 // the read's generation (scanHints.setNext)
 }
 
 // scanReady reads, in one round trip, the webhooks with deliveries due (up to limit per shard) in the
@@ -136,6 +155,7 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 	if pipe.Len() == 0 {
 		return nil, nil, read0, d.knownDue(nowMs), nil
 	}
+	gen := h.gen.Add(1) // before the read: a read sent later is newer
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		d.reloadOnTransport(err)
 		for s, c := range heads {
@@ -145,7 +165,7 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 		}
 		return nil, nil, read0, time.Time{}, fmt.Errorf("webhooks: read schedules: %w", err)
 	}
-	due, strays, got := d.readScan(nowMs, heads, inline, inlines)
+	due, strays, got := d.readScan(nowMs, gen, heads, inline, inlines)
 	got.limit, got.left = limit, read0.left
 	return due, strays, got, d.knownDue(nowMs), nil
 }
@@ -177,17 +197,17 @@ func (d *Dispatcher) afterLease(now time.Time, read scanRead, heads map[dueKey]i
 		if n := len(entries); n > read.limit {
 			next = min(next, int64(entries[n-1].Score)) // entries beyond the read score at least this
 		}
-		h.next[s].Store(next)
+		h.setNext(s, read.gen, next)
 	}
 }
 
-// readScan reads a scan's replies: the due webhooks of the ready zsets read (heads, per shard; nil
-// for a shard not read), whose earliest scores become the shards' hints, and the strays of the inline
+// readScan reads a scan's replies, of generation gen: the due webhooks of the ready zsets read (heads,
+// per shard; nil for a shard not read), whose earliest scores become the shards' hints, and the strays of the inline
 // zsets read (inline, of the shards inlines).
-func (d *Dispatcher) readScan(nowMs int64, heads, inline []*redis.ZSliceCmd, inlines []int) ([]dueWebhook, []stray, scanRead) {
+func (d *Dispatcher) readScan(nowMs int64, gen uint64, heads, inline []*redis.ZSliceCmd, inlines []int) ([]dueWebhook, []stray, scanRead) {
 	h := d.hints()
 	var due []dueWebhook
-	read := scanRead{entries: map[int][]redis.Z{}}
+	read := scanRead{entries: map[int][]redis.Z{}, gen: gen}
 	for s, cmd := range heads {
 		if cmd == nil {
 			continue
@@ -204,7 +224,7 @@ func (d *Dispatcher) readScan(nowMs int64, heads, inline []*redis.ZSliceCmd, inl
 			id, _ := z.Member.(string)
 			due = append(due, dueWebhook{shard: s, id: id})
 		}
-		h.next[s].Store(first)
+		h.setNext(s, gen, first)
 	}
 	var strays []stray
 	for k, cmd := range inline {

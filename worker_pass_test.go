@@ -305,3 +305,24 @@ func TestLeasedAheadFollowsAttemptTimes(t *testing.T) {
 	}
 	assert.Equal(t, 128, r.aheadNow(), "fast attempts bring it back")
 }
+
+// TestOlderScanDoesNotUndoANewerHint: Run's two lanes scan and lease at once; the hint a slower pass
+// sets from an older read of a shard (empty here) must not replace what a newer read found (a webhook
+// due soon), else the shard would wait for the sweep. Whichever order they land in, the newer stays.
+func TestOlderScanDoesNotUndoANewerHint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	require.NoError(t, d.keys.load(ctx, tr.rdb))
+	h, now := d.hints(), time.Now()
+	due := now.Add(time.Second).UnixMilli()
+	older := scanRead{limit: 8, gen: h.gen.Add(1), entries: map[int][]redis.Z{0: nil}}
+	newer := scanRead{limit: 8, gen: h.gen.Add(1), entries: map[int][]redis.Z{0: {{Score: float64(due), Member: "w"}}}}
+	for _, order := range [][]scanRead{{older, newer}, {newer, older}} {
+		for _, r := range order {
+			d.afterLease(now, r, nil, nil)
+		}
+		assert.Equal(t, due, h.next[0].Load(), "the newer read's hint stays, in either order")
+	}
+}
