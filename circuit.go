@@ -82,8 +82,9 @@ func (d *Dispatcher) releaseProbe(ctx context.Context, webhookID, token string) 
 // parkOutcome is the outcome of a delivery not attempted because its webhook's circuit is open: it
 // stays pending, due when the circuit may next be probed, with its retry step (its budget) unchanged.
 func parkOutcome(rec *record, until time.Time, h Health) outcome {
-	return outcome{id: rec.ID, token: rec.heldToken(), status: StatusPending, next: until, step: rec.step,
-		code: rec.LastStatusCode, err: parkedReason(h, until)}
+	o := handBack(rec, until)
+	o.err = parkedReason(h, until)
+	return o
 }
 
 // parkedReason is the LastError of a parked delivery.

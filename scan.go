@@ -202,8 +202,8 @@ func (d *Dispatcher) afterLease(now time.Time, read scanRead, heads map[dueKey]i
 }
 
 // readScan reads a scan's replies, of generation gen: the due webhooks of the ready zsets read (heads,
-// per shard; nil for a shard not read), whose earliest scores become the shards' hints, and the strays of the inline
-// zsets read (inline, of the shards inlines).
+// per shard; nil for a shard not read), whose earliest scores become the shards' hints, and the strays
+// of the inline zsets read (inline, of the shards inlines).
 func (d *Dispatcher) readScan(nowMs int64, gen uint64, heads, inline []*redis.ZSliceCmd, inlines []int) ([]dueWebhook, []stray, scanRead) {
 	h := d.hints()
 	var due []dueWebhook

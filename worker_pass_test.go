@@ -104,15 +104,7 @@ func TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead(t *testing.T) {
 		_, err := d.Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("e-%d", i)})
 		require.NoError(t, err)
 	}
-	leased := func() int { // queue entries scored past now: leased (every delivery was due at once)
-		n := int64(0)
-		for s := range d.keys.Shards {
-			k, err := tr.rdb.ZCount(ctx, d.keys.queueKey(s, wh.ID), strconv.FormatInt(time.Now().UnixMilli()+1, 10), "+inf").Result()
-			require.NoError(t, err)
-			n += k
-		}
-		return int(n)
-	}
+	leased := func() int { return leasedNow(t, tr, d, wh.ID, time.Now()) }
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- d.Run(runCtx) }()
@@ -125,11 +117,7 @@ func TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead(t *testing.T) {
 	eventually(t, 15*time.Second, func() bool { return rc.count() >= events }, "every delivery goes out once released")
 	stop()
 	require.NoError(t, <-done)
-	per := rc.perDelivery()
-	assert.Len(t, per, events)
-	for id, n := range per {
-		assert.Equal(t, 1, n, "delivery %s sent once", id)
-	}
+	assertEachSentOnce(t, rc, events)
 }
 
 // TestScarceSlotsAreSharedInTurn: when a pass has fewer slots than webhooks with deliveries due, the
@@ -198,15 +186,7 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 		_, err := d.Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("e-%d", i)})
 		require.NoError(t, err)
 	}
-	leased := func() int64 {
-		n := int64(0)
-		for s := range d.keys.Shards {
-			k, err := tr.rdb.ZCount(ctx, d.keys.queueKey(s, wh.ID), strconv.FormatInt(clock.Now().UnixMilli()+1, 10), "+inf").Result()
-			require.NoError(t, err)
-			n += k
-		}
-		return n
-	}
+	leased := func() int { return leasedNow(t, tr, d, wh.ID, clock.Now()) }
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- d.Run(runCtx) }()
@@ -220,11 +200,7 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	mu.Lock()
 	assert.Empty(t, short, "no attempt starts with too little of its lease left")
 	mu.Unlock()
-	per := rc.perDelivery()
-	assert.Len(t, per, events)
-	for id, n := range per {
-		assert.Equal(t, 1, n, "delivery %s sent once", id)
-	}
+	assertEachSentOnce(t, rc, events)
 }
 
 // TestProbeHandedBackIsGivenBack: a delivery leased ahead as its webhook's probe that waited too long
@@ -304,6 +280,12 @@ func TestLeasedAheadFollowsAttemptTimes(t *testing.T) {
 		r.observe(time.Millisecond)
 	}
 	assert.Equal(t, 128, r.aheadNow(), "fast attempts bring it back")
+
+	// What a pass may claim follows it: with every slot busy, only the deliveries it may lease ahead.
+	r = &runSlots{d: d, ahead: 128, batch: 8, budget: 5 * time.Second, busy: 64}
+	assert.Equal(t, 128, r.claim(), "fast: twice Concurrency ahead")
+	r = &runSlots{d: d, ahead: 128, batch: 8, budget: 5 * time.Second, busy: 64, took: 5 * time.Second}
+	assert.Equal(t, 32, r.claim(), "slow: as aheadNow says")
 }
 
 // TestOlderScanDoesNotUndoANewerHint: Run's two lanes scan and lease at once; the hint a slower pass
@@ -324,5 +306,28 @@ func TestOlderScanDoesNotUndoANewerHint(t *testing.T) {
 			d.afterLease(now, r, nil, nil)
 		}
 		assert.Equal(t, due, h.next[0].Load(), "the newer read's hint stays, in either order")
+	}
+}
+
+// leasedNow counts a webhook's queue entries scored past now: those leased, when every delivery was
+// due at once.
+func leasedNow(t *testing.T, tr *testRedis, d *Dispatcher, webhookID string, now time.Time) int {
+	t.Helper()
+	n := int64(0)
+	for s := range d.keys.Shards {
+		k, err := tr.rdb.ZCount(context.Background(), d.keys.queueKey(s, webhookID), strconv.FormatInt(now.UnixMilli()+1, 10), "+inf").Result()
+		require.NoError(t, err)
+		n += k
+	}
+	return int(n)
+}
+
+// assertEachSentOnce asserts that the receiver got events deliveries, each once.
+func assertEachSentOnce(t *testing.T, rc *receiver, events int) {
+	t.Helper()
+	per := rc.perDelivery()
+	assert.Len(t, per, events)
+	for id, n := range per {
+		assert.Equal(t, 1, n, "delivery %s sent once", id)
 	}
 }
