@@ -78,14 +78,18 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 const leaseLanes = 2
 
 // lane is one of Run's lease loops: it leases for the slots free and not claimed by another lane's
-// pass, until ctx ends. Only the first lane polls when nothing is due (an idle worker costs Redis what
-// one lane's polls do); the others, then, wait for a poke (Enqueue, an ending attempt).
+// pass, until ctx ends. Only the first lane scans first and polls when nothing is due (an idle worker
+// costs Redis what one lane's polls do); the others start, and wait when nothing is due, for a poke
+// (Enqueue, an ending attempt).
 func (r *runSlots) lane(ctx context.Context, first bool) {
 	d := r.d
 	backoff := minBackoff
 	mode := scanHinted  // an idle poll sweeps (scanReady)
 	var known time.Time // the earliest due time the scans know of
 	dry := 0            // passes in a row that leased nothing though more may be due
+	if !first {
+		d.waitForPoke(ctx) // the first lane makes the first scan
+	}
 	for ctx.Err() == nil {
 		free := r.claim()
 		if free <= 0 {
@@ -116,8 +120,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		}
 		dry = 0
 		if !first {
-			for ctx.Err() == nil && !d.sleep(ctx, idleWait) {
-			}
+			d.waitForPoke(ctx)
 			continue
 		}
 		wait := idleWait
@@ -131,6 +134,12 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		if !d.sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
 			mode = scanIdle
 		}
+	}
+}
+
+// waitForPoke waits for a poke of the worker (Enqueue, an ending attempt) or ctx's end.
+func (d *Dispatcher) waitForPoke(ctx context.Context) {
+	for ctx.Err() == nil && !d.sleep(ctx, idleWait) {
 	}
 }
 

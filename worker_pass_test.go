@@ -100,14 +100,14 @@ func TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead(t *testing.T) {
 	var c concurrency
 	hold(rc, release, &c)
 	wh := mustCreate(t, d, rc, "*")
-	for i := range events {
-		_, err := d.Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("e-%d", i)})
-		require.NoError(t, err)
-	}
 	leased := func() int { return leasedNow(t, tr, d, wh.ID, time.Now()) }
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- d.Run(runCtx) }()
+	for i := range events { // each Enqueue pokes the worker: both lanes lease
+		_, err := d.Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("e-%d", i)})
+		require.NoError(t, err)
+	}
 	eventually(t, 10*time.Second, func() bool { return c.now.Load() == slots && leased() >= 3*slots },
 		"Concurrency attempts hang and twice as many deliveries are leased ahead")
 	time.Sleep(2 * idleWait) // both passes have polled again meanwhile
@@ -330,4 +330,17 @@ func assertEachSentOnce(t *testing.T, rc *receiver, events int) {
 	for id, n := range per {
 		assert.Equal(t, 1, n, "delivery %s sent once", id)
 	}
+}
+
+// TestLanesClaimDisjointSlots: a slot one lane's pass has claimed is not claimed again by the other
+// lane until the pass gives back what it did not fill; the Run-level test above sees this only when
+// both lanes happen to pass at once.
+func TestLanesClaimDisjointSlots(t *testing.T) {
+	t.Parallel()
+	r := &runSlots{d: &Dispatcher{opts: Options{Concurrency: 64}}, ahead: 128, batch: 8, budget: 5 * time.Second}
+	first := r.claim()
+	assert.Equal(t, 192, first, "every slot and every delivery ahead")
+	assert.Equal(t, 0, r.claim(), "nothing left for the other lane while the pass runs")
+	r.unclaim(first)
+	assert.Equal(t, 192, r.claim(), "given back, claimed again")
 }
