@@ -205,7 +205,7 @@ func jitter(d time.Duration) time.Duration {
 // KEYS[2] -> {P:s}:inline
 // KEYS[2i+1], KEYS[2i+2] (i = 1..n) -> outcome i's delivery key, queue key
 // ARGV[1] -> now (ms)
-// ARGV[2+6(i-1)] .. ARGV[7+6(i-1)] -> outcome i: delivery id, lease token, status, next attempt (ms,
+// ARGV[2+6(i-1)] .. ARGV[7+6(i-1)] -> outcome i: queue member (record.queued), lease token, status, next attempt (ms,
 // pending only), webhook id, schedule mode (scheduleQueued, scheduleInline: its schedule entry may be
 // in the inline zset, scheduleRetime); ARGV[1+6n+i] -> outcome i's new record
 // returns per outcome outcomeRecorded (now or by an earlier run of the same call) or outcomeLeaseLost
@@ -224,7 +224,7 @@ local function finish(reply) return reply end
 // outcomeBody is outcomeScript's body, with three hooks: outcomeCount(), finish(reply), which makes
 // the reply, and final(i, status), called when outcome i leaves its delivery final, once its
 // schedule entry is gone.
-var outcomeBody = luaLeaseOf + luaRetime + luaSchedule + `
+var outcomeBody = luaLeaseOf + luaRetime + luaIDOf + luaSchedule + `
 local n = outcomeCount()
 local held = {}
 for i = 1, n do
@@ -236,9 +236,9 @@ for i = 1, n do
   if held[i] == ` + luaSettled + ` then reply[i] = ` + strconv.Itoa(outcomeRecorded) + ` end
   if held[i] == ` + luaHeld + ` then
     local a = 1 + 6 * (i - 1)
-    local id, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
+    local member, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
     redis.call('SET', KEYS[2 * i + 1], ARGV[1 + 6 * n + i], 'KEEPTTL')
-    schedule(KEYS[1], KEYS[2], KEYS[2 * i + 2], id, wid, status, next, ARGV[a + 6])
+    schedule(KEYS[1], KEYS[2], KEYS[2 * i + 2], member, wid, status, next, ARGV[a + 6])
     if status ~= 'pending' then final(i, status) end
     reply[i] = ` + strconv.Itoa(outcomeRecorded) + `
   end
@@ -246,22 +246,30 @@ end
 return finish(reply)
 `
 
-// luaSchedule is schedule(ready, inline, queue, id, wid, status, next, mode): the schedule as an
+// luaSchedule is schedule(ready, inline, queue, member, wid, status, next, mode): the schedule as an
 // outcome leaves it. A delivery leased inline (mode scheduleInline) whose entry is still in the
-// inline zset leaves it (one ZREM); any other (a worker's, or an inline one a worker took over) leaves
-// its queue when it is done. A pending one is queued at next, and its webhook's ready score is
+// inline zset (its id, then wid) leaves it (one ZREM); any other (a worker's, or an inline one a
+// worker took over) leaves its queue when it is done. An inline one that a worker's sweep took into
+// its queue is there under its plain id (adoptScript: the inline entry does not name the event),
+// which leaves too. A pending one is queued at next, and its webhook's ready score is
 // lowered to next at most (ZADD LT). A final one leaves the ready score as it is — a ready score is a
 // lower bound of its queue's earliest due time (schedule.go), which a worker that finds nothing due
 // there corrects — unless its lease read its queue to the last due entry (mode scheduleRetime): then
 // its webhook is retimed at once, so a queue that empties leaves no ready entry behind.
 const luaSchedule = `
-local function schedule(ready, inline, queue, id, wid, status, next, mode)
-  if not (mode == '` + scheduleInline + `' and redis.call('ZREM', inline, id .. wid) == 1) and status ~= 'pending' then
-    redis.call('ZREM', queue, id)
+local function schedule(ready, inline, queue, member, wid, status, next, mode)
+  local inlined = false
+  if mode == '` + scheduleInline + `' then
+    local id = idOf(member)
+    inlined = redis.call('ZREM', inline, id .. wid) == 1
+    if not inlined and id ~= member then redis.call('ZREM', queue, id) end
+  end
+  if not inlined and status ~= 'pending' then
+    redis.call('ZREM', queue, member)
     if mode == '` + scheduleRetime + `' then retime(ready, queue, wid) end
   end
   if status == 'pending' then
-    redis.call('ZADD', queue, next, id)
+    redis.call('ZADD', queue, next, member)
     redis.call('ZADD', ready, 'LT', next, wid)
   end
 end
@@ -292,7 +300,7 @@ func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*recor
 		default:
 			recs[i].apply(outcomes[i], now)
 			if outcomes[i].status == StatusPending {
-				d.queueLocal(shard, recs[i].WebhookID, recs[i].ID, outcomes[i].next) // a retry for this worker
+				d.queueLocal(shard, recs[i].WebhookID, recs[i].queued(), outcomes[i].next) // a retry for this worker
 			}
 			d.afterOutcome(ctx, recs[i], outcomes[i])
 		}
@@ -324,7 +332,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		next.History = slices.Clip(next.History)
 		next.apply(o, now)
 		keys = append(keys, d.keys.deliveryKey(shard, o.id), d.keys.queueKey(shard, recs[i].WebhookID))
-		args = append(args, o.id, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, o.scheduleMode())
+		args = append(args, recs[i].queued(), o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, o.scheduleMode())
 		values = append(values, next.encode())
 		idx = append(idx, i)
 	}

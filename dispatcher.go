@@ -310,7 +310,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 			plans[i].cancel(d, t.ID)
 			queued = queued || fresh
 			if fresh && item != claimWaiting {
-				d.queueLocal(shard, t.ID, recs[i].ID, plans[i].due)
+				d.queueLocal(shard, t.ID, recs[i].queued(), plans[i].due)
 			}
 			results[i] = d.notAttempted(eventID, t, recs[i], plans[i], reply[1+i])
 			continue

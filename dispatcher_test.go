@@ -229,8 +229,8 @@ func TestFailedAttemptIsPendingAndScheduled(t *testing.T) {
 	assert.Equal(t, 500, stored.History[0].StatusCode)
 	assert.Equal(t, "ok", stored.History[0].Response)
 
-	score, err := tr.rdb.ZScore(ctx, d.keys.queueKey(shardOf("e-fail"), w.ID), dl.ID).Result()
-	require.NoError(t, err, "the retry is durably scheduled")
+	_, score, ok := queued(t, tr, d, shardOf("e-fail"), w.ID, dl.ID)
+	require.True(t, ok, "the retry is durably scheduled")
 	assert.Equal(t, float64(dl.NextAttemptAt.UnixMilli()), score)
 	ready, err := tr.rdb.ZScore(ctx, d.keys.readyKey(shardOf("e-fail")), w.ID).Result()
 	require.NoError(t, err, "the webhook is scheduled in its shard")

@@ -27,19 +27,20 @@ import (
 // KEYS[2] -> {P:s}:inline
 // KEYS[2+i] (i = 1..n) -> entry i's webhook's queue
 // ARGV[1] -> now (ms): entries scored later are left alone
-// ARGV[2i], ARGV[2i+1] -> entry i's delivery id, webhook id
+// ARGV[2i], ARGV[2i+1] -> entry i's queue member (its delivery id, from a sweep: an inline entry does
+// not name the event; record.queued, from the call that leased it), webhook id
 // returns how many entries it took
-var adoptScript = redis.NewScript(`
+var adoptScript = redis.NewScript(luaIDOf + `
 local now, n = tonumber(ARGV[1]), #KEYS - 2
 local due = {}
 for i = 1, n do
-  local score = redis.call('ZSCORE', KEYS[2], ARGV[2 * i] .. ARGV[2 * i + 1])
+  local score = redis.call('ZSCORE', KEYS[2], idOf(ARGV[2 * i]) .. ARGV[2 * i + 1])
   if score and tonumber(score) <= now then due[i] = score end
 end
 local took = 0
 for i = 1, n do
   if due[i] then
-    redis.call('ZREM', KEYS[2], ARGV[2 * i] .. ARGV[2 * i + 1])
+    redis.call('ZREM', KEYS[2], idOf(ARGV[2 * i]) .. ARGV[2 * i + 1])
     redis.call('ZADD', KEYS[2 + i], due[i], ARGV[2 * i])
     redis.call('ZADD', KEYS[1], 'LT', due[i], ARGV[2 * i + 1])
     took = took + 1
@@ -58,7 +59,7 @@ func (d *Dispatcher) requeueInline(ctx context.Context, shard int, recs []*recor
 	args := []any{int64(math.MaxInt64)}
 	for _, r := range recs {
 		keys = append(keys, d.keys.queueKey(shard, r.WebhookID))
-		args = append(args, r.ID, r.WebhookID)
+		args = append(args, r.queued(), r.WebhookID)
 	}
 	if err := d.scripts.run(context.WithoutCancel(ctx), adoptScript, keys, args...).Err(); err != nil {
 		d.log.Warn("webhooks: give back inline attempts", "shard", shard, "error", err)

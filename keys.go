@@ -24,11 +24,22 @@ func (k keyspace) eventKey(shard int, eventID string) string {
 	return k.Tag(shard) + ":evt:" + eventID
 }
 
+// queueMember is an unordered delivery's member of its webhook's queue: in a BodyRefs keyspace it names
+// the delivery's event (ks.Member), so that the script that leases it reads the event's body too
+// (leaseScript); otherwise, and for an ordered delivery, it is the delivery id.
+func (k keyspace) queueMember(deliveryID, scopedEventID string) string {
+	if !k.BodyRefs {
+		return deliveryID
+	}
+	return ks.Member(deliveryID, scopedEventID)
+}
+
 // readyKey is a shard's schedule of webhooks: webhook id -> when its earliest delivery in the shard
 // is due (ms), or later while the webhook is parked.
 func (k keyspace) readyKey(shard int) string { return k.Tag(shard) + ":ready" }
 
-// queueKey is a webhook's schedule in a shard: delivery id -> next attempt or lease end (ms).
+// queueKey is a webhook's schedule in a shard: queue member (queueMember, or a plain delivery id) ->
+// next attempt or lease end (ms).
 func (k keyspace) queueKey(shard int, webhookID string) string {
 	return k.Tag(shard) + ":q:" + webhookID
 }

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"bytes"
 	"context"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 	"log/slog"
 	"net"
 	"sync/atomic"
@@ -51,7 +52,7 @@ func TestNewDoesNoIO(t *testing.T) {
 	assert.Equal(t, 1, rc.count())
 	v, err := rdb.Get(ctx, d.keys.shardsKey()).Result()
 	require.NoError(t, err)
-	assert.Equal(t, "64", v, "the shard count stored by the first call that needed it")
+	assert.Equal(t, ks.NewCount(64), v, "the shard count stored by the first call that needed it")
 }
 
 // TestLoadingRedisIsReadLater: while Redis answers LOADING, the calls that need the shard count fail

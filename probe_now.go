@@ -60,15 +60,15 @@ return {` + strconv.Itoa(probeGranted) + `, encode(c), was}
 // KEYS[2+j] -> {P:s}:rec:<h> of candidate j
 // ARGV[1] -> when they are due (ms)
 // ARGV[2] -> webhook id
-// ARGV[2+j] -> candidate j's delivery id
+// ARGV[2+j] -> candidate j's queue member
 // returns how many candidates are due by then
 var wakeParkedScript = redis.NewScript(`
 local due, n = ARGV[1], 0
 for j = 3, #KEYS do
-  local id, rec = ARGV[j], redis.call('GET', KEYS[j])
+  local member, rec = ARGV[j], redis.call('GET', KEYS[j])
   if rec and string.sub(rec, 18, 18) == '` + string(rune(statusPending)) + `' and string.sub(rec, 17, 17) ~= '` + string(rune(leaseHeld)) + `'
-     and redis.call('ZSCORE', KEYS[2], id) then
-    redis.call('ZADD', KEYS[2], 'XX', 'LT', due, id)
+     and redis.call('ZSCORE', KEYS[2], member) then
+    redis.call('ZADD', KEYS[2], 'XX', 'LT', due, member)
     n = n + 1
   end
 end
@@ -141,8 +141,8 @@ func (d *Dispatcher) wakeParked(ctx context.Context, webhookID string, until, du
 		}
 		keys := []string{d.keys.readyKey(s), d.keys.queueKey(s, webhookID)}
 		args := []any{due.UnixMilli(), webhookID}
-		for _, id := range ids {
-			keys, args = append(keys, d.keys.deliveryKey(s, id)), append(args, id)
+		for _, member := range ids {
+			keys, args = append(keys, d.keys.deliveryKey(s, member)), append(args, member)
 		}
 		runs, shards = append(runs, scriptRun{wakeParkedScript, keys, args}), append(shards, s)
 	}

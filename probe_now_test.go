@@ -142,12 +142,14 @@ func TestProbeNowLeavesAttemptsInFlight(t *testing.T) {
 	rec.holdLease(randomHex(tokenLen/2), end)
 	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(shard, ids[1]), rec.encode(), 0).Err())
 	// The lease ends before the open period: the probe-now read finds it among the parked.
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.queueKey(shard, wh.ID), redis.Z{Score: float64(end.UnixMilli()), Member: ids[1]}).Err())
+	member, _, ok := queued(t, tr, d, shard, wh.ID, ids[1])
+	require.True(t, ok, "parked in its queue")
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.queueKey(shard, wh.ID), redis.Z{Score: float64(end.UnixMilli()), Member: member}).Err())
 
 	_, n, err := d.probeNow(ctx, wh.ID)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "only the parked delivery")
-	score, err := tr.rdb.ZScore(ctx, d.keys.queueKey(shard, wh.ID), ids[1]).Result()
-	require.NoError(t, err)
+	_, score, ok := queued(t, tr, d, shard, wh.ID, ids[1])
+	require.True(t, ok)
 	assert.Equal(t, float64(end.UnixMilli()), score, "the leased delivery keeps its lease end")
 }

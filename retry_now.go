@@ -19,15 +19,19 @@ import (
 // KEYS[2] -> {P:s}:ready
 // KEYS[3] -> {P:s}:q:<webhook_id>
 // ARGV[1] -> now (ms)
-// ARGV[2] -> delivery id
+// ARGV[2] -> its queue member as a claim writes it (keyspace.queueMember)
 // ARGV[3] -> webhook id
+// ARGV[4] -> delivery id: its member when a sweep took it into its queue (adoptScript), or when it is
+// ordered or of a keyspace whose members are plain ids
 // returns retryGone, retryNotPending, retryInFlight, retryNotQueued or retryDue
 var retryNowScript = redis.NewScript(`
 local rec = redis.call('GET', KEYS[1])
 if not rec then return ` + fmt.Sprint(retryGone) + ` end
 if string.sub(rec, 18, 18) ~= '` + string(rune(statusPending)) + `' then return ` + fmt.Sprint(retryNotPending) + ` end
 if string.sub(rec, 17, 17) == '` + string(rune(leaseHeld)) + `' then return ` + fmt.Sprint(retryInFlight) + ` end
-if redis.call('ZADD', KEYS[3], 'XX', 'CH', ARGV[1], ARGV[2]) == 0 and not redis.call('ZSCORE', KEYS[3], ARGV[2]) then
+local member = ARGV[2]
+if member ~= ARGV[4] and not redis.call('ZSCORE', KEYS[3], member) then member = ARGV[4] end
+if redis.call('ZADD', KEYS[3], 'XX', 'CH', ARGV[1], member) == 0 and not redis.call('ZSCORE', KEYS[3], member) then
   return ` + fmt.Sprint(retryNotQueued) + `
 end
 redis.call('ZADD', KEYS[2], 'LT', ARGV[1], ARGV[3])
@@ -54,6 +58,10 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 	if err != nil {
 		return err
 	}
+	wh, _, err := d.webhooks.load(ctx, rec.WebhookID)
+	if err != nil {
+		return err
+	}
 	if h.State != CircuitClosed {
 		return fmt.Errorf("%w: the endpoint is paused (its circuit is open); its next try is a probe", errNotRetryable)
 	}
@@ -62,7 +70,8 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 		return fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
 	}
 	keys := []string{d.keys.deliveryKey(shard, rec.ID), d.keys.readyKey(shard), d.keys.queueKey(shard, rec.WebhookID)}
-	n, err := retryNowScript.Run(ctx, d.rdb, keys, d.now().UnixMilli(), rec.ID, rec.WebhookID).Int()
+	member := d.keys.queueMember(rec.ID, scopedEventID(wh.Tenant, rec.EventID))
+	n, err := retryNowScript.Run(ctx, d.rdb, keys, d.now().UnixMilli(), member, rec.WebhookID, rec.ID).Int()
 	if err != nil {
 		return fmt.Errorf("webhooks: retry %s: %w", rec.ID, err)
 	}

@@ -35,11 +35,11 @@ const (
 
 // layoutScript reads the keyspace's stored shard count, storing it first when none is: "16 v1" when
 // the keyspace was written before counts were stored (ARGV[2] = 1, or its registry hash exists), else
-// ARGV[1]. It returns the stored value.
+// ARGV[1] (ks.NewCount: "<S> b", its queue members naming their events). It returns the stored value.
 //
 // KEYS[1] -> {P:registry}:shards
 // KEYS[2] -> {P:registry}:webhooks
-// ARGV[1] -> the shard count to store in a new keyspace
+// ARGV[1] -> the count to store in a new keyspace
 // ARGV[2] -> 1 if one of the old shards' ready zsets exists, else 0
 var layoutScript = redis.NewScript(`
 local v = redis.call('GET', KEYS[1])
@@ -79,18 +79,19 @@ func (k keyspace) load(ctx context.Context, rdb redis.UniversalClient) error {
 	if k.loaded.Load() {
 		return nil
 	}
-	shards, legacy, err := readLayout(ctx, rdb, k.prefix, k.want)
+	shards, legacy, bodyRefs, err := readLayout(ctx, rdb, k.prefix, k.want)
 	if err != nil {
 		return err
 	}
 	k.Layout = ks.NewLayout(k.prefix, shards, legacy)
+	k.BodyRefs = bodyRefs
 	k.loaded.Store(true)
 	return nil
 }
 
 // readLayout reads the shard count stored for prefix, storing it on first use: want, or DefaultShards
 // when want is 0; a stored count that differs from a set want is refused with ErrInvalidOptions.
-func readLayout(ctx context.Context, rdb redis.UniversalClient, prefix string, want int) (shards int, legacy bool, err error) {
+func readLayout(ctx context.Context, rdb redis.UniversalClient, prefix string, want int) (shards int, legacy, bodyRefs bool, err error) {
 	base := keyspace{prefix: prefix}
 	old := false
 	pipe := rdb.Pipeline()
@@ -99,7 +100,7 @@ func readLayout(ctx context.Context, rdb redis.UniversalClient, prefix string, w
 		exists[s] = pipe.Exists(ctx, tag+":ready")
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return 0, false, fmt.Errorf("webhooks: read the keyspace's shard count: %w", err)
+		return 0, false, false, fmt.Errorf("webhooks: read the keyspace's shard count: %w", err)
 	}
 	for _, c := range exists {
 		old = old || c.Val() > 0
@@ -112,17 +113,17 @@ func readLayout(ctx context.Context, rdb redis.UniversalClient, prefix string, w
 	if old {
 		oldArg = 1
 	}
-	v, err := layoutScript.Run(ctx, rdb, []string{base.shardsKey(), base.webhooksKey()}, fresh, oldArg).Text()
+	v, err := layoutScript.Run(ctx, rdb, []string{base.shardsKey(), base.webhooksKey()}, ks.NewCount(fresh), oldArg).Text()
 	if err != nil {
-		return 0, false, fmt.Errorf("webhooks: read the keyspace's shard count: %w", err)
+		return 0, false, false, fmt.Errorf("webhooks: read the keyspace's shard count: %w", err)
 	}
-	if shards, legacy, err = ks.ParseCount(v); err != nil {
-		return 0, false, err
+	if shards, legacy, bodyRefs, err = ks.ParseCount(v); err != nil {
+		return 0, false, false, err
 	}
 	if want != 0 && want != shards {
-		return 0, false, fmt.Errorf("%w: Shards is %d but KeyPrefix %q holds %d shards (fixed once used)", ErrInvalidOptions, want, prefix, shards)
+		return 0, false, false, fmt.Errorf("%w: Shards is %d but KeyPrefix %q holds %d shards (fixed once used)", ErrInvalidOptions, want, prefix, shards)
 	}
-	return shards, legacy, nil
+	return shards, legacy, bodyRefs, nil
 }
 
 // shardsKey holds the keyspace's shard count.

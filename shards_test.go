@@ -3,7 +3,6 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -76,7 +75,8 @@ func TestShardCountIsStoredAndFixed(t *testing.T) {
 	assert.Equal(t, DefaultShards, d.keys.Shards)
 	v, err := tr.rdb.Get(ctx, d.keys.shardsKey()).Result()
 	require.NoError(t, err)
-	assert.Equal(t, strconv.Itoa(DefaultShards), v)
+	assert.Equal(t, ks.NewCount(DefaultShards), v, "a new keyspace's queue members name their events")
+	assert.True(t, d.keys.BodyRefs)
 
 	// The same count, or none, is fine; another is refused.
 	d2 := newTestDispatcher(t, tr, Options{Shards: DefaultShards})

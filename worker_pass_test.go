@@ -171,7 +171,7 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 		id := r.Header.Get("webhook-id")
 		shard, err := d.keys.shardOfDelivery(id)
 		if err == nil {
-			end, _ := tr.rdb.ZScore(context.Background(), d.keys.queueKey(shard, wh.ID), id).Result()
+			_, end, _ := queued(t, tr, d, shard, wh.ID, id)
 			if left := time.Duration(int64(end)-clock.Now().UnixMilli()) * time.Millisecond; left < d.leaseLeftToAttempt() {
 				mu.Lock()
 				short = append(short, fmt.Sprintf("%s: %s left", id, left))

@@ -118,8 +118,8 @@ func TestFailedStaysFailedUntilRedeliver(t *testing.T) {
 	assert.Equal(t, 3, dl.Attempts, "every attempt is counted")
 	assert.True(t, dl.NextAttemptAt.IsZero())
 	assert.Len(t, dl.History, 3)
-	_, err = tr.rdb.ZScore(ctx, d.keys.queueKey(shardOf(evt.ID), dl.WebhookID), id).Result()
-	require.Error(t, err, "a failed delivery has no schedule entry")
+	_, _, ok := queued(t, tr, d, shardOf(evt.ID), dl.WebhookID, id)
+	require.False(t, ok, "a failed delivery has no schedule entry")
 
 	clock.Advance(24 * time.Hour)
 	n, err := d.ProcessDue(ctx)

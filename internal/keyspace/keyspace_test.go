@@ -12,16 +12,18 @@ import (
 func TestParseCount(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		v      string
-		shards int
-		legacy bool
-		ok     bool
+		v              string
+		shards         int
+		legacy, bodies bool
+		ok             bool
 	}{
-		{"64", 64, false, true}, {"1", 1, false, true}, {"256", 256, false, true}, {LegacyCount, 16, true, true},
-		{"0", 0, false, false}, {"257", 0, false, false}, {"32 v1", 0, false, false}, {"", 0, false, false},
-		{"x", 0, false, false}, {"-4", 0, false, false},
+		{"64", 64, false, false, true}, {"1", 1, false, false, true}, {"256", 256, false, false, true},
+		{LegacyCount, 16, true, false, true}, {NewCount(64), 64, false, true, true}, {"1 b", 1, false, true, true},
+		{"0", 0, false, false, false}, {"257", 0, false, false, false}, {"32 v1", 0, false, false, false},
+		{"", 0, false, false, false}, {"x", 0, false, false, false}, {"-4", 0, false, false, false},
+		{"16 b v1", 0, false, false, false}, {"0 b", 0, false, false, false}, {"64 c", 0, false, false, false},
 	} {
-		shards, legacy, err := ParseCount(tc.v)
+		shards, legacy, bodies, err := ParseCount(tc.v)
 		if !tc.ok {
 			assert.Error(t, err, tc.v)
 			continue
@@ -29,6 +31,7 @@ func TestParseCount(t *testing.T) {
 		require.NoError(t, err, tc.v)
 		assert.Equal(t, tc.shards, shards, tc.v)
 		assert.Equal(t, tc.legacy, legacy, tc.v)
+		assert.Equal(t, tc.bodies, bodies, tc.v)
 	}
 }
 
@@ -54,6 +57,27 @@ func TestDeliveryIDNamesItsShard(t *testing.T) {
 		_, ok := l.ShardOfDelivery("dlv_zz" + strings.Repeat("0", 24))
 		assert.False(t, ok)
 	}
+}
+
+// TestMemberNamesItsDeliveryAndEvent: a queue member that names its event gives back the delivery id
+// and the scoped event id whatever the event id holds, and its delivery's record key is the id's; a
+// plain id is a member that names no event.
+func TestMemberNamesItsDeliveryAndEvent(t *testing.T) {
+	t.Parallel()
+	l := NewLayout("p", 64, false)
+	for _, eventID := range []string{"e", "a|b", "tenant\x00evt|1", strings.Repeat("|", 300)} {
+		id := l.DeliveryID("wh_1", eventID)
+		m := Member(id, eventID)
+		gotID, gotEvent := SplitMember(m)
+		assert.Equal(t, id, gotID, eventID)
+		assert.Equal(t, eventID, gotEvent, eventID)
+		assert.Equal(t, DeliveryHash(id), DeliveryHash(m), "a member's record is its delivery's")
+		gotID, gotEvent = SplitMember(id)
+		assert.Equal(t, id, gotID)
+		assert.Empty(t, gotEvent)
+	}
+	short, _ := SplitMember("dlv_12|x")
+	assert.Equal(t, "dlv_12|x", short, "not a member of ours: kept whole")
 }
 
 // TestSlotTagsStartTheirRanges: shard i's tag hashes to the first slot of the i-th of S equal ranges.

@@ -14,10 +14,14 @@ const (
 	DeliveryIDLen    = len(DeliveryIDPrefix) + 2 + 24
 )
 
-// Layout is a keyspace's shard count and the shards' hash tags.
+// Layout is a keyspace's shard count, the shards' hash tags and the form of its queue members.
 type Layout struct {
 	Shards int      // the number of event shards, fixed per prefix once used
 	Tags   []string // the shards' hash tags
+	// BodyRefs: an unordered delivery's queue member names its event (Member), so that the script
+	// that leases it can read the event's body too. A keyspace stored before this form keeps plain
+	// delivery ids as members (its stored count has no BodyRefsSuffix).
+	BodyRefs bool
 }
 
 // NewLayout is the layout of prefix with shards shards, tags chosen by slot, or the old tags when
@@ -78,10 +82,28 @@ func IndexedID(shard int, hash string) string {
 	return string(hex.AppendEncode(b, []byte(hash)))
 }
 
-// DeliveryHash is the part of a delivery id after its prefix and shard.
+// DeliveryHash is the part of a delivery id (or of a queue member's) after its prefix and shard.
 func DeliveryHash(deliveryID string) string {
-	if len(deliveryID) == DeliveryIDLen {
+	if deliveryID, _ = SplitMember(deliveryID); len(deliveryID) == DeliveryIDLen {
 		return deliveryID[len(DeliveryIDPrefix)+2:]
 	}
 	return deliveryID // not one of ours (a corrupt schedule entry): keep it whole
+}
+
+// MemberSep follows the delivery id in a queue member that names its event.
+const MemberSep = '|'
+
+// Member is the queue member of a delivery in a BodyRefs layout: its id, MemberSep, then its event's
+// id scoped by its tenant, whose key holds the body the delivery sends.
+func Member(deliveryID, scopedEventID string) string {
+	return deliveryID + string(MemberSep) + scopedEventID
+}
+
+// SplitMember reads a queue member: the delivery id, and the scoped event id it names ("" for a
+// plain id, which names none).
+func SplitMember(member string) (deliveryID, scopedEventID string) {
+	if len(member) > DeliveryIDLen && member[DeliveryIDLen] == MemberSep {
+		return member[:DeliveryIDLen], member[DeliveryIDLen+1:]
+	}
+	return member, ""
 }

@@ -109,12 +109,22 @@ func LegacyTags(prefix string) []string {
 // LegacyCount is the stored count of a keyspace written before counts were stored.
 const LegacyCount = "16" + legacySuffix
 
-// ParseCount reads a stored shard count: "<S>", or LegacyCount.
-func ParseCount(v string) (shards int, legacy bool, err error) {
+// BodyRefsSuffix marks the stored count of a keyspace whose queue members name their events
+// (Layout.BodyRefs): every keyspace stored since. A version of the library that reads members as plain
+// ids refuses such a count (ParseCount), rather than take a member for a missing record.
+const BodyRefsSuffix = " b"
+
+// NewCount is the count stored for a new keyspace of shards shards.
+func NewCount(shards int) string { return strconv.Itoa(shards) + BodyRefsSuffix }
+
+// ParseCount reads a stored shard count: "<S>" (plain queue members), NewCount's "<S> b", or
+// LegacyCount.
+func ParseCount(v string) (shards int, legacy, bodyRefs bool, err error) {
 	s, legacy := strings.CutSuffix(v, legacySuffix)
+	s, bodyRefs = strings.CutSuffix(s, BodyRefsSuffix)
 	shards, err = strconv.Atoi(s)
-	if err != nil || shards < 1 || shards > MaxShards || legacy && shards != LegacyShards {
-		return 0, false, fmt.Errorf("webhooks: stored shard count %q is not one this version writes", v)
+	if err != nil || shards < 1 || shards > MaxShards || legacy && (shards != LegacyShards || bodyRefs) {
+		return 0, false, false, fmt.Errorf("webhooks: stored shard count %q is not one this version writes", v)
 	}
-	return shards, legacy, nil
+	return shards, legacy, bodyRefs, nil
 }
