@@ -224,7 +224,7 @@ local function finish(reply) return reply end
 // outcomeBody is outcomeScript's body, with three hooks: outcomeCount(), finish(reply), which makes
 // the reply, and final(i, status), called when outcome i leaves its delivery final, once its
 // schedule entry is gone.
-var outcomeBody = luaLeaseOf + luaRetime + luaIDOf + luaSchedule + `
+var outcomeBody = luaLeaseOf + luaRetime + luaIDOf + luaInlineEntry + luaSchedule + `
 local n = outcomeCount()
 local held = {}
 for i = 1, n do
@@ -248,22 +248,15 @@ return finish(reply)
 
 // luaSchedule is schedule(ready, inline, queue, member, wid, status, next, mode): the schedule as an
 // outcome leaves it. A delivery leased inline (mode scheduleInline) whose entry is still in the
-// inline zset (its id, then wid) leaves it (one ZREM); any other (a worker's, or an inline one a
-// worker took over) leaves its queue when it is done. An inline one that a worker's sweep took into
-// its queue is there under its plain id (adoptScript: the inline entry does not name the event),
-// which leaves too. A pending one is queued at next, and its webhook's ready score is
+// inline zset (inlineEntry) leaves it (one ZREM); any other (a worker's, or an inline one a worker
+// took over) leaves its queue when it is done. A pending one is queued at next, and its webhook's ready score is
 // lowered to next at most (ZADD LT). A final one leaves the ready score as it is — a ready score is a
 // lower bound of its queue's earliest due time (schedule.go), which a worker that finds nothing due
 // there corrects — unless its lease read its queue to the last due entry (mode scheduleRetime): then
 // its webhook is retimed at once, so a queue that empties leaves no ready entry behind.
 const luaSchedule = `
 local function schedule(ready, inline, queue, member, wid, status, next, mode)
-  local inlined = false
-  if mode == '` + scheduleInline + `' then
-    local id = idOf(member)
-    inlined = redis.call('ZREM', inline, id .. wid) == 1
-    if not inlined and id ~= member then redis.call('ZREM', queue, id) end
-  end
+  local inlined = mode == '` + scheduleInline + `' and redis.call('ZREM', inline, inlineEntry(member, wid)) == 1
   if not inlined and status ~= 'pending' then
     redis.call('ZREM', queue, member)
     if mode == '` + scheduleRetime + `' then retime(ready, queue, wid) end

@@ -65,12 +65,13 @@ type Dispatcher struct {
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	turns        slotTurns     // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce    sync.Once
-	hintsPtr     *scanHints     // made by hints()
-	local        *localDue      // what this Dispatcher queued, for its worker (local_due.go)
-	running      atomic.Int32   // Runs going
-	idled        func()         // tests: called before Run waits with nothing due that it could take
-	counted      func(n int)    // tests: called once a circuit count of n attempts has run (afterCount)
-	auth         *authenticator // endpoint authentication (endpoint_auth_send.go)
+	hintsPtr     *scanHints               // made by hints()
+	local        *localDue                // what this Dispatcher queued, for its worker (local_due.go)
+	running      atomic.Int32             // Runs going
+	runs         atomic.Pointer[runSlots] // the slots of a Run going, to which Enqueue hands off (handoff.go)
+	idled        func()                   // tests: called before Run waits with nothing due that it could take
+	counted      func(n int)              // tests: called once a circuit count of n attempts has run (afterCount)
+	auth         *authenticator           // endpoint authentication (endpoint_auth_send.go)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -284,7 +285,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	}
 	scoped := scopedEventID(tenant, eventID)
 	shard := d.keys.eventShard(tenant, scoped, orderKey)
-	plans := d.plan(ctx, targets, inline)
+	plans := d.plan(ctx, targets, inline, !inline && orderKey == "")
 	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
 	reply, bodyKey, err := d.claimEvent(ctx, shard, scoped, orderKey, eventType, body, recs, plans)
@@ -302,10 +303,19 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	queued := false
 	batch := d.newOutcomeBatch(shard)
 	var attempts []int
+	handed := map[*runSlots][]leasedDelivery{}
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
 		item, fresh := reply[1+i].(int64)
 		plans[i].queuedBehind(item)
+		if r := plans[i].slots; r != nil && fresh {
+			dl := recs[i].Delivery // the caller's copy: the record is the worker's now
+			dl.NextAttemptAt = msTime(d.now().UnixMilli())
+			results[i].Delivery = &dl
+			handed[r] = append(handed[r], leasedDelivery{shard: shard, rec: recs[i], webhook: t, body: body,
+				bodyRead: true, inline: true})
+			continue
+		}
 		if !fresh || item == claimWaiting || !plans[i].inline {
 			plans[i].cancel(d, t.ID)
 			queued = queued || fresh
@@ -328,9 +338,14 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 			batch.ended(ctx, recs[i], o, &results[i].Err)
 		})
 	}
-	if queued {
+	if queued || len(handed) > 0 { // a delivery handed off may yet be handed back to its queue
 		d.bodies.put(bodyKey, body, time.Now())
+	}
+	if queued {
 		d.poke()
+	}
+	for r, jobs := range handed {
+		r.handOff(jobs)
 	}
 	wg.Wait()
 	return results
@@ -365,24 +380,32 @@ func (d *Dispatcher) notAttempted(eventID string, t *storedWebhook, rec *record,
 // targetPlan is how a claim creates one target's delivery.
 type targetPlan struct {
 	inline bool      // leased for an attempt this call makes, holding a slot of MaxInFlightPerWebhook
-	due    time.Time // when the worker may take it: the lease's end when inline
+	slots  *runSlots // leased for Run's attempt, on a slot reserved there (Enqueue's hand-off, handoff.go)
+	due    time.Time // when the worker may take it: the lease's end when leased
 	reason string    // why a Dispatch makes no attempt ("" for Enqueue); a parked delivery's LastError
 	parked bool      // its webhook's circuit is open
 }
 
-// cancel gives back the in-flight slot of a plan whose attempt will not be made.
+// leased reports whether the claim leases the delivery: for an inline attempt, or Run's (hand-off).
+func (p *targetPlan) leased() bool { return p.inline || p.slots != nil }
+
+// cancel gives back the in-flight slot (and the Run slot of a hand-off) of a plan whose attempt will
+// not be made.
 func (p *targetPlan) cancel(d *Dispatcher, webhookID string) {
-	if p.inline {
-		p.inline = false
+	if p.leased() {
 		d.flights.release(webhookID)
 	}
+	if p.slots != nil {
+		p.slots.unreserve()
+	}
+	p.inline, p.slots = false, nil
 }
 
 // plan decides, per target, whether this call attempts it inline or leaves it to the worker: a
 // webhook whose circuit is open is parked until its probe, one at its in-flight cap or over its rate
 // limit is due at once (or at its next rate slot) for the worker. Enqueue attempts nothing, and reads
-// only circuits already cached.
-func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline bool) []targetPlan {
+// only circuits already cached; with handoff, it leases what it can hand to this process's Run.
+func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline, handoff bool) []targetPlan {
 	now := d.now()
 	plans := make([]targetPlan, len(targets))
 	ids := make([]string, len(targets))
@@ -404,6 +427,12 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 			p.due, p.parked = later(h.OpenUntil, now), true
 			p.reason = parkedReason(h, p.due)
 		case !inline:
+			// A hand-off needs a circuit this process knows is closed (or no breaker).
+			if _, known := circuits[t.ID]; handoff && (known || d.opts.BreakAfter < 0) {
+				if p.slots = d.handoffSlot(t); p.slots != nil {
+					p.due = now.Add(d.lease)
+				}
+			}
 		case !d.flights.acquire(ctx, t.ID, waitFrom):
 			p.reason = "webhook at its in-flight cap (MaxInFlightPerWebhook): attempt left to the worker"
 		default:
@@ -420,7 +449,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 	// the attempt's lease.
 	if leased := d.now(); leased.After(now) {
 		for i := range plans {
-			if plans[i].inline {
+			if plans[i].leased() {
 				plans[i].due = leased.Add(d.lease)
 			}
 		}
@@ -440,7 +469,7 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 			CreatedAt: msTime(now.UnixMilli()), UpdatedAt: msTime(now.UnixMilli()),
 			ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())}}
 		token := randomHex(tokenLen / 2) // also tells this call's records from another call's
-		if plans[i].inline {
+		if plans[i].leased() {
 			recs[i].holdLease(token, plans[i].due)
 		} else {
 			recs[i].token, recs[i].leaseState = token, leaseNone

@@ -48,8 +48,9 @@ func (k keyspace) indexKey(shard int, webhookID string) string {
 	return k.Tag(shard) + ":list:" + webhookID
 }
 
-// inlineKey is a shard's schedule of the deliveries leased for an inline attempt: delivery id +
-// webhook id -> lease end (ms). A worker takes an entry whose lease ended into its webhook's queue.
+// inlineKey is a shard's schedule of the deliveries leased for an inline attempt (or Enqueue's hand-off):
+// inline entry (ks.InlineEntry: delivery id + webhook id, + the event when the queue member names it)
+// -> lease end (ms). A worker takes an entry whose lease ended into its webhook's queue.
 func (k keyspace) inlineKey(shard int) string { return k.Tag(shard) + ":inline" }
 
 func (k keyspace) registryTag() string { return "{" + k.prefix + ":registry}" }

@@ -31,6 +31,16 @@ local function idOf(m)
 end
 `
 
+// luaInlineEntry is inlineEntry(member, wid): a delivery's entry in its shard's inline zset
+// (ks.InlineEntry). It needs luaIDOf.
+var luaInlineEntry = `
+local function inlineEntry(m, wid)
+  local id = idOf(m)
+  if id == m then return m .. wid end
+  return id .. wid .. string.sub(m, ` + strconv.Itoa(ks.DeliveryIDLen+1) + `)
+end
+`
+
 // luaExtend is extend(key, ttl, slack): sets key's TTL to ttl + slack (ms) when it is shorter than ttl,
 // so most writes leave a TTL as it is.
 const luaExtend = `

@@ -173,8 +173,9 @@ func TestLeaseReadsTheBodies(t *testing.T) {
 }
 
 // TestSweptInlineAttemptLeavesOneQueueEntry: an inline attempt whose inline entry a worker's sweep took
-// into its queue (under its plain id: the entry does not name the event) while the attempt ran, and
-// whose outcome is then a retry, leaves one queue entry, under its named member, due at the retry.
+// into its queue while the attempt ran (as if its lease had ended) is there under the member its claim
+// would have queued it under (the inline entry names the event); its outcome, a retry, then leaves one
+// queue entry, due at the retry, whose lease reads the body.
 func TestSweptInlineAttemptLeavesOneQueueEntry(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -183,6 +184,9 @@ func TestSweptInlineAttemptLeavesOneQueueEntry(t *testing.T) {
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
 	arrived, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failed assertion must not leave the request held
 	var first atomic.Bool
 	rc.setHook(func(*http.Request) {
 		if first.CompareAndSwap(false, true) {
@@ -197,16 +201,20 @@ func TestSweptInlineAttemptLeavesOneQueueEntry(t *testing.T) {
 		done <- res
 	}()
 	<-arrived
-	id, shard := d.keys.DeliveryID(wh.ID, evt), d.keys.ShardOf(evt)
-	took, err := d.adopt(ctx, time.Now().Add(time.Hour), []stray{{shard: shard, deliveryID: id, webhookID: wh.ID}})
+	later := time.Now().Add(time.Hour) // past the inline attempt's lease
+	_, strays, _, _, err := d.scanReady(ctx, later, 16, scanFull)
 	require.NoError(t, err)
-	require.Equal(t, 1, took, "the sweep took the inline entry into its queue")
+	require.Len(t, strays, 1, "the sweep finds the inline entry")
+	took, err := d.adopt(ctx, later, strays)
+	require.NoError(t, err)
+	require.Equal(t, 1, took, "and takes it into its queue")
+	id, shard := d.keys.DeliveryID(wh.ID, evt), d.keys.ShardOf(evt)
 	member, _, ok := queued(t, tr, d, shard, wh.ID, id)
 	require.True(t, ok)
-	require.Equal(t, id, member, "under its plain id")
+	require.Equal(t, ks.Member(id, evt), member, "under the member that names its event")
 
 	rc.status.Store(500)
-	close(release)
+	free()
 	res := <-done
 	require.Len(t, res, 1)
 	require.NoError(t, res[0].Err)

@@ -54,15 +54,15 @@ var errNotRetryable = errors.New("webhooks: the delivery cannot be retried now")
 // pending, in flight, held back, or whose webhook's circuit is open (a probe decides) is refused with
 // an error wrapping errNotRetryable.
 func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
-	h, err := d.webhooks.Health(ctx, rec.WebhookID)
-	if err != nil {
-		return err
-	}
 	wh, _, err := d.webhooks.load(ctx, rec.WebhookID)
 	if err != nil {
 		return err
 	}
-	if h.State != CircuitClosed {
+	hs, err := d.circuits.read(ctx, d.now(), rec.WebhookID)
+	if err != nil {
+		return fmt.Errorf("webhooks: read circuit of %s: %w", rec.WebhookID, err)
+	}
+	if h := hs[rec.WebhookID]; h.State != "" && h.State != CircuitClosed {
 		return fmt.Errorf("%w: the endpoint is paused (its circuit is open); its next try is a probe", errNotRetryable)
 	}
 	shard, err := d.keys.shardOfDelivery(rec.ID)
@@ -70,7 +70,10 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 		return fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
 	}
 	keys := []string{d.keys.deliveryKey(shard, rec.ID), d.keys.readyKey(shard), d.keys.queueKey(shard, rec.WebhookID)}
-	member := d.keys.queueMember(rec.ID, scopedEventID(wh.Tenant, rec.EventID))
+	member := rec.ID // an ordered delivery's
+	if rec.OrderKey == "" {
+		member = d.keys.queueMember(rec.ID, scopedEventID(wh.Tenant, rec.EventID))
+	}
 	n, err := retryNowScript.Run(ctx, d.rdb, keys, d.now().UnixMilli(), member, rec.WebhookID, rec.ID).Int()
 	if err != nil {
 		return fmt.Errorf("webhooks: retry %s: %w", rec.ID, err)

@@ -229,8 +229,9 @@ func (d *Dispatcher) readScan(nowMs int64, gen uint64, heads, inline []*redis.ZS
 	var strays []stray
 	for k, cmd := range inline {
 		for _, z := range cmd.Val() {
-			if m, _ := z.Member.(string); len(m) > ks.DeliveryIDLen {
-				strays = append(strays, stray{shard: inlines[k], deliveryID: m[:ks.DeliveryIDLen], webhookID: m[ks.DeliveryIDLen:]})
+			e, _ := z.Member.(string)
+			if member, webhookID, ok := ks.SplitInlineEntry(e); ok {
+				strays = append(strays, stray{shard: inlines[k], member: member, webhookID: webhookID})
 			}
 		}
 	}

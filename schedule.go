@@ -15,7 +15,8 @@ import (
 //
 //	{P:s}:ready        zset  webhook id -> at most when its earliest delivery in the shard is due (ms),
 //	                         or later while the webhook is parked (circuit open, rate limit)
-//	{P:s}:q:<webhook>  zset  delivery id -> next attempt, or lease end while leased (ms)
+//	{P:s}:q:<webhook>  zset  queue member (the delivery id, or one naming its event: keyspace.queueMember)
+//	                         -> next attempt, or lease end while leased (ms)
 //
 // A ready score is a lower bound, not a copy: a write that makes a delivery due lowers it (ZADD LT),
 // while one that takes a delivery out of the due (a lease, a final outcome) leaves it as it is, so
@@ -182,7 +183,8 @@ type leasedDelivery struct {
 	webhook  *storedWebhook // nil when deleted
 	retime   bool           // its lease read its queue to the last due entry (outcome.retime)
 	body     []byte         // the body it sends, when bodyRead (nil: its event has expired)
-	bodyRead bool           // its lease read its body (leaseScript), loadBodies does not
+	bodyRead bool           // its lease read its body (leaseScript), or Enqueue handed it over: loadBodies does not
+	inline   bool           // leased by its claim, its schedule entry in the inline zset (handoff.go)
 }
 
 // park moves a webhook's ready score, in every shard it was found due in, to until if that is later:

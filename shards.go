@@ -9,8 +9,11 @@ package webhooks
 // prefix reads it once, with the context of the first call that needs it (New does no I/O: a
 // Dispatcher made while Redis is down or loading works once Redis answers):
 //
-//	{P:registry}:shards   string  "<S>" (tags chosen by slot), or "16 v1" for a keyspace written
-//	                              before the count was stored (its tags are the old {P:<s>}, s < 16)
+//	{P:registry}:shards   string  "<S> b" (tags chosen by slot; queue members name their events, so
+//	                              leases read the bodies: ks.Member), "<S>" for a keyspace stored
+//	                              before that form (plain delivery ids as members), or "16 v1" for a
+//	                              keyspace written before the count was stored (its tags are the
+//	                              old {P:<s>}, s < 16)
 //
 // A keyspace counts as written before when its registry hash or one of the old shards' ready zsets
 // exists and no count is stored: it keeps 16 shards and its old tags, so its records stay readable.

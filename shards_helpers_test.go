@@ -63,7 +63,3 @@ func queued(t *testing.T, tr *testRedis, d *Dispatcher, shard int, webhookID, de
 	}
 	return "", 0, false
 }
-
-// inlineEntry is a delivery's member of its shard's inline zset: its id (of fixed length) then its
-// webhook's id.
-func inlineEntry(deliveryID, webhookID string) string { return deliveryID + webhookID }

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -170,7 +171,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(s), redis.Z{Score: 1, Member: hooks[0].ID}).Err())
 	// An inline attempt whose lease ended with no outcome exercises the adopt script.
 	stray := fmt.Sprintf("dlv_%02x%024d", s, 8)
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.inlineKey(s), redis.Z{Score: 1, Member: inlineEntry(stray, hooks[0].ID)}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.inlineKey(s), redis.Z{Score: 1, Member: ks.InlineEntry(stray, hooks[0].ID)}).Err())
 
 	for range 20 { // each round's final heads let their keys' next deliveries go on
 		clock.Advance(2 * time.Minute)

@@ -13,6 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 )
 
 // TestUnusedProbeIsGivenBack: a pass that takes an open circuit's probe and leases nothing with it (the
@@ -313,11 +315,20 @@ func TestOlderScanDoesNotUndoANewerHint(t *testing.T) {
 // due at once.
 func leasedNow(t *testing.T, tr *testRedis, d *Dispatcher, webhookID string, now time.Time) int {
 	t.Helper()
+	ctx, after := context.Background(), strconv.FormatInt(now.UnixMilli()+1, 10)
 	n := int64(0)
 	for s := range d.keys.Shards {
-		k, err := tr.rdb.ZCount(context.Background(), d.keys.queueKey(s, webhookID), strconv.FormatInt(now.UnixMilli()+1, 10), "+inf").Result()
+		k, err := tr.rdb.ZCount(ctx, d.keys.queueKey(s, webhookID), after, "+inf").Result()
 		require.NoError(t, err)
 		n += k
+		// Enqueue's hand-offs are leased by their claims, their entries in the inline zset.
+		entries, err := tr.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.inlineKey(s), ByScore: true, Start: after, Stop: "+inf"}).Result()
+		require.NoError(t, err)
+		for _, e := range entries {
+			if _, wid, ok := ks.SplitInlineEntry(e); ok && wid == webhookID {
+				n++
+			}
+		}
 	}
 	return int(n)
 }

@@ -75,7 +75,15 @@ func TestMemberNamesItsDeliveryAndEvent(t *testing.T) {
 		gotID, gotEvent = SplitMember(id)
 		assert.Equal(t, id, gotID)
 		assert.Empty(t, gotEvent)
+		for _, member := range []string{m, id} {
+			gotMember, gotWebhook, ok := SplitInlineEntry(InlineEntry(member, "wh_0123456789abcdef"))
+			require.True(t, ok)
+			assert.Equal(t, member, gotMember, "an inline entry gives back its member")
+			assert.Equal(t, "wh_0123456789abcdef", gotWebhook)
+		}
 	}
+	_, _, ok := SplitInlineEntry(strings.Repeat("d", DeliveryIDLen))
+	assert.False(t, ok, "no webhook id")
 	short, _ := SplitMember("dlv_12|x")
 	assert.Equal(t, "dlv_12|x", short, "not a member of ours: kept whole")
 }

@@ -99,6 +99,30 @@ func Member(deliveryID, scopedEventID string) string {
 	return deliveryID + string(MemberSep) + scopedEventID
 }
 
+// InlineEntry is a delivery's entry in its shard's inline zset: its delivery id, its webhook's id, then,
+// for a member that names its event, MemberSep and the event's scoped id (a webhook id holds no
+// MemberSep: the library makes them, "wh_" and hex).
+func InlineEntry(member, webhookID string) string {
+	id, scoped := SplitMember(member)
+	if id == member {
+		return member + webhookID
+	}
+	return id + webhookID + string(MemberSep) + scoped
+}
+
+// SplitInlineEntry reads an inline entry (InlineEntry): the delivery's queue member and its webhook's
+// id; ok is false for an entry too short to be one.
+func SplitInlineEntry(entry string) (member, webhookID string, ok bool) {
+	if len(entry) <= DeliveryIDLen {
+		return "", "", false
+	}
+	id, rest := entry[:DeliveryIDLen], entry[DeliveryIDLen:]
+	if i := strings.IndexByte(rest, MemberSep); i >= 0 {
+		return id + rest[i:], rest[:i], true
+	}
+	return id, rest, true
+}
+
 // SplitMember reads a queue member: the delivery id, and the scoped event id it names ("" for a
 // plain id, which names none).
 func SplitMember(member string) (deliveryID, scopedEventID string) {
