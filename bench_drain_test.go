@@ -31,7 +31,7 @@ func BenchmarkBacklogDrain(b *testing.B) {
 				rc.delay.Store(int64(delay))
 			}
 			b.ResetTimer()
-			rate := drainRate(b, e, "wk-", events, w)
+			rate := drainRate(b, e, e.d, "wk-", events, w)
 			b.ReportMetric(rate, "deliveries/s")
 			if delay > 0 {
 				b.ReportMetric(rate/(float64(DefaultConcurrency)/delay.Seconds()), "of-ceiling")
@@ -47,9 +47,36 @@ func BenchmarkBacklogDrain(b *testing.B) {
 	}
 }
 
-// drainRate enqueues events events (to w webhooks each) with the timer stopped, then runs the worker
-// until every receiver has answered them all and returns the deliveries per second of that drain.
-func drainRate(b *testing.B, e *benchEnv, prefix string, events, w int) float64 {
+// BenchmarkBacklogDrainOtherReplica: how fast Run drains a backlog on a replica that did not enqueue it,
+// so that it keeps none of its bodies in memory, as BenchmarkBacklogDrain's receiver=0 otherwise.
+// layout=named is a new keyspace, whose leases read the bodies (TestLeaseReadsTheBodies); layout=plain
+// one stored before that form, whose worker reads them in a round trip of its own after each lease.
+// round-trips/delivery and commands/delivery are what the draining replica's client sent.
+//
+//	WEBHOOKS_REDIS_ADDR=127.0.0.1:6379 go test -run='^$' -bench=BacklogDrainOtherReplica -benchtime=20000x -count=5
+func BenchmarkBacklogDrainOtherReplica(b *testing.B) {
+	for _, l := range []struct{ name, stored string }{{"named", ""}, {"plain", "64"}} {
+		b.Run("layout="+l.name, func(b *testing.B) {
+			const w = 4
+			opts := Options{MaxInFlightPerWebhook: benchDrainCap}
+			e := newBenchEnvStored(b, w, opts, l.stored)
+			opts.Timeout = e.d.opts.Timeout
+			c, sent := e.tr.newClient(b), &benchHook{}
+			c.AddHook(sent)
+			other := newTestDispatcherOn(b, c, e.tr, opts) // the replica that drains, on a client of its own
+			events := max(1, b.N/w)
+			b.ResetTimer()
+			b.ReportMetric(drainRate(b, e, other, "wk-", events, w), "deliveries/s")
+			b.ReportMetric(float64(sent.trips.Load())/float64(events*w), "round-trips/delivery")
+			b.ReportMetric(float64(sent.cmds.Load())/float64(events*w), "commands/delivery")
+		})
+	}
+}
+
+// drainRate enqueues events events (to w webhooks each) with e's Dispatcher, the timer stopped, then
+// runs the worker of run (e's Dispatcher, or another replica's) until every receiver has answered them
+// all and returns the deliveries per second of that drain.
+func drainRate(b *testing.B, e *benchEnv, run *Dispatcher, prefix string, events, w int) float64 {
 	b.StopTimer()
 	ctx := context.Background()
 	before := make([]int64, len(e.rcvs))
@@ -65,7 +92,7 @@ func drainRate(b *testing.B, e *benchEnv, prefix string, events, w int) float64 
 	done := make(chan error, 1)
 	b.StartTimer()
 	start := time.Now()
-	go func() { done <- e.d.Run(rctx) }()
+	go func() { done <- run.Run(rctx) }()
 	deadline := start.Add(5 * time.Minute)
 	for i := 0; i < len(e.rcvs); {
 		if e.rcvs[i].count.Load()-before[i] >= int64(events) {

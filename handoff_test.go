@@ -43,20 +43,36 @@ func queuedDue(t *testing.T, tr *testRedis, d *Dispatcher, webhookID string, now
 }
 
 // heldRun makes rc hold every request until free is called (at the test's end at the latest), starts
-// d's Run and returns once Run takes hand-offs; stop ends Run and checks its error.
-func heldRun(t *testing.T, d *Dispatcher, rc *receiver) (c *concurrency, free, stop func()) {
+// d's Run and returns once Run has nothing to do, its lanes held still until go_ is called (so that no
+// pass of theirs takes Run's room while the test enqueues); stop ends Run and checks its error.
+func heldRun(t *testing.T, d *Dispatcher, rc *receiver) (c *concurrency, free, go_, stop func()) {
 	t.Helper()
-	release := make(chan struct{})
-	var once sync.Once
-	free = func() { once.Do(func() { close(release) }) }
+	release, gate, idle := make(chan struct{}), make(chan struct{}), make(chan struct{}, 1)
+	var freeOnce, gateOnce sync.Once
+	free = func() { freeOnce.Do(func() { close(release) }) }
+	go_ = func() { gateOnce.Do(func() { close(gate) }) }
 	t.Cleanup(free)
+	t.Cleanup(go_)
 	c = &concurrency{}
 	hold(rc, release, c)
+	d.idled = func() { // the first lane, about to wait: it waits here until go_
+		select {
+		case idle <- struct{}{}:
+		default:
+		}
+		<-gate
+	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- d.Run(runCtx) }()
-	eventually(t, 5*time.Second, func() bool { return d.runs.Load() != nil }, "Run takes hand-offs")
-	return c, free, func() {
+	select {
+	case <-idle:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run never went idle")
+	}
+	require.NotNil(t, d.runs.Load(), "Run takes hand-offs")
+	return c, free, go_, func() {
+		go_()
 		cancel()
 		require.NoError(t, <-done)
 	}
@@ -75,7 +91,7 @@ func TestEnqueueHandsItsDeliveriesToRun(t *testing.T) {
 	d := newTestDispatcher(t, tr, Options{Concurrency: slots, MaxInFlightPerWebhook: 64, Timeout: 15 * time.Second})
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
-	c, free, stop := heldRun(t, d, rc)
+	c, free, go_, stop := heldRun(t, d, rc)
 	const events = 3*slots + extra
 	for i := range events {
 		d.circuitsOf(ctx, []string{wh.ID}) // the circuit known closed, as attempts keep it
@@ -86,6 +102,9 @@ func TestEnqueueHandsItsDeliveriesToRun(t *testing.T) {
 	assert.Equal(t, 3*slots, inlineEntries(t, tr, d, wh.ID), "handed to Run: Concurrency attempts and twice as many ahead")
 	assert.Equal(t, extra, queuedDue(t, tr, d, wh.ID, time.Now()), "the rest wait in their queue, not leased")
 	assert.Equal(t, 3*slots, leasedNow(t, tr, d, wh.ID, time.Now()), "no more leased than Run holds")
+	go_()
+	time.Sleep(2 * idleWait) // both lanes have passed meanwhile
+	assert.Equal(t, 3*slots, leasedNow(t, tr, d, wh.ID, time.Now()), "nor once Run's lanes go on")
 	free()
 	eventually(t, 15*time.Second, func() bool { return rc.count() >= events }, "every delivery goes out once released")
 	stop()
@@ -107,7 +126,7 @@ func TestHandedOffDeliveryThatWaitedTooLongGoesBack(t *testing.T) {
 	d, clock := newClockedDispatcher(t, tr, Options{Concurrency: 1, MaxInFlightPerWebhook: events, Timeout: 5 * time.Second})
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
-	c, free, stop := heldRun(t, d, rc)
+	c, free, go_, stop := heldRun(t, d, rc)
 	d.circuitsOf(ctx, []string{wh.ID}) // known closed (cached on the test's clock, which stands still)
 	for i := range events {
 		_, err := d.Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("e-%d", i)})
@@ -115,6 +134,7 @@ func TestHandedOffDeliveryThatWaitedTooLongGoesBack(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, func() bool { return c.now.Load() == 1 }, "one attempt hangs")
 	require.Equal(t, events, inlineEntries(t, tr, d, wh.ID), "every delivery handed to Run")
+	go_()
 	clock.Advance(d.lease - d.leaseLeftToAttempt() + time.Second) // too little of their leases is left now
 	free()
 	eventually(t, 10*time.Second, func() bool { return rc.count() >= events }, "every delivery goes out, those that waited too long from their queue")
