@@ -217,10 +217,13 @@ func notAccepted(eventID string, results []Result) error {
 // Enqueue is Dispatch without the inline attempt: the producer's fast path. It claims every
 // subscribed webhook's pair in one round trip (once subscribers are cached), makes every fresh
 // delivery due at once, and returns; a worker (Run) in this process starts the attempts at once,
-// other replicas' workers within their sweep (Shards/14 polls of 250ms: 1.25s with 64 shards). A
-// webhook whose circuit this Dispatcher has seen open gets its delivery parked until the circuit's probe. Its results and errors
-// follow Dispatch's contract: a nil error means every pair is durably recorded and every Result has a
-// Delivery (pending, or the existing one of a duplicate).
+// other replicas' workers within their sweep (Shards/14 polls of 250ms: 1.25s with 64 shards). While
+// a Run of this Dispatcher has room (Concurrency attempts and twice as many leased ahead), a delivery
+// to a webhook whose circuit it knows is closed, with no RateLimit, of an event with no order key, is
+// leased by the claim and handed to that Run with its body, which attempts it with no lease of its own
+// (handoff.go). A webhook whose circuit this Dispatcher has seen open gets its delivery parked until
+// the circuit's probe. Its results and errors follow Dispatch's contract: a nil error means every pair
+// is durably recorded and every Result has a Delivery (pending, or the existing one of a duplicate).
 func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) ([]Result, error) {
 	return d.accept(ctx, "Enqueue", evt, false)
 }

@@ -32,12 +32,13 @@ type handoffs struct {
 	closed  bool           // Run is ending: no more reservations (under runSlots.mu)
 }
 
-// reserve takes a slot for a delivery Enqueue may hand off: false once Run is ending or no slot is
-// free for a lane's pass to lease either.
+// reserve takes a slot for a delivery Enqueue may hand off: false once Run's context has ended, or no
+// slot is free for a lane's pass to lease either. (A lane's pass holds the slots it may fill while it
+// runs, so an Enqueue during a pass leaves its deliveries to their queues.)
 func (r *runSlots) reserve() bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.handoffs.closed || r.freeLocked() <= 0 {
+	if r.handoffs.closed || r.ctx.Err() != nil || r.freeLocked() <= 0 { // Run ending: nothing new
 		return false
 	}
 	r.leasing++
