@@ -289,6 +289,13 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	scoped := scopedEventID(tenant, eventID)
 	shard := d.keys.eventShard(tenant, scoped, orderKey)
 	plans := d.plan(ctx, targets, inline, !inline && orderKey == "")
+	defer func() { // a hand-off's Run slot is given back whatever happens before it is handed (a panic)
+		for i := range plans {
+			if plans[i].slots != nil {
+				plans[i].cancel(d, targets[i].ID)
+			}
+		}
+	}()
 	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
 	reply, bodyKey, err := d.claimEvent(ctx, shard, scoped, orderKey, eventType, body, recs, plans)
@@ -312,11 +319,11 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		item, fresh := reply[1+i].(int64)
 		plans[i].queuedBehind(item)
 		if r := plans[i].slots; r != nil && fresh {
-			dl := recs[i].Delivery // the caller's copy: the record is the worker's now
-			dl.NextAttemptAt = msTime(d.now().UnixMilli())
+			dl := recs[i].Delivery // the caller's copy (due at its lease's end, as stored): the record is the worker's now
 			results[i].Delivery = &dl
 			handed[r] = append(handed[r], leasedDelivery{shard: shard, rec: recs[i], webhook: t, body: body,
 				bodyRead: true, inline: true})
+			plans[i].slots = nil // handed: its slot is Run's now
 			continue
 		}
 		if !fresh || item == claimWaiting || !plans[i].inline {

@@ -73,9 +73,11 @@
 //     memory of the body expired) needs no round trip of its own for it (TestLeaseReadsTheBodies,
 //     TestSweptInlineAttemptLeavesOneQueueEntry); a keyspace made before keeps plain ids and delivers
 //     as it did (TestKeyspaceLayoutsDeliver). While a Run goes, Enqueue leases what Run has room for in
-//     its claim and hands it over with its body, so Run makes those attempts with no lease pass of its
-//     own, within the same bounds (TestEnqueueHandsItsDeliveriesToRun,
-//     TestHandedOffDeliveryThatWaitedTooLongGoesBack).
+//     its claim (still one round trip; only for a webhook whose circuit it knows is closed, with no
+//     RateLimit, and an event with no order key) and hands it over with its body, so Run makes those
+//     attempts with no lease pass of its own, within the same bounds; once Run's context has ended it
+//     hands nothing over (TestEnqueueHandsItsDeliveriesToRun, TestEnqueueHandsOffOnlyWhatRunCanTake,
+//     TestHandedOffDeliveryThatWaitedTooLongGoesBack, TestPanickingEnqueueGivesBackItsHandOff).
 //   - Subscribers are protected from us. A webhook's RateLimit (requests per second) holds across every
 //     replica: each attempt takes a slot from a limiter on Redis's clock, spaced exactly, and a delivery
 //     over the limit waits, it is not failed (TestRateLimitHoldsAcrossReplicas).

@@ -8,8 +8,10 @@ import "sync"
 // makes the attempt with no schedule read, lease script or body read of its own, and the outcome
 // takes the entry out of the inline zset with one ZREM. Should the process die first, the lease ends
 // and a worker's sweep takes the delivery into its queue (inline.go), as for an inline attempt. A
-// webhook with a RateLimit, at its in-flight limit or whose circuit this process knows is open, and an
-// ordered event, go to their queues as before.
+// webhook with a RateLimit, at its in-flight limit or whose circuit this process does not know to be
+// closed, and an ordered event, go to their queues as before. Only the first Run of a Dispatcher (of
+// those going at once) takes hand-offs. A delivery's attempt then outlives the Enqueue call that
+// claimed it: it is one of Run's, which waits for it.
 
 // handoffSlot reserves for one delivery to t a slot of this process's Run and one of t's in-flight
 // slots, and returns that Run's slots; nil when no Run goes, it has no slot to spare (attempts and
@@ -53,14 +55,27 @@ func (r *runSlots) unreserve() {
 }
 
 // handOff starts the attempts of deliveries Enqueue leased on reservations (add), or has them wait for
-// a slot as deliveries leased ahead do.
+// a slot as deliveries leased ahead do. Once Run's context has ended (the claim ran meanwhile), it
+// starts none: they go to their queues, due when their leases end (requeueInline), for any worker.
 func (r *runSlots) handOff(jobs []leasedDelivery) {
-	r.add(jobs, len(jobs))
-	r.handoffs.pending.Add(-len(jobs))
+	defer r.handoffs.pending.Add(-len(jobs))
+	if r.ctx.Err() == nil {
+		r.add(jobs, len(jobs))
+		return
+	}
+	r.unclaim(len(jobs))
+	byShard := map[int][]*record{}
+	for _, j := range jobs {
+		r.d.flights.release(j.rec.WebhookID)
+		byShard[j.shard] = append(byShard[j.shard], j.rec)
+	}
+	for shard, recs := range byShard {
+		r.d.requeueInline(r.ctx, shard, recs)
+	}
 }
 
-// close ends the hand-offs to a Run that is ending, once those reserved are handed off or given back:
-// their attempts are then among Run's (wg).
+// close ends the hand-offs to a Run that is ending, once those reserved are handed off or given back
+// (so Run's return waits for an Enqueue's claim in flight that reserved one of its slots).
 func (r *runSlots) close() {
 	r.mu.Lock()
 	r.handoffs.closed = true
