@@ -77,6 +77,7 @@
 //     RateLimit, and an event with no order key) and hands it over with its body, so Run makes those
 //     attempts with no lease pass of its own, within the same bounds; once Run's context has ended it
 //     hands nothing over (TestEnqueueHandsItsDeliveriesToRun, TestEnqueueHandsOffOnlyWhatRunCanTake,
+//     TestConcurrentEnqueuesStayWithinEachRunsRoom,
 //     TestHandedOffDeliveryThatWaitedTooLongGoesBack, TestPanickingEnqueueGivesBackItsHandOff).
 //   - Subscribers are protected from us. A webhook's RateLimit (requests per second) holds across every
 //     replica: each attempt takes a slot from a limiter on Redis's clock, spaced exactly, and a delivery

@@ -323,3 +323,51 @@ func (p *panicHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Pr
 		return next(ctx, cmds)
 	}
 }
+
+// TestConcurrentEnqueuesStayWithinEachRunsRoom: 16 goroutines Enqueue at once into two Dispatchers
+// (separate clients, one keyspace), each with a Run whose attempts hang: each Run is handed exactly the
+// room it has (Concurrency attempts and twice as many leased ahead), no more, the rest wait in their
+// queue; once released, every delivery is sent once and no inline entry is left.
+func TestConcurrentEnqueuesStayWithinEachRunsRoom(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	const slots, perRun, extra, callers = 4, 3 * 4, 8, 16
+	opts := Options{Concurrency: slots, MaxInFlightPerWebhook: 64, Timeout: 15 * time.Second}
+	ds := []*Dispatcher{newTestDispatcherOn(t, tr.newClient(t), tr, opts), newTestDispatcherOn(t, tr.newClient(t), tr, opts)}
+	rc := newReceiver(t)
+	wh := mustCreate(t, ds[0], rc, "*")
+	for _, d := range ds {
+		_, err := d.webhooks.subscribers(ctx, "", "e") // each sees the webhook
+		require.NoError(t, err)
+	}
+	runs := []*heldRun{startHeldRun(t, ds[0], rc), startHeldRun(t, ds[1], rc)} // rc holds until the last's free
+	const events = 2*perRun + extra
+	var wg sync.WaitGroup
+	for g := range callers {
+		wg.Go(func() {
+			for i := g; i < events; i += callers {
+				_, err := ds[i%2].Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("e-%d", i)})
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	eventually(t, 10*time.Second, func() bool { return runs[1].c.now.Load() == 2*slots }, "each Run's Concurrency attempts hang")
+	assert.Equal(t, 2*perRun, inlineEntries(t, tr, ds[0], wh.ID), "each Run handed exactly its room")
+	assert.Equal(t, extra, queuedDue(t, tr, ds[0], wh.ID, time.Now()), "the rest wait in their queue")
+	for _, h := range runs {
+		h.go_()
+	}
+	time.Sleep(2 * idleWait) // every lane has passed meanwhile
+	assert.Equal(t, 2*perRun, leasedNow(t, tr, ds[0], wh.ID, time.Now()), "no more leased once the lanes go on")
+	for _, h := range runs {
+		h.free()
+	}
+	eventually(t, 15*time.Second, func() bool { return rc.count() >= events }, "every delivery goes out once released")
+	for _, h := range runs {
+		h.stop(t)
+	}
+	assertEachSentOnce(t, rc, events)
+	assert.Zero(t, inlineEntries(t, tr, ds[0], wh.ID), "the outcomes took the inline entries")
+}

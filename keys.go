@@ -34,6 +34,15 @@ func (k keyspace) queueMember(deliveryID, scopedEventID string) string {
 	return ks.Member(deliveryID, scopedEventID)
 }
 
+// deliveryMember is a stored delivery's member of its webhook's queue, as its claim wrote it: its
+// queueMember when unordered (tenant scopes its event id), its id when ordered.
+func (k keyspace) deliveryMember(dl *Delivery, tenant string) string {
+	if dl.OrderKey != "" {
+		return dl.ID
+	}
+	return k.queueMember(dl.ID, scopedEventID(tenant, dl.EventID))
+}
+
 // readyKey is a shard's schedule of webhooks: webhook id -> when its earliest delivery in the shard
 // is due (ms), or later while the webhook is parked.
 func (k keyspace) readyKey(shard int) string { return k.Tag(shard) + ":ready" }

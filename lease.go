@@ -329,11 +329,13 @@ func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [
 		for _, member := range ids[i] {
 			id, scoped := ks.SplitMember(member)
 			at := 0
-			if key := d.keys.eventKey(shard, scoped); scoped != "" && !d.bodies.has(key, kept) {
-				if at = bodyIndex[key]; at == 0 {
-					bodyKeys = append(bodyKeys, key)
-					at = len(bodyKeys)
-					bodyIndex[key] = at
+			if scoped != "" {
+				if key := d.keys.eventKey(shard, scoped); !d.bodies.has(key, kept) {
+					if at = bodyIndex[key]; at == 0 {
+						bodyKeys = append(bodyKeys, key)
+						at = len(bodyKeys)
+						bodyIndex[key] = at
+					}
 				}
 			}
 			token := randomHex(tokenLen / 2)

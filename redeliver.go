@@ -94,10 +94,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	renewed.holdLease(token, now.Add(d.lease))
 	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.readyKey(shard),
 		d.keys.eventKey(shard, scopedEventID(wh.Tenant, rec.EventID)), d.keys.indexKey(shard, rec.WebhookID), d.keys.queueKey(shard, rec.WebhookID)}
-	member := deliveryID // an ordered delivery's
-	if rec.OrderKey == "" {
-		member = d.keys.queueMember(deliveryID, scopedEventID(wh.Tenant, rec.EventID))
-	}
+	member := d.keys.deliveryMember(&rec.Delivery, wh.Tenant)
 	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds(), now.Add(d.lease).UnixMilli(), member, token,
 		rec.raw, renewed.encode(), ks.IndexedHash(deliveryID), unixMilli(renewed.ExpiresAt), rec.WebhookID}
 	script, keys, args := d.redeliverScriptFor(shard, wh, rec, &renewed, keys, args)

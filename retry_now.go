@@ -19,19 +19,15 @@ import (
 // KEYS[2] -> {P:s}:ready
 // KEYS[3] -> {P:s}:q:<webhook_id>
 // ARGV[1] -> now (ms)
-// ARGV[2] -> its queue member as a claim writes it (keyspace.queueMember)
+// ARGV[2] -> its queue member (keyspace.deliveryMember)
 // ARGV[3] -> webhook id
-// ARGV[4] -> delivery id: its member when a sweep took it into its queue (adoptScript), or when it is
-// ordered or of a keyspace whose members are plain ids
 // returns retryGone, retryNotPending, retryInFlight, retryNotQueued or retryDue
 var retryNowScript = redis.NewScript(`
 local rec = redis.call('GET', KEYS[1])
 if not rec then return ` + fmt.Sprint(retryGone) + ` end
 if string.sub(rec, 18, 18) ~= '` + string(rune(statusPending)) + `' then return ` + fmt.Sprint(retryNotPending) + ` end
 if string.sub(rec, 17, 17) == '` + string(rune(leaseHeld)) + `' then return ` + fmt.Sprint(retryInFlight) + ` end
-local member = ARGV[2]
-if member ~= ARGV[4] and not redis.call('ZSCORE', KEYS[3], member) then member = ARGV[4] end
-if redis.call('ZADD', KEYS[3], 'XX', 'CH', ARGV[1], member) == 0 and not redis.call('ZSCORE', KEYS[3], member) then
+if redis.call('ZADD', KEYS[3], 'XX', 'CH', ARGV[1], ARGV[2]) == 0 and not redis.call('ZSCORE', KEYS[3], ARGV[2]) then
   return ` + fmt.Sprint(retryNotQueued) + `
 end
 redis.call('ZADD', KEYS[2], 'LT', ARGV[1], ARGV[3])
@@ -70,11 +66,7 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 		return fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
 	}
 	keys := []string{d.keys.deliveryKey(shard, rec.ID), d.keys.readyKey(shard), d.keys.queueKey(shard, rec.WebhookID)}
-	member := rec.ID // an ordered delivery's
-	if rec.OrderKey == "" {
-		member = d.keys.queueMember(rec.ID, scopedEventID(wh.Tenant, rec.EventID))
-	}
-	n, err := retryNowScript.Run(ctx, d.rdb, keys, d.now().UnixMilli(), member, rec.WebhookID, rec.ID).Int()
+	n, err := retryNowScript.Run(ctx, d.rdb, keys, d.now().UnixMilli(), d.keys.deliveryMember(&rec.Delivery, wh.Tenant), rec.WebhookID).Int()
 	if err != nil {
 		return fmt.Errorf("webhooks: retry %s: %w", rec.ID, err)
 	}
