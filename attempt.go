@@ -224,7 +224,7 @@ local function finish(reply) return reply end
 // outcomeBody is outcomeScript's body, with three hooks: outcomeCount(), finish(reply), which makes
 // the reply, and final(i, status), called when outcome i leaves its delivery final, once its
 // schedule entry is gone.
-var outcomeBody = luaLeaseOf + luaRetime + luaIDOf + luaInlineEntry + luaSchedule + `
+var outcomeBody = luaLeaseOf + luaRetime + luaSchedule + `
 local n = outcomeCount()
 local held = {}
 for i = 1, n do
@@ -248,7 +248,7 @@ return finish(reply)
 
 // luaSchedule is schedule(ready, inline, queue, member, wid, status, next, mode): the schedule as an
 // outcome leaves it. A delivery leased inline (mode scheduleInline) whose entry is still in the
-// inline zset (inlineEntry) leaves it (one ZREM); any other (a worker's, or an inline one a worker
+// inline zset (member .. wid) leaves it (one ZREM); any other (a worker's, or an inline one a worker
 // took over) leaves its queue when it is done. A pending one is queued at next, and its webhook's ready score is
 // lowered to next at most (ZADD LT). A final one leaves the ready score as it is — a ready score is a
 // lower bound of its queue's earliest due time (schedule.go), which a worker that finds nothing due
@@ -256,7 +256,7 @@ return finish(reply)
 // its webhook is retimed at once, so a queue that empties leaves no ready entry behind.
 const luaSchedule = `
 local function schedule(ready, inline, queue, member, wid, status, next, mode)
-  local inlined = mode == '` + scheduleInline + `' and redis.call('ZREM', inline, inlineEntry(member, wid)) == 1
+  local inlined = mode == '` + scheduleInline + `' and redis.call('ZREM', inline, member .. wid) == 1
   if not inlined and status ~= 'pending' then
     redis.call('ZREM', queue, member)
     if mode == '` + scheduleRetime + `' then retime(ready, queue, wid) end
@@ -293,7 +293,7 @@ func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*recor
 		default:
 			recs[i].apply(outcomes[i], now)
 			if outcomes[i].status == StatusPending {
-				d.queueLocal(shard, recs[i].WebhookID, recs[i].queued(), outcomes[i].next) // a retry for this worker
+				d.queueLocal(shard, recs[i].WebhookID, recs[i].ID, outcomes[i].next) // a retry for this worker
 			}
 			d.afterOutcome(ctx, recs[i], outcomes[i])
 		}
@@ -325,7 +325,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		next.History = slices.Clip(next.History)
 		next.apply(o, now)
 		keys = append(keys, d.keys.deliveryKey(shard, o.id), d.keys.queueKey(shard, recs[i].WebhookID))
-		args = append(args, recs[i].queued(), o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, o.scheduleMode())
+		args = append(args, recs[i].ID, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, o.scheduleMode())
 		values = append(values, next.encode())
 		idx = append(idx, i)
 	}

@@ -48,29 +48,23 @@ func BenchmarkBacklogDrain(b *testing.B) {
 }
 
 // BenchmarkBacklogDrainOtherReplica: how fast Run drains a backlog on a replica that did not enqueue it,
-// so that it keeps none of its bodies in memory, as BenchmarkBacklogDrain's receiver=0 otherwise.
-// layout=named is a new keyspace, whose leases read the bodies (TestLeaseReadsTheBodies); layout=plain
-// one stored before that form, whose worker reads them in a round trip of its own after each lease.
-// round-trips/delivery and commands/delivery are what the draining replica's client sent.
+// so that it keeps none of its bodies in memory, as BenchmarkBacklogDrain's receiver=0 otherwise: its
+// worker reads them in a round trip of its own after each lease. round-trips/delivery and commands/delivery are what the draining replica's client sent.
 //
 //	WEBHOOKS_REDIS_ADDR=127.0.0.1:6379 go test -run='^$' -bench=BacklogDrainOtherReplica -benchtime=20000x -count=5
 func BenchmarkBacklogDrainOtherReplica(b *testing.B) {
-	for _, l := range []struct{ name, stored string }{{"named", ""}, {"plain", "64"}} {
-		b.Run("layout="+l.name, func(b *testing.B) {
-			const w = 4
-			opts := Options{MaxInFlightPerWebhook: benchDrainCap}
-			e := newBenchEnvStored(b, w, opts, l.stored)
-			opts.Timeout = e.d.opts.Timeout
-			c, sent := e.tr.newClient(b), &benchHook{}
-			c.AddHook(sent)
-			other := newTestDispatcherOn(b, c, e.tr, opts) // the replica that drains, on a client of its own
-			events := max(1, b.N/w)
-			b.ResetTimer()
-			b.ReportMetric(drainRate(b, e, other, "wk-", events, w), "deliveries/s")
-			b.ReportMetric(float64(sent.trips.Load())/float64(events*w), "round-trips/delivery")
-			b.ReportMetric(float64(sent.cmds.Load())/float64(events*w), "commands/delivery")
-		})
-	}
+	const w = 4
+	opts := Options{MaxInFlightPerWebhook: benchDrainCap}
+	e := newBenchEnv(b, w, opts)
+	opts.Timeout = e.d.opts.Timeout
+	c, sent := e.tr.newClient(b), &benchHook{}
+	c.AddHook(sent)
+	other := newTestDispatcherOn(b, c, e.tr, opts) // the replica that drains, on a client of its own
+	events := max(1, b.N/w)
+	b.ResetTimer()
+	b.ReportMetric(drainRate(b, e, other, "wk-", events, w), "deliveries/s")
+	b.ReportMetric(float64(sent.trips.Load())/float64(events*w), "round-trips/delivery")
+	b.ReportMetric(float64(sent.cmds.Load())/float64(events*w), "commands/delivery")
 }
 
 // drainRate enqueues events events (to w webhooks each) with e's Dispatcher, the timer stopped, then

@@ -114,19 +114,7 @@ const benchInlineCap = 256
 
 func newBenchEnv(b *testing.B, w int, opts Options) *benchEnv {
 	b.Helper()
-	return newBenchEnvStored(b, w, opts, "")
-}
-
-// newBenchEnvStored is newBenchEnv on a keyspace whose shard count is stored as stored first ("" for a
-// new keyspace).
-func newBenchEnvStored(b *testing.B, w int, opts Options, stored string) *benchEnv {
-	b.Helper()
 	tr := newTestRedis(b)
-	if stored != "" {
-		if err := tr.rdb.Set(context.Background(), newKeyspace(tr.prefix).shardsKey(), stored, 0).Err(); err != nil {
-			b.Fatal(err)
-		}
-	}
 	e := &benchEnv{tr: tr, hook: &benchHook{}, admin: tr.newClient(b), data: benchData()}
 	if opts.MaxInFlightPerWebhook == 0 {
 		// These benchmarks measure inline attempts: with the default cap (Concurrency/4 = 16 per

@@ -67,14 +67,7 @@ func (c *recentBodies) get(key string, now time.Time) ([]byte, bool) {
 	return e.body, true
 }
 
-// has reports whether the body of key is kept as of now (get).
-func (c *recentBodies) has(key string, now time.Time) bool {
-	_, ok := c.get(key, now)
-	return ok
-}
-
-// loadBodies returns the request bodies of leased deliveries: those their leases read (bodyRead), those
-// of events this Dispatcher claimed lately from memory, the others (each event's once) in one round
+// loadBodies returns the request bodies of leased deliveries: those of events this Dispatcher claimed lately from memory, the others (each event's once) in one round
 // trip. A body that has expired is nil.
 func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][]byte, error) {
 	now := time.Now()
@@ -82,10 +75,6 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][
 	gets := map[string]*redis.StringCmd{}
 	var pipe redis.Pipeliner
 	for i, j := range jobs {
-		if j.bodyRead {
-			bodies[i] = j.body
-			continue
-		}
 		key := j.bodyKey(d.keys)
 		if body, ok := d.bodies.get(key, now); ok {
 			bodies[i] = body
@@ -103,9 +92,6 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command: a missing body is not one
 	for i, j := range jobs {
-		if j.bodyRead {
-			continue
-		}
 		g := gets[j.bodyKey(d.keys)]
 		if g == nil {
 			continue

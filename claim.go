@@ -36,8 +36,8 @@ import (
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms): the expiry of the record, and of the index entry
 // ARGV[3] -> the event as stored: its fingerprint, then its body (event_store.go)
-// ARGV[6i-2] .. ARGV[6i+3] (i = 1..n) -> target i's queue member (keyspace.queueMember; its inline
-// entry is ks.InlineEntry), its hash (the id's last 12 bytes, raw), its new
+// ARGV[6i-2] .. ARGV[6i+3] (i = 1..n) -> target i's delivery id (its inline entry is the id followed
+// by its webhook id), its hash (the id's last 12 bytes, raw), its new
 // record, when it is due (ms), its webhook id, 1 if leased for an inline attempt (else 0)
 // ARGV[3+6n+i] -> 1 if target i's index key's TTL is to be checked (else it was set lately: indexTTLs)
 // KEYS[3n+4] -> {P:s}:tevents:<tenant>  the tenant's replay index in the shard (replay_index.go)
@@ -45,7 +45,7 @@ import (
 // returns {claimConflict} when the event stored under this id has another fingerprint (nothing is
 // written); else {event stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated when
 // this call created the delivery, or the existing record
-var claimScript = redis.NewScript(luaIDOf + luaInlineEntry + indexFunction + `
+var claimScript = redis.NewScript(indexFunction + `
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 local n = (#KEYS - 4) / 3
 local stored = redis.call('GET', KEYS[1])
@@ -95,7 +95,7 @@ for i = 1, n do
   if created[i] then
     local member, due, wid = ARGV[6 * i - 2], ARGV[6 * i + 1], ARGV[6 * i + 2]
     if ARGV[6 * i + 3] == '1' then
-      redis.call('ZADD', KEYS[3], due, inlineEntry(member, wid))
+      redis.call('ZADD', KEYS[3], due, member .. wid)
     else
       redis.call('ZADD', KEYS[3 * i + 3], due, member)
       redis.call('ZADD', KEYS[2], 'LT', due, wid)
@@ -169,8 +169,7 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 	for i, r := range recs {
 		index := d.keys.indexKey(shard, r.WebhookID)
 		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID))
-		r.member = d.keys.queueMember(r.ID, eventID)
-		args = append(args, r.member, ks.IndexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].leased()))
+		args = append(args, r.ID, ks.IndexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	args = append(args, checks...)

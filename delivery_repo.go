@@ -17,14 +17,11 @@ package webhooks
 //	{P:s}:ready                            zset    webhook id -> at most when its earliest delivery in the shard is due,
 //	                                               or later while the webhook is parked (ms) (schedule.go); an entry
 //	                                               whose queue is empty is removed by the next worker to read it
-//	{P:s}:q:<webhook_id>                   zset    queue member -> next attempt, or lease end while leased (ms); pending
-//	                                               only. In a keyspace stored "<S> b", an unordered delivery's member is
-//	                                               "<delivery id>|<event_id>" (ks.Member), so its lease reads the body;
-//	                                               otherwise, and for an ordered delivery, the delivery id
-//	{P:s}:inline                           zset    delivery id + webhook id (+ "|<event_id>" when the member names it:
-//	                                               ks.InlineEntry) -> lease end (ms): deliveries leased by their
-//	                                               claims, for Dispatch's inline attempt or Enqueue's hand-off to Run
-//	                                               (inline.go, handoff.go)
+//	{P:s}:q:<webhook_id>                   zset    delivery id -> next attempt, or lease end while leased (ms); pending
+//	                                               only
+//	{P:s}:inline                           zset    delivery id + webhook id (ks.InlineEntry) -> lease end (ms):
+//	                                               deliveries leased by their claims for Dispatch's inline attempt
+//	                                               (inline.go)
 //	{P:s}:list:<webhook_id>                stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
 //	                                               its creation or Redeliver; trimmed on write, TTL ≥ newest entry
 //	{P:s}:tevents                          zset    event id -> accepted (ms): the replay index of the events of no tenant
@@ -52,9 +49,7 @@ package webhooks
 //	{P:registry}:hourly:<webhook_id>       hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
 //	                                               successes/failures in hour h (Unix hours; hourly.go); written by
 //	                                               the circuit count; TTL 25 h from the first count of its newest hour
-//	{P:registry}:shards                    string  the shard count: "<S> b" (queue members name their events), "<S>"
-//	                                               for a keyspace stored before that form, or "16 v1" for one written
-//	                                               before the count was stored (shards.go); no TTL
+//	{P:registry}:shards                    string  the shard count, "<S>" (shards.go); no TTL
 //	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,
 //	                                               Redis time) (ratelimit.go)  TTL 1 s after that slot
 //	{P:oauth:<webhook_id>}                 string  the webhook's OAuth2 token, "<expiry ms> <credentials fingerprint>

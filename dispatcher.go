@@ -65,13 +65,12 @@ type Dispatcher struct {
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	turns        slotTurns     // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce    sync.Once
-	hintsPtr     *scanHints               // made by hints()
-	local        *localDue                // what this Dispatcher queued, for its worker (local_due.go)
-	running      atomic.Int32             // Runs going
-	runs         atomic.Pointer[runSlots] // the slots of a Run going, to which Enqueue hands off (handoff.go)
-	idled        func()                   // tests: called before Run waits with nothing due that it could take
-	counted      func(n int)              // tests: called once a circuit count of n attempts has run (afterCount)
-	auth         *authenticator           // endpoint authentication (endpoint_auth_send.go)
+	hintsPtr     *scanHints     // made by hints()
+	local        *localDue      // what this Dispatcher queued, for its worker (local_due.go)
+	running      atomic.Int32   // Runs going
+	idled        func()         // tests: called before Run waits with nothing due that it could take
+	counted      func(n int)    // tests: called once a circuit count of n attempts has run (afterCount)
+	auth         *authenticator // endpoint authentication (endpoint_auth_send.go)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -217,11 +216,8 @@ func notAccepted(eventID string, results []Result) error {
 // Enqueue is Dispatch without the inline attempt: the producer's fast path. It claims every
 // subscribed webhook's pair in one round trip (once subscribers are cached), makes every fresh
 // delivery due at once, and returns; a worker (Run) in this process starts the attempts at once,
-// other replicas' workers within their sweep (Shards/14 polls of 250ms: 1.25s with 64 shards). While
-// a Run of this Dispatcher has room (Concurrency attempts and twice as many leased ahead), a delivery
-// to a webhook whose circuit it knows is closed, with no RateLimit, of an event with no order key, is
-// leased by the claim and handed to that Run with its body, which attempts it with no lease of its own
-// (handoff.go). A webhook whose circuit this Dispatcher has seen open gets its delivery parked until
+// other replicas' workers within their sweep (Shards/14 polls of 250ms: 1.25s with 64 shards). A
+// webhook whose circuit this Dispatcher has seen open gets its delivery parked until
 // the circuit's probe. Its results and errors follow Dispatch's contract: a nil error means every pair
 // is durably recorded and every Result has a Delivery (pending, or the existing one of a duplicate).
 func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) ([]Result, error) {
@@ -288,14 +284,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	}
 	scoped := scopedEventID(tenant, eventID)
 	shard := d.keys.eventShard(tenant, scoped, orderKey)
-	plans := d.plan(ctx, targets, inline, !inline && orderKey == "")
-	defer func() { // a hand-off's Run slot is given back whatever happens before it is handed (a panic)
-		for i := range plans {
-			if plans[i].slots != nil {
-				plans[i].cancel(d, targets[i].ID)
-			}
-		}
-	}()
+	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
 	reply, bodyKey, err := d.claimEvent(ctx, shard, scoped, orderKey, eventType, body, recs, plans)
@@ -313,24 +302,15 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	queued := false
 	batch := d.newOutcomeBatch(shard)
 	var attempts []int
-	handed := map[*runSlots][]leasedDelivery{}
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
 		item, fresh := reply[1+i].(int64)
 		plans[i].queuedBehind(item)
-		if r := plans[i].slots; r != nil && fresh {
-			dl := recs[i].Delivery // the caller's copy (due at its lease's end, as stored): the record is the worker's now
-			results[i].Delivery = &dl
-			handed[r] = append(handed[r], leasedDelivery{shard: shard, rec: recs[i], webhook: t, body: body,
-				bodyRead: true, inline: true})
-			plans[i].slots = nil // handed: its slot is Run's now
-			continue
-		}
 		if !fresh || item == claimWaiting || !plans[i].inline {
 			plans[i].cancel(d, t.ID)
 			queued = queued || fresh
 			if fresh && item != claimWaiting {
-				d.queueLocal(shard, t.ID, recs[i].queued(), plans[i].due)
+				d.queueLocal(shard, t.ID, recs[i].ID, plans[i].due)
 			}
 			results[i] = d.notAttempted(eventID, t, recs[i], plans[i], reply[1+i])
 			continue
@@ -348,14 +328,9 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 			batch.ended(ctx, recs[i], o, &results[i].Err)
 		})
 	}
-	if queued || len(handed) > 0 { // a delivery handed off may yet be handed back to its queue
-		d.bodies.put(bodyKey, body, time.Now())
-	}
 	if queued {
+		d.bodies.put(bodyKey, body, time.Now())
 		d.poke()
-	}
-	for r, jobs := range handed {
-		r.handOff(jobs)
 	}
 	wg.Wait()
 	return results
@@ -390,32 +365,24 @@ func (d *Dispatcher) notAttempted(eventID string, t *storedWebhook, rec *record,
 // targetPlan is how a claim creates one target's delivery.
 type targetPlan struct {
 	inline bool      // leased for an attempt this call makes, holding a slot of MaxInFlightPerWebhook
-	slots  *runSlots // leased for Run's attempt, on a slot reserved there (Enqueue's hand-off, handoff.go)
 	due    time.Time // when the worker may take it: the lease's end when leased
 	reason string    // why a Dispatch makes no attempt ("" for Enqueue); a parked delivery's LastError
 	parked bool      // its webhook's circuit is open
 }
 
-// leased reports whether the claim leases the delivery: for an inline attempt, or Run's (hand-off).
-func (p *targetPlan) leased() bool { return p.inline || p.slots != nil }
-
-// cancel gives back the in-flight slot (and the Run slot of a hand-off) of a plan whose attempt will
-// not be made.
+// cancel gives back the in-flight slot of a plan whose attempt will not be made.
 func (p *targetPlan) cancel(d *Dispatcher, webhookID string) {
-	if p.leased() {
+	if p.inline {
 		d.flights.release(webhookID)
 	}
-	if p.slots != nil {
-		p.slots.unreserve()
-	}
-	p.inline, p.slots = false, nil
+	p.inline = false
 }
 
 // plan decides, per target, whether this call attempts it inline or leaves it to the worker: a
 // webhook whose circuit is open is parked until its probe, one at its in-flight cap or over its rate
 // limit is due at once (or at its next rate slot) for the worker. Enqueue attempts nothing, and reads
-// only circuits already cached; with handoff, it leases what it can hand to this process's Run.
-func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline, handoff bool) []targetPlan {
+// only circuits already cached.
+func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline bool) []targetPlan {
 	now := d.now()
 	plans := make([]targetPlan, len(targets))
 	ids := make([]string, len(targets))
@@ -437,12 +404,6 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline,
 			p.due, p.parked = later(h.OpenUntil, now), true
 			p.reason = parkedReason(h, p.due)
 		case !inline:
-			// A hand-off needs a circuit this process knows is closed (or no breaker).
-			if _, known := circuits[t.ID]; handoff && (known || d.opts.BreakAfter < 0) {
-				if p.slots = d.handoffSlot(t); p.slots != nil {
-					p.due = now.Add(d.lease)
-				}
-			}
 		case !d.flights.acquire(ctx, t.ID, waitFrom):
 			p.reason = "webhook at its in-flight cap (MaxInFlightPerWebhook): attempt left to the worker"
 		default:
@@ -459,7 +420,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline,
 	// the attempt's lease.
 	if leased := d.now(); leased.After(now) {
 		for i := range plans {
-			if plans[i].leased() {
+			if plans[i].inline {
 				plans[i].due = leased.Add(d.lease)
 			}
 		}
@@ -479,7 +440,7 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 			CreatedAt: msTime(now.UnixMilli()), UpdatedAt: msTime(now.UnixMilli()),
 			ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())}}
 		token := randomHex(tokenLen / 2) // also tells this call's records from another call's
-		if plans[i].leased() {
+		if plans[i].inline {
 			recs[i].holdLease(token, plans[i].due)
 		} else {
 			recs[i].token, recs[i].leaseState = token, leaseNone

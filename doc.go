@@ -66,19 +66,7 @@
 //     (TestLeasedAheadFollowsAttemptTimes); with fewer slots than webhooks due, every webhook is served
 //     in turn (TestScarceSlotsAreSharedInTurn); a delivery leased ahead that waited too long for a slot
 //     goes back to its queue at once, and a probe among them gives its probe back
-//     (TestLeasedAheadThatWaitedTooLongGoesBackAtOnce, TestProbeHandedBackIsGivenBack). In a keyspace
-//     made by this version an unordered delivery's queue entry names its event (so does its inline
-//     entry, so a sweep that takes it into its queue keeps the name), and the script that leases it
-//     returns its body too: a worker that did not claim the event (another replica, a retry after its
-//     memory of the body expired) needs no round trip of its own for it (TestLeaseReadsTheBodies,
-//     TestSweptInlineAttemptLeavesOneQueueEntry); a keyspace made before keeps plain ids and delivers
-//     as it did (TestKeyspaceLayoutsDeliver). While a Run goes, Enqueue leases what Run has room for in
-//     its claim (still one round trip; only for a webhook whose circuit it knows is closed, with no
-//     RateLimit, and an event with no order key) and hands it over with its body, so Run makes those
-//     attempts with no lease pass of its own, within the same bounds; once Run's context has ended it
-//     hands nothing over (TestEnqueueHandsItsDeliveriesToRun, TestEnqueueHandsOffOnlyWhatRunCanTake,
-//     TestConcurrentEnqueuesStayWithinEachRunsRoom,
-//     TestHandedOffDeliveryThatWaitedTooLongGoesBack, TestPanickingEnqueueGivesBackItsHandOff).
+//     (TestLeasedAheadThatWaitedTooLongGoesBackAtOnce, TestProbeHandedBackIsGivenBack).
 //   - Subscribers are protected from us. A webhook's RateLimit (requests per second) holds across every
 //     replica: each attempt takes a slot from a limiter on Redis's clock, spaced exactly, and a delivery
 //     over the limit waits, it is not failed (TestRateLimitHoldsAcrossReplicas).

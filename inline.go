@@ -27,20 +27,19 @@ import (
 // KEYS[2] -> {P:s}:inline
 // KEYS[2+i] (i = 1..n) -> entry i's webhook's queue
 // ARGV[1] -> now (ms): entries scored later are left alone
-// ARGV[2i], ARGV[2i+1] -> entry i's queue member (as its inline entry names it: ks.SplitInlineEntry),
-// webhook id
+// ARGV[2i], ARGV[2i+1] -> entry i's delivery id, webhook id (the entry is the two joined)
 // returns how many entries it took
-var adoptScript = redis.NewScript(luaIDOf + luaInlineEntry + `
+var adoptScript = redis.NewScript(`
 local now, n = tonumber(ARGV[1]), #KEYS - 2
 local due = {}
 for i = 1, n do
-  local score = redis.call('ZSCORE', KEYS[2], inlineEntry(ARGV[2 * i], ARGV[2 * i + 1]))
+  local score = redis.call('ZSCORE', KEYS[2], ARGV[2 * i] .. ARGV[2 * i + 1])
   if score and tonumber(score) <= now then due[i] = score end
 end
 local took = 0
 for i = 1, n do
   if due[i] then
-    redis.call('ZREM', KEYS[2], inlineEntry(ARGV[2 * i], ARGV[2 * i + 1]))
+    redis.call('ZREM', KEYS[2], ARGV[2 * i] .. ARGV[2 * i + 1])
     redis.call('ZADD', KEYS[2 + i], due[i], ARGV[2 * i])
     redis.call('ZADD', KEYS[1], 'LT', due[i], ARGV[2 * i + 1])
     took = took + 1
@@ -59,7 +58,7 @@ func (d *Dispatcher) requeueInline(ctx context.Context, shard int, recs []*recor
 	args := []any{int64(math.MaxInt64)}
 	for _, r := range recs {
 		keys = append(keys, d.keys.queueKey(shard, r.WebhookID))
-		args = append(args, r.queued(), r.WebhookID)
+		args = append(args, r.ID, r.WebhookID)
 	}
 	if err := d.scripts.run(context.WithoutCancel(ctx), adoptScript, keys, args...).Err(); err != nil {
 		d.log.Warn("webhooks: give back inline attempts", "shard", shard, "error", err)
@@ -69,8 +68,8 @@ func (d *Dispatcher) requeueInline(ctx context.Context, shard int, recs []*recor
 
 // stray is an entry of a shard's inline zset whose lease has ended.
 type stray struct {
-	shard             int
-	member, webhookID string // its queue member (its delivery id, or one naming its event), its webhook
+	shard         int
+	id, webhookID string // its delivery id, its webhook
 }
 
 // adopt takes stray inline deliveries into their webhooks' queues (adoptScript), one script per shard,
@@ -90,7 +89,7 @@ func (d *Dispatcher) adopt(ctx context.Context, now time.Time, strays []stray) (
 		args := []any{now.UnixMilli()}
 		for _, s := range ss {
 			keys = append(keys, d.keys.queueKey(shard, s.webhookID))
-			args = append(args, s.member, s.webhookID)
+			args = append(args, s.id, s.webhookID)
 		}
 		go func() {
 			n, err := d.scripts.run(ctx, adoptScript, keys, args...).Int64()

@@ -24,31 +24,11 @@ func (k keyspace) eventKey(shard int, eventID string) string {
 	return k.Tag(shard) + ":evt:" + eventID
 }
 
-// queueMember is an unordered delivery's member of its webhook's queue: in a BodyRefs keyspace it names
-// the delivery's event (ks.Member), so that the script that leases it reads the event's body too
-// (leaseScript); otherwise, and for an ordered delivery, it is the delivery id.
-func (k keyspace) queueMember(deliveryID, scopedEventID string) string {
-	if !k.BodyRefs {
-		return deliveryID
-	}
-	return ks.Member(deliveryID, scopedEventID)
-}
-
-// deliveryMember is a stored delivery's member of its webhook's queue, as its claim wrote it: its
-// queueMember when unordered (tenant scopes its event id), its id when ordered.
-func (k keyspace) deliveryMember(dl *Delivery, tenant string) string {
-	if dl.OrderKey != "" {
-		return dl.ID
-	}
-	return k.queueMember(dl.ID, scopedEventID(tenant, dl.EventID))
-}
-
 // readyKey is a shard's schedule of webhooks: webhook id -> when its earliest delivery in the shard
 // is due (ms), or later while the webhook is parked.
 func (k keyspace) readyKey(shard int) string { return k.Tag(shard) + ":ready" }
 
-// queueKey is a webhook's schedule in a shard: queue member (queueMember, or a plain delivery id) ->
-// next attempt or lease end (ms).
+// queueKey is a webhook's schedule in a shard: delivery id -> next attempt or lease end (ms).
 func (k keyspace) queueKey(shard int, webhookID string) string {
 	return k.Tag(shard) + ":q:" + webhookID
 }
@@ -57,9 +37,8 @@ func (k keyspace) indexKey(shard int, webhookID string) string {
 	return k.Tag(shard) + ":list:" + webhookID
 }
 
-// inlineKey is a shard's schedule of the deliveries leased for an inline attempt (or Enqueue's hand-off):
-// inline entry (ks.InlineEntry: delivery id + webhook id, + the event when the queue member names it)
-// -> lease end (ms). A worker takes an entry whose lease ended into its webhook's queue.
+// inlineKey is a shard's schedule of the deliveries leased for an inline attempt:
+// delivery id + webhook id -> lease end (ms). A worker takes an entry whose lease ended into its webhook's queue.
 func (k keyspace) inlineKey(shard int) string { return k.Tag(shard) + ":inline" }
 
 func (k keyspace) registryTag() string { return "{" + k.prefix + ":registry}" }

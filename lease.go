@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
 )
 
 // chooseTakes shares free worker slots among the webhooks found due, one slot at a time in turn, so a
@@ -301,15 +299,11 @@ type shardLease struct {
 	ids    [][]string // per take, its candidates (queue members)
 	retime []bool
 	cands  []leasedDelivery
-	bodyAt []int // per candidate, 1 + the index of the event key whose body the script reads, or 0
-	bodies int   // event keys whose bodies the script reads
 	run    scriptRun
 }
 
 // newShardLease prepares the lease of the candidates of some webhooks of one shard; the webhooks
-// flagged in retime have their ready score set to their queue's head. A candidate whose member names
-// its event (ks.Member) has its body read by the lease too, unless this Dispatcher keeps it
-// (recentBodies): each event's once.
+// flagged in retime have their ready score set to their queue's head.
 func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [][]string, retime []bool) *shardLease {
 	keys := []string{d.keys.readyKey(shard)}
 	n := 0
@@ -322,37 +316,20 @@ func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [
 		args = append(args, t.id, flag(retime[i]))
 	}
 	l := &shardLease{shard: shard, now: now, takes: takes, ids: ids, retime: retime}
-	var bodyKeys []string
-	bodyIndex := map[string]int{}
-	kept := time.Now() // recentBodies' clock
 	for i, t := range takes {
-		for _, member := range ids[i] {
-			id, scoped := ks.SplitMember(member)
-			at := 0
-			if scoped != "" {
-				if key := d.keys.eventKey(shard, scoped); !d.bodies.has(key, kept) {
-					if at = bodyIndex[key]; at == 0 {
-						bodyKeys = append(bodyKeys, key)
-						at = len(bodyKeys)
-						bodyIndex[key] = at
-					}
-				}
-			}
+		for _, id := range ids[i] {
 			token := randomHex(tokenLen / 2)
 			keys = append(keys, d.keys.deliveryKey(shard, id))
-			args = append(args, member, token, i+1, at)
-			l.bodyAt = append(l.bodyAt, at)
+			args = append(args, id, token, i+1)
 			l.cands = append(l.cands, leasedDelivery{shard: shard, probe: t.probe, retime: retime[i],
-				rec: &record{Delivery: Delivery{ID: id, WebhookID: t.id}, token: token, member: member}})
+				rec: &record{Delivery: Delivery{ID: id, WebhookID: t.id}, token: token}})
 		}
 	}
-	l.bodies = len(bodyKeys)
-	l.run = scriptRun{leaseScript, append(keys, bodyKeys...), args}
+	l.run = scriptRun{leaseScript, keys, args}
 	return l
 }
 
-// leased reads a shard lease's reply: the deliveries it leased, their records decoded and the bodies
-// it read, and the new ready scores of the webhooks it retimed (0 when one left the ready zset).
+// leased reads a shard lease's reply: the deliveries it leased, their records decoded, and the new ready scores of the webhooks it retimed (0 when one left the ready zset).
 func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) ([]leasedDelivery, map[dueKey]int64, error) {
 	shard, now, cands := l.shard, l.now, l.cands
 	retimed := 0
@@ -360,7 +337,7 @@ func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) 
 		retimed += flag(r)
 	}
 	reply, err := cmd.Slice()
-	if err == nil && len(reply) != len(cands)+retimed+l.bodies {
+	if err == nil && len(reply) != len(cands)+retimed {
 		err = fmt.Errorf("unexpected reply of %d items for %d deliveries", len(reply), len(cands))
 	}
 	if err != nil {
@@ -376,7 +353,6 @@ func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) 
 			k++
 		}
 	}
-	bodies := reply[k:]
 	var out []leasedDelivery
 	var errs []error
 	for j, item := range reply[:len(cands)] {
@@ -389,14 +365,7 @@ func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) 
 				continue
 			}
 			rec.holdLease(c.rec.token, now.Add(d.lease))
-			rec.member = c.rec.member
 			c.rec = rec
-			if at := l.bodyAt[j]; at > 0 {
-				c.bodyRead = true
-				if body, ok := bodies[at-1].(string); ok {
-					c.body = eventBody(body)
-				}
-			}
 			out = append(out, c)
 		case int64:
 			if v == leaseNotRecord {
@@ -421,7 +390,7 @@ func (d *Dispatcher) decodeLeased(ctx context.Context, shard int, c *record, raw
 	}
 	d.log.Error("webhooks: skipping undecodable delivery", "delivery_id", c.ID, "error", err)
 	keys := []string{d.keys.readyKey(shard), d.keys.queueKey(shard, c.WebhookID), d.keys.deliveryKey(shard, c.ID)}
-	if _, uerr := unscheduleScript.Run(ctx, d.rdb, keys, c.queued(), c.token, c.WebhookID).Result(); uerr != nil {
+	if _, uerr := unscheduleScript.Run(ctx, d.rdb, keys, c.ID, c.token, c.WebhookID).Result(); uerr != nil {
 		err = errors.Join(err, fmt.Errorf("webhooks: unschedule %s: %w", c.ID, uerr))
 	}
 	return nil, err

@@ -1,10 +1,6 @@
 package webhooks
 
-import (
-	"strconv"
-
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
-)
+import "strconv"
 
 // Lua preludes shared by the scripts. Each is a local function spliced in front of a script's body;
 // the lease-state bytes and lengths come from the Go constants of record.go.
@@ -17,27 +13,6 @@ local function leaseOf(key, token)
   local head = redis.call('GETRANGE', key, 0, ` + strconv.Itoa(tokenLen) + `)
   if string.sub(head, 1, ` + strconv.Itoa(tokenLen) + `) ~= token then return false end
   return string.sub(head, ` + strconv.Itoa(tokenLen+1) + `)
-end
-`
-
-// luaIDOf is idOf(member): the delivery id of a queue member that names its event (ks.Member), or the
-// member itself, a plain delivery id.
-var luaIDOf = `
-local function idOf(m)
-  if #m > ` + strconv.Itoa(ks.DeliveryIDLen) + ` and string.byte(m, ` + strconv.Itoa(ks.DeliveryIDLen+1) + `) == ` + strconv.Itoa(ks.MemberSep) + ` then
-    return string.sub(m, 1, ` + strconv.Itoa(ks.DeliveryIDLen) + `)
-  end
-  return m
-end
-`
-
-// luaInlineEntry is inlineEntry(member, wid): a delivery's entry in its shard's inline zset
-// (ks.InlineEntry). It needs luaIDOf.
-var luaInlineEntry = `
-local function inlineEntry(m, wid)
-  local id = idOf(m)
-  if id == m then return m .. wid end
-  return id .. wid .. string.sub(m, ` + strconv.Itoa(ks.DeliveryIDLen+1) + `)
 end
 `
 

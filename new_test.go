@@ -52,7 +52,7 @@ func TestNewDoesNoIO(t *testing.T) {
 	assert.Equal(t, 1, rc.count())
 	v, err := rdb.Get(ctx, d.keys.shardsKey()).Result()
 	require.NoError(t, err)
-	assert.Equal(t, ks.NewCount(64), v, "the shard count stored by the first call that needed it")
+	assert.Equal(t, ks.FormatCount(64), v, "the shard count stored by the first call that needed it")
 }
 
 // TestLoadingRedisIsReadLater: while Redis answers LOADING, the calls that need the shard count fail

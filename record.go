@@ -57,17 +57,8 @@ type record struct {
 	leaseState byte      // leaseHeld, leaseSettled or leaseNone
 	leaseEnd   time.Time // when the lease expires (known to the holder only)
 	raw        string    // the value this record was decoded from, "" when built in memory
-	member     string    // its member of its webhook's queue, when not its id (queueMember)
 
 	traceparent string // W3C trace context of the call that created it, "" for none (trace.go)
-}
-
-// queued is the record's member of its webhook's queue: the one its lease read, or its claim wrote.
-func (r *record) queued() string {
-	if r.member != "" {
-		return r.member
-	}
-	return r.ID
 }
 
 // statusCodes are the statuses as the record's head spells them.

@@ -24,7 +24,7 @@ import (
 // ARGV[1] -> now (ms)
 // ARGV[2] -> retention (ms)
 // ARGV[3] -> lease end (ms)
-// ARGV[4] -> queue member (keyspace.queueMember; an ordered delivery's id)
+// ARGV[4] -> the delivery id, its queue member
 // ARGV[5] -> lease token
 // ARGV[6] -> the failed record as the caller read it
 // ARGV[7] -> the reset record
@@ -94,8 +94,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	renewed.holdLease(token, now.Add(d.lease))
 	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.readyKey(shard),
 		d.keys.eventKey(shard, scopedEventID(wh.Tenant, rec.EventID)), d.keys.indexKey(shard, rec.WebhookID), d.keys.queueKey(shard, rec.WebhookID)}
-	member := d.keys.deliveryMember(&rec.Delivery, wh.Tenant)
-	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds(), now.Add(d.lease).UnixMilli(), member, token,
+	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds(), now.Add(d.lease).UnixMilli(), deliveryID, token,
 		rec.raw, renewed.encode(), ks.IndexedHash(deliveryID), unixMilli(renewed.ExpiresAt), rec.WebhookID}
 	script, keys, args := d.redeliverScriptFor(shard, wh, rec, &renewed, keys, args)
 	reply, err := script.Run(ctx, d.rdb, keys, args...).Slice()
@@ -115,7 +114,6 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	}
 	d.extendOrderMarker(ctx, wh.Tenant, rec)
 	rec.holdLease(token, now.Add(d.lease))
-	rec.member = member
 	var body []byte
 	if s, ok := reply[1].(string); ok {
 		body = eventBody(s)

@@ -19,7 +19,7 @@ import (
 // KEYS[2] -> {P:s}:ready
 // KEYS[3] -> {P:s}:q:<webhook_id>
 // ARGV[1] -> now (ms)
-// ARGV[2] -> its queue member (keyspace.deliveryMember)
+// ARGV[2] -> the delivery id, its queue member
 // ARGV[3] -> webhook id
 // returns retryGone, retryNotPending, retryInFlight, retryNotQueued or retryDue
 var retryNowScript = redis.NewScript(`
@@ -50,8 +50,7 @@ var errNotRetryable = errors.New("webhooks: the delivery cannot be retried now")
 // pending, in flight, held back, or whose webhook's circuit is open (a probe decides) is refused with
 // an error wrapping errNotRetryable.
 func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
-	wh, _, err := d.webhooks.load(ctx, rec.WebhookID)
-	if err != nil {
+	if _, _, err := d.webhooks.load(ctx, rec.WebhookID); err != nil {
 		return err
 	}
 	hs, err := d.circuits.read(ctx, d.now(), rec.WebhookID)
@@ -66,7 +65,7 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 		return fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
 	}
 	keys := []string{d.keys.deliveryKey(shard, rec.ID), d.keys.readyKey(shard), d.keys.queueKey(shard, rec.WebhookID)}
-	n, err := retryNowScript.Run(ctx, d.rdb, keys, d.now().UnixMilli(), d.keys.deliveryMember(&rec.Delivery, wh.Tenant), rec.WebhookID).Int()
+	n, err := retryNowScript.Run(ctx, d.rdb, keys, d.now().UnixMilli(), rec.ID, rec.WebhookID).Int()
 	if err != nil {
 		return fmt.Errorf("webhooks: retry %s: %w", rec.ID, err)
 	}

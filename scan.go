@@ -230,8 +230,8 @@ func (d *Dispatcher) readScan(nowMs int64, gen uint64, heads, inline []*redis.ZS
 	for k, cmd := range inline {
 		for _, z := range cmd.Val() {
 			e, _ := z.Member.(string)
-			if member, webhookID, ok := ks.SplitInlineEntry(e); ok {
-				strays = append(strays, stray{shard: inlines[k], member: member, webhookID: webhookID})
+			if id, webhookID, ok := ks.SplitInlineEntry(e); ok {
+				strays = append(strays, stray{shard: inlines[k], id: id, webhookID: webhookID})
 			}
 		}
 	}

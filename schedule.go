@@ -15,8 +15,7 @@ import (
 //
 //	{P:s}:ready        zset  webhook id -> at most when its earliest delivery in the shard is due (ms),
 //	                         or later while the webhook is parked (circuit open, rate limit)
-//	{P:s}:q:<webhook>  zset  queue member (the delivery id, or one naming its event: keyspace.queueMember)
-//	                         -> next attempt, or lease end while leased (ms)
+//	{P:s}:q:<webhook>  zset  delivery id -> next attempt, or lease end while leased (ms)
 //
 // A ready score is a lower bound, not a copy: a write that makes a delivery due lowers it (ZADD LT),
 // while one that takes a delivery out of the due (a lease, a final outcome) leaves it as it is, so
@@ -59,29 +58,24 @@ const (
 // again. Every candidate is checked before the first write. The webhooks flagged to be retimed (their
 // queues were read to the last due entry, or found with none) then have their ready score set to
 // their queue's head; the others' stay as they are, a lower bound (see the schedule's doc above).
-// Last, it reads the bodies of the events its leased candidates send, where their queue members name
-// them (ks.Member): the worker needs no round trip of its own for them.
 //
 // KEYS[1] -> {P:s}:ready
 // KEYS[1+i] (i = 1..m) -> {P:s}:q:<webhook i>
 // KEYS[1+m+j] (j = 1..n) -> delivery key of candidate j
-// KEYS[1+m+n+b] (b = 1..) -> event key b, holding a body
 // ARGV[1] -> now (ms)
 // ARGV[2] -> lease end (ms)
 // ARGV[3], ARGV[4] -> m, n
 // ARGV[3+2i], ARGV[4+2i] -> webhook i's id, 1 if it is to be retimed (else 0)
-// ARGV[1+4+2m+4(j-1)] .. ARGV[4+4+2m+4(j-1)] -> candidate j's queue member, lease token, webhook index
-// i, event key index b (0: its body is not read here)
+// ARGV[1+4+2m+3(j-1)] .. ARGV[3+4+2m+3(j-1)] -> candidate j's delivery id, lease token, webhook index i
 // returns per candidate: leaseNotDue (another worker leased it), leaseExpired (its record has expired)
 // or leaseNotRecord (its key holds no record) — the queue entry of both is removed — or the record
-// once leased; then per webhook retimed, in order, its new ready score ("" when it left the ready zset);
-// then per event key, its value when a candidate leased names it, else false (so too when it has expired)
+// once leased; then per webhook retimed, in order, its new ready score ("" when it left the ready zset)
 var leaseScript = redis.NewScript(luaRetime + `
 local now, leaseEnd, m, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
 local base = 4 + 2 * m
 local state, recs = {}, {}
 for j = 1, n do
-  local a = base + 4 * (j - 1)
+  local a = base + 3 * (j - 1)
   local member, token, queue = ARGV[a + 1], ARGV[a + 2], KEYS[1 + tonumber(ARGV[a + 3])]
   local score = tonumber(redis.call('ZSCORE', queue, member))
   state[j] = ` + strconv.Itoa(leaseNotDue) + `
@@ -99,9 +93,9 @@ for j = 1, n do
     end
   end
 end
-local reply, read = {}, {}
+local reply = {}
 for j = 1, n do
-  local a = base + 4 * (j - 1)
+  local a = base + 3 * (j - 1)
   local member, queue, rec = ARGV[a + 1], KEYS[1 + tonumber(ARGV[a + 3])], KEYS[1 + m + j]
   if state[j] == 'lease' then
     redis.call('ZADD', queue, ARGV[2], member)
@@ -114,18 +108,9 @@ for j = 1, n do
     if state[j] ~= ` + strconv.Itoa(leaseNotDue) + ` then redis.call('ZREM', queue, member) end
     reply[j] = state[j]
   end
-  if recs[j] then read[tonumber(ARGV[a + 4])] = true end
 end
 for i = 1, m do
   if ARGV[4 + 2 * i] == '1' then reply[#reply + 1] = retime(KEYS[1], KEYS[1 + i], ARGV[3 + 2 * i]) end
-end
-for b = 1, #KEYS - 1 - m - n do
-  local body = false
-  if read[b] then
-    body = redis.pcall('GET', KEYS[1 + m + n + b])
-    if type(body) ~= 'string' then body = false end
-  end
-  reply[#reply + 1] = body
 end
 return reply
 `)
@@ -177,14 +162,11 @@ type take struct {
 
 // leasedDelivery is a due delivery this worker holds the lease of.
 type leasedDelivery struct {
-	shard    int
-	rec      *record
-	probe    string         // the probe token, when this attempt is its circuit's probe
-	webhook  *storedWebhook // nil when deleted
-	retime   bool           // its lease read its queue to the last due entry (outcome.retime)
-	body     []byte         // the body it sends, when bodyRead (nil: its event has expired)
-	bodyRead bool           // its lease read its body (leaseScript), or Enqueue handed it over: loadBodies does not
-	inline   bool           // leased by its claim, its schedule entry in the inline zset (handoff.go)
+	shard   int
+	rec     *record
+	probe   string         // the probe token, when this attempt is its circuit's probe
+	webhook *storedWebhook // nil when deleted
+	retime  bool           // its lease read its queue to the last due entry (outcome.retime)
 }
 
 // park moves a webhook's ready score, in every shard it was found due in, to until if that is later:

@@ -18,7 +18,7 @@ const shardCount = DefaultShards
 
 // newKeyspace is the keyspace of a new prefix with the default shard count (tests, and what needs
 // only the registry's keys).
-func newKeyspace(prefix string) keyspace { return newKeyspaceOf(prefix, DefaultShards, false) }
+func newKeyspace(prefix string) keyspace { return newKeyspaceOf(prefix, DefaultShards) }
 
 var defaultKeys = newKeyspace("test")
 
@@ -40,24 +40,22 @@ func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.circuits.rdb, d.webhooks.rdb, d.deliveries.rdb = rdb, rdb, rdb
 }
 
-// newKeyspaceOf builds the keyspace of prefix with shards shards, tags chosen by slot and queue members
-// that name their events as a new keyspace's, or the old tags and plain members when legacy.
-func newKeyspaceOf(prefix string, shards int, legacy bool) keyspace {
-	l := &layout{Layout: ks.NewLayout(prefix, shards, legacy)}
-	l.BodyRefs = !legacy
+// newKeyspaceOf builds the keyspace of prefix with shards shards.
+func newKeyspaceOf(prefix string, shards int) keyspace {
+	l := &layout{Layout: ks.NewLayout(prefix, shards)}
 	l.loaded.Store(true)
 	return keyspace{prefix: prefix, layout: l}
 }
 
-// queued finds a delivery in its webhook's queue in a shard, whatever the form of its member (a plain
-// id, or one that names its event: ks.Member): its member and score, ok false when it has none.
+// queued finds a delivery in its webhook's queue in a shard: its member and score, ok false when it
+// has none.
 func queued(t *testing.T, tr *testRedis, d *Dispatcher, shard int, webhookID, deliveryID string) (member string, score float64, ok bool) {
 	t.Helper()
 	entries, err := tr.rdb.ZRangeWithScores(context.Background(), d.keys.queueKey(shard, webhookID), 0, -1).Result()
 	require.NoError(t, err)
 	for _, z := range entries {
 		m, _ := z.Member.(string)
-		if id, _ := ks.SplitMember(m); id == deliveryID {
+		if m == deliveryID {
 			return m, z.Score, true
 		}
 	}

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -26,7 +27,7 @@ func TestShardTagsSpreadEvenly(t *testing.T) {
 	for _, prefix := range []string{"webhooks", "wh", "a", "tenant-7"} {
 		for _, shards := range []int{16, 64, 256} {
 			start := time.Now()
-			k := newKeyspaceOf(prefix, shards, false)
+			k := newKeyspaceOf(prefix, shards)
 			t.Logf("prefix %q: %d tags chosen in %s", prefix, shards, time.Since(start).Round(time.Microsecond))
 			require.Len(t, k.Tags, shards)
 			seen := map[string]bool{}
@@ -60,7 +61,8 @@ func TestShardTagsSpreadEvenly(t *testing.T) {
 func TestShardTagsOfV1(t *testing.T) {
 	t.Parallel()
 	per := make([]int, 3)
-	for _, tag := range ks.LegacyTags("webhooks") {
+	for s := range 16 {
+		tag := "{webhooks:" + strconv.Itoa(s) + "}"
 		per[evenMasters(keySlot(tag), 3)]++
 	}
 	t.Logf("v1 tags of prefix webhooks on 3 masters: %v", per)
@@ -75,8 +77,7 @@ func TestShardCountIsStoredAndFixed(t *testing.T) {
 	assert.Equal(t, DefaultShards, d.keys.Shards)
 	v, err := tr.rdb.Get(ctx, d.keys.shardsKey()).Result()
 	require.NoError(t, err)
-	assert.Equal(t, ks.NewCount(DefaultShards), v, "a new keyspace's queue members name their events")
-	assert.True(t, d.keys.BodyRefs)
+	assert.Equal(t, ks.FormatCount(DefaultShards), v)
 
 	// The same count, or none, is fine; another is refused.
 	d2 := newTestDispatcher(t, tr, Options{Shards: DefaultShards})
@@ -100,37 +101,15 @@ func TestShardCountIsStoredAndFixed(t *testing.T) {
 	require.Error(t, err, "the egress guard is on in d3") // the layout is what this checks
 }
 
-// TestExistingKeyspaceKeeps16: a keyspace written before the count was stored (its registry exists,
-// or an old shard's schedule does) keeps 16 shards and the old tags, so its records stay readable.
-func TestExistingKeyspaceKeeps16(t *testing.T) {
+// TestDeliveryIDOfAnotherShardCountIsNotFound: a delivery id whose shard is past the keyspace's count
+// is not one of its deliveries.
+func TestDeliveryIDOfAnotherShardCountIsNotFound(t *testing.T) {
 	t.Parallel()
-	tr := newTestRedis(t)
-	ctx := context.Background()
-	for i, seed := range []func(p string){
-		func(p string) { tr.rdb.HSet(ctx, "{"+p+":registry}:webhooks", "wh_x", "{}") },
-		func(p string) { tr.rdb.ZAdd(ctx, "{"+p+":5}:ready", redis.Z{Score: 1, Member: "wh_x"}) },
-	} {
-		p := fmt.Sprintf("%s_%d", tr.prefix, i)
-		seed(p)
-		d, err := New(tr.rdb, Options{KeyPrefix: p})
-		require.NoError(t, err)
-		require.NoError(t, d.keys.load(ctx, tr.rdb))
-		assert.Equal(t, ks.LegacyShards, d.keys.Shards)
-		assert.Equal(t, "{"+p+":3}", d.keys.Tag(3))
-		v, _ := tr.rdb.Get(ctx, d.keys.shardsKey()).Result()
-		assert.Equal(t, "16 v1", v)
-		d64, err := New(tr.rdb, Options{KeyPrefix: p, Shards: 64})
-		require.NoError(t, err)
-		require.ErrorIs(t, d64.keys.load(ctx, tr.rdb), ErrInvalidOptions)
-		d16, err := New(tr.rdb, Options{KeyPrefix: p, Shards: 16})
-		require.NoError(t, err)
-		require.NoError(t, d16.keys.load(ctx, tr.rdb))
-		tr.rdb.Del(ctx, d.keys.shardsKey(), "{"+p+":registry}:webhooks", "{"+p+":5}:ready")
-	}
-	// A delivery id of shard ≥ 16 is not one of a legacy keyspace's.
-	k := newKeyspaceOf("x", ks.LegacyShards, true)
+	k := newKeyspaceOf("x", 16)
 	_, err := k.shardOfDelivery(ks.IndexedID(20, strings.Repeat("a", 12)))
 	require.ErrorIs(t, err, ErrNotFound)
+	_, err = k.shardOfDelivery(ks.IndexedID(15, strings.Repeat("a", 12)))
+	require.NoError(t, err)
 }
 
 // cmdCounter counts the commands a client sends (each command of a pipeline).

@@ -31,8 +31,7 @@ type Stats struct {
 	// Scheduled is how many deliveries wait for a later time: a retry, or a probe of their webhook's
 	// open circuit.
 	Scheduled int64
-	// Leased is how many deliveries a worker (or Dispatch, inline, or the claim of an Enqueue that handed
-	// them to Run) holds the lease of: in flight.
+	// Leased is how many deliveries a worker (or Dispatch, inline) holds the lease of: in flight.
 	Leased int64
 	// OldestDueAt is when the oldest delivery due became due (for one whose lease expired, when its
 	// lease ended); zero when nothing is due.

@@ -64,13 +64,11 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer wg.Wait()
 	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: 2 * d.opts.Concurrency, batch: max(1, d.opts.Concurrency/8),
 		budget: d.lease - d.leaseLeftToAttempt()}
-	d.runs.CompareAndSwap(nil, run) // Enqueue hands its deliveries to this Run (handoff.go)
 	var lanes sync.WaitGroup
 	for i := range leaseLanes {
 		lanes.Go(func() { run.lane(ctx, i == 0) })
 	}
 	lanes.Wait()
-	run.close()
 	return nil
 }
 
@@ -186,12 +184,11 @@ type runSlots struct {
 	batch  int           // Concurrency/8: while deliveries wait, a pass leases no fewer
 	budget time.Duration // how long a delivery leased ahead may wait for its slot: lease − leaseLeftToAttempt
 
-	mu       sync.Mutex
-	busy     int           // attempts started and not over
-	waiting  []leasedReady // leased ahead, waiting for a slot
-	leasing  int           // slots claimed by lanes' passes in progress, and reserved by Enqueue
-	took     time.Duration // moving average of attempts' durations; 0 before the first
-	handoffs handoffs      // Enqueue's reservations (handoff.go)
+	mu      sync.Mutex
+	busy    int           // attempts started and not over
+	waiting []leasedReady // leased ahead, waiting for a slot
+	leasing int           // slots claimed by lanes' passes in progress
+	took    time.Duration // moving average of attempts' durations; 0 before the first
 }
 
 // leasedReady is a leased delivery with its request body read, and the batch its outcome is recorded
@@ -322,7 +319,7 @@ func (r *runSlots) start(l leasedReady) {
 		} else if j.probe != "" {
 			d.releaseProbe(actx, j.rec.WebhookID, j.probe) // not sent: the next pass may probe at once
 		}
-		o.retime, o.inline = j.retime, j.inline
+		o.retime = j.retime
 		d.flights.release(j.rec.WebhookID)
 		r.freed()
 		d.countNow(actx, j.rec, &o) // now, not when its batch is written

@@ -321,7 +321,7 @@ func leasedNow(t *testing.T, tr *testRedis, d *Dispatcher, webhookID string, now
 		k, err := tr.rdb.ZCount(ctx, d.keys.queueKey(s, webhookID), after, "+inf").Result()
 		require.NoError(t, err)
 		n += k
-		// Enqueue's hand-offs are leased by their claims, their entries in the inline zset.
+		// Inline attempts are leased by their claims, their entries in the inline zset.
 		entries, err := tr.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.inlineKey(s), ByScore: true, Start: after, Stop: "+inf"}).Result()
 		require.NoError(t, err)
 		for _, e := range entries {

@@ -109,7 +109,7 @@ func (e *env) waitScheduleClean(ctx context.Context, prefix string) error {
 	if e.polls == nil {
 		e.polls = map[string]int64{}
 	}
-	layout := keyspace.NewLayout(prefix, webhooks.DefaultShards, false)
+	layout := keyspace.NewLayout(prefix, webhooks.DefaultShards)
 	keys := make([]string, webhooks.DefaultShards)
 	for s := range keys {
 		keys[s] = layout.Tag(s) + ":ready"

@@ -14,22 +14,14 @@ const (
 	DeliveryIDLen    = len(DeliveryIDPrefix) + 2 + 24
 )
 
-// Layout is a keyspace's shard count, the shards' hash tags and the form of its queue members.
+// Layout is a keyspace's shard count and the shards' hash tags.
 type Layout struct {
 	Shards int      // the number of event shards, fixed per prefix once used
 	Tags   []string // the shards' hash tags
-	// BodyRefs: an unordered delivery's queue member names its event (Member), so that the script
-	// that leases it can read the event's body too. A keyspace stored before this form keeps plain
-	// delivery ids as members (its stored count has no BodyRefsSuffix).
-	BodyRefs bool
 }
 
-// NewLayout is the layout of prefix with shards shards, tags chosen by slot, or the old tags when
-// legacy.
-func NewLayout(prefix string, shards int, legacy bool) Layout {
-	if legacy {
-		return Layout{Shards: shards, Tags: LegacyTags(prefix)}
-	}
+// NewLayout is the layout of prefix with shards shards, tags chosen by slot.
+func NewLayout(prefix string, shards int) Layout {
 	return Layout{Shards: shards, Tags: SlotTags(prefix, shards)}
 }
 
@@ -82,52 +74,22 @@ func IndexedID(shard int, hash string) string {
 	return string(hex.AppendEncode(b, []byte(hash)))
 }
 
-// DeliveryHash is the part of a delivery id (or of a queue member's) after its prefix and shard.
+// DeliveryHash is the part of a delivery id after its prefix and shard.
 func DeliveryHash(deliveryID string) string {
-	if deliveryID, _ = SplitMember(deliveryID); len(deliveryID) == DeliveryIDLen {
+	if len(deliveryID) == DeliveryIDLen {
 		return deliveryID[len(DeliveryIDPrefix)+2:]
 	}
 	return deliveryID // not one of ours (a corrupt schedule entry): keep it whole
 }
 
-// MemberSep follows the delivery id in a queue member that names its event.
-const MemberSep = '|'
+// InlineEntry is a delivery's entry in its shard's inline zset: its delivery id, then its webhook's id
+// (the scripts join the two the same way).
+func InlineEntry(deliveryID, webhookID string) string { return deliveryID + webhookID }
 
-// Member is the queue member of a delivery in a BodyRefs layout: its id, MemberSep, then its event's
-// id scoped by its tenant, whose key holds the body the delivery sends.
-func Member(deliveryID, scopedEventID string) string {
-	return deliveryID + string(MemberSep) + scopedEventID
-}
-
-// InlineEntry is a delivery's entry in its shard's inline zset: its delivery id, its webhook's id, then,
-// for a member that names its event, MemberSep and the event's scoped id (a webhook id holds no
-// MemberSep: the library makes them, "wh_" and hex).
-func InlineEntry(member, webhookID string) string {
-	id, scoped := SplitMember(member)
-	if id == member {
-		return member + webhookID
-	}
-	return id + webhookID + string(MemberSep) + scoped
-}
-
-// SplitInlineEntry reads an inline entry (InlineEntry): the delivery's queue member and its webhook's
-// id; ok is false for an entry too short to be one.
-func SplitInlineEntry(entry string) (member, webhookID string, ok bool) {
+// SplitInlineEntry reads an inline entry (InlineEntry); ok is false for an entry too short to be one.
+func SplitInlineEntry(entry string) (deliveryID, webhookID string, ok bool) {
 	if len(entry) <= DeliveryIDLen {
 		return "", "", false
 	}
-	id, rest := entry[:DeliveryIDLen], entry[DeliveryIDLen:]
-	if i := strings.IndexByte(rest, MemberSep); i >= 0 {
-		return id + rest[i:], rest[:i], true
-	}
-	return id, rest, true
-}
-
-// SplitMember reads a queue member: the delivery id, and the scoped event id it names ("" for a
-// plain id, which names none).
-func SplitMember(member string) (deliveryID, scopedEventID string) {
-	if len(member) > DeliveryIDLen && member[DeliveryIDLen] == MemberSep {
-		return member[:DeliveryIDLen], member[DeliveryIDLen+1:]
-	}
-	return member, ""
+	return entry[:DeliveryIDLen], entry[DeliveryIDLen:], true
 }

@@ -3,7 +3,6 @@ package keyspace
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 )
 
@@ -20,12 +19,8 @@ import (
 const (
 	// MaxShards bounds a keyspace's shard count: a delivery id holds its shard in two hex digits.
 	MaxShards = 256
-	// LegacyShards is the shard count of a keyspace written before the count was stored.
-	LegacyShards = 16
 	// ClusterSlots is the number of Redis Cluster hash slots.
 	ClusterSlots = 16384
-	// legacySuffix marks a legacy keyspace's stored count.
-	legacySuffix = " v1"
 	// maxTagSearch bounds the search for a tag (never reached: CRC16 over "P:t<n>" covers every slot
 	// within a few hundred thousand n).
 	maxTagSearch = 1 << 22
@@ -97,34 +92,14 @@ func searchTags(prefix string, shards int) []string {
 	return tags
 }
 
-// LegacyTags are the tags of a keyspace written before the count was stored: {P:0} … {P:15}.
-func LegacyTags(prefix string) []string {
-	tags := make([]string, LegacyShards)
-	for s := range tags {
-		tags[s] = "{" + prefix + ":" + strconv.Itoa(s) + "}"
+// FormatCount is the value stored for a keyspace of shards shards.
+func FormatCount(shards int) string { return strconv.Itoa(shards) }
+
+// ParseCount reads a stored shard count (FormatCount).
+func ParseCount(v string) (int, error) {
+	shards, err := strconv.Atoi(v)
+	if err != nil || shards < 1 || shards > MaxShards {
+		return 0, fmt.Errorf("webhooks: stored shard count %q is not one this version writes", v)
 	}
-	return tags
-}
-
-// LegacyCount is the stored count of a keyspace written before counts were stored.
-const LegacyCount = "16" + legacySuffix
-
-// BodyRefsSuffix marks the stored count of a keyspace whose queue members name their events
-// (Layout.BodyRefs): every keyspace stored since. A version of the library that reads members as plain
-// ids refuses such a count (ParseCount), rather than take a member for a missing record.
-const BodyRefsSuffix = " b"
-
-// NewCount is the count stored for a new keyspace of shards shards.
-func NewCount(shards int) string { return strconv.Itoa(shards) + BodyRefsSuffix }
-
-// ParseCount reads a stored shard count: "<S>" (plain queue members), NewCount's "<S> b", or
-// LegacyCount.
-func ParseCount(v string) (shards int, legacy, bodyRefs bool, err error) {
-	s, legacy := strings.CutSuffix(v, legacySuffix)
-	s, bodyRefs = strings.CutSuffix(s, BodyRefsSuffix)
-	shards, err = strconv.Atoi(s)
-	if err != nil || shards < 1 || shards > MaxShards || legacy && (shards != LegacyShards || bodyRefs) {
-		return 0, false, false, fmt.Errorf("webhooks: stored shard count %q is not one this version writes", v)
-	}
-	return shards, legacy, bodyRefs, nil
+	return shards, nil
 }
