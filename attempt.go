@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/smartdrop/webhooks/internal/signing"
 )
@@ -134,22 +134,15 @@ type outcome struct {
 	counted    bool   // its circuit count was sent when its attempt ended (countNow): settle sends none
 }
 
-// Schedule modes of an outcome, as outcomeScript takes them.
-const (
-	scheduleQueued = "0" // a worker's lease: leave the queue when final
-	scheduleInline = "1" // leased by the claim: leave the inline zset, else as scheduleQueued
-	scheduleRetime = "2" // as scheduleQueued, and retime the webhook when final
-)
-
-// scheduleMode is how outcomeScript takes o's schedule entry.
+// scheduleMode is how rdb.Outcome takes o's schedule entry.
 func (o outcome) scheduleMode() string {
 	switch {
 	case o.inline:
-		return scheduleInline
+		return rdb.ScheduleInline
 	case o.retime:
-		return scheduleRetime
+		return rdb.ScheduleRetime
 	}
-	return scheduleQueued
+	return rdb.ScheduleQueued
 }
 
 // decide turns an attempt into the record's next state, by the retry schedule.
@@ -192,82 +185,6 @@ func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (1 - RetryJitter + 2*RetryJitter*rand.Float64()))
 }
 
-// outcomeScript records the outcomes of attempts on deliveries of one shard, each only if the delivery
-// is still leased by the token its attempt was made under, so a worker whose lease expired cannot
-// overwrite a newer attempt's outcome. The new record is computed in Go from the record the lease was
-// taken on (nothing else writes a record while it is leased), and marks the lease settled, so that the
-// same call run again (a client retrying a request whose reply was lost) reports it recorded instead
-// of lost, and writes nothing twice. A pending delivery is queued again at its next attempt, a final
-// one leaves its queue (luaSchedule). Every lease is checked before the first write. (The circuits,
-// and the hourly counts, count the attempts beside it: countScript.)
-//
-// KEYS[1] -> {P:s}:ready
-// KEYS[2] -> {P:s}:inline
-// KEYS[2i+1], KEYS[2i+2] (i = 1..n) -> outcome i's delivery key, queue key
-// ARGV[1] -> now (ms)
-// ARGV[2+6(i-1)] .. ARGV[7+6(i-1)] -> outcome i: queue member (record.queued), lease token, status, next attempt (ms,
-// pending only), webhook id, schedule mode (scheduleQueued, scheduleInline: its schedule entry may be
-// in the inline zset, scheduleRetime); ARGV[1+6n+i] -> outcome i's new record
-// returns per outcome outcomeRecorded (now or by an earlier run of the same call) or outcomeLeaseLost
-// (nothing written)
-var outcomeScript = redis.NewScript(luaUnorderedOutcome + outcomeBody)
-
-// luaUnorderedOutcome defines outcomeBody's hooks for outcomes of unordered deliveries only:
-// outcomeCount() is n, final(i, status) does nothing and finish(reply) returns reply
-// (orderedOutcomeScript's advance a sequence and count the deliveries they queue).
-const luaUnorderedOutcome = `
-local function outcomeCount() return (#KEYS - 2) / 2 end
-local function final(i, status) end
-local function finish(reply) return reply end
-`
-
-// outcomeBody is outcomeScript's body, with three hooks: outcomeCount(), finish(reply), which makes
-// the reply, and final(i, status), called when outcome i leaves its delivery final, once its
-// schedule entry is gone.
-var outcomeBody = luaLeaseOf + luaRetime + luaSchedule + `
-local n = outcomeCount()
-local held = {}
-for i = 1, n do
-  held[i] = leaseOf(KEYS[2 * i + 1], ARGV[3 + 6 * (i - 1)])
-end
-local reply = {}
-for i = 1, n do
-  reply[i] = ` + strconv.Itoa(outcomeLeaseLost) + `
-  if held[i] == ` + luaSettled + ` then reply[i] = ` + strconv.Itoa(outcomeRecorded) + ` end
-  if held[i] == ` + luaHeld + ` then
-    local a = 1 + 6 * (i - 1)
-    local member, status, next, wid = ARGV[a + 1], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5]
-    redis.call('SET', KEYS[2 * i + 1], ARGV[1 + 6 * n + i], 'KEEPTTL')
-    schedule(KEYS[1], KEYS[2], KEYS[2 * i + 2], member, wid, status, next, ARGV[a + 6])
-    if status ~= 'pending' then final(i, status) end
-    reply[i] = ` + strconv.Itoa(outcomeRecorded) + `
-  end
-end
-return finish(reply)
-`
-
-// luaSchedule is schedule(ready, inline, queue, member, wid, status, next, mode): the schedule as an
-// outcome leaves it. A delivery leased inline (mode scheduleInline) whose entry is still in the
-// inline zset (member .. wid) leaves it (one ZREM); any other (a worker's, or an inline one a worker
-// took over) leaves its queue when it is done. A pending one is queued at next, and its webhook's ready score is
-// lowered to next at most (ZADD LT). A final one leaves the ready score as it is — a ready score is a
-// lower bound of its queue's earliest due time (schedule.go), which a worker that finds nothing due
-// there corrects — unless its lease read its queue to the last due entry (mode scheduleRetime): then
-// its webhook is retimed at once, so a queue that empties leaves no ready entry behind.
-const luaSchedule = `
-local function schedule(ready, inline, queue, member, wid, status, next, mode)
-  local inlined = mode == '` + scheduleInline + `' and redis.call('ZREM', inline, member .. wid) == 1
-  if not inlined and status ~= 'pending' then
-    redis.call('ZREM', queue, member)
-    if mode == '` + scheduleRetime + `' then retime(ready, queue, wid) end
-  end
-  if status == 'pending' then
-    redis.call('ZADD', queue, next, member)
-    redis.call('ZADD', ready, 'LT', next, wid)
-  end
-end
-`
-
 // earliestLeaseEnd is when the first of the outcomes' leases ends (at most a lease from now): how long
 // settle may retry their write.
 func (d *Dispatcher) earliestLeaseEnd(now time.Time, recs []*record, idx []int) time.Time {
@@ -288,7 +205,7 @@ func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*recor
 		switch {
 		case err != nil:
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s (%w): %w", outcomes[i].id, ErrDeferred, err)
-		case reply[j] != outcomeRecorded:
+		case reply[j] != rdb.OutcomeRecorded:
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
 		default:
 			recs[i].apply(outcomes[i], now)
@@ -299,12 +216,6 @@ func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*recor
 		}
 	}
 }
-
-// outcomeScript's first reply per outcome.
-const (
-	outcomeLeaseLost = 0
-	outcomeRecorded  = 1
-)
 
 // settle records the outcomes of attempts on deliveries of one shard in one round trip, applies each
 // recorded outcome to its in-memory record and runs the hooks. It returns one error per outcome, nil

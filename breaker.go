@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -71,123 +73,6 @@ func circuitHealth(webhookID string, v any, now time.Time) Health {
 	return h
 }
 
-// circuitLua decodes (nil: missing or corrupt) and encodes as Go does, and load reads a webhook's circuit.
-const circuitLua = `
-local function decode(v)
-  local c = {string.match(v or '', '^(%d+):(%d+):(%d+):(%d+):(%d+):(.*)$')}
-  for i = 1, 5 do if #c ~= 6 or #c[i] > 15 then return nil end c[i] = tonumber(c[i]) end
-  return c
-end
-local function encode(c) return string.format('%d:%d:%d:%d:%d:', c[1], c[2], c[3], c[4], c[5]) .. c[6] end
-`
-
-// Outcomes as countScript takes them, and the events it reports.
-const (
-	countSuccess                                       = "s" // a 2xx: resets the count and closes the circuit
-	countFailure                                       = "f" // a timeout, connection error, 5xx or 429: counts towards BreakAfter
-	countRejected                                      = "r" // any other failed attempt (4xx, 3xx): in the run of failures, not in the count
-	eventNone, eventOpened, eventClosed                = 0, 1, 2
-	probeClosed, probeGranted, probeWaiting, probeHeld = 0, 1, 2, 3 // waiting: the open period has not ended
-)
-
-// countScript applies attempts' outcomes to their webhooks' circuits, one after the other, in the order
-// Redis runs them: the consecutive count is exact across goroutines and replicas. A success deletes the
-// webhook's field (closing the circuit): on a closed circuit with no failures that is one HGET. A
-// failure adds one to the count and starts the run of failures (failing since now) if none is going;
-// a closed circuit opens when the count reaches breakAfter (never when it is 0: the breaker is off, the
-// run is still kept for DisableAfter); an open one reopens for twice as long (up to MaxBreakFor) on its
-// probe's failure only. A rejected attempt only starts the run of failures. Each webhook's circuit is
-// read once and written at most once per call, however many of its outcomes the call carries (the
-// calls of concurrent settles are merged into one: mergeCounts). It also counts each webhook's attempts
-// per hour by outcome (countHour, hourly.go): one HINCRBY per webhook and outcome in the call.
-//
-// KEYS[1] -> {P:registry}:circuits
-// KEYS[1+k] (k = 1..w) -> {P:registry}:hourly:<webhook k>
-// ARGV[1] -> now (ms)
-// ARGV[2], ARGV[3], ARGV[4] -> breakAfter (0: never open), breakFor (ms), MaxBreakFor (ms)
-// ARGV[5+4(i-1)] .. ARGV[8+4(i-1)] -> outcome i: webhook id, countSuccess, countFailure or
-// countRejected, probe token ("" for an attempt that was not the probe), its webhook's index k
-// returns per outcome two items: eventOpened (it opened or reopened the circuit), eventClosed (it
-// closed an open circuit) or eventNone; and the circuit after it ("" if none)
-var countScript = redis.NewScript(circuitLua + luaCountHour + `
-local now, breakAfter = tonumber(ARGV[1]), tonumber(ARGV[2])
-local stored, written, order = {}, {}, {}
-local ok, failed = {}, {}
-local reply = {}
-for a = 5, #ARGV, 4 do
-  local id, kind, token, k = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
-  if stored[id] == nil then stored[id] = redis.call('HGET', KEYS[1], id) or false end
-  local v = stored[id]
-  local c, event, changed = decode(v or nil), 0, false
-  if kind == 's' then
-    ok[k] = (ok[k] or 0) + 1
-    if v then
-      changed = true
-      if c and c[4] > 0 then event = 2 end
-    end
-    c = nil
-  else
-    failed[k] = (failed[k] or 0) + 1
-    c = c or {0, 0, 0, 0, 0, ''}
-    if c[2] == 0 then c[2], changed = now, true end
-    if kind == 'f' then
-      c[1], changed = c[1] + 1, true
-      local probe = c[4] > 0 and token ~= '' and token == c[6]
-      if probe or (c[4] == 0 and breakAfter > 0 and c[1] >= breakAfter) then
-        c[4] = math.min(probe and 2 * c[4] or tonumber(ARGV[3]), tonumber(ARGV[4]))
-        c[3], c[5], c[6], event = now + c[4], 0, '', 1
-      end
-    end
-  end
-  if changed then
-    stored[id] = c and encode(c) or false
-    if not written[id] then written[id] = true order[#order + 1] = id end
-  end
-  reply[#reply + 1] = event
-  reply[#reply + 1] = c and encode(c) or ''
-end
-for _, id in ipairs(order) do
-  if stored[id] then redis.call('HSET', KEYS[1], id, stored[id]) else redis.call('HDEL', KEYS[1], id) end
-end
-for k = 2, #KEYS do
-  if ok[k - 1] then countHour(KEYS[k], now, true, ok[k - 1]) end
-  if failed[k - 1] then countHour(KEYS[k], now, false, failed[k - 1]) end
-end
-return reply
-`)
-
-// releaseProbeScript gives back a probe whose pass leased nothing (the webhook's ready entry outlived
-// its emptied queue, or another worker leased the delivery first): the circuit's probe hold ends if
-// token still holds it, so the next delivery of the webhook can be the probe at once.
-//
-// KEYS[1] -> {P:registry}:circuits
-// ARGV[1], ARGV[2] -> webhook id, probe token
-// returns 1 when it released the probe, 0 when token no longer held it
-var releaseProbeScript = redis.NewScript(circuitLua + `
-local c = decode(redis.call('HGET', KEYS[1], ARGV[1]))
-if not c or c[4] == 0 or c[6] ~= ARGV[2] then return 0 end
-c[5], c[6] = 0, ''
-redis.call('HSET', KEYS[1], ARGV[1], encode(c))
-return 1
-`)
-
-// acquireProbeScript grants an open circuit's probe once its open period has ended, unless it is held.
-//
-// KEYS[1] -> {P:registry}:circuits
-// ARGV[1], ARGV[2] -> webhook id, now (ms)
-// ARGV[3], ARGV[4] -> probe token (an error when empty), hold (ms): how long the probe is the caller's
-// returns {probeGranted, probeClosed, probeWaiting or probeHeld; the circuit after it ("" if none)}
-var acquireProbeScript = redis.NewScript(circuitLua + `
-if ARGV[3] == '' then return redis.error_reply('empty probe token') end
-local now, c = tonumber(ARGV[2]), decode(redis.call('HGET', KEYS[1], ARGV[1]))
-if not c or c[4] == 0 then return {` + strconv.Itoa(probeClosed) + `, c and encode(c) or ''} end
-if now < c[3] then return {` + strconv.Itoa(probeWaiting) + `, encode(c)} end
-if c[5] > now then return {` + strconv.Itoa(probeHeld) + `, encode(c)} end
-c[5], c[6] = now + tonumber(ARGV[4]), ARGV[3]
-redis.call('HSET', KEYS[1], ARGV[1], encode(c))
-return {` + strconv.Itoa(probeGranted) + `, encode(c)}
-`)
-
 // circuitStore keeps the webhooks' circuit breakers in Redis (key circuitsKey), shared by all replicas.
 type circuitStore struct {
 	rdb    redis.UniversalClient
@@ -203,17 +88,17 @@ func newCircuitStore(rdb redis.UniversalClient, keys keyspace) *circuitStore {
 // countedOutcome is one attempt's outcome as the circuit counts it.
 type countedOutcome struct {
 	webhookID string
-	kind      string // countSuccess, countFailure or countRejected
+	kind      string // rdb.CountSuccess, rdb.CountFailure or rdb.CountRejected
 	probe     string // the probe token, when the attempt was its circuit's probe
 }
 
-// circuitEvent is what countScript did to one outcome's circuit.
+// circuitEvent is what rdb.Count did to one outcome's circuit.
 type circuitEvent struct {
 	health         Health // the circuit after the outcome
 	opened, closed bool
 }
 
-// countArgs are countScript's keys and arguments for outcomes at now. breakAfter < 0: never open.
+// countArgs are rdb.Count's keys and arguments for outcomes at now. breakAfter < 0: never open.
 func (s *circuitStore) countArgs(now time.Time, breakAfter int, breakFor time.Duration, outs []countedOutcome) ([]string, []any) {
 	args := make([]any, 4, 4+4*len(outs))
 	args[0], args[1], args[2], args[3] = now.UnixMilli(), max(breakAfter, 0), max(breakFor.Milliseconds(), 1), MaxBreakFor.Milliseconds()
@@ -231,14 +116,14 @@ func (s *circuitStore) countArgs(now time.Time, breakAfter int, breakFor time.Du
 	return keys, args
 }
 
-// mergeCounts returns batch with its countScript calls merged into one, in their order (the first's
+// mergeCounts returns batch with its rdb.Count calls merged into one, in their order (the first's
 // place), so that the outcomes of concurrent settles sent together read and write each webhook's
 // circuit and hourly counters once; the merged call runs at the latest of their nows. split, called
 // once the batch's replies are in, gives each merged call its part of the reply (or the error).
 func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
 	var counts []*scriptCall
 	for _, c := range batch {
-		if c.script == countScript {
+		if c.script == rdb.Count {
 			counts = append(counts, c)
 		}
 	}
@@ -268,13 +153,13 @@ func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
 			sizes[i]++
 		}
 	}
-	merged := &scriptCall{ctx: context.WithoutCancel(counts[0].ctx), script: countScript, keys: keys, args: args}
+	merged := &scriptCall{ctx: context.WithoutCancel(counts[0].ctx), script: rdb.Count, keys: keys, args: args}
 	out := make([]*scriptCall, 0, len(batch)-len(counts)+1)
 	for _, c := range batch {
 		switch {
 		case c == counts[0]:
 			out = append(out, merged)
-		case c.script != countScript:
+		case c.script != rdb.Count:
 			out = append(out, c)
 		}
 	}
@@ -298,7 +183,7 @@ func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
 	}
 }
 
-// countMergeable reports whether a countScript call is as countArgs makes it, with first's key and
+// countMergeable reports whether a rdb.Count call is as countArgs makes it, with first's key and
 // settings: only such calls are merged.
 func countMergeable(c, first *scriptCall) bool {
 	if len(c.keys) < 1 || c.keys[0] != first.keys[0] || len(c.args) < 4 || (len(c.args)-4)%4 != 0 {
@@ -320,7 +205,7 @@ func countMergeable(c, first *scriptCall) bool {
 	return true
 }
 
-// countReply reads countScript's reply for outs at now.
+// countReply reads rdb.Count's reply for outs at now.
 func countReply(cmd *redis.Cmd, now time.Time, outs []countedOutcome) ([]circuitEvent, error) {
 	reply, err := cmd.Slice()
 	if err == nil && len(reply) != 2*len(outs) {
@@ -332,8 +217,8 @@ func countReply(cmd *redis.Cmd, now time.Time, outs []countedOutcome) ([]circuit
 	events := make([]circuitEvent, len(outs))
 	for i, o := range outs {
 		code, _ := reply[2*i].(int64)
-		events[i] = circuitEvent{health: circuitHealth(o.webhookID, reply[2*i+1], now), opened: code == eventOpened,
-			closed: code == eventClosed}
+		events[i] = circuitEvent{health: circuitHealth(o.webhookID, reply[2*i+1], now), opened: code == rdb.EventOpened,
+			closed: code == rdb.EventClosed}
 	}
 	return events, nil
 }
@@ -342,12 +227,12 @@ func countReply(cmd *redis.Cmd, now time.Time, outs []countedOutcome) ([]circuit
 // open period has ended and no probe is held (or the held one's holdFor has passed): the caller may send
 // one attempt, and report its outcome with this token (the probe's until another caller acquires one).
 func (s *circuitStore) acquireProbe(ctx context.Context, webhookID string, now time.Time, token string, holdFor time.Duration) (ok bool, h Health, err error) {
-	reply, err := acquireProbeScript.Run(ctx, s.rdb, []string{s.key}, webhookID, now.UnixMilli(), token, max(holdFor.Milliseconds(), 1)).Slice()
+	reply, err := rdb.AcquireProbe.Run(ctx, s.rdb, []string{s.key}, webhookID, now.UnixMilli(), token, max(holdFor.Milliseconds(), 1)).Slice()
 	if err != nil || len(reply) != 2 {
 		return false, Health{}, fmt.Errorf("webhooks: acquire probe of circuit of %s: %w", webhookID, cmp.Or(err, fmt.Errorf("reply %v", reply)))
 	}
 	code, _ := reply[0].(int64)
-	return code == probeGranted, circuitHealth(webhookID, reply[1], now), nil
+	return code == rdb.ProbeGranted, circuitHealth(webhookID, reply[1], now), nil
 }
 
 // read returns the circuits of webhookIDs at now in one HMGET; one not stored is closed, 0 failures.

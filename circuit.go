@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -43,7 +45,7 @@ func (d *Dispatcher) tryProbe(ctx context.Context, webhookID string, now time.Ti
 	if now.Before(h.OpenUntil) {
 		return "", false
 	}
-	token := randomHex(tokenLen / 2)
+	token := randomHex(rdb.TokenLen / 2)
 	ok, got, err := d.circuits.acquireProbe(ctx, webhookID, now, token, d.lease)
 	if err != nil {
 		d.log.Warn("webhooks: take circuit probe", "webhook_id", webhookID, "error", err)
@@ -54,7 +56,7 @@ func (d *Dispatcher) tryProbe(ctx context.Context, webhookID string, now time.Ti
 }
 
 // releaseUnusedProbes gives back the probes that takes took but whose leases leased nothing
-// (releaseProbeScript): a probe held for a pass that sends nothing would hold every delivery of its
+// (rdb.ReleaseProbe): a probe held for a pass that sends nothing would hold every delivery of its
 // webhook back for a lease.
 func (d *Dispatcher) releaseUnusedProbes(ctx context.Context, takes []take, jobs []leasedDelivery) {
 	used := map[string]bool{}
@@ -70,10 +72,10 @@ func (d *Dispatcher) releaseUnusedProbes(ctx context.Context, takes []take, jobs
 	}
 }
 
-// releaseProbe gives back a webhook's probe that sent nothing (releaseProbeScript): the next pass may
+// releaseProbe gives back a webhook's probe that sent nothing (rdb.ReleaseProbe): the next pass may
 // take it at once, instead of a lease later.
 func (d *Dispatcher) releaseProbe(ctx context.Context, webhookID, token string) {
-	if err := releaseProbeScript.Run(context.WithoutCancel(ctx), d.rdb, []string{d.circuits.key}, webhookID, token).Err(); err != nil {
+	if err := rdb.ReleaseProbe.Run(context.WithoutCancel(ctx), d.rdb, []string{d.circuits.key}, webhookID, token).Err(); err != nil {
 		d.log.Warn("webhooks: give back an unused probe", "webhook_id", webhookID, "error", err)
 	}
 	d.circuitCache.forget(webhookID)
@@ -100,7 +102,7 @@ func breaksCircuit(o outcome) bool {
 }
 
 // circuitCount is the circuit write of one settle: the attempted outcomes it records, counted by
-// countScript in the same pipeline as the outcome script (the circuits hash is in the registry's slot,
+// rdb.Count in the same pipeline as the outcome script (the circuits hash is in the registry's slot,
 // not the shard's, so it is a script of its own), so that counting costs a healthy webhook no round
 // trip of its own.
 type circuitCount struct {
@@ -128,15 +130,15 @@ func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*re
 		if !o.attempted || o.counted {
 			continue
 		}
-		kind := countRejected
+		kind := rdb.CountRejected
 		switch {
 		case o.status == StatusSuccess:
-			kind = countSuccess
+			kind = rdb.CountSuccess
 		case breaksCircuit(o):
-			kind = countFailure
+			kind = rdb.CountFailure
 		}
 		cc.outs = append(cc.outs, countedOutcome{webhookID: recs[i].WebhookID, kind: kind, probe: o.probe})
-		cc.ends = append(cc.ends, attemptEnd{success: kind == countSuccess, took: o.attempt.Duration})
+		cc.ends = append(cc.ends, attemptEnd{success: kind == rdb.CountSuccess, took: o.attempt.Duration})
 	}
 	if len(cc.outs) == 0 {
 		return nil
@@ -160,7 +162,7 @@ func (d *Dispatcher) countNow(ctx context.Context, rec *record, o *outcome) {
 		return
 	}
 	o.counted = true
-	cc.cmd = d.counts.run(ctx, countScript, cc.keys, cc.args...)
+	cc.cmd = d.counts.run(ctx, rdb.Count, cc.keys, cc.args...)
 	d.afterCount(ctx, cc)
 }
 
@@ -178,10 +180,10 @@ func (d *Dispatcher) writeBesideCount(ctx context.Context, cc *circuitCount, scr
 		return d.writeAcked(ctx, script, keys, args...)
 	case d.opts.ReplicaAcks > 0:
 		w := d.writeAcked(ctx, script, keys, args...)
-		cc.cmd = d.scripts.run(ctx, countScript, cc.keys, cc.args...)
+		cc.cmd = d.scripts.run(ctx, rdb.Count, cc.keys, cc.args...)
 		return w
 	}
-	cmds := d.scripts.runTogether(ctx, scriptRun{script, keys, args}, scriptRun{countScript, cc.keys, cc.args})
+	cmds := d.scripts.runTogether(ctx, scriptRun{script, keys, args}, scriptRun{rdb.Count, cc.keys, cc.args})
 	cc.cmd = cmds[1]
 	return ackedWrite{Cmd: cmds[0]}
 }
@@ -198,7 +200,7 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 		d.flights.observe(o.webhookID, cc.ends[i].success, cc.ends[i].took)
 	}
 	if !cc.sent() { // not run, or lost in transport: once more, on its own
-		cc.cmd = d.scripts.run(ctx, countScript, cc.keys, cc.args...)
+		cc.cmd = d.scripts.run(ctx, rdb.Count, cc.keys, cc.args...)
 	}
 	events, err := countReply(cc.cmd, cc.now, cc.outs)
 	if d.counted != nil {
@@ -225,7 +227,7 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 			}
 			d.circuitChanged(ctx, EventCircuitClosed, id, h, cc.now)
 		}
-		if cc.outs[i].kind != countSuccess {
+		if cc.outs[i].kind != rdb.CountSuccess {
 			d.warnIfFailing(ctx, id, h)
 			d.disableIfFailingTooLong(ctx, id, h)
 		}

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -42,25 +44,25 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 	var log []applied
 	var wg sync.WaitGroup
 	for c := range clients {
-		rdb := tr.newClient(t)
-		s := newCircuitStore(rdb, keys)
-		require.NoError(t, countScript.Load(ctx, rdb).Err())
+		client := tr.newClient(t)
+		s := newCircuitStore(client, keys)
+		require.NoError(t, rdb.Count.Load(ctx, client).Err())
 		for g := range perClient {
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(uint64(c), uint64(g)))
 				for range each {
-					kind := countFailure
+					kind := rdb.CountFailure
 					if rng.IntN(5) < 2 { // 40% successes: runs of every length, openings and closings
-						kind = countSuccess
+						kind = rdb.CountSuccess
 					}
 					outs := []countedOutcome{{webhookID: "wh_1", kind: kind}}
 					now := time.Now()
 					ks, args := s.countArgs(now, breakAfter, time.Minute, outs)
 					var seq *redis.IntCmd
 					var cmd *redis.Cmd
-					_, err := rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+					_, err := client.TxPipelined(ctx, func(p redis.Pipeliner) error {
 						seq = p.Incr(ctx, seqKey)
-						cmd = countScript.EvalSha(ctx, p, ks, args...)
+						cmd = rdb.Count.EvalSha(ctx, p, ks, args...)
 						return nil
 					})
 					if !assert.NoError(t, err) {
@@ -84,7 +86,7 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 	for i, a := range log {
 		require.EqualValues(t, i+1, a.seq, "every count ran once, in sequence")
 		wantOpened, wantClosed := false, false
-		if a.kind == countSuccess {
+		if a.kind == rdb.CountSuccess {
 			wantClosed, failures, open = open, 0, false
 		} else {
 			failures++
@@ -287,7 +289,7 @@ func TestCircuitCountCostsNoRoundTrip(t *testing.T) {
 	w := mustCreate(t, d, rc, "x")
 	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "warm"}) // caches the subscribers and the circuit, loads the scripts
 	require.NoError(t, err)
-	c.AddHook(scriptCounter{sha: countScript.Hash(), n: &script})
+	c.AddHook(scriptCounter{sha: rdb.Count.Hash(), n: &script})
 	rt.n.Store(0)
 	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "fresh"})
 	require.NoError(t, err)
@@ -315,7 +317,7 @@ func (h scriptCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis
 	}
 }
 
-// countLog records the circuit counts (countScript runs) of the clients it hooks, in the order Redis
+// countLog records the circuit counts (rdb.Count runs) of the clients it hooks, in the order Redis
 // ran them: its hook sends a command or pipeline carrying a count only while no other one is in
 // flight (across all the hooked clients), so the order in which it sees them return is Redis's order.
 // Everything else those clients send goes through untouched, concurrently.
@@ -328,7 +330,7 @@ type countLog struct {
 // countEntry is one outcome as a count applied it, and the circuit the count left.
 type countEntry struct {
 	webhookID, kind, probe string
-	event                  int64 // eventNone, eventOpened or eventClosed
+	event                  int64 // rdb.EventNone, rdb.EventOpened or rdb.EventClosed
 	failures               int
 	open                   bool
 }
@@ -342,7 +344,7 @@ func (l countLog) log() []countEntry {
 	return slices.Clone(*l.entries)
 }
 
-// isCount reports whether c runs countScript (EVALSHA, or EVAL of its source).
+// isCount reports whether c runs rdb.Count (EVALSHA, or EVAL of its source).
 func isCount(c redis.Cmder) bool {
 	args := c.Args()
 	if len(args) < 3 {
@@ -350,10 +352,10 @@ func isCount(c redis.Cmder) bool {
 	}
 	switch strings.ToLower(fmt.Sprint(args[0])) {
 	case "evalsha":
-		return fmt.Sprint(args[1]) == countScript.Hash()
+		return fmt.Sprint(args[1]) == rdb.Count.Hash()
 	case "eval":
 		sum := sha1.Sum([]byte(fmt.Sprint(args[1])))
-		return hex.EncodeToString(sum[:]) == countScript.Hash()
+		return hex.EncodeToString(sum[:]) == rdb.Count.Hash()
 	}
 	return false
 }
@@ -436,11 +438,11 @@ func replayCounts(t *testing.T, log []countEntry, breakAfter int) countReplay {
 	for i, e := range log {
 		r.outcomes++
 		switch e.kind {
-		case countSuccess:
+		case rdb.CountSuccess:
 			r.successes++
-			require.Equal(t, map[bool]int64{true: eventClosed, false: eventNone}[open], e.event, "count %d: a success closes an open circuit", i)
+			require.Equal(t, map[bool]int64{true: rdb.EventClosed, false: rdb.EventNone}[open], e.event, "count %d: a success closes an open circuit", i)
 			failures, open = 0, false
-		case countFailure:
+		case rdb.CountFailure:
 			r.failures++
 			failures++
 			r.longest = max(r.longest, failures)
@@ -449,14 +451,14 @@ func replayCounts(t *testing.T, log []countEntry, breakAfter int) countReplay {
 			}
 			switch {
 			case !open && failures >= breakAfter:
-				require.EqualValues(t, eventOpened, e.event, "count %d: failure %d in a row opens", i, failures)
+				require.EqualValues(t, rdb.EventOpened, e.event, "count %d: failure %d in a row opens", i, failures)
 				r.openings++
 				open = true
-			case open && e.event == eventOpened:
+			case open && e.event == rdb.EventOpened:
 				require.NotEmpty(t, e.probe, "count %d: only a probe opens an open circuit again", i)
 				r.reopenings++
 			default:
-				require.EqualValues(t, eventNone, e.event, "count %d: failure %d in a row, open %v", i, failures, open)
+				require.EqualValues(t, rdb.EventNone, e.event, "count %d: failure %d in a row, open %v", i, failures, open)
 			}
 		default:
 			require.Failf(t, "an outcome neither a success nor a failure", "count %d: %q", i, e.kind)

@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -233,7 +235,7 @@ func TestRedisFailsMidDispatchNotAccepted(t *testing.T) {
 		}},
 		{"claim script fails in transport", io.ErrUnexpectedEOF, func(t *testing.T, tr *testRedis) (redis.UniversalClient, func()) {
 			c := tr.newClient(t)
-			h := newFailScript(claimScript, io.ErrUnexpectedEOF)
+			h := newFailScript(rdb.Claim, io.ErrUnexpectedEOF)
 			h.armed.Store(false)
 			c.AddHook(h)
 			return c, func() { h.armed.Store(true) }
@@ -251,7 +253,7 @@ func TestRedisFailsMidDispatchNotAccepted(t *testing.T) {
 				c, fail = tc.client(t, tr)
 			} else {
 				c = tr.newClient(t)
-				h := newFailScript(claimScript, tc.cause)
+				h := newFailScript(rdb.Claim, tc.cause)
 				h.armed.Store(false)
 				c.AddHook(h)
 				fail = func() { h.armed.Store(true) }
@@ -287,7 +289,7 @@ func TestSendTestNotAcceptedWhenClaimFails(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	c := tr.newClient(t)
-	h := newFailScript(claimScript, io.ErrUnexpectedEOF)
+	h := newFailScript(rdb.Claim, io.ErrUnexpectedEOF)
 	c.AddHook(h)
 	d := newTestDispatcherOn(t, c, tr, Options{})
 	rc := newReceiver(t)
@@ -372,7 +374,7 @@ func TestEveryAcceptedResultHasADelivery(t *testing.T) {
 			ctx := context.Background()
 			tr := newTestRedis(t)
 			c := tr.newClient(t)
-			outcomes := newFailScript(outcomeScript, io.ErrUnexpectedEOF)
+			outcomes := newFailScript(rdb.Outcome, io.ErrUnexpectedEOF)
 			outcomes.armed.Store(false)
 			c.AddHook(outcomes)
 			clock := newTestClock()
@@ -433,7 +435,7 @@ func TestSendTestOutcomeWriteFailsIsDeferred(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	c := tr.newClient(t)
-	h := newFailScript(outcomeScript, io.ErrUnexpectedEOF)
+	h := newFailScript(rdb.Outcome, io.ErrUnexpectedEOF)
 	c.AddHook(h)
 	d := newTestDispatcherOn(t, c, tr, Options{})
 	rc := newReceiver(t)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -20,7 +22,7 @@ func TestMergedCountEqualsItsCallsInOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	kinds := []string{countSuccess, countFailure, countFailure, countRejected}
+	kinds := []string{rdb.CountSuccess, rdb.CountFailure, rdb.CountFailure, rdb.CountRejected}
 	for seed := range uint64(8) {
 		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
@@ -40,21 +42,21 @@ func TestMergedCountEqualsItsCallsInOrder(t *testing.T) {
 					}
 					mk, ma := sm.countArgs(now.Add(time.Duration(round*10+c)*time.Millisecond), 3, time.Minute, outs)
 					ak, aa := sa.countArgs(latest, 3, time.Minute, outs)
-					mcalls = append(mcalls, &scriptCall{ctx: ctx, script: countScript, keys: mk, args: ma})
-					acalls = append(acalls, &scriptCall{ctx: ctx, script: countScript, keys: ak, args: aa})
+					mcalls = append(mcalls, &scriptCall{ctx: ctx, script: rdb.Count, keys: mk, args: ma})
+					acalls = append(acalls, &scriptCall{ctx: ctx, script: rdb.Count, keys: ak, args: aa})
 				}
 				// A lease script between them stays as it is.
-				other := &scriptCall{ctx: ctx, script: leaseScript}
+				other := &scriptCall{ctx: ctx, script: rdb.Lease}
 				batch := append([]*scriptCall{mcalls[0], other}, mcalls[1:]...)
 				out, split := mergeCounts(batch)
 				require.Len(t, out, 2, "the counts merged into one, beside the other script")
 				require.Same(t, other, out[1])
 				require.Equal(t, latest.UnixMilli(), out[0].args[0], "the merged call runs at the latest now")
-				out[0].cmd = countScript.Run(ctx, tr.rdb, out[0].keys, out[0].args...)
+				out[0].cmd = rdb.Count.Run(ctx, tr.rdb, out[0].keys, out[0].args...)
 				require.NoError(t, out[0].cmd.Err())
 				split()
 				for i, a := range acalls {
-					want, err := countScript.Run(ctx, tr.rdb, a.keys, a.args...).Slice()
+					want, err := rdb.Count.Run(ctx, tr.rdb, a.keys, a.args...).Slice()
 					require.NoError(t, err)
 					got, err := mcalls[i].cmd.Slice()
 					require.NoError(t, err)
@@ -83,30 +85,30 @@ func TestCountsThroughTheBatcherAreAllCounted(t *testing.T) {
 	sent := map[string][2]int64{} // webhook -> successes, failures
 	var wg sync.WaitGroup
 	for d := range dispatchers {
-		rdb := tr.newClient(t)
-		lanes, s := newLaneBatcher(rdb), newCircuitStore(rdb, keys)
+		client := tr.newClient(t)
+		lanes, s := newLaneBatcher(client), newCircuitStore(client, keys)
 		for g := range goroutines {
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(uint64(d), uint64(g)))
 				for range calls {
 					var outs []countedOutcome
 					for range 1 + rng.IntN(3) {
-						kind := countSuccess
+						kind := rdb.CountSuccess
 						if rng.IntN(10) == 0 {
-							kind = countFailure
+							kind = rdb.CountFailure
 						}
 						outs = append(outs, countedOutcome{webhookID: "wh_" + strconv.Itoa(rng.IntN(4)), kind: kind})
 					}
 					now := time.Now()
 					ks, args := s.countArgs(now, 0, time.Minute, outs) // breaker off: nothing opens
-					events, err := countReply(lanes.run(ctx, countScript, ks, args...), now, outs)
+					events, err := countReply(lanes.run(ctx, rdb.Count, ks, args...), now, outs)
 					if !assert.NoError(t, err) || !assert.Len(t, events, len(outs)) {
 						return
 					}
 					mu.Lock()
 					for _, o := range outs {
 						c := sent[o.webhookID]
-						if o.kind == countSuccess {
+						if o.kind == rdb.CountSuccess {
 							c[0]++
 						} else {
 							c[1]++

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -32,7 +34,7 @@ func sampleRecordWith(state byte) *record {
 
 func TestRecordRoundTrip(t *testing.T) {
 	t.Parallel()
-	want := sampleRecordWith(leaseSettled)
+	want := sampleRecordWith(rdb.LeaseSettled)
 	raw := want.encode()
 	got, err := parseRecord("dlv_x", raw)
 	require.NoError(t, err)
@@ -40,7 +42,7 @@ func TestRecordRoundTrip(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.Empty(t, got.heldToken(), "a settled lease is no lease")
 
-	want.Status, want.NextAttemptAt, want.leaseState = StatusPending, time.UnixMilli(1700000000000), leaseHeld
+	want.Status, want.NextAttemptAt, want.leaseState = StatusPending, time.UnixMilli(1700000000000), rdb.LeaseHeld
 	got, err = parseRecord("dlv_x", want.encode())
 	require.NoError(t, err)
 	assert.Equal(t, "0123456789abcdef", got.heldToken())
@@ -50,15 +52,15 @@ func TestRecordRoundTrip(t *testing.T) {
 
 func TestParseRecordRefusesCorruption(t *testing.T) {
 	t.Parallel()
-	good := sampleRecordWith(leaseNone).encode()
-	noWebhook := sampleRecordWith(leaseNone)
+	good := sampleRecordWith(rdb.LeaseNone).encode()
+	noWebhook := sampleRecordWith(rdb.LeaseNone)
 	noWebhook.WebhookID = ""
 	cases := map[string]string{
 		"empty":          "",
-		"short head":     good[:recordHeadLen-1],
-		"lease state":    good[:tokenLen] + "?" + good[tokenLen+1:],
-		"status":         good[:tokenLen+1] + "?" + good[tokenLen+2:],
-		"version":        good[:recordHeadLen-1] + "9" + good[recordHeadLen:],
+		"short head":     good[:rdb.RecordHeadLen-1],
+		"lease state":    good[:rdb.TokenLen] + "?" + good[rdb.TokenLen+1:],
+		"status":         good[:rdb.TokenLen+1] + "?" + good[rdb.TokenLen+2:],
+		"version":        good[:rdb.RecordHeadLen-1] + "9" + good[rdb.RecordHeadLen:],
 		"truncated":      good[:len(good)-1],
 		"trailing bytes": good + "x",
 		"no webhook":     noWebhook.encode(),
@@ -101,8 +103,8 @@ func FuzzRecordReaderVarints(f *testing.F) {
 
 // FuzzParseRecord: decoding never panics, and what decodes encodes to a value that decodes the same.
 func FuzzParseRecord(f *testing.F) {
-	f.Add(sampleRecordWith(leaseHeld).encode())
-	f.Add(sampleRecordWith(leaseNone).encode()[:40])
+	f.Add(sampleRecordWith(rdb.LeaseHeld).encode())
+	f.Add(sampleRecordWith(rdb.LeaseNone).encode()[:40])
 	f.Fuzz(func(t *testing.T, raw string) {
 		r, err := parseRecord("dlv_x", raw)
 		if err != nil {

@@ -1,7 +1,7 @@
 package webhooks
 
 // Auto-disable: a webhook is disabled when it answers 410 Gone, or when its circuit's run of failed
-// attempts (countScript keeps it, with the breaker on or off) began Options.DisableAfter ago.
+// attempts (rdb.Count keeps it, with the breaker on or off) began Options.DisableAfter ago.
 
 import (
 	"context"

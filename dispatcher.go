@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks/internal/egress"
@@ -306,10 +308,10 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 		results[i].WebhookID = t.ID
 		item, fresh := reply[1+i].(int64)
 		plans[i].queuedBehind(item)
-		if !fresh || item == claimWaiting || !plans[i].inline {
+		if !fresh || item == rdb.ClaimWaiting || !plans[i].inline {
 			plans[i].cancel(d, t.ID)
 			queued = queued || fresh
-			if fresh && item != claimWaiting {
+			if fresh && item != rdb.ClaimWaiting {
 				d.queueLocal(shard, t.ID, recs[i].ID, plans[i].due)
 			}
 			results[i] = d.notAttempted(eventID, t, recs[i], plans[i], reply[1+i])
@@ -439,11 +441,11 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 			EventType: eventType, Status: StatusPending, NextAttemptAt: msTime(plans[i].due.UnixMilli()),
 			CreatedAt: msTime(now.UnixMilli()), UpdatedAt: msTime(now.UnixMilli()),
 			ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())}}
-		token := randomHex(tokenLen / 2) // also tells this call's records from another call's
+		token := randomHex(rdb.TokenLen / 2) // also tells this call's records from another call's
 		if plans[i].inline {
 			recs[i].holdLease(token, plans[i].due)
 		} else {
-			recs[i].token, recs[i].leaseState = token, leaseNone
+			recs[i].token, recs[i].leaseState = token, rdb.LeaseNone
 			if plans[i].parked {
 				recs[i].LastError = plans[i].reason
 			}

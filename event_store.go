@@ -4,21 +4,17 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // An event id names one event. The claim stores each event's body once, under {P:s}:evt:<event_id>,
-// behind its fingerprint: eventMark, then 32 hex digits of SHA-256(type, 0, data as encoded), then the
+// behind its fingerprint: rdb.EventMark, then 32 hex digits of SHA-256(type, 0, data as encoded), then the
 // body. A later Dispatch or Enqueue of the same (tenant, id) whose type or data differ is refused
 // before anything is written (ErrEventConflict), so that no webhook ever receives a body of a type it
 // did not subscribe to, nor data its filter did not see. The timestamp is not in the fingerprint: a
 // replay of the same event at another time is the same event. A body stored by an earlier build has
 // no fingerprint and conflicts with nothing.
-
-// eventMark starts a stored event with a fingerprint (a body starts with '{').
-const eventMark = "\x01"
-
-// fingerprintLen is the length of a stored fingerprint.
-const fingerprintLen = 32
 
 // eventFingerprint is the fingerprint of an event of type typ whose encoded body is body (wireEvent:
 // its data is the last field, after the first `,"data":`, which no id, type or timestamp can hold).
@@ -31,18 +27,18 @@ func eventFingerprint(typ string, body []byte) string {
 	h.Write([]byte(typ))
 	h.Write([]byte{0})
 	h.Write(data)
-	return hex.EncodeToString(h.Sum(nil)[:fingerprintLen/2])
+	return hex.EncodeToString(h.Sum(nil)[:rdb.FingerprintLen/2])
 }
 
 // storedEvent is what the claim stores for an event: its fingerprint, then its body.
 func storedEvent(fingerprint string, body []byte) string {
-	return eventMark + fingerprint + string(body)
+	return rdb.EventMark + fingerprint + string(body)
 }
 
 // eventBody is the body of a stored event, with or without a fingerprint.
 func eventBody(stored string) []byte {
-	if len(stored) > len(eventMark)+fingerprintLen && stored[:len(eventMark)] == eventMark {
-		return []byte(stored[len(eventMark)+fingerprintLen:])
+	if len(stored) > len(rdb.EventMark)+rdb.FingerprintLen && stored[:len(rdb.EventMark)] == rdb.EventMark {
+		return []byte(stored[len(rdb.EventMark)+rdb.FingerprintLen:])
 	}
 	return []byte(stored)
 }

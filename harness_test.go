@@ -16,6 +16,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/stretchr/testify/require"
 )
 
@@ -150,7 +151,7 @@ func newClockedDispatcher(t testing.TB, tr *testRedis, opts Options) (*Dispatche
 	return d, clock
 }
 
-func newTestDispatcherOn(t testing.TB, rdb redis.UniversalClient, tr *testRedis, opts Options) *Dispatcher {
+func newTestDispatcherOn(t testing.TB, client redis.UniversalClient, tr *testRedis, opts Options) *Dispatcher {
 	t.Helper()
 	opts.KeyPrefix = tr.prefix
 	opts.AllowPrivateNetworks = true
@@ -162,12 +163,12 @@ func newTestDispatcherOn(t testing.TB, rdb redis.UniversalClient, tr *testRedis,
 		// (breaker_test.go, engine_test.go) set BreakAfter.
 		opts.BreakAfter = -1
 	}
-	// The shard count is read on the test's own client: rdb may be one the test breaks.
+	// The shard count is read on the test's own client: client may be one the test breaks.
 	d, err := New(tr.rdb, opts)
 	require.NoError(t, err)
 	require.NoError(t, d.keys.load(context.Background(), tr.rdb), "the shard count, read as the first call that needs it would")
-	if rdb != tr.rdb {
-		useClient(d, rdb)
+	if client != tr.rdb {
+		useClient(d, client)
 	}
 	return d
 }
@@ -253,12 +254,12 @@ func (passHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proces
 }
 
 // stealLease rewrites a record's head as if another worker had leased it.
-func stealLease(t testing.TB, rdb redis.UniversalClient, key string) {
+func stealLease(t testing.TB, client redis.UniversalClient, key string) {
 	t.Helper()
 	ctx := context.Background()
-	raw, err := rdb.Get(ctx, key).Result()
+	raw, err := client.Get(ctx, key).Result()
 	require.NoError(t, err)
-	require.NoError(t, rdb.Set(ctx, key, strings.Repeat("f", tokenLen)+string(leaseHeld)+raw[tokenLen+1:], redis.KeepTTL).Err())
+	require.NoError(t, client.Set(ctx, key, strings.Repeat("f", rdb.TokenLen)+string(rdb.LeaseHeld)+raw[rdb.TokenLen+1:], redis.KeepTTL).Err())
 }
 
 // eventIDsInShard returns n event ids "<prefix>-<i>" that all fall in shard.

@@ -3,48 +3,28 @@ package webhooks
 // A webhook's attempts per hour by outcome, for the last 24 hours: what the admin API's
 // GET /webhooks/{id}/stats serves (and the UI's chart draws).
 //
-// The circuit count (countScript, breaker.go), which every recorded attempt passes through beside its
+// The circuit count (rdb.Count, breaker.go), which every recorded attempt passes through beside its
 // outcome, counts them in the webhook's hash {P:registry}:hourly:<webhook id>: field "s<h>" or "f<h>"
 // counts the successful or failed attempts of hour h (Unix hours). Counting is one HINCRBY per webhook
 // and outcome in a count call (concurrent outcomes' calls are merged: a burst of one webhook's
 // successes costs one); only the first count of a field (once per hour and outcome) also drops the
-// fields of hours that have left the window (HKEYS, HDEL) and sets the key's TTL to hourlyTTL, so the
-// hash never holds more than 2*(hourlySlots+1) small fields (a listpack) and expires at least a day
+// fields of hours that have left the window (HKEYS, HDEL) and sets the key's TTL to rdb.HourlyTTL, so the
+// hash never holds more than 2*(rdb.HourlySlots+1) small fields (a listpack) and expires at least a day
 // after its last write. The read is one HGETALL. (Builds before this one kept a hash per shard,
-// {P:s}:hourly:<webhook id>; those expire within hourlyTTL and are not read.)
+// {P:s}:hourly:<webhook id>; those expire within rdb.HourlyTTL and are not read.)
 
 import (
 	"context"
 	"strconv"
 	"time"
-)
 
-const (
-	// hourlySlots is how many hours the counters keep, and how many GET /webhooks/{id}/stats serves.
-	hourlySlots = 24
-	// hourlyTTL is how long a webhook's hourly counters outlive their last write.
-	hourlyTTL = 25 * time.Hour
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // hourlyKey is a webhook's hourly attempt counters.
 func (k keyspace) hourlyKey(webhookID string) string {
 	return k.registryTag() + ":hourly:" + webhookID
 }
-
-// luaCountHour is countHour(key, now, ok, n): counts n attempts at now (ms), successful or not, in the
-// hash at key.
-var luaCountHour = `
-local function countHour(key, now, ok, n)
-  local hour = math.floor(now / 3600000)
-  if redis.call('HINCRBY', key, (ok and 's' or 'f') .. string.format('%d', hour), n) == n then
-    for _, f in ipairs(redis.call('HKEYS', key)) do
-      local h = tonumber(string.sub(f, 2))
-      if not h or h <= hour - ` + strconv.Itoa(hourlySlots) + ` then redis.call('HDEL', key, f) end
-    end
-    redis.call('PEXPIRE', key, ` + strconv.FormatInt(hourlyTTL.Milliseconds(), 10) + `)
-  end
-end
-`
 
 // HourStats counts the attempts of one hour by outcome.
 type HourStats struct {
@@ -61,20 +41,20 @@ func (d *Dispatcher) hourlyStats(ctx context.Context, webhookID string) ([]HourS
 		return nil, err
 	}
 	now := d.now().Unix() / 3600
-	out := make([]HourStats, hourlySlots)
+	out := make([]HourStats, rdb.HourlySlots)
 	for i := range out {
-		out[i].Hour = time.Unix((now-int64(hourlySlots-1-i))*3600, 0).UTC()
+		out[i].Hour = time.Unix((now-int64(rdb.HourlySlots-1-i))*3600, 0).UTC()
 	}
 	for field, v := range counts {
 		if len(field) < 2 || field[0] != 's' && field[0] != 'f' {
 			continue
 		}
 		hour, err := strconv.ParseInt(field[1:], 10, 64)
-		if err != nil || hour > now || hour <= now-hourlySlots {
+		if err != nil || hour > now || hour <= now-rdb.HourlySlots {
 			continue // corrupt, or an hour outside the window
 		}
 		n, _ := strconv.ParseInt(v, 10, 64)
-		if h := &out[hourlySlots-1-int(now-hour)]; field[0] == 's' {
+		if h := &out[rdb.HourlySlots-1-int(now-hour)]; field[0] == 's' {
 			h.Success += n
 		} else {
 			h.Failed += n

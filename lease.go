@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -318,14 +320,14 @@ func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [
 	l := &shardLease{shard: shard, now: now, takes: takes, ids: ids, retime: retime}
 	for i, t := range takes {
 		for _, id := range ids[i] {
-			token := randomHex(tokenLen / 2)
+			token := randomHex(rdb.TokenLen / 2)
 			keys = append(keys, d.keys.deliveryKey(shard, id))
 			args = append(args, id, token, i+1)
 			l.cands = append(l.cands, leasedDelivery{shard: shard, probe: t.probe, retime: retime[i],
 				rec: &record{Delivery: Delivery{ID: id, WebhookID: t.id}, token: token}})
 		}
 	}
-	l.run = scriptRun{leaseScript, keys, args}
+	l.run = scriptRun{rdb.Lease, keys, args}
 	return l
 }
 
@@ -368,7 +370,7 @@ func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) 
 			c.rec = rec
 			out = append(out, c)
 		case int64:
-			if v == leaseNotRecord {
+			if v == rdb.LeaseNotRecord {
 				err := fmt.Errorf("%w: %s is not a record", ErrCorruptRecord, c.rec.ID)
 				d.log.Error("webhooks: dropped undecodable delivery from the schedule", "delivery_id", c.rec.ID, "error", err)
 				errs = append(errs, err)
@@ -390,7 +392,7 @@ func (d *Dispatcher) decodeLeased(ctx context.Context, shard int, c *record, raw
 	}
 	d.log.Error("webhooks: skipping undecodable delivery", "delivery_id", c.ID, "error", err)
 	keys := []string{d.keys.readyKey(shard), d.keys.queueKey(shard, c.WebhookID), d.keys.deliveryKey(shard, c.ID)}
-	if _, uerr := unscheduleScript.Run(ctx, d.rdb, keys, c.ID, c.token, c.WebhookID).Result(); uerr != nil {
+	if _, uerr := rdb.Unschedule.Run(ctx, d.rdb, keys, c.ID, c.token, c.WebhookID).Result(); uerr != nil {
 		err = errors.Join(err, fmt.Errorf("webhooks: unschedule %s: %w", c.ID, uerr))
 	}
 	return nil, err

@@ -3,12 +3,13 @@ package webhooks
 import (
 	"bytes"
 	"context"
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
 	"log/slog"
 	"net"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks/internal/sealed"
@@ -43,17 +45,6 @@ func (k keyspace) tokenKey(webhookID string) string {
 // tokenLockKey is held (a random token, SET NX PX) by the one replica fetching the webhook's token.
 func (k keyspace) tokenLockKey(webhookID string) string { return k.tokenKey(webhookID) + ":lock" }
 
-// delIfEqualScript deletes a key only if it holds the given value: a lock released by its holder only,
-// a token dropped only if no replica has replaced it meanwhile.
-//
-// KEYS[1] -> the key ({P:oauth:<webhook_id>} or its :lock)
-// ARGV[1] -> the value it must hold
-// returns 1 when deleted, else 0
-var delIfEqualScript = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-
 // tokenStore fetches and caches OAuth2 tokens.
 type tokenStore struct {
 	d    *Dispatcher
@@ -69,7 +60,7 @@ type cachedToken struct {
 // get returns the webhook's token: the cached one while it is valid, else one fetched by this replica
 // under the lock, or by another that holds it (read again until it appears, within Options.Timeout).
 func (s *tokenStore) get(ctx context.Context, wh *storedWebhook) (cachedToken, error) {
-	rdb, keys := s.d.rdb, s.d.keys
+	client, keys := s.d.rdb, s.d.keys
 	deadline := time.Now().Add(s.d.opts.Timeout)
 	for {
 		tok, ok, err := s.cached(ctx, wh)
@@ -77,13 +68,13 @@ func (s *tokenStore) get(ctx context.Context, wh *storedWebhook) (cachedToken, e
 			return tok, err
 		}
 		lock := randomHex(8)
-		won, err := rdb.SetNX(ctx, keys.tokenLockKey(wh.ID), lock, s.d.opts.Timeout).Result()
+		won, err := client.SetNX(ctx, keys.tokenLockKey(wh.ID), lock, s.d.opts.Timeout).Result()
 		if err != nil {
 			return cachedToken{}, fmt.Errorf("oauth2 token lock: %w", err)
 		}
 		if won {
 			tok, err := s.fetchLocked(ctx, wh)
-			_ = delIfEqualScript.Run(context.WithoutCancel(ctx), rdb, []string{keys.tokenLockKey(wh.ID)}, lock).Err()
+			_ = rdb.DelIfEqual.Run(context.WithoutCancel(ctx), client, []string{keys.tokenLockKey(wh.ID)}, lock).Err()
 			return tok, err
 		}
 		if time.Now().After(deadline) {
@@ -143,7 +134,7 @@ func (s *tokenStore) cached(ctx context.Context, wh *storedWebhook) (cachedToken
 
 // drop removes a token the endpoint refused, unless another replica has already replaced it.
 func (s *tokenStore) drop(ctx context.Context, wh *storedWebhook, tok cachedToken) error {
-	if err := delIfEqualScript.Run(ctx, s.d.rdb, []string{s.d.keys.tokenKey(wh.ID)}, tok.raw).Err(); err != nil {
+	if err := rdb.DelIfEqual.Run(ctx, s.d.rdb, []string{s.d.keys.tokenKey(wh.ID)}, tok.raw).Err(); err != nil {
 		return fmt.Errorf("oauth2 token drop: %w", err)
 	}
 	return nil

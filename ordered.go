@@ -17,7 +17,7 @@ package webhooks
 //
 // The claim script appends to the list and queues a delivery only when it is the head; a non-head
 // is created pending, not leased and not queued. When the head's outcome is final, the outcome
-// script (orderedOutcomeScript) pops it and queues the next, due at once, in the same step; settle
+// script (rdb.OrderedOutcome) pops it and queues the next, due at once, in the same step; settle
 // then pokes the local worker. So the next attempt of a key never starts before the previous
 // one's final outcome is recorded, and only one of a key's deliveries is ever leasable.
 //
@@ -39,24 +39,13 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 	ks "github.com/smartdrop/webhooks/internal/keyspace"
-)
-
-const (
-	// orderMarker starts the value of an ordered event's marker; no request body (a JSON object) does.
-	orderMarker = "\x00"
-	// orderConflictReply is the error the unordered claim script gives for an id reserved by a marker.
-	orderConflictReply = "webhooks: order key conflict"
-	// claimWaiting is the claim scripts' reply for an ordered pair created behind its key's head.
-	claimWaiting = 3
-	// redeliverWaiting is the ordered redeliver script's reply for a delivery reset behind its key's
-	// head.
-	redeliverWaiting = 2
 )
 
 // orderShard is the shard of every delivery of an ordered event: its (tenant, order key)'s.
@@ -86,147 +75,19 @@ func (k keyspace) blockedKey(shard int) string { return k.Tag(shard) + ":blocked
 // blockedMember names a sequence in blockedKey.
 func blockedMember(webhookID, orderKey string) string { return webhookID + ":" + orderKey }
 
-// luaPromote is promote(seq, queue, blocked, member, now): pops the head of a sequence, queues the
-// next one due at now, and takes the sequence off the blocked zset when nothing waits behind its new
-// head (a list left empty was no longer in it); it returns whether it queued one. The caller retimes
-// the webhook's ready entry.
-const luaPromote = `
-local function promote(seq, queue, blocked, member, now)
-  redis.call('LPOP', seq)
-  local nxt = redis.call('LINDEX', seq, 0)
-  if not nxt then return false end
-  redis.call('ZADD', queue, now, nxt)
-  if redis.call('LLEN', seq) < 2 then redis.call('ZREM', blocked, member) end
-  return true
-end
-`
-
-// orderedClaimScript is claimScript for an ordered event: the same checks (an id stored with another
-// fingerprint is refused with claimConflict), index entries and stored event,
-// and per created pair its sequence: the pair is appended to its (webhook, key)'s list; the head is
-// created as Go planned it (leased for an inline attempt, or queued), any other pair is created
-// waiting (its second record: not leased, no next attempt) and is not queued, and its list joins
-// the blocked zset. Before appending, a head that is in no queue (lost, see the file comment) is
-// popped and the one after it queued (promote). A pair whose record is either of the two this call
-// would create was created by this very call, whose reply was lost: it is reported as created (or
-// waiting) again.
-//
-// KEYS[1] -> {P:k}:oevt:<event_id>
-// KEYS[2] -> {P:k}:ready
-// KEYS[3] -> {P:k}:inline
-// KEYS[4] -> {P:k}:blocked
-// KEYS[4i+1] .. KEYS[4i+4] (i = 1..n) -> target i's delivery key, index key, queue key, sequence key
-// ARGV[1] -> now (ms)
-// ARGV[2] -> retention (ms)
-// ARGV[3] -> the stored event (storedEvent: fingerprint and body)
-// ARGV[8i-4] .. ARGV[8i+3] (i = 1..n) -> target i's delivery id, hash, record as head, due (ms),
-// webhook id, record as waiting, blocked zset member, 1 if leased for an inline attempt (else 0)
-// ARGV[3+8n+i] -> 1 if target i's index key's TTL is to be checked (indexTTLs)
-// returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is claimCreated (the head),
-// claimWaiting, or the existing record
-var orderedClaimScript = redis.NewScript(indexFunction + luaPromote + `
-local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-local n = (#KEYS - 4) / 4
-local stored = redis.call('GET', KEYS[1])
-if stored and string.sub(stored, 2, ` + strconv.Itoa(1+fingerprintLen) + `) ~= string.sub(ARGV[3], 2, ` + strconv.Itoa(1+fingerprintLen) + `) then
-  return {` + strconv.Itoa(claimConflict) + `}
-end
-local reply, created = {false}, {}
-local fresh = 0
-for i = 1, n do
-  local rec, a = redis.call('GET', KEYS[4 * i + 1]), 8 * i - 4
-  if not rec then
-    created[i], fresh = true, fresh + 1
-  elseif rec == ARGV[a + 2] then
-    reply[i + 1], fresh = ` + strconv.Itoa(claimCreated) + `, fresh + 1
-  elseif rec == ARGV[a + 5] then
-    reply[i + 1], fresh = ` + strconv.Itoa(claimWaiting) + `, fresh + 1
-  else
-    reply[i + 1] = rec
-  end
-end
-local appended = {}
-for i = 1, n do
-  if created[i] then
-    local ok, id = pcall(index, KEYS[4 * i + 2], now, retention, ARGV[8 * i - 3], now + retention, ARGV[3 + 8 * n + i] == '1')
-    if not ok then
-      for _, e in ipairs(appended) do redis.call('XDEL', e[1], e[2]) end
-      error(id)
-    end
-    appended[#appended + 1] = {KEYS[4 * i + 2], id}
-  end
-end
-storeEvent(KEYS[1], stored, ARGV[3], retention, fresh > 0, reply)
-for i = 1, n do
-  if created[i] then
-    local k, a = 4 * i + 1, 8 * i - 4
-    local id, queue, seq, wid, member = ARGV[a], KEYS[k + 2], KEYS[k + 3], ARGV[a + 4], ARGV[a + 6]
-    local len = redis.call('RPUSH', seq, id)
-    if len == 1 then
-      redis.call('PEXPIRE', seq, retention + math.floor(retention / 64))
-    else
-      extend(seq, retention, math.floor(retention / 64))
-      local head = redis.call('LINDEX', seq, 0)
-      if not redis.call('ZSCORE', queue, head) and not redis.call('ZSCORE', KEYS[3], head .. wid) then
-        promote(seq, queue, KEYS[4], member, now) -- a lost head: the one after it is due now
-        if redis.call('LINDEX', seq, 0) == id then
-          redis.call('ZREM', queue, id) -- this one: created as planned below
-          len = 1
-        else
-          redis.call('ZADD', KEYS[2], 'LT', now, wid)
-        end
-      end
-    end
-    if len > 1 then
-      redis.call('SET', KEYS[k], ARGV[a + 5], 'NX', 'PX', retention)
-      redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
-      redis.call('ZADD', KEYS[4], now + retention, member)
-      reply[i + 1] = ` + strconv.Itoa(claimWaiting) + `
-    else
-      redis.call('SET', KEYS[k], ARGV[a + 2], 'NX', 'PX', retention)
-      if ARGV[a + 7] == '1' then
-        redis.call('ZADD', KEYS[3], ARGV[a + 3], id .. wid)
-      else
-        redis.call('ZADD', queue, ARGV[a + 3], id)
-        redis.call('ZADD', KEYS[2], 'LT', ARGV[a + 3], wid)
-      end
-      reply[i + 1] = ` + strconv.Itoa(claimCreated) + `
-    end
-  end
-end
-return reply
-`)
-
-// reserveOrderScript reserves an event id for its order key: it writes the marker in the id's own
-// shard when the id's body key is empty, and extends a marker of the same key (new targets of the
-// event are claimed after it).
-//
-// KEYS[1] -> {P:s}:evt:<event_id>
-// ARGV[1] -> the marker ("\x00" + order key)
-// ARGV[2] -> its TTL (ms): Retention + markerSlack
-// returns 1 when the id is the key's, else what the body key holds (another key's marker, or the
-// body of an unordered dispatch)
-var reserveOrderScript = redis.NewScript(luaExtend + `
-local v = redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2], 'NX', 'GET')
-if not v then return 1 end
-if v ~= ARGV[1] then return v end
-extend(KEYS[1], tonumber(ARGV[2]), 0)
-return 1
-`)
-
 // waitingRecord is rec as created behind its key's head: pending, not leased, no next attempt.
 func waitingRecord(rec *record) *record {
 	w := *rec
-	w.leaseState, w.leaseEnd, w.NextAttemptAt = leaseNone, msTime(0), msTime(0)
+	w.leaseState, w.leaseEnd, w.NextAttemptAt = rdb.LeaseNone, msTime(0), msTime(0)
 	return &w
 }
 
-// reserveOrder reserves an ordered event's id for its key (reserveOrderScript): an error wraps
+// reserveOrder reserves an ordered event's id for its key (rdb.ReserveOrder): an error wraps
 // ErrOrderKeyConflict when the id was dispatched with another key or none.
 func (d *Dispatcher) reserveOrder(ctx context.Context, scoped, orderKey string) error {
 	marker := d.keys.eventKey(d.keys.ShardOf(scoped), scoped)
 	ttl := (d.opts.Retention + markerSlack).Milliseconds()
-	reply, err := d.scripts.run(ctx, reserveOrderScript, []string{marker}, orderMarker+orderKey, ttl).Result()
+	reply, err := d.scripts.run(ctx, rdb.ReserveOrder, []string{marker}, rdb.OrderMarker+orderKey, ttl).Result()
 	if err != nil {
 		d.reloadOnTransport(err)
 		return err
@@ -243,13 +104,13 @@ const markerSlack = 5 * time.Minute
 
 // describeMarker says what an event id's body key held when it refused an order key.
 func describeMarker(v string) string {
-	if key, ok := strings.CutPrefix(v, orderMarker); ok {
+	if key, ok := strings.CutPrefix(v, rdb.OrderMarker); ok {
 		return fmt.Sprintf("it was dispatched with order key %q", key)
 	}
 	return "it was dispatched unordered"
 }
 
-// claimOrdered claims the pairs of an ordered event (reserveOrder, then orderedClaimScript). A pair
+// claimOrdered claims the pairs of an ordered event (reserveOrder, then rdb.OrderedClaim). A pair
 // created behind its key's head has its record switched, in memory, to the waiting one.
 func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderKey, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
 	if err := d.reserveOrder(ctx, scoped, orderKey); err != nil {
@@ -271,12 +132,12 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 			waiting[i].encode(), blockedMember(r.WebhookID, orderKey), flag(plans[i].inline))
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
-	reply, err := d.runClaim(ctx, orderedClaimScript, scoped, len(recs), keys, append(args, checks...))
+	reply, err := d.runClaim(ctx, rdb.OrderedClaim, scoped, len(recs), keys, append(args, checks...))
 	if err != nil {
 		return nil, err
 	}
 	for i, r := range recs {
-		if reply[1+i] == int64(claimWaiting) {
+		if reply[1+i] == int64(rdb.ClaimWaiting) {
 			*r = *waiting[i]
 		}
 		if checks[i] == 1 {
@@ -309,9 +170,9 @@ func (d *Dispatcher) claimEvent(ctx context.Context, shard int, scoped, orderKey
 }
 
 // queuedBehind gives a plan for an inline attempt whose pair the claim created behind its key's head
-// (item, its reply, is claimWaiting) the reason its Result says why it was not attempted.
+// (item, its reply, is rdb.ClaimWaiting) the reason its Result says why it was not attempted.
 func (p *targetPlan) queuedBehind(item int64) {
-	if item == claimWaiting && p.inline {
+	if item == rdb.ClaimWaiting && p.inline {
 		p.reason = "queued behind earlier deliveries of its order key: the worker attempts it once they are final"
 	}
 }
@@ -338,7 +199,7 @@ func (r *DeliveryRepo) findOrdered(ctx context.Context, tenant, webhookID, scope
 	if err != nil && !isNil(err) {
 		return nil, fmt.Errorf("webhooks: read event %s: %w", scoped, err)
 	}
-	key, ok := strings.CutPrefix(v, orderMarker)
+	key, ok := strings.CutPrefix(v, rdb.OrderMarker)
 	if !ok || key == "" {
 		return nil, fmt.Errorf("%w: delivery of event %q", ErrNotFound, scoped)
 	}

@@ -3,10 +3,10 @@ package webhooks
 // Probe now: an operator ends an open circuit's wait, so that its probe goes out at once rather than
 // when the open period ends (the admin API's POST /webhooks/{id}/probe; operator only).
 //
-// Two steps, each one script on its own slot. First probeNowScript ends the open period in the
-// registry's circuits hash (the probe itself is still taken as always, by acquireProbeScript, so at
+// Two steps, each one script on its own slot. First rdb.ProbeNow ends the open period in the
+// registry's circuits hash (the probe itself is still taken as always, by rdb.AcquireProbe, so at
 // most one replica sends it). Then, in every shard whose queue of the webhook holds deliveries
-// parked until the old end of the open period, wakeParkedScript makes up to probeNowBatch of them due
+// parked until the old end of the open period, rdb.WakeParked makes up to probeNowBatch of them due
 // (each checked pending and not in flight, as retry now checks one), and retimes the webhook's ready
 // entry: the next worker pass (this process's at once: it is poked) takes one of them as the probe;
 // its success closes the circuit and the others follow; its failure reopens the circuit, and the
@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -32,49 +34,6 @@ const (
 	// circuit, so that no replica still sees the circuit open until its old time.
 	probeNowDelay = circuitCacheTTL
 )
-
-// probeNowScript ends an open circuit's open period at now, unless a probe is held.
-//
-// KEYS[1] -> {P:registry}:circuits
-// ARGV[1], ARGV[2] -> webhook id, now (ms)
-// returns {probeGranted (the open period has ended), probeClosed or probeHeld; the circuit after it
-// ("" if none); the end of the open period before it (ms, 0 if none)}
-var probeNowScript = redis.NewScript(circuitLua + `
-local now, c = tonumber(ARGV[2]), decode(redis.call('HGET', KEYS[1], ARGV[1]))
-if not c or c[4] == 0 then return {` + strconv.Itoa(probeClosed) + `, c and encode(c) or '', 0} end
-local was = c[3]
-if c[5] > now then return {` + strconv.Itoa(probeHeld) + `, encode(c), was} end
-if c[3] > now then
-  c[3] = now
-  redis.call('HSET', KEYS[1], ARGV[1], encode(c))
-end
-return {` + strconv.Itoa(probeGranted) + `, encode(c), was}
-`)
-
-// wakeParkedScript makes some of a webhook's queued deliveries in one shard due at a time: each
-// candidate still in the queue, pending and not leased (an attempt in flight keeps its lease end);
-// then the webhook's ready entry is due then too, if any was made due.
-//
-// KEYS[1] -> {P:s}:ready
-// KEYS[2] -> {P:s}:q:<webhook_id>
-// KEYS[2+j] -> {P:s}:rec:<h> of candidate j
-// ARGV[1] -> when they are due (ms)
-// ARGV[2] -> webhook id
-// ARGV[2+j] -> candidate j's queue member
-// returns how many candidates are due by then
-var wakeParkedScript = redis.NewScript(`
-local due, n = ARGV[1], 0
-for j = 3, #KEYS do
-  local member, rec = ARGV[j], redis.call('GET', KEYS[j])
-  if rec and string.sub(rec, 18, 18) == '` + string(rune(statusPending)) + `' and string.sub(rec, 17, 17) ~= '` + string(rune(leaseHeld)) + `'
-     and redis.call('ZSCORE', KEYS[2], member) then
-    redis.call('ZADD', KEYS[2], 'XX', 'LT', due, member)
-    n = n + 1
-  end
-end
-if n > 0 then redis.call('ZADD', KEYS[1], 'LT', due, ARGV[2]) end
-return n
-`)
 
 // errProbeRefused is a probe now that cannot be made: the circuit is closed, or its probe is in
 // flight.
@@ -94,7 +53,7 @@ func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, in
 		return Health{}, 0, fmt.Errorf("%w: webhook %s: enable it before probing it", ErrWebhookDisabled, webhookID)
 	}
 	now := d.now()
-	reply, err := probeNowScript.Run(ctx, d.rdb, []string{d.circuits.key}, webhookID, now.UnixMilli()).Slice()
+	reply, err := rdb.ProbeNow.Run(ctx, d.rdb, []string{d.circuits.key}, webhookID, now.UnixMilli()).Slice()
 	if err == nil && len(reply) != 3 {
 		err = fmt.Errorf("reply %v", reply)
 	}
@@ -103,9 +62,9 @@ func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, in
 	}
 	h := circuitHealth(webhookID, reply[1], now)
 	switch code, _ := reply[0].(int64); code {
-	case probeClosed:
+	case rdb.ProbeClosed:
 		return h, 0, fmt.Errorf("%w: the endpoint is not paused (its circuit is closed): deliveries go out as they come", errProbeRefused)
-	case probeHeld:
+	case rdb.ProbeHeld:
 		return h, 0, fmt.Errorf("%w: a probe is already in flight: its answer decides", errProbeRefused)
 	}
 	d.circuitCache.put(h, now)
@@ -118,7 +77,7 @@ func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, in
 
 // wakeParked makes due at due the deliveries of a webhook queued until until, at most probeNowBatch
 // per shard: one round trip reads the candidates of every shard, one more runs each shard's
-// wakeParkedScript (together). It pokes this Dispatcher's worker.
+// rdb.WakeParked (together). It pokes this Dispatcher's worker.
 func (d *Dispatcher) wakeParked(ctx context.Context, webhookID string, until, due time.Time) (int, error) {
 	if err := d.keys.load(ctx, d.rdb); err != nil {
 		return 0, err
@@ -144,7 +103,7 @@ func (d *Dispatcher) wakeParked(ctx context.Context, webhookID string, until, du
 		for _, member := range ids {
 			keys, args = append(keys, d.keys.deliveryKey(s, member)), append(args, member)
 		}
-		runs, shards = append(runs, scriptRun{wakeParkedScript, keys, args}), append(shards, s)
+		runs, shards = append(runs, scriptRun{rdb.WakeParked, keys, args}), append(shards, s)
 	}
 	if len(runs) == 0 {
 		return 0, nil

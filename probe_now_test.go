@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -139,7 +141,7 @@ func TestProbeNowLeavesAttemptsInFlight(t *testing.T) {
 	require.NoError(t, err)
 	shard, _ := d.keys.shardOfDelivery(ids[1])
 	end := clock.Now().Add(time.Minute)
-	rec.holdLease(randomHex(tokenLen/2), end)
+	rec.holdLease(randomHex(rdb.TokenLen/2), end)
 	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(shard, ids[1]), rec.encode(), 0).Err())
 	// The lease ends before the open period: the probe-now read finds it among the parked.
 	member, _, ok := queued(t, tr, d, shard, wh.ID, ids[1])

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -32,7 +34,7 @@ func isClaim(cmd redis.Cmder) bool {
 		return false
 	}
 	name := strings.ToLower(fmt.Sprint(args[0]))
-	return (name == "evalsha" && args[1] == claimScript.Hash()) || (name == "eval" && redis.NewScript(fmt.Sprint(args[1])).Hash() == claimScript.Hash())
+	return (name == "evalsha" && args[1] == rdb.Claim.Hash()) || (name == "eval" && redis.NewScript(fmt.Sprint(args[1])).Hash() == rdb.Claim.Hash())
 }
 
 func (g *claimGate) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

@@ -5,56 +5,40 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // A delivery record is one Redis string, created with SET NX by the claim script: the record is the
 // pair's claim, so the two cannot outlive one another. Go encodes and decodes it; a script reads or
 // rewrites only its fixed-width head:
 //
-//	[0, 16)  lease token (tokenLen hex digits) of the last attempt started
+//	[0, 16)  lease token (rdb.TokenLen hex digits) of the last attempt started
 //	[16]     lease state: 'L' an attempt holds the lease, '+' its outcome is recorded, '-' no lease
 //	[17]     status: 'p' pending, 's' success, 'f' failed
-//	[18]     format version: recordVersion, recordVersionTraced when the body ends in a traceparent, or
-//	         recordVersionOrdered when it ends in a traceparent ("" for none) and an order key
+//	[18]     format version: rdb.RecordVersion, rdb.RecordVersionTraced when the body ends in a traceparent, or
+//	         rdb.RecordVersionOrdered when it ends in a traceparent ("" for none) and an order key
 //	[19, …)  varints: attempts, retry step, next attempt (ms), last status code, created (ms),
 //	         updated (ms), expiry (ms); strings (uvarint length, bytes): webhook id, event id, event type,
 //	         last error; uvarint count of attempts kept, then each attempt: varints at (ms),
-//	         duration (µs), status code; strings error, response start; then, in recordVersionTraced
-//	         and recordVersionOrdered only, the string traceparent (trace.go); then, in
-//	         recordVersionOrdered only, the string order key (Event.OrderKey, ordered.go)
+//	         duration (µs), status code; strings error, response start; then, in rdb.RecordVersionTraced
+//	         and rdb.RecordVersionOrdered only, the string traceparent (trace.go); then, in
+//	         rdb.RecordVersionOrdered only, the string order key (Event.OrderKey, ordered.go)
 //
-// A record with no traceparent is written in recordVersion, so replicas that know only that format
+// A record with no traceparent is written in rdb.RecordVersion, so replicas that know only that format
 // still read every record of a Dispatcher with no Tracer; only an ordered event's records are written
-// in recordVersionOrdered, which replicas of earlier versions cannot read.
+// in rdb.RecordVersionOrdered, which replicas of earlier versions cannot read.
 //
 // A state change that only moves the lease (lease, unschedule) rewrites the head in Lua; every other
 // one is a whole new value computed in Go from the record it holds the lease of, written only if the
 // head still names that lease (the token is the condition of every conditional write).
-
-const (
-	// tokenLen is the length of a lease token: 8 random bytes, hex encoded.
-	tokenLen      = 16
-	recordHeadLen = tokenLen + 3
-	recordVersion = '1'
-	// recordVersionTraced is recordVersion with a traceparent after the history.
-	recordVersionTraced = '2'
-	// recordVersionOrdered is recordVersionTraced with an order key after the traceparent.
-	recordVersionOrdered = '3'
-
-	leaseHeld     = 'L'
-	leaseSettled  = '+'
-	leaseNone     = '-'
-	statusPending = 'p'
-	statusSuccess = 's'
-	statusFailed  = 'f'
-)
 
 // record is a delivery record as read from Redis.
 type record struct {
 	Delivery
 	step       int       // retry step
 	token      string    // lease token of the last attempt started
-	leaseState byte      // leaseHeld, leaseSettled or leaseNone
+	leaseState byte      // rdb.LeaseHeld, rdb.LeaseSettled or rdb.LeaseNone
 	leaseEnd   time.Time // when the lease expires (known to the holder only)
 	raw        string    // the value this record was decoded from, "" when built in memory
 
@@ -65,7 +49,7 @@ type record struct {
 var statusCodes = [...]struct {
 	status Status
 	code   byte
-}{{StatusPending, statusPending}, {StatusSuccess, statusSuccess}, {StatusFailed, statusFailed}}
+}{{StatusPending, rdb.StatusPending}, {StatusSuccess, rdb.StatusSuccess}, {StatusFailed, rdb.StatusFailed}}
 
 // statusCode is the byte that spells s in a record's head (0 for no status).
 func statusCode(s Status) byte {
@@ -79,12 +63,12 @@ func statusCode(s Status) byte {
 
 // holdLease marks the record leased under token until end, for an attempt about to be made.
 func (r *record) holdLease(token string, end time.Time) {
-	r.token, r.leaseState, r.leaseEnd = token, leaseHeld, end
+	r.token, r.leaseState, r.leaseEnd = token, rdb.LeaseHeld, end
 }
 
 // heldToken is the lease token an attempt holds, "" when none does.
 func (r *record) heldToken() string {
-	if r.leaseState != leaseHeld {
+	if r.leaseState != rdb.LeaseHeld {
 		return ""
 	}
 	return r.token
@@ -94,12 +78,12 @@ func (r *record) heldToken() string {
 func (r *record) encode() string {
 	b := make([]byte, 0, 96+len(r.WebhookID)+len(r.EventID)+len(r.EventType)+len(r.LastError)+32*len(r.History))
 	b = append(b, r.token...)
-	version := byte(recordVersion)
+	version := byte(rdb.RecordVersion)
 	switch {
 	case r.OrderKey != "":
-		version = recordVersionOrdered
+		version = rdb.RecordVersionOrdered
 	case r.traceparent != "":
-		version = recordVersionTraced
+		version = rdb.RecordVersionTraced
 	}
 	b = append(b, r.leaseState, statusCode(r.Status), version)
 	var next int64
@@ -121,10 +105,10 @@ func (r *record) encode() string {
 		b = appendString(b, a.Error)
 		b = appendString(b, a.Response)
 	}
-	if version != recordVersion {
+	if version != rdb.RecordVersion {
 		b = appendString(b, r.traceparent)
 	}
-	if version == recordVersionOrdered {
+	if version == rdb.RecordVersionOrdered {
 		b = appendString(b, r.OrderKey)
 	}
 	return string(b)
@@ -197,28 +181,28 @@ func (rd *recordReader) string() string {
 // parseRecord decodes a stored record.
 func parseRecord(id, raw string) (*record, error) {
 	corrupt := func(why string) error { return fmt.Errorf("%w: %s %s", ErrCorruptRecord, id, why) }
-	if len(raw) < recordHeadLen {
+	if len(raw) < rdb.RecordHeadLen {
 		return nil, corrupt("is too short")
 	}
-	version := raw[recordHeadLen-1]
-	if version != recordVersion && version != recordVersionTraced && version != recordVersionOrdered {
-		return nil, corrupt(fmt.Sprintf("has format %q", raw[recordHeadLen-1]))
+	version := raw[rdb.RecordHeadLen-1]
+	if version != rdb.RecordVersion && version != rdb.RecordVersionTraced && version != rdb.RecordVersionOrdered {
+		return nil, corrupt(fmt.Sprintf("has format %q", raw[rdb.RecordHeadLen-1]))
 	}
-	r := &record{Delivery: Delivery{ID: id}, token: raw[:tokenLen], leaseState: raw[tokenLen], raw: raw}
+	r := &record{Delivery: Delivery{ID: id}, token: raw[:rdb.TokenLen], leaseState: raw[rdb.TokenLen], raw: raw}
 	switch r.leaseState {
-	case leaseHeld, leaseSettled, leaseNone:
+	case rdb.LeaseHeld, rdb.LeaseSettled, rdb.LeaseNone:
 	default:
 		return nil, corrupt(fmt.Sprintf("has lease state %q", r.leaseState))
 	}
 	for _, c := range statusCodes {
-		if raw[tokenLen+1] == c.code {
+		if raw[rdb.TokenLen+1] == c.code {
 			r.Status = c.status
 		}
 	}
 	if r.Status == "" {
-		return nil, corrupt(fmt.Sprintf("has status %q", raw[tokenLen+1]))
+		return nil, corrupt(fmt.Sprintf("has status %q", raw[rdb.TokenLen+1]))
 	}
-	rd := &recordReader{s: raw[recordHeadLen:]}
+	rd := &recordReader{s: raw[rdb.RecordHeadLen:]}
 	r.Attempts, r.step = int(rd.int()), int(rd.int())
 	r.NextAttemptAt, r.LastStatusCode = msTime(rd.int()), int(rd.int())
 	r.CreatedAt, r.UpdatedAt, r.ExpiresAt = msTime(rd.int()), msTime(rd.int()), msTime(rd.int())
@@ -238,10 +222,10 @@ func parseRecord(id, raw string) (*record, error) {
 		a.Error, a.Response = rd.string(), rd.string()
 		r.History = append(r.History, a)
 	}
-	if version != recordVersion {
+	if version != rdb.RecordVersion {
 		r.traceparent = rd.string()
 	}
-	if version == recordVersionOrdered {
+	if version == rdb.RecordVersionOrdered {
 		r.OrderKey = rd.string()
 	}
 	switch {
@@ -270,5 +254,5 @@ func (r *record) apply(o outcome, now time.Time) {
 	r.Status, r.step, r.LastStatusCode, r.LastError = o.status, o.step, o.code, o.err
 	r.NextAttemptAt = msTime(unixMilli(o.next)) // as stored: whole milliseconds, no monotonic reading
 	r.UpdatedAt = msTime(now.UnixMilli())
-	r.token, r.leaseState = o.token, leaseSettled
+	r.token, r.leaseState = o.token, rdb.LeaseSettled
 }

@@ -3,58 +3,10 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"strconv"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	ks "github.com/smartdrop/webhooks/internal/keyspace"
-)
-
-// redeliverScript resets a failed delivery for a new series of attempts, if its record is still the
-// one the caller read: the new record (computed in Go) is pending, at retry step 0, leased for the
-// attempt Redeliver makes at once, and the record, its index entry and the event body are all extended
-// to now + retention. A record that changed since it was read is left as it is (concurrent calls reset
-// it once), unless it is leased under this call's own token: the same call run again by a client
-// whose reply was lost, reported as reset again.
-//
-// KEYS[1] -> {P:s}:rec:<h>
-// KEYS[2] -> {P:s}:ready
-// KEYS[3] -> {P:s}:evt:<event_id>
-// KEYS[4] -> {P:s}:list:<webhook_id>
-// KEYS[5] -> {P:s}:q:<webhook_id>
-// ARGV[1] -> now (ms)
-// ARGV[2] -> retention (ms)
-// ARGV[3] -> lease end (ms)
-// ARGV[4] -> the delivery id, its queue member
-// ARGV[5] -> lease token
-// ARGV[6] -> the failed record as the caller read it
-// ARGV[7] -> the reset record
-// ARGV[8] -> the delivery's hash (the id's last 12 bytes, raw)
-// ARGV[9] -> the reset record's expiry (ms): later than the failed record's, so its old index entry
-// is told apart from the new one
-// ARGV[10] -> webhook id
-// returns {} when the record is gone; otherwise {redeliverReset or redeliverUnchanged, event body or
-// false, record}
-var redeliverScript = redis.NewScript(indexFunction + luaLeaseOf + `
-local rec = redis.call('GET', KEYS[1])
-if not rec then return {} end
-if leaseOf(KEYS[1], ARGV[5]) == ` + luaHeld + ` then
-  -- This very call reset it already: its reply was lost and the client sent it again.
-  return {` + strconv.Itoa(redeliverReset) + `, redis.call('GET', KEYS[3]), rec}
-end
-if rec ~= ARGV[6] then return {` + strconv.Itoa(redeliverUnchanged) + `, false, rec} end
-local retention = tonumber(ARGV[2])
-index(KEYS[4], tonumber(ARGV[1]), retention, ARGV[8], ARGV[9], true)
-redis.call('SET', KEYS[1], ARGV[7], 'PX', retention)
-extend(KEYS[3], retention, 0)
-redis.call('ZADD', KEYS[5], ARGV[3], ARGV[4])
-redis.call('ZADD', KEYS[2], 'LT', ARGV[3], ARGV[10])
-return {` + strconv.Itoa(redeliverReset) + `, redis.call('GET', KEYS[3]), ARGV[7]}
-`)
-
-// redeliverScript's first reply.
-const (
-	redeliverUnchanged = 0
-	redeliverReset     = 1
 )
 
 // Redeliver re-sends a failed delivery: the one way a failed delivery is sent again. It keeps the
@@ -90,7 +42,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	renewed.Status, renewed.step, renewed.NextAttemptAt = StatusPending, 0, msTime(now.Add(d.lease).UnixMilli())
 	renewed.UpdatedAt = msTime(now.UnixMilli())
 	renewed.ExpiresAt = msTime(max(now.UnixMilli()+d.opts.Retention.Milliseconds(), unixMilli(rec.ExpiresAt)+1))
-	token := randomHex(tokenLen / 2)
+	token := randomHex(rdb.TokenLen / 2)
 	renewed.holdLease(token, now.Add(d.lease))
 	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.readyKey(shard),
 		d.keys.eventKey(shard, scopedEventID(wh.Tenant, rec.EventID)), d.keys.indexKey(shard, rec.WebhookID), d.keys.queueKey(shard, rec.WebhookID)}
@@ -109,8 +61,8 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	if err != nil {
 		return nil, false, err
 	}
-	if reset, _ := reply[0].(int64); reset != redeliverReset {
-		return &rec.Delivery, reset == redeliverWaiting, d.redeliveredBehind(ctx, wh.Tenant, rec, reset)
+	if reset, _ := reply[0].(int64); reset != rdb.RedeliverReset {
+		return &rec.Delivery, reset == rdb.RedeliverWaiting, d.redeliveredBehind(ctx, wh.Tenant, rec, reset)
 	}
 	d.extendOrderMarker(ctx, wh.Tenant, rec)
 	rec.holdLease(token, now.Add(d.lease))

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // byIDEntry is a webhook as read at a time (nil: not found).
@@ -32,29 +32,8 @@ func (r *WebhookRepo) invalidate() {
 	r.mu.Unlock()
 }
 
-// indexedWebhooksScript reads the webhooks some index hashes name: the ids in the hashes (the
-// subscription hashes of an event type's patterns, or a tenant's index), each once, and their JSON
-// from the registry, in one round trip.
-//
-// KEYS[1] -> {P:registry}:webhooks
-// KEYS[2..] -> index hashes: {P:registry}:sub:<pattern>, {P:registry}:t:<tenant>:sub:<pattern>, {P:registry}:t:<tenant>:all
-// returns the JSON of every webhook whose id one of the hashes holds and the registry still has
-var indexedWebhooksScript = redis.NewScript(`
-local seen, out = {}, {}
-for i = 2, #KEYS do
-  for _, id in ipairs(redis.call('HKEYS', KEYS[i])) do
-    if not seen[id] then
-      seen[id] = true
-      local body = redis.call('HGET', KEYS[1], id)
-      if body then out[#out + 1] = body end
-    end
-  end
-end
-return out
-`)
-
 // subscribers returns the enabled webhooks of a tenant whose patterns select eventType, from a
-// process-local cache at most subscriberCacheTTL old, otherwise with one round trip (indexedWebhooksScript)
+// process-local cache at most subscriberCacheTTL old, otherwise with one round trip (rdb.IndexedWebhooks)
 // that reads only that tenant's subscription hashes and the webhooks they name.
 func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string) ([]*storedWebhook, error) {
 	now := time.Now()
@@ -70,7 +49,7 @@ func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string)
 	for _, p := range patternsFor(eventType) {
 		keys = append(keys, r.keys.tenantSubscribersKey(tenant, p))
 	}
-	bodies, err := indexedWebhooksScript.Run(ctx, r.rdb, keys).StringSlice()
+	bodies, err := rdb.IndexedWebhooks.Run(ctx, r.rdb, keys).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: resolve subscribers of %s: %w", eventType, err)
 	}

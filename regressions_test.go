@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 	ks "github.com/smartdrop/webhooks/internal/keyspace"
 	"github.com/stretchr/testify/assert"
@@ -284,7 +286,7 @@ type armOnOutcome struct {
 func (h *armOnOutcome) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		args := cmd.Args()
-		if len(args) > 1 && strings.EqualFold(fmt.Sprint(args[0]), "evalsha") && args[1] == outcomeScript.Hash() && h.once.CompareAndSwap(false, true) {
+		if len(args) > 1 && strings.EqualFold(fmt.Sprint(args[0]), "evalsha") && args[1] == rdb.Outcome.Hash() && h.once.CompareAndSwap(false, true) {
 			h.p.armed.Store(true)
 		}
 		return next(ctx, cmd)
@@ -325,7 +327,7 @@ func (h *longLeaseReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
 		args := cmd.Args()
-		if err == nil && len(args) > 1 && (args[1] == leaseScript.Hash() || strings.Contains(fmt.Sprint(args[1]), "leaseEnd")) {
+		if err == nil && len(args) > 1 && (args[1] == rdb.Lease.Hash() || strings.Contains(fmt.Sprint(args[1]), "leaseEnd")) {
 			c := cmd.(*redis.Cmd)
 			v, _ := c.Val().([]any)
 			c.SetVal(append(v, "corrupt"))
@@ -435,7 +437,7 @@ func TestRedeliverRetriedByTheClientStillSends(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	c := tr.newClient(t)
-	c.AddHook(&runTwice{script: redeliverScript})
+	c.AddHook(&runTwice{script: rdb.Redeliver})
 	d := newTestDispatcherOn(t, c, tr, Options{RetrySchedule: []time.Duration{}})
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
@@ -458,7 +460,7 @@ func TestLeaseRetriedByTheClientStillAttempts(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	c := tr.newClient(t)
-	c.AddHook(&runTwice{script: leaseScript})
+	c.AddHook(&runTwice{script: rdb.Lease})
 	d := newTestDispatcherOn(t, c, tr, Options{RetrySchedule: []time.Duration{time.Minute}})
 	clock := newTestClock()
 	d.now = clock.Now

@@ -15,13 +15,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
-)
 
-// The claim script's replay modes (ARGV).
-const (
-	replayOff   = "0" // Options.ReplayIndex is off: no entry
-	replayAdd   = "1" // add the event's entry when its body is first stored
-	replayPrune = "2" // the same, then prune the key's old entries and check its TTL
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // replayKey is a tenant's replay index in a shard: event id (unscoped) -> accepted (ms). The webhooks
@@ -49,11 +44,11 @@ func (d *Dispatcher) replayIndexArgs(shard int, scoped string, now time.Time) (k
 	key = d.keys.replayKey(shard, tenant)
 	switch {
 	case !d.opts.ReplayIndex:
-		return key, replayOff, id
+		return key, rdb.ReplayOff, id
 	case d.indexTTLs.due(key, now):
-		return key, replayPrune, id
+		return key, rdb.ReplayPrune, id
 	}
-	return key, replayAdd, id
+	return key, rdb.ReplayAdd, id
 }
 
 // storeForReplay stores an event no webhook takes now, for a webhook a later ReplayMissing may send it

@@ -8,39 +8,9 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
-)
-
-// retryNowScript makes a pending delivery that waits for a retry due now: its schedule entry (only if
-// it has one: a delivery held back, e.g. behind an earlier one of its order key, stays held) and its
-// webhook in the shard's schedule. A delivery that is not pending, or in flight, is left as it is.
-//
-// KEYS[1] -> {P:s}:rec:<h>
-// KEYS[2] -> {P:s}:ready
-// KEYS[3] -> {P:s}:q:<webhook_id>
-// ARGV[1] -> now (ms)
-// ARGV[2] -> the delivery id, its queue member
-// ARGV[3] -> webhook id
-// returns retryGone, retryNotPending, retryInFlight, retryNotQueued or retryDue
-var retryNowScript = redis.NewScript(`
-local rec = redis.call('GET', KEYS[1])
-if not rec then return ` + fmt.Sprint(retryGone) + ` end
-if string.sub(rec, 18, 18) ~= '` + string(rune(statusPending)) + `' then return ` + fmt.Sprint(retryNotPending) + ` end
-if string.sub(rec, 17, 17) == '` + string(rune(leaseHeld)) + `' then return ` + fmt.Sprint(retryInFlight) + ` end
-if redis.call('ZADD', KEYS[3], 'XX', 'CH', ARGV[1], ARGV[2]) == 0 and not redis.call('ZSCORE', KEYS[3], ARGV[2]) then
-  return ` + fmt.Sprint(retryNotQueued) + `
-end
-redis.call('ZADD', KEYS[2], 'LT', ARGV[1], ARGV[3])
-return ` + fmt.Sprint(retryDue) + `
-`)
-
-// retryNowScript's replies.
-const (
-	retryGone = iota
-	retryNotPending
-	retryInFlight
-	retryNotQueued
-	retryDue
 )
 
 // errNotRetryable is a retry-now of a delivery that cannot be made due now.
@@ -65,18 +35,18 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 		return fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
 	}
 	keys := []string{d.keys.deliveryKey(shard, rec.ID), d.keys.readyKey(shard), d.keys.queueKey(shard, rec.WebhookID)}
-	n, err := retryNowScript.Run(ctx, d.rdb, keys, d.now().UnixMilli(), rec.ID, rec.WebhookID).Int()
+	n, err := rdb.RetryNow.Run(ctx, d.rdb, keys, d.now().UnixMilli(), rec.ID, rec.WebhookID).Int()
 	if err != nil {
 		return fmt.Errorf("webhooks: retry %s: %w", rec.ID, err)
 	}
 	switch n {
-	case retryGone:
+	case rdb.RetryGone:
 		return fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
-	case retryNotPending:
+	case rdb.RetryNotPending:
 		return fmt.Errorf("%w: only a pending delivery is retried now (Redeliver sends a failed one again)", errNotRetryable)
-	case retryInFlight:
+	case rdb.RetryInFlight:
 		return fmt.Errorf("%w: an attempt is in flight", errNotRetryable)
-	case retryNotQueued:
+	case rdb.RetryNotQueued:
 		return fmt.Errorf("%w: it waits for an earlier delivery", errNotRetryable)
 	}
 	return nil

@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,101 +48,6 @@ const (
 	// rateHorizon is how far ahead an attempt to a rate-limited webhook takes its slot (then waits
 	// for it), and how far ahead a worker counts free slots when it decides how many to lease.
 	rateHorizon = 100 * time.Millisecond
-)
-
-// leaseScript leases due deliveries of some webhooks of one shard: each candidate still due has its
-// queue entry moved to the lease's end and the lease token written into its record's head, so no
-// other worker takes it until the lease expires. A candidate already leased under its token and lease
-// end was leased by this very call, run again by a client whose reply was lost: it is reported leased
-// again. Every candidate is checked before the first write. The webhooks flagged to be retimed (their
-// queues were read to the last due entry, or found with none) then have their ready score set to
-// their queue's head; the others' stay as they are, a lower bound (see the schedule's doc above).
-//
-// KEYS[1] -> {P:s}:ready
-// KEYS[1+i] (i = 1..m) -> {P:s}:q:<webhook i>
-// KEYS[1+m+j] (j = 1..n) -> delivery key of candidate j
-// ARGV[1] -> now (ms)
-// ARGV[2] -> lease end (ms)
-// ARGV[3], ARGV[4] -> m, n
-// ARGV[3+2i], ARGV[4+2i] -> webhook i's id, 1 if it is to be retimed (else 0)
-// ARGV[1+4+2m+3(j-1)] .. ARGV[3+4+2m+3(j-1)] -> candidate j's delivery id, lease token, webhook index i
-// returns per candidate: leaseNotDue (another worker leased it), leaseExpired (its record has expired)
-// or leaseNotRecord (its key holds no record) — the queue entry of both is removed — or the record
-// once leased; then per webhook retimed, in order, its new ready score ("" when it left the ready zset)
-var leaseScript = redis.NewScript(luaRetime + `
-local now, leaseEnd, m, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local base = 4 + 2 * m
-local state, recs = {}, {}
-for j = 1, n do
-  local a = base + 3 * (j - 1)
-  local member, token, queue = ARGV[a + 1], ARGV[a + 2], KEYS[1 + tonumber(ARGV[a + 3])]
-  local score = tonumber(redis.call('ZSCORE', queue, member))
-  state[j] = ` + strconv.Itoa(leaseNotDue) + `
-  if score and (score <= now or score == leaseEnd) then
-    local rec = redis.pcall('GET', KEYS[1 + m + j])
-    if type(rec) == 'string' and score == leaseEnd and string.sub(rec, 1, ` + strconv.Itoa(tokenLen+1) + `) == token .. ` + luaHeld + ` then
-      state[j], recs[j] = 'mine', rec
-    elseif score > now then
-    elseif type(rec) == 'table' or rec and #rec < ` + strconv.Itoa(recordHeadLen) + ` then
-      state[j] = ` + strconv.Itoa(leaseNotRecord) + `
-    elseif not rec then
-      state[j] = ` + strconv.Itoa(leaseExpired) + `
-    else
-      state[j], recs[j] = 'lease', rec
-    end
-  end
-end
-local reply = {}
-for j = 1, n do
-  local a = base + 3 * (j - 1)
-  local member, queue, rec = ARGV[a + 1], KEYS[1 + tonumber(ARGV[a + 3])], KEYS[1 + m + j]
-  if state[j] == 'lease' then
-    redis.call('ZADD', queue, ARGV[2], member)
-    local leased = ARGV[a + 2] .. ` + luaHeld + ` .. string.sub(recs[j], ` + strconv.Itoa(tokenLen+2) + `)
-    redis.call('SET', rec, leased, 'KEEPTTL')
-    reply[j] = leased
-  elseif state[j] == 'mine' then
-    reply[j] = recs[j]
-  else
-    if state[j] ~= ` + strconv.Itoa(leaseNotDue) + ` then redis.call('ZREM', queue, member) end
-    reply[j] = state[j]
-  end
-end
-for i = 1, m do
-  if ARGV[4 + 2 * i] == '1' then reply[#reply + 1] = retime(KEYS[1], KEYS[1 + i], ARGV[3 + 2 * i]) end
-end
-return reply
-`)
-
-// leaseScript's replies for a candidate it did not lease.
-const (
-	leaseNotDue    = 0
-	leaseExpired   = 1
-	leaseNotRecord = 2
-)
-
-// unscheduleScript removes a leased delivery from its queue without recording an attempt, and releases
-// its lease: for a record that cannot be decoded, or that is not pending.
-//
-// KEYS[1] -> {P:s}:ready
-// KEYS[2] -> {P:s}:q:<webhook>
-// KEYS[3] -> delivery key
-// ARGV[1] -> queue member (record.queued)
-// ARGV[2] -> lease token
-// ARGV[3] -> webhook id
-// returns unscheduleDone when removed, unscheduleLeaseLost when the lease was lost
-var unscheduleScript = redis.NewScript(luaLeaseOf + luaRetime + `
-if leaseOf(KEYS[3], ARGV[2]) ~= ` + luaHeld + ` then return ` + strconv.Itoa(unscheduleLeaseLost) + ` end
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('SET', KEYS[3], ARGV[2] .. ` + luaNone + ` .. string.sub(redis.call('GET', KEYS[3]), ` + strconv.Itoa(tokenLen+2) + `), 'KEEPTTL')
-retime(KEYS[1], KEYS[2], ARGV[3])
-return ` + strconv.Itoa(unscheduleDone) + `
-`)
-
-// unscheduleScript's replies.
-const (
-	unscheduleLeaseLost = 0
-	unscheduleDone      = 1
 )
 
 // dueWebhook is a webhook with deliveries due in a shard.

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 
 	ks "github.com/smartdrop/webhooks/internal/keyspace"
@@ -26,18 +28,6 @@ const (
 	// MaxShards bounds Options.Shards: a delivery id holds its shard in two hex digits.
 	MaxShards = ks.MaxShards
 )
-
-// layoutScript reads the keyspace's stored shard count, storing ARGV[1] first when none is. It returns
-// the stored value.
-//
-// KEYS[1] -> {P:registry}:shards
-// ARGV[1] -> the count to store in a new keyspace (ks.FormatCount)
-var layoutScript = redis.NewScript(`
-local v = redis.call('GET', KEYS[1])
-if v then return v end
-redis.call('SET', KEYS[1], ARGV[1])
-return ARGV[1]
-`)
 
 // layout is a keyspace's shard count and tags, shared by every copy of the keyspace. A layout from
 // newLazyKeyspace is empty until load reads it; shards and tags are read only after load (or of a
@@ -60,7 +50,7 @@ func newLazyKeyspace(prefix string, want int) keyspace {
 // round trip per Dispatcher, by the first call that needs it, with that call's context. A failed read
 // is tried again by the next call. A stored count that differs from a set Options.Shards is refused
 // with ErrInvalidOptions.
-func (k keyspace) load(ctx context.Context, rdb redis.UniversalClient) error {
+func (k keyspace) load(ctx context.Context, client redis.UniversalClient) error {
 	if k.loaded.Load() {
 		return nil
 	}
@@ -69,7 +59,7 @@ func (k keyspace) load(ctx context.Context, rdb redis.UniversalClient) error {
 	if k.loaded.Load() {
 		return nil
 	}
-	shards, err := readLayout(ctx, rdb, k.prefix, k.want)
+	shards, err := readLayout(ctx, client, k.prefix, k.want)
 	if err != nil {
 		return err
 	}
@@ -80,13 +70,13 @@ func (k keyspace) load(ctx context.Context, rdb redis.UniversalClient) error {
 
 // readLayout reads the shard count stored for prefix, storing it on first use: want, or DefaultShards
 // when want is 0; a stored count that differs from a set want is refused with ErrInvalidOptions.
-func readLayout(ctx context.Context, rdb redis.UniversalClient, prefix string, want int) (int, error) {
+func readLayout(ctx context.Context, client redis.UniversalClient, prefix string, want int) (int, error) {
 	fresh := want
 	if fresh == 0 {
 		fresh = DefaultShards
 	}
 	base := keyspace{prefix: prefix}
-	v, err := layoutScript.Run(ctx, rdb, []string{base.shardsKey()}, ks.FormatCount(fresh)).Text()
+	v, err := rdb.ShardCount.Run(ctx, client, []string{base.shardsKey()}, ks.FormatCount(fresh)).Text()
 	if err != nil {
 		return 0, fmt.Errorf("webhooks: read the keyspace's shard count: %w", err)
 	}

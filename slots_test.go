@@ -3,13 +3,15 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
 	"math/rand/v2"
 	"net/http"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	ks "github.com/smartdrop/webhooks/internal/keyspace"
+	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -233,14 +235,14 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	require.NoError(t, err)
 
 	names := map[string]*redis.Script{
-		"probeNow": probeNowScript, "wakeParked": wakeParkedScript, "releaseProbe": releaseProbeScript, "acquireProbe": acquireProbeScript,
-		"claim": claimScript, "outcome": outcomeScript, "lease": leaseScript, "unschedule": unscheduleScript,
-		"redeliver": redeliverScript, "adopt": adoptScript, "saveWebhook": saveWebhookScript, "layout": layoutScript,
-		"circuitCount":    countScript,           // every attempt's outcome is counted in its webhook's circuit
-		"indexedWebhooks": indexedWebhooksScript, // resolving subscribers, listing a tenant
-		"orderedClaim":    orderedClaimScript, "orderedOutcome": orderedOutcomeScript, "orderedRedeliver": orderedRedeliverScript,
-		"reserveOrder": reserveOrderScript,
-		"delIfEqual":   delIfEqualScript, // the OAuth2 token's lock, and a refused token
+		"probeNow": rdb.ProbeNow, "wakeParked": rdb.WakeParked, "releaseProbe": rdb.ReleaseProbe, "acquireProbe": rdb.AcquireProbe,
+		"claim": rdb.Claim, "outcome": rdb.Outcome, "lease": rdb.Lease, "unschedule": rdb.Unschedule,
+		"redeliver": rdb.Redeliver, "adopt": rdb.Adopt, "saveWebhook": rdb.SaveWebhook, "layout": rdb.ShardCount,
+		"circuitCount":    rdb.Count,           // every attempt's outcome is counted in its webhook's circuit
+		"indexedWebhooks": rdb.IndexedWebhooks, // resolving subscribers, listing a tenant
+		"orderedClaim":    rdb.OrderedClaim, "orderedOutcome": rdb.OrderedOutcome, "orderedRedeliver": rdb.OrderedRedeliver,
+		"reserveOrder": rdb.ReserveOrder,
+		"delIfEqual":   rdb.DelIfEqual, // the OAuth2 token's lock, and a refused token
 	}
 	rec.mu.Lock()
 	defer rec.mu.Unlock()

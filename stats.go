@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 )
 
@@ -67,55 +69,6 @@ type ShardStats struct {
 	Webhooks, Examined int64
 	Truncated          bool
 }
-
-// statsQueuesScript sums up some queues of one shard.
-//
-// KEYS[i] -> {P:s}:q:<webhook i>
-// ARGV[1] -> now (ms)
-// ARGV[2] -> end of the lease window (ms): a delivery leased now has its lease end at most there
-// ARGV[3] -> how many ids of deliveries in the lease window to return, at most
-// returns {due, total, oldest due (ms, 0 if none), deliveries in the lease window, queues not empty,
-// ids in the window...}
-var statsQueuesScript = redis.NewScript(`
-local nowArg, horizon, room = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local now = tonumber(nowArg)
-local due, total, oldest, window, held = 0, 0, 0, 0, 0
-local ids = {}
-for i = 1, #KEYS do
-  local q = KEYS[i]
-  local n = redis.call('ZCARD', q)
-  total = total + n
-  if n > 0 then held = held + 1 end
-  due = due + redis.call('ZCOUNT', q, '-inf', nowArg)
-  local first = redis.call('ZRANGE', q, 0, 0, 'WITHSCORES')
-  if first[2] then
-    local at = tonumber(first[2])
-    if at <= now and (oldest == 0 or at < oldest) then oldest = at end
-  end
-  local w = redis.call('ZCOUNT', q, '(' .. nowArg, horizon)
-  window = window + w
-  if w > 0 and #ids < room then
-    for _, id in ipairs(redis.call('ZRANGEBYSCORE', q, '(' .. nowArg, horizon, 'LIMIT', 0, room - #ids)) do
-      ids[#ids + 1] = id
-    end
-  end
-end
-local reply = {due, total, oldest, window, held}
-for _, id in ipairs(ids) do reply[#reply + 1] = id end
-return reply
-`)
-
-// statsLeasesScript counts the records, of one shard, whose head says an attempt holds the lease.
-//
-// KEYS[i] -> delivery key i
-// returns how many are leased
-var statsLeasesScript = redis.NewScript(`
-local n = 0
-for i = 1, #KEYS do
-  if redis.pcall('GETRANGE', KEYS[i], ` + strconv.Itoa(tokenLen) + `, ` + strconv.Itoa(tokenLen) + `) == ` + luaHeld + ` then n = n + 1 end
-end
-return n
-`)
 
 // Stats reads a snapshot of the delivery backlog across all shards: deliveries due now, scheduled
 // later and leased (in flight), the age of the oldest due delivery, and the open circuits, in total
@@ -224,7 +177,7 @@ func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, 
 		for i, id := range ids {
 			keys[i] = d.keys.queueKey(s, id)
 		}
-		calls = append(calls, statsCall{shard: s, script: statsQueuesScript, keys: keys,
+		calls = append(calls, statsCall{shard: s, script: rdb.StatsQueues, keys: keys,
 			args: []any{now.UnixMilli(), now.Add(d.lease).UnixMilli(), StatsLeasesPerShard}})
 	}
 	if err := d.evalAll(ctx, calls); err != nil {
@@ -261,7 +214,7 @@ func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, 
 			keys = append(keys, d.keys.deliveryKey(c.shard, id))
 		}
 		sh.Truncated = sh.Truncated || inWindow > int64(len(keys))
-		leases = append(leases, statsCall{shard: c.shard, script: statsLeasesScript, keys: keys})
+		leases = append(leases, statsCall{shard: c.shard, script: rdb.StatsLeases, keys: keys})
 	}
 	return leases, nil
 }

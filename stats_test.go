@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -201,7 +203,7 @@ func TestStatsCommandCountIsBounded(t *testing.T) {
 
 	slots.mu.Lock()
 	defer slots.mu.Unlock()
-	for name, script := range map[string]*redis.Script{"statsQueues": statsQueuesScript, "statsLeases": statsLeasesScript} {
+	for name, script := range map[string]*redis.Script{"statsQueues": rdb.StatsQueues, "statsLeases": rdb.StatsLeases} {
 		calls := slots.calls[script.Hash()]
 		require.NotEmpty(t, calls, name)
 		for _, keys := range calls {

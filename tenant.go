@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // Tenants: a webhook belongs to at most one tenant (Webhook.Tenant), and an event reaches only the
@@ -80,7 +82,7 @@ func (r *WebhookRepo) ListTenant(ctx context.Context, tenant string) ([]*Webhook
 		}
 		return slices.DeleteFunc(all, func(w *Webhook) bool { return w.Tenant != "" }), nil
 	}
-	vals, err := indexedWebhooksScript.Run(ctx, r.rdb, []string{r.keys.webhooksKey(), r.keys.tenantKey(tenant)}).StringSlice()
+	vals, err := rdb.IndexedWebhooks.Run(ctx, r.rdb, []string{r.keys.webhooksKey(), r.keys.tenantKey(tenant)}).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: list webhooks of tenant %s: %w", tenant, err)
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -32,22 +34,22 @@ func TestRecordOfVersion1StillDecodes(t *testing.T) {
 }
 
 func TestRecordTraceparentRoundTrip(t *testing.T) {
-	want := sampleRecordWith(leaseSettled)
+	want := sampleRecordWith(rdb.LeaseSettled)
 	want.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 	raw := want.encode()
-	assert.Equal(t, byte(recordVersionTraced), raw[recordHeadLen-1])
+	assert.Equal(t, byte(rdb.RecordVersionTraced), raw[rdb.RecordHeadLen-1])
 	got, err := parseRecord("dlv_x", raw)
 	require.NoError(t, err)
 	want.raw = raw
 	assert.Equal(t, want, got)
 
 	// A version-2 record without its traceparent, or with bytes after it, is corrupt.
-	plain := sampleRecordWith(leaseSettled).encode()
-	_, err = parseRecord("dlv_x", plain[:recordHeadLen-1]+"2"+plain[recordHeadLen:])
+	plain := sampleRecordWith(rdb.LeaseSettled).encode()
+	_, err = parseRecord("dlv_x", plain[:rdb.RecordHeadLen-1]+"2"+plain[rdb.RecordHeadLen:])
 	assert.ErrorIs(t, err, ErrCorruptRecord)
 	_, err = parseRecord("dlv_x", raw+"x")
 	assert.ErrorIs(t, err, ErrCorruptRecord)
-	_, err = parseRecord("dlv_x", plain[:recordHeadLen-1]+"3"+plain[recordHeadLen:])
+	_, err = parseRecord("dlv_x", plain[:rdb.RecordHeadLen-1]+"3"+plain[rdb.RecordHeadLen:])
 	assert.ErrorIs(t, err, ErrCorruptRecord)
 }
 
@@ -171,7 +173,7 @@ func TestEnqueueStoresTraceparentAndNoTracerStoresNone(t *testing.T) {
 	require.NoError(t, err)
 	raw, err := tr.rdb.Get(ctx, d.keys.deliveryKey(shardOf("evt_q"), res[0].Delivery.ID)).Result()
 	require.NoError(t, err)
-	assert.Equal(t, byte(recordVersionTraced), raw[recordHeadLen-1])
+	assert.Equal(t, byte(rdb.RecordVersionTraced), raw[rdb.RecordHeadLen-1])
 	ft.mu.Lock()
 	assert.Equal(t, "Enqueue", ft.calls[0].Operation)
 	ft.mu.Unlock()
@@ -181,7 +183,7 @@ func TestEnqueueStoresTraceparentAndNoTracerStoresNone(t *testing.T) {
 	require.NoError(t, err)
 	raw, err = tr.rdb.Get(ctx, d.keys.deliveryKey(shardOf("evt_plain"), res[0].Delivery.ID)).Result()
 	require.NoError(t, err)
-	assert.Equal(t, byte(recordVersion), raw[recordHeadLen-1])
+	assert.Equal(t, byte(rdb.RecordVersion), raw[rdb.RecordHeadLen-1])
 	reqs := rc.requests()
 	require.Len(t, reqs, 1)
 	assert.Empty(t, reqs[0].Header.Get("traceparent"))

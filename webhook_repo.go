@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
 
@@ -128,51 +129,6 @@ type WebhookRepo struct {
 	byID  map[string]byIDEntry       // webhook id -> webhook, for the worker
 	gen   uint64                     // bumped by every registry change this process makes
 }
-
-// saveWebhookScript replaces a webhook in the registry, conditional on the stored JSON being what the
-// caller read (the token of this read-modify-write). The webhook's JSON is stored once, in the
-// registry; each subscription hash it joins, and its tenant's index, get its id only (so a webhook
-// costs Redis its size, not its size per pattern). A new webhook of a tenant is refused when
-// the tenant's index already holds the quota.
-//
-// KEYS[1] -> {P:registry}:webhooks
-// KEYS[2..1+ARGV[4]] -> hashes the webhook leaves (its old patterns' subscription hashes)
-// KEYS[2+ARGV[4]..#KEYS-ARGV[6]] -> subscription hashes the webhook joins (its new patterns', when enabled)
-// KEYS[#KEYS] -> its tenant's index, when ARGV[6] is 1
-// ARGV[1] -> webhook id
-// ARGV[2] -> expected stored JSON ("" when the webhook must not exist yet)
-// ARGV[3] -> new JSON ("" deletes the webhook)
-// ARGV[4] -> number of subscription hashes left
-// ARGV[5] -> the quota of webhooks per tenant, checked when creating ("0": none)
-// ARGV[6] -> 1 when the last key is the tenant's index, else 0
-// returns saveDone when saved, saveConflict when the stored JSON was not the expected one, saveOverQuota
-// when a new webhook would exceed its tenant's quota
-var saveWebhookScript = redis.NewScript(`
-local cur = redis.call('HGET', KEYS[1], ARGV[1])
-if (cur or '') ~= ARGV[2] then return ` + strconv.Itoa(saveConflict) + ` end
-local tenant = ARGV[6] == '1' and KEYS[#KEYS]
-if ARGV[2] == '' and ARGV[5] ~= '0' and redis.call('HLEN', tenant) >= tonumber(ARGV[5]) then
-  return ` + strconv.Itoa(saveOverQuota) + `
-end
-local nold = tonumber(ARGV[4])
-for i = 2, 1 + nold do redis.call('HDEL', KEYS[i], ARGV[1]) end
-if ARGV[3] == '' then
-  redis.call('HDEL', KEYS[1], ARGV[1])
-  if tenant then redis.call('HDEL', tenant, ARGV[1]) end
-  return ` + strconv.Itoa(saveDone) + `
-end
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[3])
-for i = 2 + nold, #KEYS - tonumber(ARGV[6]) do redis.call('HSET', KEYS[i], ARGV[1], '') end
-if tenant then redis.call('HSET', tenant, ARGV[1], '') end
-return ` + strconv.Itoa(saveDone) + `
-`)
-
-// saveWebhookScript's replies.
-const (
-	saveConflict  = 0
-	saveDone      = 1
-	saveOverQuota = 2
-)
 
 // maxSaveTries bounds the retries of a read-modify-write that lost a race to another writer.
 const maxSaveTries = 8
@@ -395,13 +351,13 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 	if tenant != "" {
 		keys, withTenant = append(keys, r.keys.tenantKey(tenant)), 1
 	}
-	res, err := saveWebhookScript.Run(ctx, r.rdb, keys, id, raw, string(encoded), nold, quota, withTenant).Int()
+	res, err := rdb.SaveWebhook.Run(ctx, r.rdb, keys, id, raw, string(encoded), nold, quota, withTenant).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("webhooks: save webhook %s: %w", id, err)
-	case res == saveConflict:
+	case res == rdb.SaveConflict:
 		return ErrConflict
-	case res == saveOverQuota:
+	case res == rdb.SaveOverQuota:
 		return fmt.Errorf("%w: tenant %s has %d webhooks, the most Options.MaxWebhooksPerTenant allows", ErrTenantQuota,
 			next.Tenant, quota)
 	}

@@ -1,0 +1,20 @@
+-- indexAll(created, n, now, retention, at) appends an index entry (index) for each pair i of 1..n
+-- that created[i] marks; at(i) gives pair i's index key, its hash and whether its key's TTL is to be
+-- checked. When an entry cannot be appended (an index key holding something else, Redis older than
+-- 7.0) it deletes the entries it appended and returns the error; else it returns nil.
+--#include index
+local function indexAll(created, n, now, retention, at)
+  local appended = {}
+  for i = 1, n do
+    if created[i] then
+      local key, hash, check = at(i)
+      local ok, id = pcall(index, key, now, retention, hash, now + retention, check)
+      if not ok then
+        for _, e in ipairs(appended) do redis.call('XDEL', e[1], e[2]) end
+        return id
+      end
+      appended[#appended + 1] = {key, id}
+    end
+  end
+  return nil
+end

@@ -1,0 +1,45 @@
+-- ordered_redeliver.lua is redeliver.lua for an ordered delivery: the reset delivery goes to the
+-- end of its key's sequence (it stays where it is when it is still the head: a key blocked by its
+-- failure, BlockKeyOnFailure). Only as the head is it leased and queued for the attempt Redeliver
+-- makes; behind others it is reset waiting (not leased, not queued), and its sequence joins the
+-- blocked zset. A lost head found first is popped, as the claim does.
+--
+-- KEYS[1] .. KEYS[5] -> as redeliver.lua's (KEYS[3]: {P:s}:oevt:<event_id>)
+-- KEYS[6] -> {P:s}:seq:<webhook_id>:<order_key>
+-- KEYS[7] -> {P:s}:blocked
+-- KEYS[8] -> {P:s}:inline
+-- ARGV[1] .. ARGV[10] -> as redeliver.lua's
+-- ARGV[11] -> the reset record as waiting
+-- ARGV[12] -> the sequence's blocked zset member
+-- returns as redeliver.lua, or {RedeliverWaiting, false, record} when reset behind its key's head
+--#include index
+--#include lease_of
+--#include promote
+local rec = redis.call('GET', KEYS[1])
+if not rec then return {} end
+if leaseOf(KEYS[1], ARGV[5]) == '{{LeaseHeld}}' then
+  return {{{RedeliverReset}}, redis.call('GET', KEYS[3]), rec}
+end
+if rec == ARGV[11] then return {{{RedeliverWaiting}}, false, rec} end
+if rec ~= ARGV[6] then return {{{RedeliverUnchanged}}, false, rec} end
+local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
+index(KEYS[4], now, retention, ARGV[8], ARGV[9], true)
+extend(KEYS[3], retention, 0)
+local first = redis.call('LINDEX', KEYS[6], 0)
+if first and first ~= ARGV[4] and not redis.call('ZSCORE', KEYS[5], first)
+    and not redis.call('ZSCORE', KEYS[8], first .. ARGV[10]) then
+  promote(KEYS[6], KEYS[5], KEYS[7], ARGV[12], now) -- a lost head (orderedClaimScript)
+  redis.call('ZADD', KEYS[2], 'LT', now, ARGV[10])
+  first = redis.call('LINDEX', KEYS[6], 0)
+end
+local head = first == ARGV[4] or redis.call('RPUSH', KEYS[6], ARGV[4]) == 1
+extend(KEYS[6], retention, math.floor(retention / 64))
+if not head then
+  redis.call('SET', KEYS[1], ARGV[11], 'PX', retention)
+  redis.call('ZADD', KEYS[7], now + retention, ARGV[12])
+  return {{{RedeliverWaiting}}, false, ARGV[11]}
+end
+redis.call('SET', KEYS[1], ARGV[7], 'PX', retention)
+redis.call('ZADD', KEYS[5], ARGV[3], ARGV[4])
+redis.call('ZADD', KEYS[2], 'LT', ARGV[3], ARGV[10])
+return {{{RedeliverReset}}, redis.call('GET', KEYS[3]), ARGV[7]}
