@@ -218,7 +218,9 @@
 //
 // Requests follow Standard Webhooks: a JSON body {"id", "type", "timestamp", "data"}, and the headers
 // webhook-id (the delivery id, stable across retries and redeliveries), webhook-timestamp and
-// webhook-signature. Receivers check them with Verify. Package webhookstest is a receiver for a
+// webhook-signature. Receivers check them with Verify, or with package
+// github.com/smartdrop/webhooks/verify, which imports the standard library only, takes several keys
+// and has an http.Handler middleware. Package webhookstest is a receiver for a
 // service's own tests: it verifies each request, records it, answers by script (fail N times, hang,
 // 410) and checks that an event arrived exactly once.
 //

@@ -7,7 +7,7 @@ import (
 	"fmt"
 
 	"github.com/smartdrop/webhooks/internal/egress"
-	"github.com/smartdrop/webhooks/internal/signing"
+	"github.com/smartdrop/webhooks/verify"
 )
 
 // ErrInvalidQuery is returned (wrapped) by DeliveryRepo.Page and Dispatcher.Recover for arguments that
@@ -71,17 +71,18 @@ var ErrOrderKeyConflict = errors.New("webhooks: event id was dispatched with ano
 var ErrNotFound = errors.New("webhooks: not found")
 
 // ErrInvalidSignature is returned by Verify when no entry of the webhook-signature header of the
-// key's scheme (v1 for a "whsec_" secret, v1a for a "whpk_" public key) matches the request.
-var ErrInvalidSignature = signing.ErrInvalidSignature
+// key's scheme (v1 for a "whsec_" secret, v1a for a "whpk_" public key) matches the request. It is
+// verify.ErrInvalidSignature, as the next two are verify's, so errors.Is matches either name.
+var ErrInvalidSignature = verify.ErrInvalidSignature
 
 // ErrInvalidTimestamp is returned by Verify when the webhook-timestamp header is not a canonical
 // decimal number of seconds (no sign, no leading zero, no space) or is further than VerifyTolerance
 // from the current time.
-var ErrInvalidTimestamp = signing.ErrInvalidTimestamp
+var ErrInvalidTimestamp = verify.ErrInvalidTimestamp
 
 // ErrMissingHeaders is returned by Verify when webhook-id, webhook-timestamp
 // or webhook-signature is absent or empty.
-var ErrMissingHeaders = signing.ErrMissingHeaders
+var ErrMissingHeaders = verify.ErrMissingHeaders
 
 // ErrWebhookDisabled is returned (wrapped) by Redeliver for a delivery whose webhook is disabled:
 // enable the webhook (Update) first.

@@ -1,7 +1,8 @@
 package webhooks
 
-// Signing, as the root uses the schemes of internal/signing: the receiver's Verify, the ed25519 key
-// helpers, and the secrets of Create, Update and RotateSecret.
+// Signing, as the root uses the schemes of internal/signing: the receiver's Verify (the verify
+// package's, with one key), the ed25519 key helpers, and the secrets of Create, Update and
+// RotateSecret.
 
 import (
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/signing"
+	"github.com/smartdrop/webhooks/verify"
 )
 
 // VerifyTolerance is how far the webhook-timestamp header may be from the
@@ -29,13 +31,22 @@ const VerifyTolerance = 5 * time.Minute
 // (see PublicKey). It returns nil if the request verifies; otherwise the error wraps
 // ErrMissingHeaders, ErrInvalidTimestamp or ErrInvalidSignature, or, for a malformed key, none of
 // them. Errors never contain the key.
+//
+// Verify is the check of package github.com/smartdrop/webhooks/verify with one key: a receiver that
+// should not import this package (and its Redis client), or that holds several keys, uses that one.
 func Verify(secret string, h http.Header, body []byte) error {
 	return verifyAt(secret, h, body, time.Now())
 }
 
 // verifyAt is Verify with the current time given as now.
 func verifyAt(secret string, h http.Header, body []byte, now time.Time) error {
-	return signing.Verify(secret, h, body, now, VerifyTolerance)
+	v, err := verify.New(secret)
+	if err != nil {
+		return err
+	}
+	v.Tolerance = VerifyTolerance
+	v.Now = func() time.Time { return now }
+	return v.Verify(h, body)
 }
 
 // NewEd25519Key returns a fresh ed25519 key pair in the Standard Webhooks forms: secret is

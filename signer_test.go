@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smartdrop/webhooks/internal/signing"
+	"github.com/smartdrop/webhooks/verify"
 )
 
 // The example published by the Standard Webhooks specification and used by its reference
@@ -81,6 +82,22 @@ func TestVerifyCanonicalTimestamp(t *testing.T) {
 			assert.ErrorIs(t, Verify(public, h, body), ErrInvalidTimestamp, "%s: timestamp %q", public, spelling)
 		}
 	}
+}
+
+// TestVerifySentinelsAreVerifyPackages: the root's Verify errors are the verify package's values, so
+// errors.Is matches a receiver's error against either name.
+func TestVerifySentinelsAreVerifyPackages(t *testing.T) {
+	t.Parallel()
+	for root, pkg := range map[error]error{
+		ErrMissingHeaders:   verify.ErrMissingHeaders,
+		ErrInvalidTimestamp: verify.ErrInvalidTimestamp,
+		ErrInvalidSignature: verify.ErrInvalidSignature,
+	} {
+		assert.Same(t, pkg, root)
+	}
+	v, err := verify.New(specSecret)
+	require.NoError(t, err)
+	assert.ErrorIs(t, v.Verify(http.Header{}, nil), ErrMissingHeaders)
 }
 
 func TestVerifyInvalidSecret(t *testing.T) {

@@ -86,19 +86,3 @@ func decodePrivateKey(secret string) (ed25519.PrivateKey, error) {
 			ed25519.SeedSize, ed25519.PrivateKeySize, len(raw))
 	}
 }
-
-// decodePublicKey returns the ed25519 public key of a "whpk_" key.
-func decodePublicKey(public string) (ed25519.PublicKey, error) {
-	rest, ok := strings.CutPrefix(public, publicKeyPrefix)
-	if !ok {
-		return nil, errors.New("webhooks: an ed25519 public key must start with " + publicKeyPrefix)
-	}
-	raw, err := base64.StdEncoding.DecodeString(rest)
-	if err != nil {
-		return nil, errors.New("webhooks: ed25519 public key is not valid base64")
-	}
-	if len(raw) != ed25519.PublicKeySize {
-		return nil, fmt.Errorf("webhooks: ed25519 public key must decode to %d bytes, not %d", ed25519.PublicKeySize, len(raw))
-	}
-	return ed25519.PublicKey(raw), nil
-}

@@ -1,8 +1,8 @@
 // Package signing is the Standard Webhooks signature schemes: v1 (HMAC-SHA256 with a "whsec_"
 // secret) and v1a (ed25519 with a "whsk_" secret key, verified with its "whpk_" public key). ParseKey
 // decodes a webhook's secret into the Key that signs its requests, SetHeaders signs one request with
-// one or more keys (several during a rotation, the schemes possibly mixed), and Verify is the
-// receiver's check.
+// one or more keys (several during a rotation, the schemes possibly mixed). The receiver's check is
+// the public package github.com/smartdrop/webhooks/verify.
 package signing
 
 import (

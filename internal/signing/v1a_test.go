@@ -5,7 +5,6 @@ import (
 	"crypto/ed25519"
 	"encoding/base64"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -117,26 +116,6 @@ func TestEd25519SecretKeyMalformed(t *testing.T) {
 	}
 }
 
-func TestEd25519PublicKeyMalformed(t *testing.T) {
-	pub := b64(t, strings.TrimPrefix(v1aPublicKey, "whpk_"))
-	enc := base64.StdEncoding.EncodeToString
-	for name, public := range map[string]string{
-		"empty":         "",
-		"prefix only":   "whpk_",
-		"no prefix":     strings.TrimPrefix(v1aPublicKey, "whpk_"),
-		"bad base64":    "whpk_***public***",
-		"31 bytes":      "whpk_" + enc(pub[:31]),
-		"33 bytes":      "whpk_" + enc(append(bytes.Clone(pub), 0)),
-		"64 bytes":      "whpk_" + enc(b64(t, strings.TrimPrefix(v1aSecretKey, "whsk_"))),
-		"secret prefix": "whsk_" + enc(pub),
-	} {
-		t.Run(name, func(t *testing.T) {
-			_, err := decodePublicKey(public)
-			require.Error(t, err)
-		})
-	}
-}
-
 func TestParseKey(t *testing.T) {
 	k := mustSigningKey(t, specSecret)
 	assert.Equal(t, mustDecode(t, specSecret), k.hmac)
@@ -178,17 +157,13 @@ func TestNewSecretSchemes(t *testing.T) {
 }
 
 // TestSignV1aReferenceVector: the signature of the specification's example message matches the one
-// computed by another implementation (see v1aSeedKey), from either form of the key.
+// computed by another implementation (see v1aSeedKey), from either form of the key. (The verify
+// package's tests check it verifies with v1aPublicKey.)
 func TestSignV1aReferenceVector(t *testing.T) {
 	for _, secret := range []string{v1aSeedKey, v1aSecretKey} {
 		got := signatures(specMsgID, time.Unix(specTimestamp, 0), []byte(specBody), mustSigningKey(t, secret))
 		assert.Equal(t, v1aReferenceSignature, got)
 	}
-	h := http.Header{}
-	h.Set(headerID, specMsgID)
-	h.Set(headerTimestamp, strconv.Itoa(specTimestamp))
-	h.Set(headerSignature, v1aReferenceSignature)
-	assert.NoError(t, verifyAt(v1aPublicKey, h, []byte(specBody), time.Unix(specTimestamp, 0)))
 }
 
 // TestSignV1aMatchesSpec builds the signed content "{msg_id}.{timestamp}.{payload}" by hand, as the
@@ -226,111 +201,4 @@ func TestSignaturesMixedV1V1a(t *testing.T) {
 	assert.Equal(t, v1aReferenceSignature+" "+specSignature, got)
 	assert.Equal(t, "v1,"+signHMAC(mustDecode(t, specSecret), specMsgID, specTimestamp, []byte(specBody)),
 		signatures(specMsgID, ts, []byte(specBody), mustSigningKey(t, specSecret)))
-}
-
-func TestVerifyV1a(t *testing.T) {
-	body := []byte(`{"type":"order.created","data":{"id":42}}`)
-	now := time.Unix(1_700_000_000, 0)
-	edSecret, edPublic := mustNewEd25519Key(t)
-	// The "url-safe signature" case needs a signature whose URL-safe base64 differs from the standard one
-	// (about 1 in 16 random signatures has neither '+' nor '/').
-	for !strings.ContainsAny(mustSigningKey(t, edSecret).Sign("msg_1", now.Unix(), body), "+/") {
-		edSecret, edPublic = mustNewEd25519Key(t)
-	}
-	otherEdSecret, otherEdPublic := mustNewEd25519Key(t)
-	hmacSecret := mustNewSecret(t)
-	ed, otherEd, hm := mustSigningKey(t, edSecret), mustSigningKey(t, otherEdSecret), mustSigningKey(t, hmacSecret)
-
-	signed := func(ts time.Time, keys ...Key) http.Header {
-		h := http.Header{}
-		SetHeaders(h, "msg_1", ts, body, keys...)
-		return h
-	}
-	with := func(h http.Header, name, value string) http.Header {
-		h.Set(name, value)
-		return h
-	}
-	v1aEntry := ed.Sign("msg_1", now.Unix(), body)
-	v1Entry := hm.Sign("msg_1", now.Unix(), body)
-	v1aSig, v1Sig := strings.TrimPrefix(v1aEntry, "v1a,"), strings.TrimPrefix(v1Entry, "v1,")
-	// A whsec_ secret (even one made of the public key's bytes) never accepts a v1a signature, and a
-	// whpk_ key never a v1 one, however an entry is relabelled.
-	pubAsHMAC := "whsec_" + strings.TrimPrefix(edPublic, "whpk_")
-	flipped := []byte(v1aSig)
-	flipped[10] ^= 1
-
-	tests := []struct {
-		name    string
-		key     string
-		header  http.Header
-		body    []byte
-		wantErr error // nil means accepted
-	}{
-		{name: "round trip", key: edPublic, header: signed(now, ed), body: body},
-		{name: "64-byte and seed forms sign alike", key: v1aPublicKey, header: signed(now, mustSigningKey(t, v1aSeedKey)), body: body},
-		{name: "mixed v1 v1a, public key", key: edPublic, header: signed(now, hm, ed), body: body},
-		{name: "mixed v1 v1a, HMAC secret", key: hmacSecret, header: signed(now, hm, ed), body: body},
-		{name: "mixed v1a v1, public key", key: edPublic, header: signed(now, ed, hm), body: body},
-		{name: "mixed v1a v1, HMAC secret", key: hmacSecret, header: signed(now, ed, hm), body: body},
-		{name: "v1a rotation, old key", key: otherEdPublic, header: signed(now, ed, otherEd), body: body},
-		{name: "v1a rotation, new key", key: edPublic, header: signed(now, ed, otherEd), body: body},
-		{name: "unknown versions are skipped", key: edPublic, header: with(signed(now, ed), headerSignature, "v2,abc v1a v1a, v1a,"+v1Sig+" v1b,"+v1aSig+" "+v1aEntry), body: body},
-		{name: "4m59s old", key: edPublic, header: signed(now.Add(-299*time.Second), ed), body: body},
-		{name: "4m59s ahead", key: edPublic, header: signed(now.Add(299*time.Second), ed), body: body},
-
-		{name: "v1a only, HMAC secret", key: hmacSecret, header: signed(now, ed), body: body, wantErr: ErrInvalidSignature},
-		{name: "v1 only, public key", key: edPublic, header: signed(now, hm), body: body, wantErr: ErrInvalidSignature},
-		{name: "v1a relabelled v1, public key", key: edPublic, header: with(signed(now, ed), headerSignature, "v1,"+v1aSig), body: body, wantErr: ErrInvalidSignature},
-		{name: "v1a relabelled v1, public key bytes as HMAC secret", key: pubAsHMAC, header: with(signed(now, ed), headerSignature, "v1,"+v1aSig+" "+v1aEntry), body: body, wantErr: ErrInvalidSignature},
-		{name: "v1 relabelled v1a, HMAC secret", key: hmacSecret, header: with(signed(now, hm), headerSignature, "v1a,"+v1Sig), body: body, wantErr: ErrInvalidSignature},
-		{name: "other key", key: otherEdPublic, header: signed(now, ed), body: body, wantErr: ErrInvalidSignature},
-		{name: "tampered body", key: edPublic, header: signed(now, ed), body: []byte(`{"type":"order.created","data":{"id":43}}`), wantErr: ErrInvalidSignature},
-		{name: "trailing newline", key: edPublic, header: signed(now, ed), body: append(bytes.Clone(body), '\n'), wantErr: ErrInvalidSignature},
-		{name: "tampered id", key: edPublic, header: with(signed(now, ed), headerID, "msg_2"), body: body, wantErr: ErrInvalidSignature},
-		{name: "tampered timestamp", key: edPublic, header: with(signed(now, ed), headerTimestamp, strconv.FormatInt(now.Unix()+1, 10)), body: body, wantErr: ErrInvalidSignature},
-		{name: "flipped signature bit", key: edPublic, header: with(signed(now, ed), headerSignature, "v1a,"+string(flipped)), body: body, wantErr: ErrInvalidSignature},
-		{name: "truncated signature", key: edPublic, header: with(signed(now, ed), headerSignature, strings.TrimSuffix(v1aEntry, "==")), body: body, wantErr: ErrInvalidSignature},
-		{name: "padding replaced", key: edPublic, header: with(signed(now, ed), headerSignature, v1aEntry[:len(v1aEntry)-2]+"AA"), body: body, wantErr: ErrInvalidSignature},
-		{name: "url-safe signature", key: edPublic, header: with(signed(now, ed), headerSignature,
-			"v1a,"+base64.URLEncoding.EncodeToString(b64(t, v1aSig))), body: body, wantErr: ErrInvalidSignature},
-		{name: "garbage signature", key: edPublic, header: with(signed(now, ed), headerSignature, "v1a,%%%not-base64%%%"), body: body, wantErr: ErrInvalidSignature},
-		{name: "huge signature header", key: edPublic,
-			header: with(signed(now, ed), headerSignature, strings.Repeat("v1a,AAAA ", 100_000)), body: body, wantErr: ErrInvalidSignature},
-		{name: "6 minutes old", key: edPublic, header: signed(now.Add(-6*time.Minute), ed), body: body, wantErr: ErrInvalidTimestamp},
-		{name: "6 minutes ahead", key: edPublic, header: signed(now.Add(6*time.Minute), ed), body: body, wantErr: ErrInvalidTimestamp},
-		{name: "malformed timestamp", key: edPublic, header: with(signed(now, ed), headerTimestamp, "yesterday"), body: body, wantErr: ErrInvalidTimestamp},
-		{name: "no headers", key: edPublic, header: http.Header{}, body: body, wantErr: ErrMissingHeaders},
-		{name: "nil header", key: edPublic, header: nil, body: body, wantErr: ErrMissingHeaders},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := verifyAt(tt.key, tt.header, tt.body, now)
-			if tt.wantErr == nil {
-				require.NoError(t, err)
-				return
-			}
-			require.ErrorIs(t, err, tt.wantErr)
-		})
-	}
-}
-
-// TestVerifyV1aBoundsChecks: Verify makes at most maxV1aChecks ed25519 verifications, so a flood of
-// well-formed false entries ahead of the real one is refused rather than checked one by one.
-func TestVerifyV1aBoundsChecks(t *testing.T) {
-	secret, public := mustNewEd25519Key(t)
-	k := mustSigningKey(t, secret)
-	body := []byte("{}")
-	now := time.Unix(1_700_000_000, 0)
-	real := k.Sign("msg_1", now.Unix(), body)
-	forged := "v1a," + base64.StdEncoding.EncodeToString(make([]byte, ed25519.SignatureSize))
-
-	h := http.Header{}
-	SetHeaders(h, "msg_1", now, body, k)
-	h.Set(headerSignature, strings.Repeat(forged+" ", maxV1aChecks-1)+real)
-	require.NoError(t, verifyAt(public, h, body, now))
-	h.Set(headerSignature, strings.Repeat(forged+" ", maxV1aChecks)+real)
-	require.ErrorIs(t, verifyAt(public, h, body, now), ErrInvalidSignature)
-	// Entries that are not well formed do not count.
-	h.Set(headerSignature, strings.Repeat("v1a,AAAA v1,"+forged[4:]+" ", 1000)+real)
-	require.NoError(t, verifyAt(public, h, body, now))
 }
