@@ -57,7 +57,7 @@ before it returns; dispatching the same id again is a duplicate and sends nothin
 
 A nil error means every pair is durably recorded. An HTTP failure is not an error: the delivery is
 pending, with its LastError and NextAttemptAt. A producer that emits many events calls
-[Dispatcher.Enqueue] instead, which records the pairs in one round trip and leaves every attempt to the
+[Dispatcher.Enqueue] instead, which records the pairs and returns, leaving every attempt to the
 worker.
 
 # Running the worker
