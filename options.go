@@ -173,9 +173,8 @@ type Options struct {
 	// masters (each shard's keys share a hash tag chosen by slot, so S shards split evenly over any
 	// even slot layout). It is fixed per KeyPrefix once used: the first Dispatcher to need it stores it
 	// in Redis, and a Dispatcher set to another count fails the calls that need it with an error
-	// wrapping ErrInvalidOptions (New reads nothing). 0 takes the stored
-	// count, or DefaultShards (64) for a new prefix; a prefix written by a version that did not store
-	// it keeps 16. At most MaxShards (256). An idle worker's Redis cost does not grow with it (see Run).
+	// wrapping ErrInvalidOptions (New reads nothing). 0 takes the stored count, or DefaultShards (64)
+	// for a new prefix. At most MaxShards (256). An idle worker's Redis cost does not grow with it (see Run).
 	Shards int
 
 	// ReplicaAcks, when positive, makes every claim and every outcome write wait (WAIT) until this many
