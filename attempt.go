@@ -222,7 +222,7 @@ func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*recor
 // when recorded. An outcome whose attempt the caller abandoned is left to its lease.
 func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outcomes []outcome) []error {
 	errs := make([]error, len(outcomes))
-	keys := []string{d.keys.readyKey(shard), d.keys.inlineKey(shard)}
+	keys := []string{d.keys.Ready(shard), d.keys.Inline(shard)}
 	now := d.now()
 	args := []any{now.UnixMilli()}
 	values := make([]any, 0, len(outcomes))
@@ -235,7 +235,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		next := *recs[i] // the record as the outcome leaves it; applied in memory once recorded
 		next.History = slices.Clip(next.History)
 		next.apply(o, now)
-		keys = append(keys, d.keys.deliveryKey(shard, o.id), d.keys.queueKey(shard, recs[i].WebhookID))
+		keys = append(keys, d.keys.Delivery(shard, o.id), d.keys.Queue(shard, recs[i].WebhookID))
 		args = append(args, recs[i].ID, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, o.scheduleMode())
 		values = append(values, next.encode())
 		idx = append(idx, i)

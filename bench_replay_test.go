@@ -28,7 +28,7 @@ func BenchmarkReplayIndexMemory(b *testing.B) {
 			usage := func() int64 {
 				var sum int64
 				for s := range d.keys.Shards {
-					n, err := tr.rdb.MemoryUsage(ctx, d.keys.replayKey(s, "acme"), 0).Result()
+					n, err := tr.rdb.MemoryUsage(ctx, d.keys.Replay(s, "acme"), 0).Result()
 					if err != nil && err != redis.Nil {
 						require.NoError(b, err)
 					}
@@ -45,7 +45,7 @@ func BenchmarkReplayIndexMemory(b *testing.B) {
 				for s := range d.keys.Shards {
 					for i := range perShard {
 						id := fmt.Sprintf("evt_%020d", s*perShard+i)
-						pipe.ZAdd(ctx, d.keys.replayKey(s, "acme"), redis.Z{Score: float64(at + int64(i)), Member: id})
+						pipe.ZAdd(ctx, d.keys.Replay(s, "acme"), redis.Z{Score: float64(at + int64(i)), Member: id})
 					}
 				}
 				_, err := pipe.Exec(ctx)

@@ -483,9 +483,9 @@ func BenchmarkResolveTenant(b *testing.B) {
 			s := storedWebhook{Webhook: Webhook{ID: "wh_" + t, Tenant: t, URL: "https://example.com/" + t, Secret: "whsec_x",
 				Events: []string{"pool.*"}, CreatedAt: time.Now()}}
 			raw, _ := json.Marshal(s)
-			pipe.HSet(ctx, e.d.keys.webhooksKey(), s.ID, raw)
-			pipe.HSet(ctx, e.d.keys.tenantSubscribersKey(t, "pool.*"), s.ID, "")
-			pipe.HSet(ctx, e.d.keys.tenantKey(t), s.ID, raw)
+			pipe.HSet(ctx, e.d.keys.Webhooks(), s.ID, raw)
+			pipe.HSet(ctx, e.d.keys.TenantSubscribers(t, "pool.*"), s.ID, "")
+			pipe.HSet(ctx, e.d.keys.Tenant(t), s.ID, raw)
 			if i%1000 == 999 || i == tenants-1 {
 				if _, err := pipe.Exec(ctx); err != nil {
 					b.Fatal(err)

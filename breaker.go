@@ -33,10 +33,6 @@ type Health struct {
 	OpenFor             time.Duration `json:"open_for,omitempty"`     // the current open period
 }
 
-// circuitsKey is the hash of the circuits: field webhook id -> encoded circuit. It needs no TTL: a
-// success deletes the webhook's field, and forget the field of a webhook deleted while failing.
-func (k keyspace) circuitsKey() string { return k.registryTag() + ":circuits" }
-
 // circuit is a webhook's circuit as stored: "failures:since:openUntil:openFor:probeUntil:token" (ms, 0 for
 // none; the token last: any bytes); open when openFor > 0. Integers that are not 1 to 15 ASCII digits (Lua
 // holds 15 exactly) make it corrupt: Go and the scripts read it as closed, 0 failures; a failure replaces it.
@@ -81,8 +77,8 @@ type circuitStore struct {
 }
 
 // newCircuitStore is the circuits of a keyspace.
-func newCircuitStore(rdb redis.UniversalClient, keys keyspace) *circuitStore {
-	return &circuitStore{rdb: rdb, key: keys.circuitsKey(), hourly: keys.hourlyKey}
+func newCircuitStore(rdb redis.UniversalClient, keys rdb.Keys) *circuitStore {
+	return &circuitStore{rdb: rdb, key: keys.Circuits(), hourly: keys.Hourly}
 }
 
 // countedOutcome is one attempt's outcome as the circuit counts it.

@@ -34,7 +34,7 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	keys := newKeyspace(tr.prefix)
-	seqKey := keys.registryTag() + ":test-seq" // same slot as the circuits
+	seqKey := keys.RegistryTag() + ":test-seq" // same slot as the circuits
 	type applied struct {
 		seq  int64
 		kind string
@@ -296,7 +296,7 @@ func TestCircuitCountCostsNoRoundTrip(t *testing.T) {
 	require.NoError(t, res[0].Err)
 	assert.EqualValues(t, 2, rt.n.Load(), "the claim, then the outcome and the count in one pipeline")
 	assert.EqualValues(t, 1, script.Load(), "the count was sent")
-	assert.False(t, tr.rdb.HExists(ctx, d.keys.circuitsKey(), w.ID).Val(), "no circuit for a healthy webhook")
+	assert.False(t, tr.rdb.HExists(ctx, d.keys.Circuits(), w.ID).Val(), "no circuit for a healthy webhook")
 }
 
 // scriptCounter counts the runs of one script (by SHA) in pipelines.

@@ -10,7 +10,6 @@ import (
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
 )
 
 // claim runs the claim script for new records of one event (its id scoped by its tenant) and returns its reply: {body stored
@@ -18,7 +17,7 @@ import (
 // asked for again: the script recognises its own run and reports the pairs it created as created.
 func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
 	keys := make([]string, 3, 4+3*len(recs))
-	keys[0], keys[1], keys[2] = d.keys.eventKey(shard, eventID), d.keys.readyKey(shard), d.keys.inlineKey(shard)
+	keys[0], keys[1], keys[2] = d.keys.Event(shard, eventID), d.keys.Ready(shard), d.keys.Inline(shard)
 	args := make([]any, 3, 5+7*len(recs))
 	now := d.now()
 	args[0], args[1], args[2] = now.UnixMilli(), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
@@ -27,9 +26,9 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 	}
 	checks := make([]any, len(recs))
 	for i, r := range recs {
-		index := d.keys.indexKey(shard, r.WebhookID)
-		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID))
-		args = append(args, r.ID, ks.IndexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
+		index := d.keys.Index(shard, r.WebhookID)
+		keys = append(keys, d.keys.Delivery(shard, r.ID), index, d.keys.Queue(shard, r.WebhookID))
+		args = append(args, r.ID, rdb.IndexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	args = append(args, checks...)

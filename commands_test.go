@@ -186,7 +186,7 @@ func scheduleClean(t *testing.T, tr *testRedis, d *Dispatcher) bool {
 	pipe := tr.rdb.Pipeline()
 	cards := make([]*redis.IntCmd, d.keys.Shards)
 	for s := range cards {
-		cards[s] = pipe.ZCard(context.Background(), d.keys.readyKey(s))
+		cards[s] = pipe.ZCard(context.Background(), d.keys.Ready(s))
 	}
 	_, err := pipe.Exec(context.Background())
 	uncounted.Add(int64(len(cards)))

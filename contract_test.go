@@ -506,7 +506,7 @@ func TestRegistryChangeLosingEveryRaceIsErrConflict(t *testing.T) {
 			rc := newReceiver(t)
 			w := mustCreate(t, winner, rc, "a.*")
 			var wins atomic.Int32
-			hook := &rivalOnRead{key: winner.keys.webhooksKey(), rival: func() {
+			hook := &rivalOnRead{key: winner.keys.Webhooks(), rival: func() {
 				n := wins.Add(1)
 				_, err := winner.Webhooks().Update(ctx, Webhook{ID: w.ID, URL: w.URL, Events: []string{fmt.Sprintf("rival%d.*", n)}})
 				require.NoError(t, err)

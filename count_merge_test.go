@@ -65,8 +65,8 @@ func TestMergedCountEqualsItsCallsInOrder(t *testing.T) {
 			}
 			for w := range 3 {
 				id := "wh_" + strconv.Itoa(w)
-				assert.Equal(t, tr.rdb.HGet(ctx, merged.circuitsKey(), id).Val(), tr.rdb.HGet(ctx, alone.circuitsKey(), id).Val(), "circuit of %s", id)
-				assert.Equal(t, tr.rdb.HGetAll(ctx, alone.hourlyKey(id)).Val(), tr.rdb.HGetAll(ctx, merged.hourlyKey(id)).Val(), "hourly counts of %s", id)
+				assert.Equal(t, tr.rdb.HGet(ctx, merged.Circuits(), id).Val(), tr.rdb.HGet(ctx, alone.Circuits(), id).Val(), "circuit of %s", id)
+				assert.Equal(t, tr.rdb.HGetAll(ctx, alone.Hourly(id)).Val(), tr.rdb.HGetAll(ctx, merged.Hourly(id)).Val(), "hourly counts of %s", id)
 			}
 		})
 	}
@@ -123,7 +123,7 @@ func TestCountsThroughTheBatcherAreAllCounted(t *testing.T) {
 	wg.Wait()
 	for id, want := range sent {
 		var got [2]int64
-		for field, v := range tr.rdb.HGetAll(ctx, keys.hourlyKey(id)).Val() {
+		for field, v := range tr.rdb.HGetAll(ctx, keys.Hourly(id)).Val() {
 			n, err := strconv.ParseInt(v, 10, 64)
 			require.NoError(t, err)
 			if field[0] == 's' {

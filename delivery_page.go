@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/redis/go-redis/v9"
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // Bounds of DeliveryRepo.Page.
@@ -171,7 +171,7 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 	if err != nil {
 		return nil, err
 	}
-	if err := r.keys.load(ctx, r.rdb); err != nil {
+	if err := loadKeys(ctx, r.keys, r.rdb); err != nil {
 		return nil, err
 	}
 	page := &DeliveryPage{Deliveries: make([]*Delivery, 0, min(limit, 64))}
@@ -231,11 +231,11 @@ func (r *DeliveryRepo) readIndexes(ctx context.Context, webhookID string, pos *p
 	pipe := r.rdb.Pipeline()
 	var exists *redis.BoolCmd
 	if checkWebhook {
-		exists = pipe.HExists(ctx, r.keys.webhooksKey(), webhookID)
+		exists = pipe.HExists(ctx, r.keys.Webhooks(), webhookID)
 	}
 	ranges := make([]*redis.XMessageSliceCmd, r.keys.Shards)
 	for s := range r.keys.Shards {
-		ranges[s] = pipe.XRevRangeN(ctx, r.keys.indexKey(s, webhookID), from, "-", int64(batch))
+		ranges[s] = pipe.XRevRangeN(ctx, r.keys.Index(s, webhookID), from, "-", int64(batch))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("webhooks: page deliveries of %s: %w", webhookID, err)
@@ -343,7 +343,7 @@ func indexEntry(shard int, m redis.XMessage) (pageEntry, bool) {
 	if !ok || len(hash) != 12 || err != nil {
 		return pageEntry{}, false
 	}
-	return pageEntry{pagePos: pagePos{ms: ms, seq: seq, id: ks.IndexedID(shard, hash)}, shard: shard, expiry: expiry}, true
+	return pageEntry{pagePos: pagePos{ms: ms, seq: seq, id: rdb.IndexedID(shard, hash)}, shard: shard, expiry: expiry}, true
 }
 
 // fetchPage reads the records of index entries in one round trip; an entry that has expired, whose
@@ -355,7 +355,7 @@ func (r *DeliveryRepo) fetchPage(ctx context.Context, webhookID string, entries 
 	now := time.Now().UnixMilli()
 	for i, e := range entries {
 		if e.expiry > now {
-			gets[i] = pipe.Get(ctx, r.keys.deliveryKey(e.shard, e.id))
+			gets[i] = pipe.Get(ctx, r.keys.Delivery(e.shard, e.id))
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {

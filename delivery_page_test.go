@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -123,7 +123,7 @@ func listingOrder(t testing.TB, d *Dispatcher, ids []string) []string {
 		require.NoError(t, err)
 		dl, err := d.Deliveries().Get(ctx, id)
 		require.NoError(t, err)
-		msgs, err := d.rdb.XRange(ctx, d.keys.indexKey(s, dl.WebhookID), "-", "+").Result()
+		msgs, err := d.rdb.XRange(ctx, d.keys.Index(s, dl.WebhookID), "-", "+").Result()
 		require.NoError(t, err)
 		for _, m := range msgs {
 			if e, ok := indexEntry(s, m); ok && e.id == id {
@@ -278,9 +278,9 @@ func TestPageBoundedScan(t *testing.T) {
 	pipe := tr.rdb.Pipeline()
 	for i := range ghosts {
 		s := i % shardCount
-		pipe.XAdd(ctx, &redis.XAddArgs{Stream: d.keys.indexKey(s, wh.ID),
+		pipe.XAdd(ctx, &redis.XAddArgs{Stream: d.keys.Index(s, wh.ID),
 			ID:     fmt.Sprintf("%d-*", real.CreatedAt.UnixMilli()+1+int64(i/7)),
-			Values: []any{"d", ks.IndexedHash(fmt.Sprintf("dlv_%02x%024x", s, i)), "x", real.ExpiresAt.UnixMilli()}})
+			Values: []any{"d", rdb.IndexedHash(fmt.Sprintf("dlv_%02x%024x", s, i)), "x", real.ExpiresAt.UnixMilli()}})
 	}
 	_, err = pipe.Exec(ctx)
 	require.NoError(t, err)
@@ -313,14 +313,14 @@ func TestPageSkipsExpiredEntries(t *testing.T) {
 	old := ids[2]
 	shard, err := shardOfDelivery(old)
 	require.NoError(t, err)
-	key := d.keys.indexKey(shard, wh.ID)
+	key := d.keys.Index(shard, wh.ID)
 	msgs, err := tr.rdb.XRange(ctx, key, "-", "+").Result()
 	require.NoError(t, err)
 	for _, m := range msgs { // index it again, as expired
 		if e, _ := indexEntry(shard, m); e.id == old {
 			require.NoError(t, tr.rdb.XDel(ctx, key, m.ID).Err())
 			require.NoError(t, tr.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: "*",
-				Values: []any{"d", ks.IndexedHash(old), "x", time.Now().Add(-time.Second).UnixMilli()}}).Err())
+				Values: []any{"d", rdb.IndexedHash(old), "x", time.Now().Add(-time.Second).UnixMilli()}}).Err())
 		}
 	}
 
@@ -454,7 +454,7 @@ func TestIndexTrimsOldEntries(t *testing.T) {
 		_, err := d.Dispatch(ctx, Event{Type: "trim.test", ID: id})
 		require.NoError(t, err)
 	}
-	key := d.keys.indexKey(3, wh.ID)
+	key := d.keys.Index(3, wh.ID)
 	require.EqualValues(t, 249, tr.rdb.XLen(ctx, key).Val())
 
 	clock.Advance(3 * time.Hour)

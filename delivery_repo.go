@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 const (
@@ -69,7 +70,7 @@ func isNil(err error) bool { return errors.Is(err, redis.Nil) }
 // DeliveryRepo reads delivery records.
 type DeliveryRepo struct {
 	rdb      redis.UniversalClient
-	keys     keyspace
+	keys     rdb.Keys
 	webhooks *WebhookRepo
 }
 
@@ -83,14 +84,14 @@ func (r *DeliveryRepo) Get(ctx context.Context, id string) (*Delivery, error) {
 }
 
 func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
-	if err := r.keys.load(ctx, r.rdb); err != nil {
+	if err := loadKeys(ctx, r.keys, r.rdb); err != nil {
 		return nil, err
 	}
-	shard, err := r.keys.shardOfDelivery(id)
+	shard, err := deliveryShard(r.keys, id)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := r.rdb.Get(ctx, r.keys.deliveryKey(shard, id)).Result()
+	raw, err := r.rdb.Get(ctx, r.keys.Delivery(shard, id)).Result()
 	if isNil(err) {
 		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
 	}
@@ -107,10 +108,10 @@ func (r *DeliveryRepo) Find(ctx context.Context, webhookID, eventID string) (*De
 	if wh, _, err := r.webhooks.load(ctx, webhookID); err == nil {
 		tenant = wh.Tenant
 	}
-	if err := r.keys.load(ctx, r.rdb); err != nil {
+	if err := loadKeys(ctx, r.keys, r.rdb); err != nil {
 		return nil, err
 	}
-	scoped := scopedEventID(tenant, eventID)
+	scoped := rdb.ScopedEventID(tenant, eventID)
 	d, err := r.Get(ctx, r.keys.DeliveryID(webhookID, scoped))
 	if errors.Is(err, ErrNotFound) {
 		d, err = r.findOrdered(ctx, tenant, webhookID, scoped)

@@ -48,7 +48,7 @@ func (r Result) Accepted() bool { return r.Delivery != nil }
 type Dispatcher struct {
 	rdb          redis.UniversalClient
 	opts         Options
-	keys         keyspace
+	keys         rdb.Keys
 	client       *http.Client
 	lease        time.Duration
 	log          *slog.Logger
@@ -94,7 +94,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := newLazyKeyspace(opts.KeyPrefix, opts.Shards)
+	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		scripts: newLaneBatcher(rdb), counts: &scriptBatcher{rdb: rdb},
 		circuits: newCircuitStore(rdb, keys), circuitCache: newCircuitCache(),
@@ -180,7 +180,7 @@ func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bo
 	if err != nil {
 		return nil, err
 	}
-	if err := d.keys.load(ctx, d.rdb); err != nil {
+	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
 	targets, err := d.targets(ctx, evt, body)
@@ -240,7 +240,7 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	if err != nil {
 		return nil, err
 	}
-	if err := d.keys.load(ctx, d.rdb); err != nil {
+	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
 	results := d.claimAndAttempt(ctx, s.Tenant, evt.ID, evt.Type, "", body, []*storedWebhook{s}, true)
@@ -284,8 +284,8 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	if len(targets) == 0 {
 		return results
 	}
-	scoped := scopedEventID(tenant, eventID)
-	shard := d.keys.eventShard(tenant, scoped, orderKey)
+	scoped := rdb.ScopedEventID(tenant, eventID)
+	shard := d.keys.EventShard(tenant, scoped, orderKey)
 	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
@@ -411,7 +411,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 		default:
 			p.inline, p.due = true, now.Add(d.lease)
 			if t.RateLimit > 0 {
-				if delays, retryIn, err := takeRateSlots(ctx, d.rdb, d.keys.rateKey(t.ID), t.RateLimit, 1, 0); err != nil || len(delays) == 0 {
+				if delays, retryIn, err := takeRateSlots(ctx, d.rdb, d.keys.Rate(t.ID), t.RateLimit, 1, 0); err != nil || len(delays) == 0 {
 					p.cancel(d, t.ID)
 					p.due, p.reason = now.Add(retryIn), "webhook over its rate limit: attempt left to the worker"
 				}
@@ -453,3 +453,6 @@ func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*st
 	}
 	return recs
 }
+
+// newKeys is the keyspace of opts' KeyPrefix, read by the first call that needs it (loadKeys).
+func newKeys(opts Options) rdb.Keys { return rdb.NewKeys(opts.KeyPrefix, opts.Shards, DefaultShards) }

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -232,7 +232,7 @@ func TestFailedAttemptIsPendingAndScheduled(t *testing.T) {
 	_, score, ok := queued(t, tr, d, shardOf("e-fail"), w.ID, dl.ID)
 	require.True(t, ok, "the retry is durably scheduled")
 	assert.Equal(t, float64(dl.NextAttemptAt.UnixMilli()), score)
-	ready, err := tr.rdb.ZScore(ctx, d.keys.readyKey(shardOf("e-fail")), w.ID).Result()
+	ready, err := tr.rdb.ZScore(ctx, d.keys.Ready(shardOf("e-fail")), w.ID).Result()
 	require.NoError(t, err, "the webhook is scheduled in its shard")
 	assert.Equal(t, score, ready)
 	assert.Equal(t, w.ID, stored.WebhookID)
@@ -253,21 +253,21 @@ func TestClaimIsTheRecord(t *testing.T) {
 	assert.Equal(t, deliveryIDFor(w.ID, "e-ttl"), res[0].Delivery.ID, "the pair names its delivery")
 
 	s := shardOf("e-ttl")
-	h := ks.DeliveryHash(res[0].Delivery.ID)
+	h := rdb.DeliveryHash(res[0].Delivery.ID)
 	var named []string
 	for _, k := range tr.keys(t) {
 		if strings.Contains(k, h) {
 			named = append(named, k)
 		}
 	}
-	assert.Equal(t, []string{d.keys.deliveryKey(s, res[0].Delivery.ID)}, named, "one key per pair: the record is the claim")
-	recordTTL, err := tr.rdb.PTTL(ctx, d.keys.deliveryKey(s, res[0].Delivery.ID)).Result()
+	assert.Equal(t, []string{d.keys.Delivery(s, res[0].Delivery.ID)}, named, "one key per pair: the record is the claim")
+	recordTTL, err := tr.rdb.PTTL(ctx, d.keys.Delivery(s, res[0].Delivery.ID)).Result()
 	require.NoError(t, err)
 	assert.Greater(t, recordTTL, 49*time.Hour)
-	evtTTL, err := tr.rdb.PTTL(ctx, d.keys.eventKey(s, "e-ttl")).Result()
+	evtTTL, err := tr.rdb.PTTL(ctx, d.keys.Event(s, "e-ttl")).Result()
 	require.NoError(t, err)
 	assert.InDelta(t, recordTTL.Milliseconds(), evtTTL.Milliseconds(), 50, "the body lives as long as the record")
-	idxTTL, err := tr.rdb.PTTL(ctx, d.keys.indexKey(s, w.ID)).Result()
+	idxTTL, err := tr.rdb.PTTL(ctx, d.keys.Index(s, w.ID)).Result()
 	require.NoError(t, err)
 	assert.GreaterOrEqual(t, idxTTL+50*time.Millisecond, recordTTL, "the index lives at least as long as the record")
 	assert.LessOrEqual(t, idxTTL, recordTTL+recordTTL/64+50*time.Millisecond, "and at most 1/64 longer")
@@ -665,7 +665,7 @@ func TestRoundTripsPerDispatch(t *testing.T) {
 	node, ok := c.(*redis.Client)
 	if cc, isCluster := c.(*redis.ClusterClient); isCluster {
 		var err error
-		node, err = cc.MasterForKey(ctx, d.keys.eventKey(0, ids[0]))
+		node, err = cc.MasterForKey(ctx, d.keys.Event(0, ids[0]))
 		require.NoError(t, err)
 		ok = true
 	}

@@ -40,7 +40,7 @@ type endpointCounts struct {
 // then the records of the newest countsRecent of them.
 func (d *Dispatcher) endpointCounts(ctx context.Context, webhookID string) (endpointCounts, error) {
 	var out endpointCounts
-	if err := d.keys.load(ctx, d.rdb); err != nil {
+	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return out, err
 	}
 	now := d.now()
@@ -56,12 +56,12 @@ func (d *Dispatcher) endpointCounts(ctx context.Context, webhookID string) (endp
 	cards, parked := make([]*redis.IntCmd, d.keys.Shards), make([]*redis.IntCmd, d.keys.Shards)
 	reads := make([]*redis.XMessageSliceCmd, d.keys.Shards)
 	for s := range d.keys.Shards {
-		q := d.keys.queueKey(s, webhookID)
+		q := d.keys.Queue(s, webhookID)
 		cards[s] = pipe.ZCard(ctx, q)
 		if open {
 			parked[s] = pipe.ZCount(ctx, q, "-inf", parkedUntil)
 		}
-		reads[s] = pipe.XRevRangeN(ctx, d.keys.indexKey(s, webhookID), "+", "-", int64(batch))
+		reads[s] = pipe.XRevRangeN(ctx, d.keys.Index(s, webhookID), "+", "-", int64(batch))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return out, fmt.Errorf("webhooks: count the deliveries of %s: %w", webhookID, err)

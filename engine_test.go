@@ -243,11 +243,11 @@ func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 		d := newTestDispatcherOn(t, tr.newClient(t), tr, Options{Concurrency: 8, MaxInFlightPerWebhook: 8})
 		d.idled = func() {
 			now := strconv.FormatInt(time.Now().UnixMilli(), 10)
-			ids, err := tr.rdb.HKeys(ctx, d.keys.webhooksKey()).Result()
+			ids, err := tr.rdb.HKeys(ctx, d.keys.Webhooks()).Result()
 			assert.NoError(t, err)
 			for s := range shardCount {
 				for _, id := range ids {
-					if n := tr.rdb.ZCount(ctx, d.keys.queueKey(s, id), "-inf", now).Val(); n > 0 {
+					if n := tr.rdb.ZCount(ctx, d.keys.Queue(s, id), "-inf", now).Val(); n > 0 {
 						idle.Add(1) // a webhook had deliveries due, and this replica went idle
 						return
 					}
@@ -350,5 +350,5 @@ func TestDeleteForgetsTheCircuit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, CircuitOpen, h.State)
 	require.NoError(t, d.Webhooks().Delete(ctx, w.ID))
-	assert.False(t, tr.rdb.HExists(ctx, d.keys.circuitsKey(), w.ID).Val(), "the circuit is forgotten")
+	assert.False(t, tr.rdb.HExists(ctx, d.keys.Circuits(), w.ID).Val(), "the circuit is forgotten")
 }

@@ -145,7 +145,7 @@ func TestReplicaAcks(t *testing.T) {
 	}
 
 	// Stop the replica of shard 0's master.
-	master, replica := fc.masterAndReplica(t, c, d.keys.readyKey(0))
+	master, replica := fc.masterAndReplica(t, c, d.keys.Ready(0))
 	pid := fc.pids[replica]
 	require.NotZero(t, pid)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
@@ -168,7 +168,7 @@ func TestReplicaAcks(t *testing.T) {
 	for i := 0; (slow < 3 || other < 10) && i < 400; i++ {
 		id := fmt.Sprint("paused-", i)
 		s := d.keys.ShardOf(id)
-		node, err := c.MasterForKey(ctx, d.keys.readyKey(s))
+		node, err := c.MasterForKey(ctx, d.keys.Ready(s))
 		require.NoError(t, err)
 		onStopped := node.Options().Addr == master
 		if onStopped && slow >= 3 || !onStopped && other >= 10 {
@@ -204,7 +204,7 @@ func TestReplicaAcks(t *testing.T) {
 	wg.Go(func() {
 		for i := 0; i < 50; i++ {
 			id := fmt.Sprint("waiting-", i)
-			if node, _ := c.MasterForKey(ctx, d.keys.readyKey(d.keys.ShardOf(id))); node.Options().Addr == master {
+			if node, _ := c.MasterForKey(ctx, d.keys.Ready(d.keys.ShardOf(id))); node.Options().Addr == master {
 				_, _ = d.Enqueue(ctx, Event{Type: "a.x", ID: id})
 				return
 			}
@@ -213,7 +213,7 @@ func TestReplicaAcks(t *testing.T) {
 	time.Sleep(50 * time.Millisecond)
 	for i := 0; i < 30; i++ {
 		id := fmt.Sprint("alongside-", i)
-		if node, _ := c.MasterForKey(ctx, d.keys.readyKey(d.keys.ShardOf(id))); node.Options().Addr == master {
+		if node, _ := c.MasterForKey(ctx, d.keys.Ready(d.keys.ShardOf(id))); node.Options().Addr == master {
 			continue
 		}
 		start := time.Now()
@@ -306,7 +306,7 @@ func TestFailover(t *testing.T) {
 
 	// Kill the master of shard 0 mid-run, and wait for its replica's promotion.
 	time.Sleep(killAt)
-	master, replica := fc.masterAndReplica(t, c, d.keys.readyKey(0))
+	master, replica := fc.masterAndReplica(t, c, d.keys.Ready(0))
 	pid := fc.pids[master]
 	require.NotZero(t, pid)
 	require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))

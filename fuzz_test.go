@@ -56,8 +56,8 @@ func FuzzEventValidation(f *testing.F) {
 		if got, err := shardOfDelivery(did); err != nil || got != s {
 			t.Fatalf("delivery id %q encodes shard %d (%v), want %d", did, got, err, s)
 		}
-		slot := keySlot(keys.readyKey(s))
-		for _, k := range []string{keys.eventKey(s, id), keys.deliveryKey(s, did), keys.indexKey(s, "wh_1"), keys.queueKey(s, "wh_1")} {
+		slot := keySlot(keys.Ready(s))
+		for _, k := range []string{keys.Event(s, id), keys.Delivery(s, did), keys.Index(s, "wh_1"), keys.Queue(s, "wh_1")} {
 			if keySlot(k) != slot {
 				t.Fatalf("key %q left its event's slot", k)
 			}

@@ -594,7 +594,7 @@ func TestHandlerHealthStatsSecret(t *testing.T) {
 	assert.Equal(t, [2]int64{1, 0}, [2]int64{ok, failed}, "the reused slot counts only the new hour")
 
 	// Key: one hash per webhook, with a TTL of 25 h.
-	ttl, err := tr.rdb.PTTL(ctx, d.keys.hourlyKey(wh.ID)).Result()
+	ttl, err := tr.rdb.PTTL(ctx, d.keys.Hourly(wh.ID)).Result()
 	require.NoError(t, err)
 	assert.Positive(t, ttl)
 	assert.LessOrEqual(t, ttl, 25*time.Hour)

@@ -166,7 +166,7 @@ func newTestDispatcherOn(t testing.TB, client redis.UniversalClient, tr *testRed
 	// The shard count is read on the test's own client: client may be one the test breaks.
 	d, err := New(tr.rdb, opts)
 	require.NoError(t, err)
-	require.NoError(t, d.keys.load(context.Background(), tr.rdb), "the shard count, read as the first call that needs it would")
+	require.NoError(t, loadKeys(context.Background(), d.keys, tr.rdb), "the shard count, read as the first call that needs it would")
 	if client != tr.rdb {
 		useClient(d, client)
 	}

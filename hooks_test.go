@@ -200,7 +200,7 @@ func TestCircuitKeepsNothingForHealthyWebhooks(t *testing.T) {
 	rc.status.Store(http.StatusOK)
 	_, err = d.Dispatch(ctx, Event{Type: "x", ID: "ok"})
 	require.NoError(t, err)
-	assert.False(t, tr.rdb.HExists(ctx, d.keys.circuitsKey(), w.ID).Val(), "a success removes the circuit's field")
+	assert.False(t, tr.rdb.HExists(ctx, d.keys.Circuits(), w.ID).Val(), "a success removes the circuit's field")
 	keys, err := tr.rdb.Keys(ctx, "*"+tr.prefix+"*health*").Result()
 	require.NoError(t, err)
 	assert.Empty(t, keys, "no health hash")

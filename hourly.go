@@ -21,11 +21,6 @@ import (
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
-// hourlyKey is a webhook's hourly attempt counters.
-func (k keyspace) hourlyKey(webhookID string) string {
-	return k.registryTag() + ":hourly:" + webhookID
-}
-
 // HourStats counts the attempts of one hour by outcome.
 type HourStats struct {
 	Hour    time.Time `json:"hour"` // the hour's start, UTC
@@ -36,7 +31,7 @@ type HourStats struct {
 // hourlyStats returns a webhook's attempts per hour by outcome over the last 24 hours, oldest first, the
 // current hour last.
 func (d *Dispatcher) hourlyStats(ctx context.Context, webhookID string) ([]HourStats, error) {
-	counts, err := d.rdb.HGetAll(ctx, d.keys.hourlyKey(webhookID)).Result()
+	counts, err := d.rdb.HGetAll(ctx, d.keys.Hourly(webhookID)).Result()
 	if err != nil && !isNil(err) {
 		return nil, err
 	}

@@ -24,10 +24,10 @@ import (
 // sooner than a sweep of the inline zsets would. Best effort: an entry left behind is found by the
 // sweep.
 func (d *Dispatcher) requeueInline(ctx context.Context, shard int, recs []*record) {
-	keys := []string{d.keys.readyKey(shard), d.keys.inlineKey(shard)}
+	keys := []string{d.keys.Ready(shard), d.keys.Inline(shard)}
 	args := []any{int64(math.MaxInt64)}
 	for _, r := range recs {
-		keys = append(keys, d.keys.queueKey(shard, r.WebhookID))
+		keys = append(keys, d.keys.Queue(shard, r.WebhookID))
 		args = append(args, r.ID, r.WebhookID)
 	}
 	if err := d.scripts.run(context.WithoutCancel(ctx), rdb.Adopt, keys, args...).Err(); err != nil {
@@ -55,10 +55,10 @@ func (d *Dispatcher) adopt(ctx context.Context, now time.Time, strays []stray) (
 	}
 	results := make(chan result, len(byShard))
 	for shard, ss := range byShard {
-		keys := []string{d.keys.readyKey(shard), d.keys.inlineKey(shard)}
+		keys := []string{d.keys.Ready(shard), d.keys.Inline(shard)}
 		args := []any{now.UnixMilli()}
 		for _, s := range ss {
-			keys = append(keys, d.keys.queueKey(shard, s.webhookID))
+			keys = append(keys, d.keys.Queue(shard, s.webhookID))
 			args = append(args, s.id, s.webhookID)
 		}
 		go func() {

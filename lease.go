@@ -262,11 +262,11 @@ func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take
 		if tk.local {
 			ids[i] = d.local.take(tk.shard, tk.id, tk.n)
 		} else {
-			cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.queueKey(tk.shard, tk.id), ByScore: true,
+			cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.Queue(tk.shard, tk.id), ByScore: true,
 				Start: "-inf", Stop: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(tk.n)})
 		}
 		if wh := t.webhooks[tk.id]; wh != nil && wh.RateLimit > 0 && rates[tk.id] == nil {
-			rates[tk.id] = pipe.Get(ctx, d.keys.rateKey(tk.id))
+			rates[tk.id] = pipe.Get(ctx, d.keys.Rate(tk.id))
 		}
 	}
 	if pipe.Len() > 0 {
@@ -307,21 +307,21 @@ type shardLease struct {
 // newShardLease prepares the lease of the candidates of some webhooks of one shard; the webhooks
 // flagged in retime have their ready score set to their queue's head.
 func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [][]string, retime []bool) *shardLease {
-	keys := []string{d.keys.readyKey(shard)}
+	keys := []string{d.keys.Ready(shard)}
 	n := 0
 	for i := range takes {
 		n += len(ids[i])
 	}
 	args := []any{now.UnixMilli(), now.Add(d.lease).UnixMilli(), len(takes), n}
 	for i, t := range takes {
-		keys = append(keys, d.keys.queueKey(shard, t.id))
+		keys = append(keys, d.keys.Queue(shard, t.id))
 		args = append(args, t.id, flag(retime[i]))
 	}
 	l := &shardLease{shard: shard, now: now, takes: takes, ids: ids, retime: retime}
 	for i, t := range takes {
 		for _, id := range ids[i] {
 			token := randomHex(rdb.TokenLen / 2)
-			keys = append(keys, d.keys.deliveryKey(shard, id))
+			keys = append(keys, d.keys.Delivery(shard, id))
 			args = append(args, id, token, i+1)
 			l.cands = append(l.cands, leasedDelivery{shard: shard, probe: t.probe, retime: retime[i],
 				rec: &record{Delivery: Delivery{ID: id, WebhookID: t.id}, token: token}})
@@ -391,7 +391,7 @@ func (d *Dispatcher) decodeLeased(ctx context.Context, shard int, c *record, raw
 		return rec, nil
 	}
 	d.log.Error("webhooks: skipping undecodable delivery", "delivery_id", c.ID, "error", err)
-	keys := []string{d.keys.readyKey(shard), d.keys.queueKey(shard, c.WebhookID), d.keys.deliveryKey(shard, c.ID)}
+	keys := []string{d.keys.Ready(shard), d.keys.Queue(shard, c.WebhookID), d.keys.Delivery(shard, c.ID)}
 	if _, uerr := rdb.Unschedule.Run(ctx, d.rdb, keys, c.ID, c.token, c.WebhookID).Result(); uerr != nil {
 		err = errors.Join(err, fmt.Errorf("webhooks: unschedule %s: %w", c.ID, uerr))
 	}

@@ -221,7 +221,7 @@ func TestReadyScoreIsALowerBound(t *testing.T) {
 	for deadline := time.Now().Add(30 * time.Second); count() < events*hooks; {
 		require.True(t, time.Now().Before(deadline), "delivered within 30s: %d of %d", count(), events*hooks)
 		for s := range ds[0].keys.Shards {
-			bad, err := readyInvariantScript.Run(ctx, tr.rdb, []string{ds[0].keys.readyKey(s)}, ds[0].keys.Tag(s)+":q:").Int()
+			bad, err := readyInvariantScript.Run(ctx, tr.rdb, []string{ds[0].keys.Ready(s)}, ds[0].keys.Tag(s)+":q:").Int()
 			require.NoError(t, err)
 			checks++
 			violations += bad

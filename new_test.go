@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
-
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -27,11 +26,11 @@ func TestNewDoesNoIO(t *testing.T) {
 	addr := l.Addr().String()
 	require.NoError(t, l.Close())
 
-	rdb := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
-	t.Cleanup(func() { _ = rdb.Close() })
+	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = client.Close() })
 	var logs bytes.Buffer
 	start := time.Now()
-	d, err := New(rdb, Options{KeyPrefix: "wht_nonio_" + randomHex(3), AllowPrivateNetworks: true, Timeout: 2 * time.Second,
+	d, err := New(client, Options{KeyPrefix: "wht_nonio_" + randomHex(3), AllowPrivateNetworks: true, Timeout: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	require.NoError(t, err, "New fails for no Redis reason")
 	assert.Less(t, time.Since(start), 100*time.Millisecond, "New waits for nothing")
@@ -51,9 +50,9 @@ func TestNewDoesNoIO(t *testing.T) {
 	require.Len(t, res, 1)
 	assert.Equal(t, StatusSuccess, res[0].Delivery.Status)
 	assert.Equal(t, 1, rc.count())
-	v, err := rdb.Get(ctx, d.keys.shardsKey()).Result()
+	v, err := client.Get(ctx, d.keys.ShardCount()).Result()
 	require.NoError(t, err)
-	assert.Equal(t, ks.FormatCount(64), v, "the shard count stored by the first call that needed it")
+	assert.Equal(t, rdb.FormatCount(64), v, "the shard count stored by the first call that needed it")
 }
 
 // TestLoadingRedisIsReadLater: while Redis answers LOADING, the calls that need the shard count fail
@@ -64,11 +63,11 @@ func TestLoadingRedisIsReadLater(t *testing.T) {
 	if tr.mini == nil {
 		t.Skip("LOADING is simulated with a go-redis hook on miniredis")
 	}
-	rdb := tr.newClient(t)
+	client := tr.newClient(t)
 	loading := &loadingHook{}
 	loading.on.Store(true)
-	rdb.AddHook(loading)
-	d, err := New(rdb, Options{KeyPrefix: tr.prefix, AllowPrivateNetworks: true, Timeout: 2 * time.Second})
+	client.AddHook(loading)
+	d, err := New(client, Options{KeyPrefix: tr.prefix, AllowPrivateNetworks: true, Timeout: 2 * time.Second})
 	require.NoError(t, err)
 	ctx := context.Background()
 	_, err = d.Enqueue(ctx, Event{Type: "x", ID: "e1"})

@@ -36,15 +36,6 @@ const (
 	maxTokenResponse = 64 << 10
 )
 
-// tokenKey is the webhook's cached OAuth2 token: "<expiry ms> <credentials fingerprint> <token>",
-// sealed when Options.SecretKeys is set.
-func (k keyspace) tokenKey(webhookID string) string {
-	return "{" + k.prefix + ":oauth:" + webhookID + "}"
-}
-
-// tokenLockKey is held (a random token, SET NX PX) by the one replica fetching the webhook's token.
-func (k keyspace) tokenLockKey(webhookID string) string { return k.tokenKey(webhookID) + ":lock" }
-
 // tokenStore fetches and caches OAuth2 tokens.
 type tokenStore struct {
 	d    *Dispatcher
@@ -68,13 +59,13 @@ func (s *tokenStore) get(ctx context.Context, wh *storedWebhook) (cachedToken, e
 			return tok, err
 		}
 		lock := randomHex(8)
-		won, err := client.SetNX(ctx, keys.tokenLockKey(wh.ID), lock, s.d.opts.Timeout).Result()
+		won, err := client.SetNX(ctx, keys.TokenLock(wh.ID), lock, s.d.opts.Timeout).Result()
 		if err != nil {
 			return cachedToken{}, fmt.Errorf("oauth2 token lock: %w", err)
 		}
 		if won {
 			tok, err := s.fetchLocked(ctx, wh)
-			_ = rdb.DelIfEqual.Run(context.WithoutCancel(ctx), client, []string{keys.tokenLockKey(wh.ID)}, lock).Err()
+			_ = rdb.DelIfEqual.Run(context.WithoutCancel(ctx), client, []string{keys.TokenLock(wh.ID)}, lock).Err()
 			return tok, err
 		}
 		if time.Now().After(deadline) {
@@ -103,7 +94,7 @@ func (s *tokenStore) fetchLocked(ctx context.Context, wh *storedWebhook) (cached
 	if err != nil {
 		return cachedToken{}, err
 	}
-	if err := s.d.rdb.Set(ctx, s.d.keys.tokenKey(wh.ID), raw, ttl).Err(); err != nil {
+	if err := s.d.rdb.Set(ctx, s.d.keys.Token(wh.ID), raw, ttl).Err(); err != nil {
 		return cachedToken{}, fmt.Errorf("oauth2 token store: %w", err)
 	}
 	return cachedToken{token: token, raw: raw}, nil
@@ -112,7 +103,7 @@ func (s *tokenStore) fetchLocked(ctx context.Context, wh *storedWebhook) (cached
 // cached reads the webhook's token; ok is false when none is stored, it has expired, it was fetched
 // with other credentials, or it is sealed under a key no longer configured.
 func (s *tokenStore) cached(ctx context.Context, wh *storedWebhook) (cachedToken, bool, error) {
-	raw, err := s.d.rdb.Get(ctx, s.d.keys.tokenKey(wh.ID)).Result()
+	raw, err := s.d.rdb.Get(ctx, s.d.keys.Token(wh.ID)).Result()
 	if errors.Is(err, redis.Nil) {
 		return cachedToken{}, false, nil
 	}
@@ -134,7 +125,7 @@ func (s *tokenStore) cached(ctx context.Context, wh *storedWebhook) (cachedToken
 
 // drop removes a token the endpoint refused, unless another replica has already replaced it.
 func (s *tokenStore) drop(ctx context.Context, wh *storedWebhook, tok cachedToken) error {
-	if err := rdb.DelIfEqual.Run(ctx, s.d.rdb, []string{s.d.keys.tokenKey(wh.ID)}, tok.raw).Err(); err != nil {
+	if err := rdb.DelIfEqual.Run(ctx, s.d.rdb, []string{s.d.keys.Token(wh.ID)}, tok.raw).Err(); err != nil {
 		return fmt.Errorf("oauth2 token drop: %w", err)
 	}
 	return nil

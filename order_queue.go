@@ -35,11 +35,11 @@ func (d *Dispatcher) orderQueueOf(ctx context.Context, dl *Delivery) (*orderQueu
 	if dl.OrderKey == "" {
 		return nil, fmt.Errorf("%w: delivery %s has no order key", errBadRequest, dl.ID)
 	}
-	shard, err := d.keys.shardOfDelivery(dl.ID)
+	shard, err := deliveryShard(d.keys, dl.ID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, dl.ID)
 	}
-	seq := d.keys.seqKey(shard, dl.WebhookID, dl.OrderKey)
+	seq := d.keys.Seq(shard, dl.WebhookID, dl.OrderKey)
 	pipe := d.rdb.Pipeline()
 	n, ids := pipe.LLen(ctx, seq), pipe.LRange(ctx, seq, 0, orderQueueShown-1)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -52,7 +52,7 @@ func (d *Dispatcher) orderQueueOf(ctx context.Context, dl *Delivery) (*orderQueu
 	pipe = d.rdb.Pipeline()
 	gets := make([]*redis.StringCmd, len(ids.Val()))
 	for i, id := range ids.Val() {
-		gets[i] = pipe.Get(ctx, d.keys.deliveryKey(shard, id))
+		gets[i] = pipe.Get(ctx, d.keys.Delivery(shard, id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("webhooks: read the order key of %s: %w", dl.ID, err)

@@ -45,32 +45,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
 )
-
-// orderShard is the shard of every delivery of an ordered event: its (tenant, order key)'s.
-func (k keyspace) orderShard(tenant, orderKey string) int {
-	return k.ShardOf(scopedEventID(tenant, orderKey))
-}
-
-// orderedDeliveryID is the id of an ordered (webhook, event) pair's delivery: in the key's shard,
-// with the pair's hash.
-func (k keyspace) orderedDeliveryID(shard int, webhookID, scopedEventID string) string {
-	return ks.IndexedID(shard, ks.IndexedHash(k.DeliveryID(webhookID, scopedEventID)))
-}
-
-// orderedEventKey holds an ordered event's request body, in its key's shard.
-func (k keyspace) orderedEventKey(shard int, scopedEventID string) string {
-	return k.Tag(shard) + ":oevt:" + scopedEventID
-}
-
-// seqKey is the list of a (webhook, order key)'s deliveries in claim order.
-func (k keyspace) seqKey(shard int, webhookID, orderKey string) string {
-	return k.Tag(shard) + ":seq:" + webhookID + ":" + orderKey
-}
-
-// blockedKey is a shard's zset of sequences with deliveries waiting behind their head.
-func (k keyspace) blockedKey(shard int) string { return k.Tag(shard) + ":blocked" }
 
 // blockedMember names a sequence in blockedKey.
 func blockedMember(webhookID, orderKey string) string { return webhookID + ":" + orderKey }
@@ -85,7 +60,7 @@ func waitingRecord(rec *record) *record {
 // reserveOrder reserves an ordered event's id for its key (rdb.ReserveOrder): an error wraps
 // ErrOrderKeyConflict when the id was dispatched with another key or none.
 func (d *Dispatcher) reserveOrder(ctx context.Context, scoped, orderKey string) error {
-	marker := d.keys.eventKey(d.keys.ShardOf(scoped), scoped)
+	marker := d.keys.Event(d.keys.ShardOf(scoped), scoped)
 	ttl := (d.opts.Retention + markerSlack).Milliseconds()
 	reply, err := d.scripts.run(ctx, rdb.ReserveOrder, []string{marker}, rdb.OrderMarker+orderKey, ttl).Result()
 	if err != nil {
@@ -117,18 +92,18 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 		return nil, fmt.Errorf("webhooks: claim event %s: %w", scoped, err)
 	}
 	keys := make([]string, 4, 4+4*len(recs))
-	keys[0], keys[1] = d.keys.orderedEventKey(shard, scoped), d.keys.readyKey(shard)
-	keys[2], keys[3] = d.keys.inlineKey(shard), d.keys.blockedKey(shard)
+	keys[0], keys[1] = d.keys.OrderedEvent(shard, scoped), d.keys.Ready(shard)
+	keys[2], keys[3] = d.keys.Inline(shard), d.keys.Blocked(shard)
 	args := make([]any, 3, 3+9*len(recs))
 	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
 	now := d.now()
 	waiting, checks := make([]*record, len(recs)), make([]any, len(recs))
 	for i, r := range recs {
 		waiting[i] = waitingRecord(r)
-		index := d.keys.indexKey(shard, r.WebhookID)
-		keys = append(keys, d.keys.deliveryKey(shard, r.ID), index, d.keys.queueKey(shard, r.WebhookID),
-			d.keys.seqKey(shard, r.WebhookID, orderKey))
-		args = append(args, r.ID, ks.IndexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID,
+		index := d.keys.Index(shard, r.WebhookID)
+		keys = append(keys, d.keys.Delivery(shard, r.ID), index, d.keys.Queue(shard, r.WebhookID),
+			d.keys.Seq(shard, r.WebhookID, orderKey))
+		args = append(args, r.ID, rdb.IndexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID,
 			waiting[i].encode(), blockedMember(r.WebhookID, orderKey), flag(plans[i].inline))
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
@@ -147,26 +122,17 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 	return reply, nil
 }
 
-// eventShard is the shard of an event's deliveries: its (tenant, order key)'s when ordered, else its
-// id's.
-func (k keyspace) eventShard(tenant, scoped, orderKey string) int {
-	if orderKey != "" {
-		return k.orderShard(tenant, orderKey)
-	}
-	return k.ShardOf(scoped)
-}
-
 // claimEvent claims the pairs of one event (claim, or claimOrdered when orderKey is set) and returns
 // the claim's reply and the key of the event's stored body.
 func (d *Dispatcher) claimEvent(ctx context.Context, shard int, scoped, orderKey, eventType string, body []byte, recs []*record, plans []targetPlan) ([]any, string, error) {
 	fingerprint := eventFingerprint(eventType, body)
 	if orderKey == "" {
 		reply, err := d.claim(ctx, shard, scoped, fingerprint, body, recs, plans)
-		return reply, d.keys.eventKey(shard, scoped), err
+		return reply, d.keys.Event(shard, scoped), err
 	}
 	d.orderRecords(shard, scoped, orderKey, recs)
 	reply, err := d.claimOrdered(ctx, shard, scoped, orderKey, fingerprint, body, recs, plans)
-	return reply, d.keys.orderedEventKey(shard, scoped), err
+	return reply, d.keys.OrderedEvent(shard, scoped), err
 }
 
 // queuedBehind gives a plan for an inline attempt whose pair the claim created behind its key's head
@@ -181,21 +147,21 @@ func (p *targetPlan) queuedBehind(item int64) {
 // set.
 func (d *Dispatcher) orderRecords(shard int, scoped, orderKey string, recs []*record) {
 	for _, r := range recs {
-		r.ID, r.OrderKey = d.keys.orderedDeliveryID(shard, r.WebhookID, scoped), orderKey
+		r.ID, r.OrderKey = d.keys.OrderedDeliveryID(shard, r.WebhookID, scoped), orderKey
 	}
 }
 
 // bodyKey is the key of the request body of a leased delivery's event.
-func (j leasedDelivery) bodyKey(k keyspace) string {
+func (j leasedDelivery) bodyKey(k rdb.Keys) string {
 	if j.rec.OrderKey != "" {
-		return k.orderedEventKey(j.shard, j.scopedEventID())
+		return k.OrderedEvent(j.shard, j.scopedEventID())
 	}
-	return k.eventKey(j.shard, j.scopedEventID())
+	return k.Event(j.shard, j.scopedEventID())
 }
 
 // findOrdered is Find for an ordered event: its marker names its key, whose shard holds the pair.
 func (r *DeliveryRepo) findOrdered(ctx context.Context, tenant, webhookID, scoped string) (*Delivery, error) {
-	v, err := r.rdb.Get(ctx, r.keys.eventKey(r.keys.ShardOf(scoped), scoped)).Result()
+	v, err := r.rdb.Get(ctx, r.keys.Event(r.keys.ShardOf(scoped), scoped)).Result()
 	if err != nil && !isNil(err) {
 		return nil, fmt.Errorf("webhooks: read event %s: %w", scoped, err)
 	}
@@ -203,7 +169,7 @@ func (r *DeliveryRepo) findOrdered(ctx context.Context, tenant, webhookID, scope
 	if !ok || key == "" {
 		return nil, fmt.Errorf("%w: delivery of event %q", ErrNotFound, scoped)
 	}
-	return r.Get(ctx, r.keys.orderedDeliveryID(r.keys.orderShard(tenant, key), webhookID, scoped))
+	return r.Get(ctx, r.keys.OrderedDeliveryID(r.keys.OrderShard(tenant, key), webhookID, scoped))
 }
 
 // Position returns how many deliveries of the same webhook and order key are ahead of an ordered
@@ -216,8 +182,8 @@ func (r *DeliveryRepo) Position(ctx context.Context, deliveryID string) (int, er
 	if err != nil || rec.OrderKey == "" {
 		return -1, err
 	}
-	shard, _ := r.keys.shardOfDelivery(deliveryID)
-	pos, err := r.rdb.LPos(ctx, r.keys.seqKey(shard, rec.WebhookID, rec.OrderKey), deliveryID, redis.LPosArgs{}).Result()
+	shard, _ := deliveryShard(r.keys, deliveryID)
+	pos, err := r.rdb.LPos(ctx, r.keys.Seq(shard, rec.WebhookID, rec.OrderKey), deliveryID, redis.LPosArgs{}).Result()
 	switch {
 	case isNil(err):
 		return -1, nil

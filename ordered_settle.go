@@ -37,13 +37,13 @@ func (d *Dispatcher) orderedOutcomes(shard int, recs []*record, idx []int) ([]st
 	for _, i := range idx {
 		r := recs[i]
 		if r.OrderKey == "" {
-			keys, modes, members = append(keys, d.keys.queueKey(shard, r.WebhookID)), append(modes, rdb.OrderNone), append(members, "")
+			keys, modes, members = append(keys, d.keys.Queue(shard, r.WebhookID)), append(modes, rdb.OrderNone), append(members, "")
 			continue
 		}
-		keys = append(keys, d.keys.seqKey(shard, r.WebhookID, r.OrderKey))
+		keys = append(keys, d.keys.Seq(shard, r.WebhookID, r.OrderKey))
 		modes, members = append(modes, mode), append(members, blockedMember(r.WebhookID, r.OrderKey))
 	}
-	return append(keys, d.keys.blockedKey(shard)), append(append(modes, members...), d.opts.Retention.Milliseconds())
+	return append(keys, d.keys.Blocked(shard)), append(append(modes, members...), d.opts.Retention.Milliseconds())
 }
 
 // redeliverScriptFor returns the script, keys and arguments that reset rec (rdb.Redeliver's keys
@@ -53,8 +53,8 @@ func (d *Dispatcher) redeliverScriptFor(shard int, wh *storedWebhook, rec *recor
 	if rec.OrderKey == "" {
 		return rdb.Redeliver, keys, args
 	}
-	keys[2] = d.keys.orderedEventKey(shard, scopedEventID(wh.Tenant, rec.EventID))
-	keys = append(keys, d.keys.seqKey(shard, rec.WebhookID, rec.OrderKey), d.keys.blockedKey(shard), d.keys.inlineKey(shard))
+	keys[2] = d.keys.OrderedEvent(shard, rdb.ScopedEventID(wh.Tenant, rec.EventID))
+	keys = append(keys, d.keys.Seq(shard, rec.WebhookID, rec.OrderKey), d.keys.Blocked(shard), d.keys.Inline(shard))
 	args = append(args, waitingRecord(renewed).encode(), blockedMember(rec.WebhookID, rec.OrderKey))
 	return rdb.OrderedRedeliver, keys, args
 }
@@ -78,9 +78,9 @@ func (d *Dispatcher) extendOrderMarker(ctx context.Context, tenant string, rec *
 	if rec.OrderKey == "" {
 		return
 	}
-	scoped := scopedEventID(tenant, rec.EventID)
+	scoped := rdb.ScopedEventID(tenant, rec.EventID)
 	ttl := (d.opts.Retention + markerSlack).Milliseconds()
-	if err := d.rdb.Do(ctx, "PEXPIRE", d.keys.eventKey(d.keys.ShardOf(scoped), scoped), ttl, "GT").Err(); err != nil {
+	if err := d.rdb.Do(ctx, "PEXPIRE", d.keys.Event(d.keys.ShardOf(scoped), scoped), ttl, "GT").Err(); err != nil {
 		d.log.Warn("webhooks: extend order marker", "delivery_id", rec.ID, "error", err)
 	}
 }

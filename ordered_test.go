@@ -227,10 +227,10 @@ func TestOrderedLostHeadDoesNotBlockItsKey(t *testing.T) {
 		require.NoError(t, err)
 	}
 	head := findDelivery(t, d, wh.ID, "evt_l1")
-	shard, err := d.keys.shardOfDelivery(head.ID)
+	shard, err := deliveryShard(d.keys, head.ID)
 	require.NoError(t, err)
-	require.NoError(t, tr.rdb.Del(ctx, d.keys.deliveryKey(shard, head.ID)).Err()) // as if it expired
-	n, err := d.ProcessDue(ctx)                                                   // the lease script drops it
+	require.NoError(t, tr.rdb.Del(ctx, d.keys.Delivery(shard, head.ID)).Err()) // as if it expired
+	n, err := d.ProcessDue(ctx)                                                // the lease script drops it
 	require.NoError(t, err)
 	require.Zero(t, n)
 	n, err = d.ProcessDue(ctx)

@@ -79,13 +79,13 @@ func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, in
 // per shard: one round trip reads the candidates of every shard, one more runs each shard's
 // rdb.WakeParked (together). It pokes this Dispatcher's worker.
 func (d *Dispatcher) wakeParked(ctx context.Context, webhookID string, until, due time.Time) (int, error) {
-	if err := d.keys.load(ctx, d.rdb); err != nil {
+	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return 0, err
 	}
 	pipe := d.rdb.Pipeline()
 	reads := make([]*redis.StringSliceCmd, d.keys.Shards)
 	for s := range d.keys.Shards {
-		reads[s] = pipe.ZRangeByScore(ctx, d.keys.queueKey(s, webhookID), &redis.ZRangeBy{Min: "-inf",
+		reads[s] = pipe.ZRangeByScore(ctx, d.keys.Queue(s, webhookID), &redis.ZRangeBy{Min: "-inf",
 			Max: strconv.FormatInt(until.UnixMilli(), 10), Count: probeNowBatch})
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
@@ -98,10 +98,10 @@ func (d *Dispatcher) wakeParked(ctx context.Context, webhookID string, until, du
 		if len(ids) == 0 {
 			continue
 		}
-		keys := []string{d.keys.readyKey(s), d.keys.queueKey(s, webhookID)}
+		keys := []string{d.keys.Ready(s), d.keys.Queue(s, webhookID)}
 		args := []any{due.UnixMilli(), webhookID}
 		for _, member := range ids {
-			keys, args = append(keys, d.keys.deliveryKey(s, member)), append(args, member)
+			keys, args = append(keys, d.keys.Delivery(s, member)), append(args, member)
 		}
 		runs, shards = append(runs, scriptRun{rdb.WakeParked, keys, args}), append(shards, s)
 	}

@@ -92,7 +92,7 @@ func TestProbeNow(t *testing.T) {
 		{"closed", "probe_refused", "not paused", func() {}},
 		{"probe in flight", "probe_refused", "already in flight", func() {
 			c := fmt.Sprintf("2:%d:%d:%d:0:", clock.Now().UnixMilli(), clock.Now().UnixMilli(), time.Minute.Milliseconds())
-			require.NoError(t, tr.rdb.HSet(ctx, d.keys.circuitsKey(), wh.ID, c).Err())
+			require.NoError(t, tr.rdb.HSet(ctx, d.keys.Circuits(), wh.ID, c).Err())
 			ok, _, err := d.circuits.acquireProbe(ctx, wh.ID, clock.Now(), "tok", time.Minute)
 			require.NoError(t, err)
 			require.True(t, ok)
@@ -139,14 +139,14 @@ func TestProbeNowLeavesAttemptsInFlight(t *testing.T) {
 	// Lease the second by hand, as a worker holding it would.
 	rec, err := d.deliveries.get(ctx, ids[1])
 	require.NoError(t, err)
-	shard, _ := d.keys.shardOfDelivery(ids[1])
+	shard, _ := deliveryShard(d.keys, ids[1])
 	end := clock.Now().Add(time.Minute)
 	rec.holdLease(randomHex(rdb.TokenLen/2), end)
-	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(shard, ids[1]), rec.encode(), 0).Err())
+	require.NoError(t, tr.rdb.Set(ctx, d.keys.Delivery(shard, ids[1]), rec.encode(), 0).Err())
 	// The lease ends before the open period: the probe-now read finds it among the parked.
 	member, _, ok := queued(t, tr, d, shard, wh.ID, ids[1])
 	require.True(t, ok, "parked in its queue")
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.queueKey(shard, wh.ID), redis.Z{Score: float64(end.UnixMilli()), Member: member}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Queue(shard, wh.ID), redis.Z{Score: float64(end.UnixMilli()), Member: member}).Err())
 
 	_, n, err := d.probeNow(ctx, wh.ID)
 	require.NoError(t, err)

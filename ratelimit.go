@@ -12,12 +12,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// rateKey is the key of a webhook's rate limiter: its own hash tag, so each webhook's limiter is one
-// slot of a cluster, apart from the shards.
-func (k keyspace) rateKey(webhookID string) string {
-	return "{" + k.prefix + ":rate:" + webhookID + "}"
-}
-
 // Positions in rdb.Rate's reply.
 const (
 	rateReplyGranted = 0 // number of slots granted

@@ -32,7 +32,7 @@ func requireDelayAfter(t *testing.T, got, want time.Duration, before1, after1, b
 func TestRateLimitSlotsSpacedExactly(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	key := newKeyspace(tr.prefix).rateKey("wh_1")
+	key := newKeyspace(tr.prefix).Rate("wh_1")
 
 	d1, retry, b1, a1 := takeTimed(t, tr, key, 50, 10, time.Second)
 	require.Len(t, d1, 10)
@@ -53,7 +53,7 @@ func TestRateLimitSlotsSpacedExactly(t *testing.T) {
 func TestRateLimitHorizonBoundsGrant(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	key := newKeyspace(tr.prefix).rateKey("wh_1")
+	key := newKeyspace(tr.prefix).Rate("wh_1")
 
 	d1, _, b1, a1 := takeTimed(t, tr, key, 10, 100, 250*time.Millisecond)
 	require.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, d1)
@@ -66,7 +66,7 @@ func TestRateLimitHorizonBoundsGrant(t *testing.T) {
 func TestRateLimitSharedAcrossClients(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	key := newKeyspace(tr.prefix).rateKey("wh_1")
+	key := newKeyspace(tr.prefix).Rate("wh_1")
 	const perSecond, interval, horizon = 50, 20 * time.Millisecond, 100 * time.Millisecond
 
 	// A slot's true start lies in [lo, hi]: the call's start and end plus the slot's delay.
@@ -129,7 +129,7 @@ func assertNoError(t *testing.T, err error) bool {
 func TestRateLimitKeyExpires(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	key := newKeyspace(tr.prefix).rateKey("wh_1")
+	key := newKeyspace(tr.prefix).Rate("wh_1")
 	const horizon = 100 * time.Millisecond
 
 	delays, _, _, _ := takeTimed(t, tr, key, 50, 10, horizon)
@@ -147,7 +147,7 @@ func TestRateLimitKeyExpires(t *testing.T) {
 func TestRateLimitRefusesInvalidArguments(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	key := newKeyspace(tr.prefix).rateKey("wh_1")
+	key := newKeyspace(tr.prefix).Rate("wh_1")
 	for _, c := range []struct {
 		perSecond, want int
 		horizon         time.Duration

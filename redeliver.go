@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
-
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
 )
 
 // Redeliver re-sends a failed delivery: the one way a failed delivery is sent again. It keeps the
@@ -36,7 +34,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	if wh.Disabled {
 		return &rec.Delivery, false, fmt.Errorf("%w: redeliver %s: webhook %s", ErrWebhookDisabled, deliveryID, wh.ID)
 	}
-	shard, _ := d.keys.shardOfDelivery(deliveryID)
+	shard, _ := deliveryShard(d.keys, deliveryID)
 	now := d.now()
 	renewed := *rec
 	renewed.Status, renewed.step, renewed.NextAttemptAt = StatusPending, 0, msTime(now.Add(d.lease).UnixMilli())
@@ -44,10 +42,10 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	renewed.ExpiresAt = msTime(max(now.UnixMilli()+d.opts.Retention.Milliseconds(), unixMilli(rec.ExpiresAt)+1))
 	token := randomHex(rdb.TokenLen / 2)
 	renewed.holdLease(token, now.Add(d.lease))
-	keys := []string{d.keys.deliveryKey(shard, deliveryID), d.keys.readyKey(shard),
-		d.keys.eventKey(shard, scopedEventID(wh.Tenant, rec.EventID)), d.keys.indexKey(shard, rec.WebhookID), d.keys.queueKey(shard, rec.WebhookID)}
+	keys := []string{d.keys.Delivery(shard, deliveryID), d.keys.Ready(shard),
+		d.keys.Event(shard, rdb.ScopedEventID(wh.Tenant, rec.EventID)), d.keys.Index(shard, rec.WebhookID), d.keys.Queue(shard, rec.WebhookID)}
 	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds(), now.Add(d.lease).UnixMilli(), deliveryID, token,
-		rec.raw, renewed.encode(), ks.IndexedHash(deliveryID), unixMilli(renewed.ExpiresAt), rec.WebhookID}
+		rec.raw, renewed.encode(), rdb.IndexedHash(deliveryID), unixMilli(renewed.ExpiresAt), rec.WebhookID}
 	script, keys, args := d.redeliverScriptFor(shard, wh, rec, &renewed, keys, args)
 	reply, err := script.Run(ctx, d.rdb, keys, args...).Slice()
 	if err != nil {

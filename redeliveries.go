@@ -21,7 +21,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // redeliveryScan bounds the index entries read per window.
@@ -30,7 +30,7 @@ const redeliveryScan = 64
 // redeliveries returns when a delivery was redelivered, oldest first, as far as its index shows
 // (above).
 func (d *Dispatcher) redeliveries(ctx context.Context, dl *Delivery) ([]time.Time, error) {
-	shard, err := d.keys.shardOfDelivery(dl.ID)
+	shard, err := deliveryShard(d.keys, dl.ID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, dl.ID)
 	}
@@ -43,7 +43,7 @@ func (d *Dispatcher) redeliveries(ctx context.Context, dl *Delivery) ([]time.Tim
 		lo = max(lo, unixMilli(a.At.Add(a.Duration)))
 	}
 	windows = append(windows, window{lo, d.now().UnixMilli()})
-	key, hash := d.keys.indexKey(shard, dl.WebhookID), ks.IndexedHash(dl.ID)
+	key, hash := d.keys.Index(shard, dl.WebhookID), rdb.IndexedHash(dl.ID)
 	pipe := d.rdb.Pipeline()
 	reads := make([]*redis.XMessageSliceCmd, 0, len(windows))
 	for _, w := range windows {

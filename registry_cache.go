@@ -45,9 +45,9 @@ func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string)
 	if ok && now.Sub(e.at) < subscriberCacheTTL {
 		return e.list, nil
 	}
-	keys := []string{r.keys.webhooksKey()}
+	keys := []string{r.keys.Webhooks()}
 	for _, p := range patternsFor(eventType) {
-		keys = append(keys, r.keys.tenantSubscribersKey(tenant, p))
+		keys = append(keys, r.keys.TenantSubscribers(tenant, p))
 	}
 	bodies, err := rdb.IndexedWebhooks.Run(ctx, r.rdb, keys).StringSlice()
 	if err != nil {
@@ -117,7 +117,7 @@ func (r *WebhookRepo) byIDs(ctx context.Context, ids []string) (map[string]*stor
 	if len(missing) == 0 {
 		return found, nil, nil
 	}
-	vals, err := r.rdb.HMGet(ctx, r.keys.webhooksKey(), missing...).Result()
+	vals, err := r.rdb.HMGet(ctx, r.keys.Webhooks(), missing...).Result()
 	if err != nil {
 		return nil, nil, fmt.Errorf("webhooks: load webhooks: %w", err)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -84,7 +83,7 @@ func TestUndecodableWebhookDoesNotWedgeTheWorker(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, good.count())
 	good.status.Store(200)
-	require.NoError(t, tr.rdb.HSet(ctx, d.keys.webhooksKey(), wBad.ID, "{not json").Err())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Webhooks(), wBad.ID, "{not json").Err())
 	for range 5 {
 		clock.Advance(2*time.Minute + d.lease)
 		n, err := d.ProcessDue(ctx)
@@ -394,11 +393,11 @@ func TestProcessDueCountsRecordedOutcomes(t *testing.T) {
 		_, err := d.Dispatch(ctx, Event{Type: "x", ID: fmt.Sprintf("e%d", i)})
 		require.NoError(t, err)
 	}
-	require.NoError(t, tr.rdb.HSet(ctx, d.keys.webhooksKey(), wBad.ID, "{not json").Err())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Webhooks(), wBad.ID, "{not json").Err())
 	good.setHook(func(r *http.Request) {
 		id := r.Header.Get("webhook-id")
 		s, _ := shardOfDelivery(id)
-		stealLease(t, tr.rdb, d.keys.deliveryKey(s, id)) // another worker's lease
+		stealLease(t, tr.rdb, d.keys.Delivery(s, id)) // another worker's lease
 	})
 	clock.Advance(2*time.Minute + d.lease)
 	n, err := d.ProcessDue(ctx)
@@ -512,14 +511,14 @@ func TestForeignIndexKeyClaimsNothing(t *testing.T) {
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
 	s := shardOf("e1")
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.indexKey(s, wh.ID), redis.Z{Score: 1, Member: "old"}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Index(s, wh.ID), redis.Z{Score: 1, Member: "old"}).Err())
 	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "e1"})
 	require.ErrorIs(t, err, ErrNotAccepted)
 	require.Error(t, res[0].Err)
 	_, err = d.Deliveries().Find(ctx, wh.ID, "e1")
 	require.ErrorIs(t, err, ErrNotFound, "nothing was claimed")
-	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.readyKey(s)).Val(), "nothing was scheduled")
-	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.queueKey(s, wh.ID)).Val(), "nothing was scheduled")
+	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.Ready(s)).Val(), "nothing was scheduled")
+	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.Queue(s, wh.ID)).Val(), "nothing was scheduled")
 	assert.Zero(t, rc.count())
 }
 
@@ -536,13 +535,13 @@ func TestOldFormatKeysAreLeftAlone(t *testing.T) {
 	s := shardOf("old-e")
 	tag := d.keys.Tag(s)
 	old := map[string]string{
-		tag + ":dlv:" + ks.DeliveryHash(id):   "hash",
-		tag + ":claim:" + ks.DeliveryHash(id): "string",
-		tag + ":sched":                        "zset",
-		tag + ":idx:" + wh.ID:                 "zset",
+		tag + ":dlv:" + rdb.DeliveryHash(id):   "hash",
+		tag + ":claim:" + rdb.DeliveryHash(id): "string",
+		tag + ":sched":                         "zset",
+		tag + ":idx:" + wh.ID:                  "zset",
 	}
-	require.NoError(t, tr.rdb.HSet(ctx, tag+":dlv:"+ks.DeliveryHash(id), "s", "pending", "l", "tok").Err())
-	require.NoError(t, tr.rdb.Set(ctx, tag+":claim:"+ks.DeliveryHash(id), 1, 0).Err())
+	require.NoError(t, tr.rdb.HSet(ctx, tag+":dlv:"+rdb.DeliveryHash(id), "s", "pending", "l", "tok").Err())
+	require.NoError(t, tr.rdb.Set(ctx, tag+":claim:"+rdb.DeliveryHash(id), 1, 0).Err())
 	require.NoError(t, tr.rdb.ZAdd(ctx, tag+":sched", redis.Z{Score: 1, Member: id}).Err())
 	require.NoError(t, tr.rdb.ZAdd(ctx, tag+":idx:"+wh.ID, redis.Z{Score: 1, Member: id}).Err())
 
@@ -560,7 +559,7 @@ func TestOldFormatKeysAreLeftAlone(t *testing.T) {
 		assert.Equal(t, typ, tr.rdb.Type(ctx, key).Val(), "%s untouched", key)
 	}
 	assert.Equal(t, float64(1), tr.rdb.ZScore(ctx, tag+":sched", id).Val())
-	assert.Equal(t, "tok", tr.rdb.HGet(ctx, tag+":dlv:"+ks.DeliveryHash(id), "l").Val())
+	assert.Equal(t, "tok", tr.rdb.HGet(ctx, tag+":dlv:"+rdb.DeliveryHash(id), "l").Val())
 }
 
 // A listing that steps over index entries of another shape until its round bound ends a page hands out
@@ -575,7 +574,7 @@ func TestCursorPastForeignIndexEntries(t *testing.T) {
 	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "e1"})
 	require.NoError(t, err)
 	require.NoError(t, res[0].Err)
-	key := d.keys.indexKey((shardOf("e1")+1)%shardCount, wh.ID)
+	key := d.keys.Index((shardOf("e1")+1)%shardCount, wh.ID)
 	for range 30 {
 		require.NoError(t, tr.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, Values: []any{"d", "short", "x", "1"}}).Err())
 	}
@@ -614,14 +613,14 @@ func TestFailedClaimLeavesNoIndexEntry(t *testing.T) {
 	w1 := mustCreate(t, d, rc, "*")
 	w2 := mustCreate(t, d, rc, "*")
 	s := shardOf("e1")
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.indexKey(s, w2.ID), redis.Z{Score: 1, Member: "old"}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Index(s, w2.ID), redis.Z{Score: 1, Member: "old"}).Err())
 	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "e1"})
 	require.ErrorIs(t, err, ErrNotAccepted)
 	for _, r := range res {
 		require.Error(t, r.Err)
 	}
-	assert.Zero(t, tr.rdb.XLen(ctx, d.keys.indexKey(s, w1.ID)).Val(), "no entry left behind")
-	require.NoError(t, tr.rdb.Del(ctx, d.keys.indexKey(s, w2.ID)).Err())
+	assert.Zero(t, tr.rdb.XLen(ctx, d.keys.Index(s, w1.ID)).Val(), "no entry left behind")
+	require.NoError(t, tr.rdb.Del(ctx, d.keys.Index(s, w2.ID)).Err())
 	res, err = d.Dispatch(ctx, Event{Type: "a.b", ID: "e1"})
 	require.NoError(t, err)
 	for _, r := range res {

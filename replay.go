@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks/internal/filter"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // ReplayPageSize is the most events of the replay index one ReplayMissingPage call reads.
@@ -70,7 +71,7 @@ func (d *Dispatcher) ReplayMissingPage(ctx context.Context, webhookID string, si
 	if s.Disabled {
 		return ReplayPage{}, fmt.Errorf("webhooks: replay webhook %s: %w", webhookID, ErrWebhookDisabled)
 	}
-	if err := d.keys.load(ctx, d.rdb); err != nil {
+	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return ReplayPage{}, fmt.Errorf("webhooks: replay webhook %s: %w", webhookID, err)
 	}
 	now := d.now()
@@ -84,7 +85,7 @@ func (d *Dispatcher) ReplayMissingPage(ctx context.Context, webhookID string, si
 	var page ReplayPage
 	for read := 0; read < ReplayPageSize && at.shard < d.keys.Shards; {
 		count := int64(ReplayPageSize - read)
-		entries, err := d.rdb.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: d.keys.replayKey(at.shard, s.Tenant),
+		entries, err := d.rdb.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: d.keys.Replay(at.shard, s.Tenant),
 			Start: at.from, Stop: at.until, ByScore: true, Offset: at.skip, Count: count}).Result()
 		if err == nil {
 			var n int
@@ -112,7 +113,7 @@ func (d *Dispatcher) replayEvents(ctx context.Context, s *storedWebhook, shard i
 	}
 	keys := make([]string, len(entries))
 	for i, e := range entries {
-		keys[i] = d.keys.eventKey(shard, scopedEventID(s.Tenant, e.Member.(string)))
+		keys[i] = d.keys.Event(shard, rdb.ScopedEventID(s.Tenant, e.Member.(string)))
 	}
 	stored, err := d.rdb.MGet(ctx, keys...).Result() // one shard's keys: one slot
 	if err != nil {

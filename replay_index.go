@@ -19,15 +19,6 @@ import (
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
-// replayKey is a tenant's replay index in a shard: event id (unscoped) -> accepted (ms). The webhooks
-// of no tenant have the key without a tenant part.
-func (k keyspace) replayKey(shard int, tenant string) string {
-	if tenant == "" {
-		return k.Tag(shard) + ":tevents"
-	}
-	return k.Tag(shard) + ":tevents:" + tenant
-}
-
 // splitScoped is the tenant and the event id of an event id scoped by its tenant (scopedEventID): a
 // tenant never holds the NUL byte that joins them.
 func splitScoped(scoped string) (tenant, eventID string) {
@@ -41,7 +32,7 @@ func splitScoped(scoped string) (tenant, eventID string) {
 // the tenant's replay key, the mode and the entry.
 func (d *Dispatcher) replayIndexArgs(shard int, scoped string, now time.Time) (key, mode, entry string) {
 	tenant, id := splitScoped(scoped)
-	key = d.keys.replayKey(shard, tenant)
+	key = d.keys.Replay(shard, tenant)
 	switch {
 	case !d.opts.ReplayIndex:
 		return key, rdb.ReplayOff, id
@@ -55,7 +46,7 @@ func (d *Dispatcher) replayIndexArgs(shard int, scoped string, now time.Time) (k
 // to: the claim script with no target stores its body and indexes it (Options.ReplayIndex). Its
 // error follows Dispatch's: ErrInvalidEvent with ErrEventConflict, else ErrNotAccepted.
 func (d *Dispatcher) storeForReplay(ctx context.Context, evt Event, body []byte) error {
-	scoped := scopedEventID(evt.Tenant, evt.ID)
+	scoped := rdb.ScopedEventID(evt.Tenant, evt.ID)
 	_, err := d.claim(ctx, d.keys.ShardOf(scoped), scoped, eventFingerprint(evt.Type, body), body, nil, nil)
 	if err != nil && !errors.Is(err, ErrInvalidEvent) {
 		err = fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)

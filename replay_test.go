@@ -165,8 +165,8 @@ func TestReplayMissingPagesWithinOneMillisecond(t *testing.T) {
 	for i, id := range ids {
 		body, err := d.encode(Event{ID: id, Type: "bulk.item"})
 		require.NoError(t, err)
-		pipe.Set(ctx, d.keys.eventKey(5, id), storedEvent(eventFingerprint("bulk.item", body), body), time.Hour)
-		pipe.ZAdd(ctx, d.keys.replayKey(5, ""), redis.Z{Score: float64(at + int64(min(i/20, 1))), Member: id})
+		pipe.Set(ctx, d.keys.Event(5, id), storedEvent(eventFingerprint("bulk.item", body), body), time.Hour)
+		pipe.ZAdd(ctx, d.keys.Replay(5, ""), redis.Z{Score: float64(at + int64(min(i/20, 1))), Member: id})
 	}
 	_, err := pipe.Exec(ctx)
 	require.NoError(t, err)
@@ -226,7 +226,7 @@ func TestReplayIndexIsPrunedWithRetention(t *testing.T) {
 	ids := eventIDsInShard(t, "p", 3, 2)
 	_, err := d.Enqueue(ctx, Event{ID: ids[0], Type: "old.one"})
 	require.NoError(t, err)
-	key := d.keys.replayKey(3, "")
+	key := d.keys.Replay(3, "")
 	members, err := tr.rdb.ZRange(ctx, key, 0, -1).Result()
 	require.NoError(t, err)
 	require.Equal(t, []string{ids[0]}, members)

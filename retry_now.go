@@ -30,11 +30,11 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 	if h := hs[rec.WebhookID]; h.State != "" && h.State != CircuitClosed {
 		return fmt.Errorf("%w: the endpoint is paused (its circuit is open); its next try is a probe", errNotRetryable)
 	}
-	shard, err := d.keys.shardOfDelivery(rec.ID)
+	shard, err := deliveryShard(d.keys, rec.ID)
 	if err != nil {
 		return fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
 	}
-	keys := []string{d.keys.deliveryKey(shard, rec.ID), d.keys.readyKey(shard), d.keys.queueKey(shard, rec.WebhookID)}
+	keys := []string{d.keys.Delivery(shard, rec.ID), d.keys.Ready(shard), d.keys.Queue(shard, rec.WebhookID)}
 	n, err := rdb.RetryNow.Run(ctx, d.rdb, keys, d.now().UnixMilli(), rec.ID, rec.WebhookID).Int()
 	if err != nil {
 		return fmt.Errorf("webhooks: retry %s: %w", rec.ID, err)
@@ -54,13 +54,13 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 
 // payload is the body a delivery sends ({"id", "type", "timestamp", "data"}), or nil once it expired.
 func (d *Dispatcher) payload(ctx context.Context, rec *Delivery, tenant string) ([]byte, error) {
-	shard, err := d.keys.shardOfDelivery(rec.ID)
+	shard, err := deliveryShard(d.keys, rec.ID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
 	}
-	key := d.keys.eventKey(shard, scopedEventID(tenant, rec.EventID))
+	key := d.keys.Event(shard, rdb.ScopedEventID(tenant, rec.EventID))
 	if rec.OrderKey != "" {
-		key = d.keys.orderedEventKey(shard, scopedEventID(tenant, rec.EventID))
+		key = d.keys.OrderedEvent(shard, rdb.ScopedEventID(tenant, rec.EventID))
 	}
 	stored, err := d.rdb.Get(ctx, key).Result()
 	if errors.Is(err, redis.Nil) {

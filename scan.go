@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // idleScanShards bounds the keys a sweep reads: an idle worker costs Redis at most idleScanShards
@@ -144,12 +144,12 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 		}
 		if read[s] {
 			h.dirty[s].Store(false) // before the read: a write marked after it is read next time
-			heads[s] = pipe.ZRangeWithScores(ctx, d.keys.readyKey(s), 0, int64(limit))
+			heads[s] = pipe.ZRangeWithScores(ctx, d.keys.Ready(s), 0, int64(limit))
 		}
 	}
 	inline := make([]*redis.ZSliceCmd, len(inlines))
 	for k, s := range inlines {
-		inline[k] = pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: d.keys.inlineKey(s), ByScore: true,
+		inline[k] = pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: d.keys.Inline(s), ByScore: true,
 			Start: "-inf", Stop: strconv.FormatInt(nowMs, 10), Count: int64(limit)})
 	}
 	if pipe.Len() == 0 {
@@ -230,7 +230,7 @@ func (d *Dispatcher) readScan(nowMs int64, gen uint64, heads, inline []*redis.ZS
 	for k, cmd := range inline {
 		for _, z := range cmd.Val() {
 			e, _ := z.Member.(string)
-			if id, webhookID, ok := ks.SplitInlineEntry(e); ok {
+			if id, webhookID, ok := rdb.SplitInlineEntry(e); ok {
 				strays = append(strays, stray{shard: inlines[k], id: id, webhookID: webhookID})
 			}
 		}

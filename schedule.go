@@ -86,7 +86,7 @@ func (d *Dispatcher) park(ctx context.Context, due []dueWebhook, until time.Time
 	}
 	pipe := d.rdb.Pipeline()
 	for _, w := range due {
-		pipe.ZAddArgs(ctx, d.keys.readyKey(w.shard), redis.ZAddArgs{XX: true, GT: true,
+		pipe.ZAddArgs(ctx, d.keys.Ready(w.shard), redis.ZAddArgs{XX: true, GT: true,
 			Members: []redis.Z{{Score: float64(until.UnixMilli()), Member: w.id}}})
 	}
 	if _, err := pipe.Exec(ctx); err != nil {

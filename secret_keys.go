@@ -28,7 +28,7 @@ func (r *WebhookRepo) Reencrypt(ctx context.Context) (int, error) {
 	n := 0
 	var cursor uint64
 	for {
-		kvs, next, err := r.rdb.HScan(ctx, r.keys.webhooksKey(), cursor, "*", reencryptPage).Result()
+		kvs, next, err := r.rdb.HScan(ctx, r.keys.Webhooks(), cursor, "*", reencryptPage).Result()
 		if err != nil {
 			return n, fmt.Errorf("webhooks: reencrypt: %w", err)
 		}

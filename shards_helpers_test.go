@@ -7,7 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // Helpers for tests on the default keyspace: every test prefix is new, so its Dispatcher has
@@ -18,7 +18,7 @@ const shardCount = DefaultShards
 
 // newKeyspace is the keyspace of a new prefix with the default shard count (tests, and what needs
 // only the registry's keys).
-func newKeyspace(prefix string) keyspace { return newKeyspaceOf(prefix, DefaultShards) }
+func newKeyspace(prefix string) rdb.Keys { return rdb.KeysOf(prefix, DefaultShards) }
 
 var defaultKeys = newKeyspace("test")
 
@@ -26,7 +26,7 @@ var defaultKeys = newKeyspace("test")
 func shardOf(eventID string) int { return defaultKeys.ShardOf(eventID) }
 
 // shardOfDelivery reads the shard out of a delivery id of a new keyspace.
-func shardOfDelivery(id string) (int, error) { return defaultKeys.shardOfDelivery(id) }
+func shardOfDelivery(id string) (int, error) { return deliveryShard(defaultKeys, id) }
 
 // deliveryIDFor is the delivery id of a pair in a new keyspace.
 func deliveryIDFor(webhookID, eventID string) string {
@@ -40,18 +40,11 @@ func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.circuits.rdb, d.webhooks.rdb, d.deliveries.rdb = rdb, rdb, rdb
 }
 
-// newKeyspaceOf builds the keyspace of prefix with shards shards.
-func newKeyspaceOf(prefix string, shards int) keyspace {
-	l := &layout{Layout: ks.NewLayout(prefix, shards)}
-	l.loaded.Store(true)
-	return keyspace{prefix: prefix, layout: l}
-}
-
 // queued finds a delivery in its webhook's queue in a shard: its member and score, ok false when it
 // has none.
 func queued(t *testing.T, tr *testRedis, d *Dispatcher, shard int, webhookID, deliveryID string) (member string, score float64, ok bool) {
 	t.Helper()
-	entries, err := tr.rdb.ZRangeWithScores(context.Background(), d.keys.queueKey(shard, webhookID), 0, -1).Result()
+	entries, err := tr.rdb.ZRangeWithScores(context.Background(), d.keys.Queue(shard, webhookID), 0, -1).Result()
 	require.NoError(t, err)
 	for _, z := range entries {
 		m, _ := z.Member.(string)

@@ -10,14 +10,14 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // evenMasters is how redis-cli --cluster create splits the slots over m masters (up to a slot):
 // master j holds [j·16384/m, (j+1)·16384/m).
-func evenMasters(slot, m int) int { return slot * m / ks.ClusterSlots }
+func evenMasters(slot, m int) int { return slot * m / rdb.ClusterSlots }
 
 // TestShardTagsSpreadEvenly: with 16, 64 and 256 shards on 3, 6, 12, 16 and 32 evenly split masters, the
 // shards per master differ by at most 20% (max/min ≤ 1.2) wherever there are at least 4 shards per
@@ -27,7 +27,7 @@ func TestShardTagsSpreadEvenly(t *testing.T) {
 	for _, prefix := range []string{"webhooks", "wh", "a", "tenant-7"} {
 		for _, shards := range []int{16, 64, 256} {
 			start := time.Now()
-			k := newKeyspaceOf(prefix, shards)
+			k := rdb.KeysOf(prefix, shards)
 			t.Logf("prefix %q: %d tags chosen in %s", prefix, shards, time.Since(start).Round(time.Microsecond))
 			require.Len(t, k.Tags, shards)
 			seen := map[string]bool{}
@@ -35,7 +35,7 @@ func TestShardTagsSpreadEvenly(t *testing.T) {
 				require.NotEmpty(t, tag)
 				assert.False(t, seen[tag], "tags are distinct")
 				seen[tag] = true
-				assert.Equal(t, ks.RangeStart(i, shards), keySlot(tag+":ready"), "%s shard %d of %d", prefix, i, shards)
+				assert.Equal(t, rdb.RangeStart(i, shards), keySlot(tag+":ready"), "%s shard %d of %d", prefix, i, shards)
 				assert.LessOrEqual(t, len(tag), len(prefix)+12, "tags stay short")
 			}
 			for _, masters := range []int{3, 6, 12, 16, 32} {
@@ -75,9 +75,9 @@ func TestShardCountIsStoredAndFixed(t *testing.T) {
 	ctx := context.Background()
 	d := newTestDispatcher(t, tr, Options{})
 	assert.Equal(t, DefaultShards, d.keys.Shards)
-	v, err := tr.rdb.Get(ctx, d.keys.shardsKey()).Result()
+	v, err := tr.rdb.Get(ctx, d.keys.ShardCount()).Result()
 	require.NoError(t, err)
-	assert.Equal(t, ks.FormatCount(DefaultShards), v)
+	assert.Equal(t, rdb.FormatCount(DefaultShards), v)
 
 	// The same count, or none, is fine; another is refused.
 	d2 := newTestDispatcher(t, tr, Options{Shards: DefaultShards})
@@ -93,8 +93,8 @@ func TestShardCountIsStoredAndFixed(t *testing.T) {
 	// A new prefix takes the count it is given.
 	d3, err := New(tr.rdb, Options{KeyPrefix: tr.prefix + "x", Shards: 256})
 	require.NoError(t, err)
-	require.NoError(t, d3.keys.load(ctx, tr.rdb))
-	t.Cleanup(func() { tr.rdb.Del(ctx, d3.keys.shardsKey()) })
+	require.NoError(t, loadKeys(ctx, d3.keys, tr.rdb))
+	t.Cleanup(func() { tr.rdb.Del(ctx, d3.keys.ShardCount()) })
 	assert.Equal(t, 256, d3.keys.Shards)
 	rc := newReceiver(t)
 	_, err = d3.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"a"}})
@@ -105,10 +105,10 @@ func TestShardCountIsStoredAndFixed(t *testing.T) {
 // is not one of its deliveries.
 func TestDeliveryIDOfAnotherShardCountIsNotFound(t *testing.T) {
 	t.Parallel()
-	k := newKeyspaceOf("x", 16)
-	_, err := k.shardOfDelivery(ks.IndexedID(20, strings.Repeat("a", 12)))
+	k := rdb.KeysOf("x", 16)
+	_, err := deliveryShard(k, rdb.IndexedID(20, strings.Repeat("a", 12)))
 	require.ErrorIs(t, err, ErrNotFound)
-	_, err = k.shardOfDelivery(ks.IndexedID(15, strings.Repeat("a", 12)))
+	_, err = deliveryShard(k, rdb.IndexedID(15, strings.Repeat("a", 12)))
 	require.NoError(t, err)
 }
 

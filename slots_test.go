@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
@@ -116,7 +115,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	d := newTestDispatcherOn(t, client, tr, Options{RetrySchedule: []time.Duration{time.Minute}, ReplayIndex: true})
 	fresh, err := New(client, Options{KeyPrefix: tr.prefix})
 	require.NoError(t, err)
-	require.NoError(t, fresh.keys.load(ctx, client)) // the layout script, on the recorded client
+	require.NoError(t, loadKeys(ctx, fresh.keys, client)) // the layout script, on the recorded client
 	d.now = clock.Now
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
@@ -168,12 +167,12 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	// A corrupt record exercises the unschedule script.
 	s := shardOf(ids[0])
 	corrupt := fmt.Sprintf("dlv_%02x%024d", s, 7)
-	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, corrupt), strings.Repeat("junk", 10), 0).Err())
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.queueKey(s, hooks[0].ID), redis.Z{Score: 1, Member: corrupt}).Err())
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(s), redis.Z{Score: 1, Member: hooks[0].ID}).Err())
+	require.NoError(t, tr.rdb.Set(ctx, d.keys.Delivery(s, corrupt), strings.Repeat("junk", 10), 0).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Queue(s, hooks[0].ID), redis.Z{Score: 1, Member: corrupt}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Ready(s), redis.Z{Score: 1, Member: hooks[0].ID}).Err())
 	// An inline attempt whose lease ended with no outcome exercises the adopt script.
 	stray := fmt.Sprintf("dlv_%02x%024d", s, 8)
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.inlineKey(s), redis.Z{Score: 1, Member: ks.InlineEntry(stray, hooks[0].ID)}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Inline(s), redis.Z{Score: 1, Member: rdb.InlineEntry(stray, hooks[0].ID)}).Err())
 
 	for range 20 { // each round's final heads let their keys' next deliveries go on
 		clock.Advance(2 * time.Minute)
@@ -218,7 +217,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 		require.NoError(t, err)
 	}
 	open := fmt.Sprintf("3:%d:%d:%d:0:", clock.Now().UnixMilli(), clock.Now().Add(time.Hour).UnixMilli(), time.Hour.Milliseconds())
-	require.NoError(t, tr.rdb.HSet(ctx, d.keys.circuitsKey(), prober.ID, open).Err())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Circuits(), prober.ID, open).Err())
 	_, n, err = d.probeNow(ctx, prober.ID)
 	require.NoError(t, err)
 	require.Positive(t, n)
@@ -229,8 +228,8 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	breaker.now = clock.Now
 	unused := mustCreate(t, d, rc, "slot.unused")
 	past := fmt.Sprintf("3:%d:%d:%d:0:", clock.Now().UnixMilli(), clock.Now().Add(-time.Second).UnixMilli(), time.Hour.Milliseconds())
-	require.NoError(t, tr.rdb.HSet(ctx, d.keys.circuitsKey(), unused.ID, past).Err())
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(d.keys.ShardOf(ids[0])), redis.Z{Score: 1, Member: unused.ID}).Err())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Circuits(), unused.ID, past).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Ready(d.keys.ShardOf(ids[0])), redis.Z{Score: 1, Member: unused.ID}).Err())
 	_, err = breaker.ProcessDue(ctx)
 	require.NoError(t, err)
 

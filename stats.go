@@ -90,7 +90,7 @@ type ShardStats struct {
 // all. A lease taken by a replica whose Options.Timeout is longer than this Dispatcher's may end
 // beyond the window it inspects, and then counts as scheduled.
 func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
-	if err := d.keys.load(ctx, d.rdb); err != nil {
+	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return nil, err
 	}
 	now := d.now()
@@ -120,14 +120,14 @@ func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) (
 	blocked := make([]*redis.IntCmd, d.keys.Shards)
 	inline := make([]inlineStats, d.keys.Shards)
 	for s := range d.keys.Shards {
-		blocked[s] = pipe.ZCount(ctx, d.keys.blockedKey(s), strconv.FormatInt(now.UnixMilli(), 10), "+inf")
-		cards[s] = pipe.ZCard(ctx, d.keys.readyKey(s))
-		heads[s] = pipe.ZRange(ctx, d.keys.readyKey(s), 0, StatsWebhooksPerShard-1)
-		inline[s] = inlineStats{all: pipe.ZCard(ctx, d.keys.inlineKey(s)),
-			ended: pipe.ZCount(ctx, d.keys.inlineKey(s), "-inf", strconv.FormatInt(now.UnixMilli(), 10)),
-			first: pipe.ZRangeWithScores(ctx, d.keys.inlineKey(s), 0, 0)}
+		blocked[s] = pipe.ZCount(ctx, d.keys.Blocked(s), strconv.FormatInt(now.UnixMilli(), 10), "+inf")
+		cards[s] = pipe.ZCard(ctx, d.keys.Ready(s))
+		heads[s] = pipe.ZRange(ctx, d.keys.Ready(s), 0, StatsWebhooksPerShard-1)
+		inline[s] = inlineStats{all: pipe.ZCard(ctx, d.keys.Inline(s)),
+			ended: pipe.ZCount(ctx, d.keys.Inline(s), "-inf", strconv.FormatInt(now.UnixMilli(), 10)),
+			first: pipe.ZRangeWithScores(ctx, d.keys.Inline(s), 0, 0)}
 	}
-	circuits := pipe.HGetAll(ctx, d.keys.circuitsKey())
+	circuits := pipe.HGetAll(ctx, d.keys.Circuits())
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("webhooks: stats: read schedules: %w", err)
 	}
@@ -175,7 +175,7 @@ func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, 
 		}
 		keys := make([]string, len(ids))
 		for i, id := range ids {
-			keys[i] = d.keys.queueKey(s, id)
+			keys[i] = d.keys.Queue(s, id)
 		}
 		calls = append(calls, statsCall{shard: s, script: rdb.StatsQueues, keys: keys,
 			args: []any{now.UnixMilli(), now.Add(d.lease).UnixMilli(), StatsLeasesPerShard}})
@@ -211,7 +211,7 @@ func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, 
 		keys := make([]string, 0, len(reply)-5)
 		for _, item := range reply[5:] {
 			id, _ := item.(string)
-			keys = append(keys, d.keys.deliveryKey(c.shard, id))
+			keys = append(keys, d.keys.Delivery(c.shard, id))
 		}
 		sh.Truncated = sh.Truncated || inWindow > int64(len(keys))
 		leases = append(leases, statsCall{shard: c.shard, script: rdb.StatsLeases, keys: keys})

@@ -119,7 +119,7 @@ func TestStatsKnownBacklog(t *testing.T) {
 
 	// A ready entry left behind a queue that emptied (a worker corrects it when it reads it) counts
 	// no webhook.
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(0), redis.Z{Score: float64(start.UnixMilli()), Member: "wh_emptied"}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Ready(0), redis.Z{Score: float64(start.UnixMilli()), Member: "wh_emptied"}).Err())
 	st, err = d.Stats(ctx)
 	require.NoError(t, err)
 	assert.EqualValues(t, 2*len(shards), st.Webhooks, "the emptied queue's entry not counted")
@@ -127,7 +127,7 @@ func TestStatsKnownBacklog(t *testing.T) {
 
 	// Circuits: one open, one probing, one failing but closed.
 	now := clock.Now().UnixMilli()
-	require.NoError(t, tr.rdb.HSet(ctx, d.keys.circuitsKey(),
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Circuits(),
 		a.ID, circuit{failures: 5, since: now, openUntil: now + 30000, openFor: 30000}.encode(),
 		b.ID, circuit{failures: 6, since: now, openUntil: now, openFor: 30000, probeUntil: now + 5000, token: "x"}.encode(),
 		"wh_other", circuit{failures: 2, since: now}.encode()).Err())

@@ -47,28 +47,6 @@ func validateTenant(t string) error {
 	return nil
 }
 
-// scopedEventID is the id under which an event of a tenant is stored and sharded: the event id itself
-// for no tenant (as before tenants), else the tenant and the id joined by a NUL byte, which no event id
-// can hold (ids are printable), so no two tenants' ids, nor a tenant's and a tenantless one, meet.
-func scopedEventID(tenant, eventID string) string {
-	if tenant == "" {
-		return eventID
-	}
-	return tenant + "\x00" + eventID
-}
-
-// tenantSubscribersKey is a tenant's subscription hash of a pattern.
-func (k keyspace) tenantSubscribersKey(tenant, pattern string) string {
-	if tenant == "" {
-		return k.subscribersKey(pattern)
-	}
-	return k.registryTag() + ":t:" + tenant + ":sub:" + pattern
-}
-
-// tenantKey is the index of a tenant's webhooks ("" for none: webhooks with no tenant are listed by
-// List and filtered).
-func (k keyspace) tenantKey(tenant string) string { return k.registryTag() + ":t:" + tenant + ":all" }
-
 // ListTenant returns the webhooks of one tenant, secrets included, ordered like List. With tenant ""
 // it returns the webhooks with no tenant.
 func (r *WebhookRepo) ListTenant(ctx context.Context, tenant string) ([]*Webhook, error) {
@@ -82,7 +60,7 @@ func (r *WebhookRepo) ListTenant(ctx context.Context, tenant string) ([]*Webhook
 		}
 		return slices.DeleteFunc(all, func(w *Webhook) bool { return w.Tenant != "" }), nil
 	}
-	vals, err := rdb.IndexedWebhooks.Run(ctx, r.rdb, []string{r.keys.webhooksKey(), r.keys.tenantKey(tenant)}).StringSlice()
+	vals, err := rdb.IndexedWebhooks.Run(ctx, r.rdb, []string{r.keys.Webhooks(), r.keys.Tenant(tenant)}).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: list webhooks of tenant %s: %w", tenant, err)
 	}

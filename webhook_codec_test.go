@@ -75,9 +75,9 @@ func TestLegacyStoredWebhooksAreRead(t *testing.T) {
 	legacy := `{"id":"wh_old","t":"acme","url":"https://example.com/old","secret":"whsec_` +
 		`ePGEblhfgpWCEqlwhMWgCkqSMgAAnEI2WZ292YlBXc4=","desc":"old one","events":["a.*"],"off":false,"rl":3,` +
 		`"h":{"X-Team":"t"},"f":{"type":"a.b"},"c":1700000000123,"u":1700000000456}`
-	require.NoError(t, tr.rdb.HSet(ctx, d.keys.webhooksKey(), "wh_old", legacy).Err())
-	require.NoError(t, tr.rdb.HSet(ctx, d.keys.tenantKey("acme"), "wh_old", legacy).Err())
-	require.NoError(t, tr.rdb.HSet(ctx, d.keys.tenantSubscribersKey("acme", "a.*"), "wh_old", legacy).Err())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Webhooks(), "wh_old", legacy).Err())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Tenant("acme"), "wh_old", legacy).Err())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.TenantSubscribers("acme", "a.*"), "wh_old", legacy).Err())
 
 	want := Webhook{ID: "wh_old", Tenant: "acme", URL: "https://example.com/old",
 		Secret: "whsec_ePGEblhfgpWCEqlwhMWgCkqSMgAAnEI2WZ292YlBXc4=", Description: "old one", Events: []string{"a.*"},
@@ -98,12 +98,12 @@ func TestLegacyStoredWebhooksAreRead(t *testing.T) {
 	got.Description = "new"
 	_, err = d.Webhooks().Update(ctx, *got)
 	require.NoError(t, err)
-	raw, err := tr.rdb.HGet(ctx, d.keys.webhooksKey(), "wh_old").Result()
+	raw, err := tr.rdb.HGet(ctx, d.keys.Webhooks(), "wh_old").Result()
 	require.NoError(t, err)
 	assert.Contains(t, raw, `"description":"new"`)
 	assert.Contains(t, raw, `"tenant":"acme"`)
 	assert.NotContains(t, raw, `"desc"`)
-	v, err := tr.rdb.HGet(ctx, d.keys.tenantSubscribersKey("acme", "a.*"), "wh_old").Result()
+	v, err := tr.rdb.HGet(ctx, d.keys.TenantSubscribers("acme", "a.*"), "wh_old").Result()
 	require.NoError(t, err)
 	assert.Empty(t, v, "the subscription hash holds the id only")
 }

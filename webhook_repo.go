@@ -118,7 +118,7 @@ type WebhookRepo struct {
 	circuits *circuitStore
 	quota    int // Options.MaxWebhooksPerTenant
 	rdb      redis.UniversalClient
-	keys     keyspace
+	keys     rdb.Keys
 	now      func() time.Time
 	policy   egress.Policy
 	https    bool
@@ -272,7 +272,7 @@ func (r *WebhookRepo) Delete(ctx context.Context, id string) error {
 // List returns every registered webhook, of every tenant, secrets included, ordered by creation time
 // (ms), then by id.
 func (r *WebhookRepo) List(ctx context.Context) ([]*Webhook, error) {
-	all, err := r.rdb.HVals(ctx, r.keys.webhooksKey()).Result()
+	all, err := r.rdb.HVals(ctx, r.keys.Webhooks()).Result()
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: list webhooks: %w", err)
 	}
@@ -308,7 +308,7 @@ func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*stored
 }
 
 func (r *WebhookRepo) load(ctx context.Context, id string) (*storedWebhook, string, error) {
-	raw, err := r.rdb.HGet(ctx, r.keys.webhooksKey(), id).Result()
+	raw, err := r.rdb.HGet(ctx, r.keys.Webhooks(), id).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, "", fmt.Errorf("%w: webhook %q", ErrNotFound, id)
 	}
@@ -326,10 +326,10 @@ func (r *WebhookRepo) load(ctx context.Context, id string) (*storedWebhook, stri
 func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook, raw string, next *storedWebhook) error {
 	// The shard count is stored before a keyspace's first webhook, lest the keyspace look written
 	// before counts were stored (shards.go).
-	if err := r.keys.load(ctx, r.rdb); err != nil {
+	if err := loadKeys(ctx, r.keys, r.rdb); err != nil {
 		return fmt.Errorf("webhooks: save webhook %s: %w", id, err)
 	}
-	keys := []string{r.keys.webhooksKey()}
+	keys := []string{r.keys.Webhooks()}
 	tenant := ""
 	if old != nil {
 		keys, tenant = append(keys, r.subscriptionKeys(old)...), old.Tenant
@@ -349,7 +349,7 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 	}
 	withTenant := 0
 	if tenant != "" {
-		keys, withTenant = append(keys, r.keys.tenantKey(tenant)), 1
+		keys, withTenant = append(keys, r.keys.Tenant(tenant)), 1
 	}
 	res, err := rdb.SaveWebhook.Run(ctx, r.rdb, keys, id, raw, string(encoded), nold, quota, withTenant).Int()
 	switch {
@@ -373,7 +373,7 @@ func (r *WebhookRepo) subscriptionKeys(s *storedWebhook) []string {
 	}
 	keys := make([]string, 0, len(s.Events))
 	for _, p := range s.Events {
-		keys = append(keys, r.keys.tenantSubscribersKey(s.Tenant, p))
+		keys = append(keys, r.keys.TenantSubscribers(s.Tenant, p))
 	}
 	return keys
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // dueTargets are the webhooks a worker found due, as the registry holds them now.
@@ -385,7 +387,7 @@ func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []leasedDeliv
 // leaseDueScan is leaseDue reading the shards that mode says (scanReady). Inline attempts whose lease
 // ended that the scan finds are first taken into their queues, and those shards read again.
 func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) (jobs []leasedDelivery, next time.Time, more bool, err error) {
-	if err := d.keys.load(ctx, d.rdb); err != nil {
+	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return nil, time.Time{}, false, err
 	}
 	now := d.now()
@@ -510,7 +512,7 @@ func (d *Dispatcher) waitRateSlot(ctx context.Context, j leasedDelivery) (outcom
 	if j.webhook == nil || j.webhook.RateLimit <= 0 || j.webhook.Disabled {
 		return outcome{}, true
 	}
-	key, limit := d.keys.rateKey(j.webhook.ID), j.webhook.RateLimit
+	key, limit := d.keys.Rate(j.webhook.ID), j.webhook.RateLimit
 	delays, retryIn, err := takeRateSlots(ctx, d.rdb, key, limit, 1, rateHorizon)
 	// A process stalled past its slot (GC, a busy CPU) would send late, next to the slots granted after
 	// it: take a new slot instead, a few times at most.
@@ -546,5 +548,5 @@ func (j leasedDelivery) scopedEventID() string {
 	if j.webhook == nil {
 		return j.rec.EventID
 	}
-	return scopedEventID(j.webhook.Tenant, j.rec.EventID)
+	return rdb.ScopedEventID(j.webhook.Tenant, j.rec.EventID)
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	ks "github.com/smartdrop/webhooks/internal/keyspace"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // TestUnusedProbeIsGivenBack: a pass that takes an open circuit's probe and leases nothing with it (the
@@ -39,7 +39,7 @@ func TestUnusedProbeIsGivenBack(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, CircuitOpen, h.State)
 	s := shardOf("e1")
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(s), redis.Z{Score: float64(clock.Now().UnixMilli()), Member: wh.ID}).Err(),
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Ready(s), redis.Z{Score: float64(clock.Now().UnixMilli()), Member: wh.ID}).Err(),
 		"a ready entry left behind its emptied queue")
 
 	clock.Advance(2 * time.Minute) // the open period is over
@@ -71,14 +71,14 @@ func TestPassFilledByTheLocalHintReadsMarkedShards(t *testing.T) {
 	d, clock := newClockedDispatcher(t, tr, Options{})
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "x")
-	require.NoError(t, d.keys.load(ctx, d.rdb))
+	require.NoError(t, loadKeys(ctx, d.keys, d.rdb))
 	_, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, scanFull) // every shard read once
 	require.NoError(t, err)
 	_, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, scanIdle) // a sweep now: none due until the clock moves
 	require.NoError(t, err)
 
 	s := 3
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(s), redis.Z{Score: float64(clock.Now().UnixMilli()), Member: wh.ID}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Ready(s), redis.Z{Score: float64(clock.Now().UnixMilli()), Member: wh.ID}).Err())
 	due, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, scanSweep)
 	require.NoError(t, err)
 	assert.Empty(t, due, "a shard not marked is left to the sweep")
@@ -171,7 +171,7 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	var short []string // deliveries whose request came with less of their lease left than leaseLeftToAttempt
 	rc.setHook(func(r *http.Request) {
 		id := r.Header.Get("webhook-id")
-		shard, err := d.keys.shardOfDelivery(id)
+		shard, err := deliveryShard(d.keys, id)
 		if err == nil {
 			_, end, _ := queued(t, tr, d, shard, wh.ID, id)
 			if left := time.Duration(int64(end)-clock.Now().UnixMilli()) * time.Millisecond; left < d.leaseLeftToAttempt() {
@@ -298,7 +298,7 @@ func TestOlderScanDoesNotUndoANewerHint(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{})
-	require.NoError(t, d.keys.load(ctx, tr.rdb))
+	require.NoError(t, loadKeys(ctx, d.keys, tr.rdb))
 	h, now := d.hints(), time.Now()
 	due := now.Add(time.Second).UnixMilli()
 	older := scanRead{limit: 8, gen: h.gen.Add(1), entries: map[int][]redis.Z{0: nil}}
@@ -318,14 +318,14 @@ func leasedNow(t *testing.T, tr *testRedis, d *Dispatcher, webhookID string, now
 	ctx, after := context.Background(), strconv.FormatInt(now.UnixMilli()+1, 10)
 	n := int64(0)
 	for s := range d.keys.Shards {
-		k, err := tr.rdb.ZCount(ctx, d.keys.queueKey(s, webhookID), after, "+inf").Result()
+		k, err := tr.rdb.ZCount(ctx, d.keys.Queue(s, webhookID), after, "+inf").Result()
 		require.NoError(t, err)
 		n += k
 		// Inline attempts are leased by their claims, their entries in the inline zset.
-		entries, err := tr.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.inlineKey(s), ByScore: true, Start: after, Stop: "+inf"}).Result()
+		entries, err := tr.rdb.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.Inline(s), ByScore: true, Start: after, Stop: "+inf"}).Result()
 		require.NoError(t, err)
 		for _, e := range entries {
-			if _, wid, ok := ks.SplitInlineEntry(e); ok && wid == webhookID {
+			if _, wid, ok := rdb.SplitInlineEntry(e); ok && wid == webhookID {
 				n++
 			}
 		}

@@ -181,13 +181,13 @@ func TestRedeliverExtendsRecordAndBody(t *testing.T) {
 	require.NoError(t, err)
 	s := shardOf("ext")
 	// Shorten both so an extension is visible.
-	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.deliveryKey(s, id), time.Hour).Err())
-	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.eventKey(s, "ext"), time.Hour).Err())
+	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.Delivery(s, id), time.Hour).Err())
+	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.Event(s, "ext"), time.Hour).Err())
 	_, err = d.Redeliver(ctx, id)
 	require.NoError(t, err)
-	recTTL := tr.rdb.PTTL(ctx, d.keys.deliveryKey(s, id)).Val()
+	recTTL := tr.rdb.PTTL(ctx, d.keys.Delivery(s, id)).Val()
 	assert.Greater(t, recTTL, DefaultRetention-time.Minute)
-	evtTTL := tr.rdb.PTTL(ctx, d.keys.eventKey(s, "ext")).Val()
+	evtTTL := tr.rdb.PTTL(ctx, d.keys.Event(s, "ext")).Val()
 	assert.InDelta(t, recTTL.Milliseconds(), evtTTL.Milliseconds(), 50)
 }
 
@@ -252,17 +252,17 @@ func TestCorruptRecordIsSkipped(t *testing.T) {
 	good := res[0].Delivery.ID
 
 	s := shardOf("good")
-	sched := d.keys.queueKey(s, res[0].WebhookID)
+	sched := d.keys.Queue(s, res[0].WebhookID)
 	short, hash, garbled, gone := fmt.Sprintf("dlv_%02x%024d", s, 1), fmt.Sprintf("dlv_%02x%024d", s, 2),
 		fmt.Sprintf("dlv_%02x%024d", s, 3), fmt.Sprintf("dlv_%02x%024d", s, 4)
-	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, short), "garbage", time.Hour).Err())
-	require.NoError(t, tr.rdb.HSet(ctx, d.keys.deliveryKey(s, hash), "s", "pending", "n", "many").Err())
-	require.NoError(t, tr.rdb.Set(ctx, d.keys.deliveryKey(s, garbled), strings.Repeat("x", 40), time.Hour).Err())
+	require.NoError(t, tr.rdb.Set(ctx, d.keys.Delivery(s, short), "garbage", time.Hour).Err())
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Delivery(s, hash), "s", "pending", "n", "many").Err())
+	require.NoError(t, tr.rdb.Set(ctx, d.keys.Delivery(s, garbled), strings.Repeat("x", 40), time.Hour).Err())
 	due := float64(clock.Now().UnixMilli())
 	for _, id := range []string{short, hash, garbled, gone} {
 		require.NoError(t, tr.rdb.ZAdd(ctx, sched, redis.Z{Score: due, Member: id}).Err())
 	}
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.readyKey(s), redis.Z{Score: due, Member: res[0].WebhookID}).Err())
+	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Ready(s), redis.Z{Score: due, Member: res[0].WebhookID}).Err())
 
 	rc.status.Store(http.StatusOK)
 	clock.Advance(2 * time.Minute)
@@ -429,12 +429,12 @@ func TestExpiredRecordLeavesTheSchedule(t *testing.T) {
 	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "exp"})
 	require.NoError(t, err)
 	s := shardOf("exp")
-	require.NoError(t, tr.rdb.Del(ctx, d.keys.deliveryKey(s, res[0].Delivery.ID)).Err()) // as if expired
+	require.NoError(t, tr.rdb.Del(ctx, d.keys.Delivery(s, res[0].Delivery.ID)).Err()) // as if expired
 	clock.Advance(2 * time.Minute)
 	n, err := d.ProcessDue(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 0, n)
-	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.readyKey(s)).Val())
+	assert.Zero(t, tr.rdb.ZCard(ctx, d.keys.Ready(s)).Val())
 	assert.Equal(t, 1, rc.count())
 }
 
@@ -512,7 +512,7 @@ func TestNoGoroutineOutlivesItsCall(t *testing.T) {
 			return false
 		}
 		for s := range shardCount {
-			if tr.rdb.ZCard(ctx, d.keys.readyKey(s)).Val() != 0 {
+			if tr.rdb.ZCard(ctx, d.keys.Ready(s)).Val() != 0 {
 				return false
 			}
 		}

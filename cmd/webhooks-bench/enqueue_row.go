@@ -13,7 +13,7 @@ import (
 
 	"github.com/smartdrop/webhooks"
 	"github.com/smartdrop/webhooks/cmd/webhooks-bench/internal/e2e"
-	"github.com/smartdrop/webhooks/internal/keyspace"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // runEnqueue measures Enqueue from -concurrency goroutines with one Run of the same Dispatcher
@@ -109,10 +109,10 @@ func (e *env) waitScheduleClean(ctx context.Context, prefix string) error {
 	if e.polls == nil {
 		e.polls = map[string]int64{}
 	}
-	layout := keyspace.NewLayout(prefix, webhooks.DefaultShards)
+	ks := rdb.KeysOf(prefix, webhooks.DefaultShards)
 	keys := make([]string, webhooks.DefaultShards)
 	for s := range keys {
-		keys[s] = layout.Tag(s) + ":ready"
+		keys[s] = ks.Ready(s)
 	}
 	for time.Since(start) < 30*time.Second {
 		due, left := int64(0), int64(0)

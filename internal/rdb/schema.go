@@ -2,14 +2,13 @@ package rdb
 
 // Redis schema: every key the library writes, one line per key pattern (TestSchemaListsEveryKey reads
 // this table, and fails on a key it does not list, of another type, or on a line no key matches).
-// P is Options.KeyPrefix; s is the event's shard, keyspace.ShardOf(event id) in [0, Shards). Every key
-// of one event's deliveries carries its shard's hash tag, written {P:s} below: it is {P:t<n>},
-// chosen by hash slot (shards.go).
-// So every script below touches one hash slot, and the shards spread the load evenly over the masters
-// of a Redis Cluster. The registry's keys share the tag {P:registry}; a rate limiter has a tag of its
-// own. Keys are built in Go (keys.go and the files named below) and passed in KEYS; ids follow the
-// tag, so no id can change which slot a key hashes to. <event_id> is scoped by tenant (scopedEventID),
-// <pattern> is a subscription pattern (`pool.*`).
+// P is Options.KeyPrefix; s is the event's shard, Layout.ShardOf(event id) in [0, Shards). Every key of
+// one event's deliveries carries its shard's hash tag, written {P:s} below: it is {P:t<n>}, chosen by
+// hash slot (tags.go), so every script touches one hash slot, and the shards spread the load evenly
+// over the masters of a Redis Cluster. The registry's keys share the tag {P:registry}; a rate limiter
+// and an OAuth2 token have tags of their own. Keys are built in Go (Keys, keys.go) and passed in KEYS;
+// ids follow the tag, so no id can change which slot a key hashes to. <event_id> is scoped by tenant
+// (ScopedEventID), <pattern> is a subscription pattern (`pool.*`).
 //
 //	{P:s}:rec:<h>                          string  the pair's claim and delivery record (record.go)  TTL Retention
 //	{P:s}:evt:<event_id>                   string  the event's fingerprint, then its request body, stored once per
@@ -31,7 +30,7 @@ package rdb
 //	{P:s}:evt:<event_id>                   string  for an ordered event (Event.OrderKey), in its id's shard: "\x00" +
 //	                                               its order key, the marker that keeps the id to that key   TTL Retention+5m
 //	{P:s}:oevt:<event_id>                  string  an ordered event's request body, in the shard of its (tenant, order
-//	                                               key) (keyspace.orderShard, ordered.go), which its delivery ids carry
+//	                                               key) (Keys.OrderShard), which its delivery ids carry
 //	                                               TTL ≥ every record of the event
 //	{P:s}:seq:<webhook_id>:<order_key>     list    delivery ids of the (webhook, key) in claim order; only the head is
 //	                                               in the webhook's queue   TTL ≥ Retention from the last append
@@ -49,7 +48,7 @@ package rdb
 //	{P:registry}:hourly:<webhook_id>       hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
 //	                                               successes/failures in hour h (Unix hours; hourly.go); written by
 //	                                               the circuit count; TTL 25 h from the first count of its newest hour
-//	{P:registry}:shards                    string  the shard count, "<S>" (shards.go); no TTL
+//	{P:registry}:shards                    string  the shard count, "<S>" (Keys.Load); no TTL
 //	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,
 //	                                               Redis time) (ratelimit.go)  TTL 1 s after that slot
 //	{P:oauth:<webhook_id>}                 string  the webhook's OAuth2 token, "<expiry ms> <credentials fingerprint>
