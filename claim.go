@@ -90,8 +90,11 @@ func flag(b bool) int {
 // indexTTLs remembers when this Dispatcher last had each index key's TTL checked, so that a claim
 // checks it (PTTL, and PEXPIRE when short) once per 1/64 of a retention per key instead of on every
 // append: an index key's TTL is set to a retention and 1/64 more, so it outlives every entry appended
-// within that 1/64. A check is remembered only once the claim that made it has succeeded. Safe for
-// concurrent use.
+// within that 1/64. A check is remembered only once the claim that made it has succeeded. It only ever
+// spares the extension of a key that has a TTL: a stream the script creates (the key expired, was
+// evicted or deleted since) gets its TTL whatever this remembers (lib/index.lua), and the replay index's
+// TTL is checked with every entry; here it decides only when that index is pruned
+// (TestEveryKeyExpiresWhenWrittenAgain). Safe for concurrent use.
 type indexTTLs struct {
 	mu    sync.Mutex
 	every time.Duration

@@ -172,6 +172,15 @@ func TestSchemaListsEveryKey(t *testing.T) {
 	assert.Empty(t, unlisted, "keys the schema comment of internal/rdb/schema.go does not list (with their type)")
 	assert.Empty(t, unwritten, "schema lines no key of the workload matched: a key gone, or a feature the workload misses")
 	t.Logf("%d keys seen, %d schema lines", len(kw.seen), len(schema))
+
+	// Every key the workload left that grows with the events has a TTL (guarantee 3).
+	var noTTL []string
+	for _, k := range tr.keys(t) {
+		if ttl, err := tr.rdb.PTTL(context.Background(), k).Result(); err == nil && ttl == -time.Nanosecond && !keyWithoutTTLAllowed(k) {
+			noTTL = append(noTTL, k)
+		}
+	}
+	assert.Empty(t, noTTL, "keys without a TTL that are not the registry's or the schedule's")
 }
 
 // TestSchemaParse checks the parser on a schema of its own: a key whose line is removed is reported,

@@ -68,7 +68,7 @@ const (
 const (
 	ReplayOff   = "0" // Options.ReplayIndex is off: no entry
 	ReplayAdd   = "1" // add the event's entry when its body is first stored
-	ReplayPrune = "2" // the same, then prune the key's old entries and check its TTL
+	ReplayPrune = "2" // the same, then prune the key's old entries
 )
 
 const (

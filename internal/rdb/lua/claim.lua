@@ -65,12 +65,14 @@ end
 local replay = ARGV[4 + 7 * n]
 local indexed = replay ~= '{{ReplayOff}}'
 -- The replay index: one entry per event, written when its body is first stored.
+-- Its TTL is checked with every entry (the key may have expired since the caller last pruned it);
+-- old entries are pruned when the caller asks.
 if storeEvent(KEYS[1], stored, ARGV[3], retention, fresh > 0 or (indexed and not stored), reply) and indexed then
   redis.call('ZADD', KEYS[#KEYS], now, ARGV[5 + 7 * n])
+  extend(KEYS[#KEYS], retention, math.floor(retention / 64))
 end
 if replay == '{{ReplayPrune}}' then
   redis.call('ZREMRANGEBYSCORE', KEYS[#KEYS], '-inf', '(' .. (now - retention))
-  extend(KEYS[#KEYS], retention, math.floor(retention / 64))
 end
 for i = 1, n do
   if created[i] then
