@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 
-	"time"
-
 	"github.com/redis/go-redis/v9"
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
@@ -18,52 +16,6 @@ const (
 	// maxHistoryBody is how much of a response body an attempt keeps.
 	maxHistoryBody = 1 << 10
 )
-
-// Status is the state of a delivery.
-type Status string
-
-// The states of a delivery. A pending delivery has an attempt due or in flight; success and failed are
-// final until Redeliver resets a failed one.
-const (
-	StatusPending Status = "pending"
-	StatusSuccess Status = "success"
-	StatusFailed  Status = "failed"
-)
-
-// Delivery is one (webhook, event) pair's delivery: every attempt to send that event to that webhook.
-type Delivery struct {
-	ID             string    `json:"id"`
-	WebhookID      string    `json:"webhook_id"`
-	EventID        string    `json:"event_id"`
-	EventType      string    `json:"event_type"`
-	Status         Status    `json:"status"`
-	Attempts       int       `json:"attempts"`
-	NextAttemptAt  time.Time `json:"next_attempt_at,omitzero"`
-	LastStatusCode int       `json:"last_status_code,omitempty"`
-	LastError      string    `json:"last_error,omitempty"`
-	CreatedAt      time.Time `json:"created_at"`
-	UpdatedAt      time.Time `json:"updated_at"`
-	// ExpiresAt is when the record and its claim expire (Options.Retention after creation or the last
-	// Redeliver).
-	ExpiresAt time.Time `json:"expires_at"`
-	// History holds the most recent attempts, oldest first (at most 10).
-	History []Attempt `json:"history,omitempty"`
-	// OrderKey is the event's Event.OrderKey ("" for an unordered event): deliveries of one webhook
-	// with the same key are attempted one at a time, in the order their events were accepted. A
-	// pending ordered delivery waiting behind earlier ones has a zero NextAttemptAt;
-	// DeliveryRepo.Position says how many are ahead of it.
-	OrderKey string `json:"order_key,omitempty"`
-}
-
-// Attempt is one HTTP attempt of a delivery.
-type Attempt struct {
-	At         time.Time     `json:"at"`
-	Duration   time.Duration `json:"duration"`
-	StatusCode int           `json:"status_code,omitempty"`
-	Error      string        `json:"error,omitempty"`
-	// Response is the start of the response body (at most 1 KiB).
-	Response string `json:"response,omitempty"`
-}
 
 func isNil(err error) bool { return errors.Is(err, redis.Nil) }
 

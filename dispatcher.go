@@ -21,28 +21,6 @@ import (
 	"github.com/smartdrop/webhooks/internal/sealed"
 )
 
-// Result is the outcome of a Dispatch (or Enqueue) for one subscribed webhook.
-//
-// The contract: a Result whose pair is recorded (sent, scheduled, or a duplicate) has a non-nil
-// Delivery. Its Err, if any, wraps ErrDeferred (recorded and scheduled, but this call's attempt was
-// not made or its outcome not written: a worker makes it), ErrLeaseLost or ErrCorruptRecord; the
-// pair is accepted all the same. A Result whose pair could not be claimed has a nil Delivery and an
-// Err saying why, and the call that returned it also returned an error wrapping ErrNotAccepted. An
-// HTTP failure is not an error here but a pending Delivery with LastError and NextAttemptAt.
-type Result struct {
-	WebhookID string
-	// Delivery is the pair's delivery: as this call's first attempt left it when the call created
-	// it, or the existing record when Duplicate is set; nil only when the pair was not accepted.
-	Delivery *Delivery
-	// Duplicate is set when the pair had been dispatched before: nothing was sent.
-	Duplicate bool
-	// Err is this target's own problem; see the type's doc for what it means for the pair.
-	Err error
-}
-
-// Accepted reports whether the pair is durably recorded: sent, scheduled or a duplicate.
-func (r Result) Accepted() bool { return r.Delivery != nil }
-
 // Dispatcher delivers events to the webhooks that subscribe to them. It is safe for concurrent use, and
 // any number of Dispatchers (in one process or many) may share one Redis.
 type Dispatcher struct {
@@ -170,7 +148,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) ([]Result, error) 
 func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bool) (rs []Result, err error) {
 	ctx, end := d.startCall(ctx, op, evt)
 	defer func() { end(rs, err) }()
-	if err := evt.validate(); err != nil {
+	if err := validateEvent(evt); err != nil {
 		return nil, err
 	}
 	if err := d.checkReserved(evt.Type); err != nil {

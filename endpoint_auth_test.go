@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/types"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -104,7 +105,7 @@ func TestBasicAndBearerAuth(t *testing.T) {
 		_, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"a.b"}, Auth: tc.auth,
 			Headers: map[string]string{"X-Team": "core"}})
 		require.NoError(t, err)
-		_, err = d.Dispatch(ctx, Event{Type: "a.b", ID: "e-" + tc.auth.kinds()[0]})
+		_, err = d.Dispatch(ctx, Event{Type: "a.b", ID: "e-" + types.AuthKinds(tc.auth)[0]})
 		require.NoError(t, err)
 		reqs := rc.requests()
 		require.Len(t, reqs, 1)

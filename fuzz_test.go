@@ -38,7 +38,7 @@ func FuzzEventValidation(f *testing.F) {
 	}
 	keys := newKeyspace("fuzz")
 	f.Fuzz(func(t *testing.T, eventType, id string) {
-		err := Event{Type: eventType, ID: id}.validate()
+		err := validateEvent(Event{Type: eventType, ID: id})
 		if err != nil {
 			return
 		}

@@ -185,7 +185,7 @@ func (d *Dispatcher) sendOperational(ctx context.Context, typ, id, key string, a
 // enqueueOperational enqueues evt, as Enqueue does, to its tenant's webhooks that subscribe to its type
 // by name or prefix (`circuit.*`; `*` alone does not select operational events), except webhook about.
 func (d *Dispatcher) enqueueOperational(ctx context.Context, evt Event, about string) error {
-	if err := evt.validate(); err != nil {
+	if err := validateEvent(evt); err != nil {
 		return err
 	}
 	body, err := d.encode(evt)

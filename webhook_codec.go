@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/sealed"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // storedWebhook is a webhook as the registry stores it: its JSON, and the secret it is rotating away
@@ -69,7 +70,7 @@ func (s *storedWebhook) open(ring *sealed.Ring) {
 // sealedCopy is s with its sealed fields sealed under ring's first key (s itself unchanged).
 func (s *storedWebhook) sealedCopy(ring *sealed.Ring) (*storedWebhook, error) {
 	c := *s
-	c.Auth = s.Auth.clone()
+	c.Auth = authClone(s.Auth)
 	for name, f := range c.sealedFields() {
 		v, err := ring.Seal(*f, sealedAAD(c.ID, name))
 		if err != nil {
@@ -90,21 +91,21 @@ func decodeStored(raw string, ring *sealed.Ring) (*storedWebhook, error) {
 	return &s, nil
 }
 
-// normalize puts a webhook in its stored form: times to the millisecond in UTC, patterns without
+// normalizeWebhook puts a webhook in its stored form: times to the millisecond in UTC, patterns without
 // duplicates, canonical header names, a compact filter; PublicKey and Asymmetric are not stored (one
 // follows from the secret, the other only asks Create for a kind of key).
-func (w *Webhook) normalize() {
+func normalizeWebhook(w *Webhook) {
 	w.CreatedAt, w.UpdatedAt = w.CreatedAt.UTC().Truncate(time.Millisecond), w.UpdatedAt.UTC().Truncate(time.Millisecond)
 	w.Events, w.Headers, w.Filter = compactPatterns(w.Events), canonicalHeaders(w.Headers), compactFilter(w.Filter)
 	w.PublicKey, w.Asymmetric = "", false
-	if w.Auth != nil && len(w.Auth.kinds()) > 0 {
+	if w.Auth != nil && len(types.AuthKinds(w.Auth)) > 0 {
 		w.Auth.Type, w.Auth.Set = "", false
 	}
 }
 
-// keptFields copies from cur the fields Update and PATCH never change: identity, tenant, secret and
+// keepFields copies to w from cur the fields Update and PATCH never change: identity, tenant, secret and
 // creation time.
-func (w *Webhook) keptFields(cur *Webhook) {
+func keepFields(w, cur *Webhook) {
 	w.ID, w.Tenant, w.Secret, w.PublicKey, w.Asymmetric, w.CreatedAt = cur.ID, cur.Tenant, cur.Secret, cur.PublicKey,
 		cur.Asymmetric, cur.CreatedAt
 	w.UpdatedAt = cur.UpdatedAt
@@ -127,7 +128,7 @@ func serverSetFields(w *Webhook) string {
 func (s *storedWebhook) webhook() *Webhook {
 	w := s.Webhook
 	w.Events, w.Headers, w.Filter = slices.Clone(s.Events), maps.Clone(s.Headers), slices.Clone(s.Filter)
-	w.Auth = s.Auth.clone()
+	w.Auth = authClone(s.Auth)
 	if pk, err := PublicKey(s.Secret); err == nil {
 		w.PublicKey = pk
 	}
@@ -239,17 +240,17 @@ func applyPatch(cur *Webhook, patch []byte) (Webhook, error) {
 		return Webhook{}, err
 	}
 	kept := next
-	kept.keptFields(cur)
+	keepFields(&kept, cur)
 	if a, b := encodeWebhook(&kept), encodeWebhook(&next); !bytes.Equal(a, b) {
 		return Webhook{}, fmt.Errorf("%w: PATCH does not change id, tenant, secret, public_key, asymmetric, created_at or updated_at",
 			errBadRequest)
 	}
-	if kept.Auth.isView() { // the API's view sent back: keep the credentials
-		if cur.Auth.view() == nil || *kept.Auth != *cur.Auth.view() {
+	if authIsView(kept.Auth) { // the API's view sent back: keep the credentials
+		if authView(cur.Auth) == nil || *kept.Auth != *authView(cur.Auth) {
 			return Webhook{}, fmt.Errorf("%w: auth: give the credentials of one method, or send back the webhook's own view of it",
 				ErrInvalidWebhook)
 		}
-		kept.Auth = cur.Auth.clone()
+		kept.Auth = authClone(cur.Auth)
 	}
 	for name, v := range kept.Headers {
 		if v != "" {
@@ -275,7 +276,7 @@ func encodeWebhook(w *Webhook) []byte {
 // secret only when withSecret (create and rotate-secret).
 func apiView(w *Webhook, withSecret bool) *Webhook {
 	v := *w
-	v.Auth = w.Auth.view()
+	v.Auth = authView(w.Auth)
 	if !withSecret {
 		v.Secret = ""
 	}

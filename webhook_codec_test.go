@@ -52,7 +52,7 @@ func TestWebhookJSONIsTheCodec(t *testing.T) {
 	resolved := subs[0].webhook()
 	for name, got := range map[string]*Webhook{"stored": stored, "resolved": resolved} {
 		want := in
-		want.keptFields(stored)
+		keepFields(&want, stored)
 		want.UpdatedAt = stored.UpdatedAt
 		assert.Equal(t, want, *got, name)
 	}

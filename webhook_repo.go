@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -42,55 +41,6 @@ const (
 	// MaxEventPatternsBytes bounds the total length of a webhook's subscription patterns.
 	MaxEventPatternsBytes = 4096
 )
-
-// Webhook is a subscriber: a URL that receives the events its Events patterns select, among the events
-// of its Tenant.
-type Webhook struct {
-	ID string `json:"id"`
-	// Tenant is the customer the webhook belongs to: it receives only events of that tenant (an event
-	// with no tenant reaches only webhooks with none). "" means no tenant. Set at Create, never changed;
-	// at most MaxTenantLen bytes of [A-Za-z0-9_.-].
-	Tenant string `json:"tenant,omitempty"`
-	URL    string `json:"url"`
-	// Secret is the signing secret: "whsec_" + base64 (Standard Webhooks v1, HMAC-SHA256), or "whsk_"
-	// + base64 (v1a, an ed25519 private key; receivers get PublicKey). Create fills it, of the kind
-	// Asymmetric asks for, unless one is given.
-	Secret string `json:"secret,omitempty"`
-	// PublicKey is the "whpk_" key receivers verify v1a signatures with, when Secret is a "whsk_" key.
-	PublicKey string `json:"public_key,omitempty"`
-	// Asymmetric asks Create for an ed25519 (v1a) key when no Secret is given.
-	Asymmetric  bool   `json:"asymmetric,omitempty"`
-	Description string `json:"description,omitempty"`
-	// Events are subscription patterns: an exact type (`pool.created`), a prefix wildcard (`pool.*`,
-	// any depth) or `*`.
-	Events   []string `json:"events"`
-	Disabled bool     `json:"disabled"`
-	// RateLimit bounds the requests per second sent to the webhook, by every replica together
-	// (inline attempts included): a delivery over the limit waits for the worker, it is not failed.
-	// 0 means unlimited; at most MaxRateLimit.
-	RateLimit int `json:"rate_limit,omitempty"`
-	// Headers are extra request headers sent with every attempt, e.g. a receiver's own auth token.
-	// Names the library sets or that control the connection are refused (see ReservedHeaders); at
-	// most MaxHeaders, each value at most MaxHeaderValueLen bytes with no line break. Never logged.
-	Headers map[string]string `json:"headers,omitempty"`
-	// Filter is an optional JSON filter over the event ({"type": …, "data": …}); an event it does not
-	// match gets no delivery to this webhook (nothing is claimed). nil matches every event. See
-	// the package doc's "Filters" for the operators.
-	Filter json.RawMessage `json:"filter,omitempty"`
-	// Auth is how attempts authenticate to the endpoint (basic, bearer, OAuth2 client credentials or a
-	// TLS client certificate); nil sends no credentials. See EndpointAuth.
-	Auth      *EndpointAuth `json:"auth,omitempty"`
-	CreatedAt time.Time     `json:"created_at"`
-	UpdatedAt time.Time     `json:"updated_at"`
-}
-
-// String describes a webhook without its secret.
-func (w Webhook) String() string {
-	return fmt.Sprintf("Webhook{ID:%s Tenant:%s URL:%s Events:%v Disabled:%t}", w.ID, w.Tenant, w.URL, w.Events, w.Disabled)
-}
-
-// GoString is String, so %#v does not print the secret either.
-func (w Webhook) GoString() string { return w.String() }
 
 // secrets returns the keys that sign a request at now: the current one, and the previous one during a
 // rotation's grace period (v1 and v1a may mix).
@@ -175,7 +125,7 @@ func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
 	} else if err := validateSigningSecret(s.Secret); err != nil {
 		return nil, err
 	}
-	s.normalize()
+	normalizeWebhook(&s.Webhook)
 	if err := r.validate(s); err != nil {
 		return nil, err
 	}
@@ -208,9 +158,9 @@ func (r *WebhookRepo) Update(ctx context.Context, w Webhook) (*Webhook, error) {
 
 // replace puts w in s's place, keeping the fields Update does not change, and validates it.
 func (r *WebhookRepo) replace(s *storedWebhook, w Webhook) error {
-	w.keptFields(&s.Webhook)
+	keepFields(&w, &s.Webhook)
 	s.Webhook = w
-	s.normalize()
+	normalizeWebhook(&s.Webhook)
 	return r.validate(s)
 }
 
@@ -296,7 +246,7 @@ func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*stored
 			return nil, err
 		}
 		next.UpdatedAt = r.now()
-		next.normalize()
+		normalizeWebhook(&next.Webhook)
 		if err := r.saveRaw(ctx, id, old, raw, &next); !errors.Is(err, ErrConflict) {
 			if err != nil {
 				return nil, err

@@ -1,4 +1,4 @@
-package webhooks
+package types
 
 // Every sentinel error of the package. Calls wrap them with %w and context; test with errors.Is.
 

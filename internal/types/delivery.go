@@ -1,0 +1,73 @@
+package types
+
+import "time"
+
+// A delivery of one event to one webhook, its attempts, and the result of dispatching it.
+
+// Status is the state of a delivery.
+type Status string
+
+// The states of a delivery. A pending delivery has an attempt due or in flight; success and failed are
+// final until Redeliver resets a failed one.
+const (
+	StatusPending Status = "pending"
+	StatusSuccess Status = "success"
+	StatusFailed  Status = "failed"
+)
+
+// Delivery is one (webhook, event) pair's delivery: every attempt to send that event to that webhook.
+type Delivery struct {
+	ID             string    `json:"id"`
+	WebhookID      string    `json:"webhook_id"`
+	EventID        string    `json:"event_id"`
+	EventType      string    `json:"event_type"`
+	Status         Status    `json:"status"`
+	Attempts       int       `json:"attempts"`
+	NextAttemptAt  time.Time `json:"next_attempt_at,omitzero"`
+	LastStatusCode int       `json:"last_status_code,omitempty"`
+	LastError      string    `json:"last_error,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
+	UpdatedAt      time.Time `json:"updated_at"`
+	// ExpiresAt is when the record and its claim expire (Options.Retention after creation or the last
+	// Redeliver).
+	ExpiresAt time.Time `json:"expires_at"`
+	// History holds the most recent attempts, oldest first (at most 10).
+	History []Attempt `json:"history,omitempty"`
+	// OrderKey is the event's Event.OrderKey ("" for an unordered event): deliveries of one webhook
+	// with the same key are attempted one at a time, in the order their events were accepted. A
+	// pending ordered delivery waiting behind earlier ones has a zero NextAttemptAt;
+	// DeliveryRepo.Position says how many are ahead of it.
+	OrderKey string `json:"order_key,omitempty"`
+}
+
+// Attempt is one HTTP attempt of a delivery.
+type Attempt struct {
+	At         time.Time     `json:"at"`
+	Duration   time.Duration `json:"duration"`
+	StatusCode int           `json:"status_code,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	// Response is the start of the response body (at most 1 KiB).
+	Response string `json:"response,omitempty"`
+}
+
+// Result is the outcome of a Dispatch (or Enqueue) for one subscribed webhook.
+//
+// The contract: a Result whose pair is recorded (sent, scheduled, or a duplicate) has a non-nil
+// Delivery. Its Err, if any, wraps ErrDeferred (recorded and scheduled, but this call's attempt was
+// not made or its outcome not written: a worker makes it), ErrLeaseLost or ErrCorruptRecord; the
+// pair is accepted all the same. A Result whose pair could not be claimed has a nil Delivery and an
+// Err saying why, and the call that returned it also returned an error wrapping ErrNotAccepted. An
+// HTTP failure is not an error here but a pending Delivery with LastError and NextAttemptAt.
+type Result struct {
+	WebhookID string
+	// Delivery is the pair's delivery: as this call's first attempt left it when the call created
+	// it, or the existing record when Duplicate is set; nil only when the pair was not accepted.
+	Delivery *Delivery
+	// Duplicate is set when the pair had been dispatched before: nothing was sent.
+	Duplicate bool
+	// Err is this target's own problem; see the type's doc for what it means for the pair.
+	Err error
+}
+
+// Accepted reports whether the pair is durably recorded: sent, scheduled or a duplicate.
+func (r Result) Accepted() bool { return r.Delivery != nil }
