@@ -149,6 +149,7 @@ func TestAuthIsWriteOnlyInTheAPI(t *testing.T) {
 			call := func(method, path, body string, want int) map[string]any {
 				t.Helper()
 				req := httptest.NewRequestWithContext(ctx, method, path, strings.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
 				if h.token != "" {
 					req.Header.Set("Authorization", "Bearer "+h.token)
 				}

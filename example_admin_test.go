@@ -45,6 +45,7 @@ func ExampleDispatcher_Handler() {
 
 	call := func(method, path, body string, auth bool) {
 		req, _ := http.NewRequest(method, server.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		if auth {
 			req.Header.Set("Authorization", "Bearer operator-token")
 		}

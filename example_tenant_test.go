@@ -94,6 +94,7 @@ func ExampleDispatcher_Portal() {
 	}
 	call := func(method, path, body string) int {
 		req, _ := http.NewRequest(method, portal.URL+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+token)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

@@ -52,6 +52,7 @@ func (c *apiClient) do(method, path, body string) apiResponse {
 	}
 	req, err := http.NewRequest(method, c.base+path, rd)
 	require.NoError(c.t, err)
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)
 	require.NoError(c.t, err)
 	defer resp.Body.Close()

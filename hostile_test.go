@@ -60,6 +60,7 @@ func portalCall(t *testing.T, srv *httptest.Server, tok, method, path, body stri
 	t.Helper()
 	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}

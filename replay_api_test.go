@@ -50,6 +50,7 @@ func TestReplayRoute(t *testing.T) {
 		token, err := d.PortalToken(tenant, time.Hour)
 		require.NoError(t, err)
 		req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/webhooks/"+id+"/replay", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Authorization", "Bearer "+token)
 		rec := httptest.NewRecorder()
 		d.Portal().ServeHTTP(rec, req)

@@ -145,6 +145,7 @@ func (w *schemaWorkload) answering(status int, pattern string) (*receiver, *Webh
 func (w *schemaWorkload) serve(h http.Handler, method, path, token, body string, want int) {
 	w.t.Helper()
 	req := httptest.NewRequestWithContext(w.ctx, method, path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

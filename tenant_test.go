@@ -241,6 +241,7 @@ func TestPortal(t *testing.T) {
 	call := func(tok, method, path, body string) int {
 		req, err := http.NewRequestWithContext(ctx, method, srv.URL+path, strings.NewReader(body))
 		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
 		if tok != "" {
 			req.Header.Set("Authorization", "Bearer "+tok)
 		}

@@ -121,6 +121,9 @@ func NewPortal(b Backend, log *slog.Logger) http.Handler {
 			h.ServeHTTP(w, r) // no data: every API call the UI makes needs the token
 			return
 		}
+		if !guard(w, r) {
+			return
+		}
 		tenant, err := authenticate(b, r)
 		if err != nil {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="webhooks portal"`)

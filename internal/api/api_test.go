@@ -103,6 +103,9 @@ func (fakeBackend) Classify(err error) Kind {
 
 func serve(h http.Handler, method, target, token, body string) *httptest.ResponseRecorder {
 	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}

@@ -111,6 +111,9 @@ func scopeOf(r *http.Request) Scope {
 // serve routes a request within a scope; a request no route takes gets the mux's status (404, or 405
 // with Allow) as JSON.
 func (rt *router) serve(w http.ResponseWriter, r *http.Request, s Scope) {
+	if !guard(w, r) {
+		return
+	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBody)
 	r = r.WithContext(context.WithValue(r.Context(), scopeKey{}, s))
 	mh, pattern := rt.mux.Handler(r)
