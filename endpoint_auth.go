@@ -17,9 +17,11 @@ import (
 
 // Bounds of Webhook.Auth.
 const (
-	// MaxAuthValueLen bounds a user name, password, bearer token, client id or secret, scope or
-	// audience, in bytes.
+	// MaxAuthValueLen bounds a user name, password, bearer token, client id or secret, or audience, in
+	// bytes; and an OAuth2 credentials' scopes together, as the space-separated scope parameter.
 	MaxAuthValueLen = 4096
+	// MaxOAuth2Scopes bounds the number of an OAuth2 credentials' scopes.
+	MaxOAuth2Scopes = 64
 	// MaxPEMLen bounds a ClientCert's certificate chain, key and CA together, in bytes.
 	MaxPEMLen = 16 << 10
 )
@@ -115,10 +117,16 @@ func (r *WebhookRepo) validateOAuth2(o *OAuth2ClientCredentials) error {
 		return fmt.Errorf("%w: auth.oauth2.token_url may not carry credentials", ErrInvalidWebhook)
 	}
 	vals := map[string]string{"oauth2.client_id": o.ClientID, "oauth2.client_secret": o.ClientSecret}
+	if len(o.Scopes) > MaxOAuth2Scopes {
+		return fmt.Errorf("%w: auth.oauth2.scopes: %d scopes, at most %d", ErrInvalidWebhook, len(o.Scopes), MaxOAuth2Scopes)
+	}
 	for _, s := range o.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t") {
-			return fmt.Errorf("%w: auth.oauth2.scopes: %q is not one scope", ErrInvalidWebhook, s)
+			return fmt.Errorf("%w: auth.oauth2.scopes: %.40q is not one scope", ErrInvalidWebhook, s)
 		}
+	}
+	if len(o.Scopes) > 0 {
+		vals["oauth2.scopes"] = strings.Join(o.Scopes, " ") // the scope parameter: bounded as one value
 	}
 	if o.Audience != "" {
 		vals["oauth2.audience"] = o.Audience

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -63,6 +64,16 @@ func TestEndpointAuthValidation(t *testing.T) {
 			ClientSecret: "s"}), nil, false},
 		{"oauth2 bad scope", oauth(OAuth2ClientCredentials{TokenURL: rc.srv.URL, ClientID: "c", ClientSecret: "s",
 			Scopes: []string{"a b"}}), nil, false},
+		{"oauth2 as many scopes as allowed", oauth(OAuth2ClientCredentials{TokenURL: rc.srv.URL, ClientID: "c", ClientSecret: "s",
+			Scopes: slices.Repeat([]string{"s"}, MaxOAuth2Scopes)}), nil, true},
+		{"oauth2 too many scopes", oauth(OAuth2ClientCredentials{TokenURL: rc.srv.URL, ClientID: "c", ClientSecret: "s",
+			Scopes: slices.Repeat([]string{"s"}, MaxOAuth2Scopes+1)}), nil, false},
+		{"oauth2 a scope of 1 MiB", oauth(OAuth2ClientCredentials{TokenURL: rc.srv.URL, ClientID: "c", ClientSecret: "s",
+			Scopes: []string{strings.Repeat("s", 1<<20)}}), nil, false},
+		{"oauth2 scopes longer together than a value", oauth(OAuth2ClientCredentials{TokenURL: rc.srv.URL, ClientID: "c",
+			ClientSecret: "s", Scopes: slices.Repeat([]string{strings.Repeat("s", 100)}, 41)}), nil, false},
+		{"oauth2 audience too long", oauth(OAuth2ClientCredentials{TokenURL: rc.srv.URL, ClientID: "c", ClientSecret: "s",
+			Audience: strings.Repeat("a", MaxAuthValueLen+1)}), nil, false},
 		{"tls key of another cert", &EndpointAuth{TLSClientCert: &ClientCert{Cert: cert, Key: otherKey}}, nil, false},
 		{"tls not PEM", &EndpointAuth{TLSClientCert: &ClientCert{Cert: "x", Key: "y"}}, nil, false},
 		{"tls bad CA", &EndpointAuth{TLSClientCert: &ClientCert{Cert: cert, Key: key, CACert: "nope"}}, nil, false},

@@ -167,12 +167,17 @@ func (s *tokenStore) fetch(ctx context.Context, o *OAuth2ClientCredentials) (str
 	if resp.StatusCode != http.StatusOK {
 		return "", 0, fmt.Errorf("oauth2 token: the token endpoint answered HTTP %d", resp.StatusCode)
 	}
+	return parseTokenResponse(io.LimitReader(resp.Body, maxTokenResponse))
+}
+
+// parseTokenResponse reads a token endpoint's answer: its access token, and how long to keep it.
+func parseTokenResponse(r io.Reader) (token string, life time.Duration, err error) {
 	var body struct {
-		AccessToken string `json:"access_token"`
-		TokenType   string `json:"token_type"`
-		ExpiresIn   int64  `json:"expires_in"`
+		AccessToken string    `json:"access_token"`
+		TokenType   string    `json:"token_type"`
+		ExpiresIn   expiresIn `json:"expires_in"`
 	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, maxTokenResponse)).Decode(&body); err != nil {
+	if err := json.NewDecoder(r).Decode(&body); err != nil {
 		return "", 0, errors.New("oauth2 token: the token endpoint's answer is not a token response")
 	}
 	switch {
@@ -181,9 +186,33 @@ func (s *tokenStore) fetch(ctx context.Context, o *OAuth2ClientCredentials) (str
 	case body.TokenType != "" && !strings.EqualFold(body.TokenType, "bearer"):
 		return "", 0, fmt.Errorf("oauth2 token: token_type %.40q is not bearer", body.TokenType)
 	}
-	life := defaultTokenLife
+	life = defaultTokenLife
 	if body.ExpiresIn > 0 {
-		life = min(time.Duration(min(body.ExpiresIn, int64(maxTokenLife/time.Second)))*time.Second, maxTokenLife)
+		life = min(time.Duration(min(int64(body.ExpiresIn), int64(maxTokenLife/time.Second)))*time.Second, maxTokenLife)
 	}
 	return body.AccessToken, life, nil
+}
+
+// expiresIn is a token response's expires_in, in seconds: a JSON number, or a string of one, as some
+// providers send it (PayPal, Azure AD v1). Anything else reads as 0: no expiry given.
+type expiresIn int64
+
+// UnmarshalJSON reads a number or a numeric string; it never fails, so an odd expires_in does not make
+// an otherwise good token unusable.
+func (e *expiresIn) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(s, 64)
+		if ferr != nil || f < 0 || f > float64(maxTokenLife/time.Second) {
+			n = 0
+			if ferr == nil && f > 0 {
+				n = int64(maxTokenLife / time.Second)
+			}
+		} else {
+			n = int64(f)
+		}
+	}
+	*e = expiresIn(n)
+	return nil
 }
