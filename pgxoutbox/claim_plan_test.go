@@ -47,7 +47,8 @@ func TestClaimReadsThePendingIndexInOrder(t *testing.T) {
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	plan := strings.Join(lines, "\n")
-	require.Contains(t, plan, "Index Scan using "+table+"_pending on "+table+"\n", plan)
+	require.Regexp(t, `->  LockRows\n\s+->  Index Scan using `+table+`_pending on `+table+` `, plan,
+		"the rows are locked as the pending index's scan reaches them")
 	require.NotContains(t, plan, "Sort", plan)
 	require.NotContains(t, plan, "Seq Scan", plan)
 }

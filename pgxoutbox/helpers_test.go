@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -353,4 +354,40 @@ func newOutbox(t testing.TB, pool *pgxpool.Pool, d *webhooks.Dispatcher, table s
 	o, err := pgxoutbox.New(pool, d, pgxoutbox.Options{Table: table, PollInterval: 50 * time.Millisecond})
 	require.NoError(t, err)
 	return o
+}
+
+// brokenRedis is a go-redis hook that fails every command while it is set, as a Redis that is down.
+type brokenRedis struct {
+	mu   sync.Mutex
+	down bool
+}
+
+func (b *brokenRedis) set(down bool) { b.mu.Lock(); b.down = down; b.mu.Unlock() }
+
+func (b *brokenRedis) isDown() bool { b.mu.Lock(); defer b.mu.Unlock(); return b.down }
+
+var errRedisDown = errors.New("redis down (test)")
+
+func (b *brokenRedis) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (b *brokenRedis) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if b.isDown() {
+			cmd.SetErr(errRedisDown)
+			return errRedisDown
+		}
+		return next(ctx, cmd)
+	}
+}
+
+func (b *brokenRedis) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		if b.isDown() {
+			for _, c := range cmds {
+				c.SetErr(errRedisDown)
+			}
+			return errRedisDown
+		}
+		return next(ctx, cmds)
+	}
 }

@@ -55,8 +55,8 @@ func (o *Outbox) Run(ctx context.Context) error {
 	return nil
 }
 
-// relay runs passes until ctx ends: at once after a pass that claimed rows, after a wake or
-// PollInterval after one that found none, after a backoff after one that failed. It returns only a
+// relay runs passes until ctx ends: at once after a pass that relayed rows, after a wake or
+// PollInterval after one that found none (or only rows behind another pass's), after a backoff after one that failed. It returns only a
 // missing table's error (ErrNotMigrated), or nil when ctx ends.
 func (o *Outbox) relay(ctx context.Context, w *waker) error {
 	bo := backoff{max: o.opts.MaxBackoff}
@@ -78,8 +78,8 @@ func (o *Outbox) relay(ctx context.Context, w *waker) error {
 			continue
 		}
 		bo.reset()
-		if res.claimed > 0 {
-			continue
+		if res.claimed > res.behind {
+			continue // more may be waiting; a pass that could relay none of its rows waits
 		}
 		t := time.NewTimer(o.opts.PollInterval)
 		select {

@@ -22,6 +22,9 @@ type row struct {
 	occurredAt time.Time
 	occurredNs int16
 	failures   int32
+	// behind is set by the claim on an ordered row of a key with an older pending row that this
+	// pass did not get: the pass leaves the key's rows.
+	behind bool
 }
 
 // newRow is the row of evt, whose Data is already encoded as data, in table.

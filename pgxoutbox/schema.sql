@@ -28,6 +28,11 @@ CREATE TABLE IF NOT EXISTS webhooks_outbox (
 -- without visiting them.
 CREATE INDEX IF NOT EXISTS webhooks_outbox_pending ON webhooks_outbox (id) WHERE held_at IS NULL;
 
+-- Per order key, its pending rows in id order: the relay checks that no row of a key is older than
+-- the oldest it claimed of it. Partial: unordered rows (key_lock 0) are not in it and cost it
+-- nothing.
+CREATE INDEX IF NOT EXISTS webhooks_outbox_keys ON webhooks_outbox (key_lock, id) WHERE key_lock <> 0 AND held_at IS NULL;
+
 -- The held rows, for Stats and for an operator listing them; empty (and free to maintain) while none
 -- is held.
 CREATE INDEX IF NOT EXISTS webhooks_outbox_held ON webhooks_outbox (id) WHERE held_at IS NOT NULL;

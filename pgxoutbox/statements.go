@@ -14,7 +14,7 @@ type statements struct {
 	// insert writes one unordered row; insertOrdered takes the key's lock first (keyLock); the
 	// Notify variants add a pg_notify on the table's channel in the same statement.
 	insert, insertNotify, insertOrdered, insertOrderedNotify string
-	claim, remove, fail, stats, listen                      string
+	claim, remove, fail, stats, listen                       string
 }
 
 // rowColumns are the columns EnqueueTx writes, in row.args order.
@@ -40,18 +40,30 @@ func newStatements(table string) statements {
 		insertNotify:        notify(insert),
 		insertOrdered:       insertOrdered,
 		insertOrderedNotify: notify(insertOrdered),
-		// The oldest pending rows, within the window, that no other pass holds: an unordered row as
-		// it comes, an ordered one only when this pass gets (or has) its key's relay lock, so that one
-		// pass at a time holds a key and takes its rows in id order. The lock is tried on the rows the
-		// scan reaches (the pending index, in id order, stops at LIMIT), before SKIP LOCKED looks at
-		// the row: a key whose rows another pass holds is that pass's lock, so its rows are never
-		// skipped one at a time.
-		claim: "SELECT id, tenant, order_key, event_id, event_type, data, occurred_at, occurred_ns, failures" +
+		// claimed: the oldest pending rows, within the window, that no other pass holds: an unordered
+		// row as it comes, an ordered one only when this pass gets (or has) its key's relay lock, so
+		// that one pass at a time holds a key and takes its rows in id order. The lock is tried on
+		// the rows the scan reaches (the pending index, in id order, stops at LIMIT; passSettings),
+		// before SKIP LOCKED looks at the row.
+		//
+		// behind: the lock is tried row by row, so one scan may fail to get a key at its first rows
+		// (another pass held it) and get it at later ones (that pass has just committed); and a row
+		// that pass left pending (it failed, or it stopped first) is then behind the ones this pass
+		// got. So an ordered row is relayed only when no pending row of its key is older than the
+		// oldest this pass got of it: behind is true for all of a key's rows otherwise, and the
+		// pass leaves them. The check reads the statement's snapshot, in which the rows a pass
+		// committed the deletion of since it began still count: it may leave a key for a later pass,
+		// never relay one out of order. The rows come in no particular order: the pass sorts them.
+		claim: "WITH claimed AS (SELECT id, tenant, order_key, key_lock, event_id, event_type, data, occurred_at, occurred_ns, failures" +
 			" FROM " + table +
 			" WHERE held_at IS NULL" +
 			" AND id <= coalesce((SELECT id FROM " + table + " WHERE held_at IS NULL ORDER BY id OFFSET $1 LIMIT 1), 9223372036854775807)" +
 			" AND (key_lock = 0 OR pg_try_advisory_xact_lock(key_lock # $3::bigint))" +
-			" ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED",
+			" ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)" +
+			" SELECT c.id, c.tenant, c.order_key, c.event_id, c.event_type, c.data, c.occurred_at, c.occurred_ns, c.failures," +
+			" c.key_lock <> 0 AND EXISTS (SELECT 1 FROM " + table + " AS p WHERE p.key_lock = c.key_lock AND p.key_lock <> 0" +
+			" AND p.held_at IS NULL AND p.id < (SELECT min(o.id) FROM claimed AS o WHERE o.key_lock = c.key_lock)) AS behind" +
+			" FROM claimed AS c",
 		remove: "DELETE FROM " + table + " WHERE id = ANY($1::bigint[])",
 		// fail records each failed row's error; hold also keeps it out of the relay for good.
 		fail: "UPDATE " + table + " AS t SET failures = t.failures + 1, last_error = f.err," +
