@@ -42,7 +42,7 @@ func TestClaimReadsThePendingIndexInOrder(t *testing.T) {
 	defer func() { _ = tx.Rollback(ctx) }()
 	_, err = tx.Exec(ctx, passSettings, "10000")
 	require.NoError(t, err)
-	rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) "+newStatements(table).claim, 1599, 100, relayLockSalt)
+	rows, err := tx.Query(ctx, "EXPLAIN (COSTS OFF) "+newStatements(table).claim, 1600, 100, relayLockSalt, 0)
 	require.NoError(t, err)
 	lines, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)

@@ -21,7 +21,7 @@ const (
 	// DefaultConcurrency is how many passes one Run keeps going at once.
 	DefaultConcurrency = 2
 	// DefaultEnqueueConcurrency is how many Enqueue calls one pass makes at once.
-	DefaultEnqueueConcurrency = 16
+	DefaultEnqueueConcurrency = 64
 	// DefaultRelayTimeout bounds one pass's Enqueue calls.
 	DefaultRelayTimeout = 30 * time.Second
 	// DefaultMaxBackoff is the longest wait between passes while PostgreSQL or Redis fail them.
@@ -84,7 +84,7 @@ type Options struct {
 	Concurrency int
 
 	// EnqueueConcurrency is how many Dispatcher.Enqueue calls one pass makes at once, in
-	// 1–MaxEnqueueConcurrency (256). Defaults to DefaultEnqueueConcurrency (16). The rows of one order
+	// 1–MaxEnqueueConcurrency (256). Defaults to DefaultEnqueueConcurrency (64). The rows of one order
 	// key are always enqueued one at a time, in order.
 	EnqueueConcurrency int
 

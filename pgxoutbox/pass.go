@@ -47,13 +47,13 @@ type relayed struct {
 
 // pass claims a batch, enqueues it and settles it, in one transaction on one connection of the pool.
 // A connection left in a transaction by an error is closed on release, which rolls it back.
-func (o *Outbox) pass(ctx context.Context) (passResult, error) {
+func (o *Outbox) pass(ctx context.Context, fl *floor) (passResult, error) {
 	conn, err := o.pool.Acquire(ctx)
 	if err != nil {
 		return passResult{}, sqlError("acquire a connection", err)
 	}
 	defer conn.Release()
-	rows, err := o.claim(ctx, conn)
+	rows, err := o.claim(ctx, conn, fl)
 	if err != nil {
 		return passResult{}, err
 	}
@@ -102,19 +102,31 @@ const passSettings = "select set_config('idle_in_transaction_session_timeout', $
 	" set_config('enable_seqscan', 'off', true), set_config('enable_sort', 'off', true)," +
 	" set_config('enable_bitmapscan', 'off', true), set_config('jit', 'off', true)"
 
-// claim begins the pass's transaction and claims its rows, in one round trip.
-func (o *Outbox) claim(ctx context.Context, conn *pgxpool.Conn) ([]row, error) {
+// claim begins the pass's transaction and claims its rows, in one round trip; a full scan (see
+// floor) first reads the oldest pending id, and sets the floor to it.
+func (o *Outbox) claim(ctx context.Context, conn *pgxpool.Conn, fl *floor) ([]row, error) {
 	idle := strconv.FormatInt((o.opts.RelayTimeout + idleSlack).Milliseconds(), 10)
+	from, full := fl.next(time.Now())
 	b := &pgx.Batch{}
 	b.Queue("begin")
 	b.Queue(passSettings, idle)
-	b.Queue(o.sql.claim, claimWindow*o.opts.BatchSize-1, o.opts.BatchSize, relayLockSalt)
+	if full {
+		b.Queue(o.sql.oldest)
+	}
+	b.Queue(o.sql.claim, claimWindow*o.opts.BatchSize, o.opts.BatchSize, relayLockSalt, from)
 	br := conn.SendBatch(ctx, b)
 	defer br.Close()
 	for range 2 {
 		if _, err := br.Exec(); err != nil {
 			return nil, sqlError("begin", err)
 		}
+	}
+	if full {
+		var oldest *int64
+		if err := br.QueryRow().Scan(&oldest); err != nil {
+			return nil, sqlError("claim", err)
+		}
+		fl.set(oldest)
 	}
 	rs, err := br.Query()
 	if err != nil {

@@ -38,12 +38,12 @@ import (
 func (o *Outbox) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
-	w := newWaker()
+	w, fl := newWaker(), &floor{}
 	var wg sync.WaitGroup
 	wg.Go(func() { o.listen(ctx, w) })
 	for range o.opts.Concurrency {
 		wg.Go(func() {
-			if err := o.relay(ctx, w); err != nil {
+			if err := o.relay(ctx, w, fl); err != nil {
 				stop(err)
 			}
 		})
@@ -58,11 +58,11 @@ func (o *Outbox) Run(ctx context.Context) error {
 // relay runs passes until ctx ends: at once after a pass that relayed rows, after a wake or
 // PollInterval after one that found none (or only rows behind another pass's), after a backoff after one that failed. It returns only a
 // missing table's error (ErrNotMigrated), or nil when ctx ends.
-func (o *Outbox) relay(ctx context.Context, w *waker) error {
+func (o *Outbox) relay(ctx context.Context, w *waker, fl *floor) error {
 	bo := backoff{max: o.opts.MaxBackoff}
 	for ctx.Err() == nil {
 		wake := w.wait()
-		res, err := o.pass(ctx)
+		res, err := o.pass(ctx, fl)
 		if ctx.Err() != nil {
 			return nil
 		}

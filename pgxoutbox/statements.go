@@ -14,15 +14,17 @@ type statements struct {
 	// insert writes one unordered row; insertOrdered takes the key's lock first (keyLock); the
 	// Notify variants add a pg_notify on the table's channel in the same statement.
 	insert, insertNotify, insertOrdered, insertOrderedNotify string
-	claim, remove, fail, stats, listen                       string
+	claim, oldest, remove, fail, stats, listen               string
 }
 
 // rowColumns are the columns EnqueueTx writes, in row.args order.
 const rowColumns = "tenant, order_key, key_lock, event_id, event_type, data, occurred_at, occurred_ns"
 
-// claimWindow is how many of the oldest pending rows a pass looks at, in BatchSize: the rows of the
-// keys another pass holds and the rows other passes locked are skipped within it, so a pass reads at
-// most claimWindow × BatchSize index entries, however long the backlog and however it is spread.
+// claimWindow is how far beyond the oldest pending row's id a pass looks, in BatchSize: the rows of
+// the keys another pass holds and the rows other passes locked are skipped within it, so a pass reads
+// at most claimWindow × BatchSize index entries (ids are unique), however long the backlog and
+// however it is spread. A pass that holds the oldest row (its Enqueue calls slow) keeps the others
+// within the window until it commits (RelayTimeout at most).
 const claimWindow = 16
 
 func newStatements(table string) statements {
@@ -40,7 +42,8 @@ func newStatements(table string) statements {
 		insertNotify:        notify(insert),
 		insertOrdered:       insertOrdered,
 		insertOrderedNotify: notify(insertOrdered),
-		// claimed: the oldest pending rows, within the window, that no other pass holds: an unordered
+		// claimed: the oldest pending rows from the floor ($4, see floor), within the window, that
+		// no other pass holds: an unordered
 		// row as it comes, an ordered one only when this pass gets (or has) its key's relay lock, so
 		// that one pass at a time holds a key and takes its rows in id order. The lock is tried on
 		// the rows the scan reaches (the pending index, in id order, stops at LIMIT; passSettings),
@@ -56,14 +59,16 @@ func newStatements(table string) statements {
 		// never relay one out of order. The rows come in no particular order: the pass sorts them.
 		claim: "WITH claimed AS (SELECT id, tenant, order_key, key_lock, event_id, event_type, data, occurred_at, occurred_ns, failures" +
 			" FROM " + table +
-			" WHERE held_at IS NULL" +
-			" AND id <= coalesce((SELECT id FROM " + table + " WHERE held_at IS NULL ORDER BY id OFFSET $1 LIMIT 1), 9223372036854775807)" +
+			" WHERE held_at IS NULL AND id >= $4" +
+			" AND id <= (SELECT min(id) FROM " + table + " WHERE held_at IS NULL AND id >= $4) + $1" +
 			" AND (key_lock = 0 OR pg_try_advisory_xact_lock(key_lock # $3::bigint))" +
 			" ORDER BY id LIMIT $2 FOR UPDATE SKIP LOCKED)" +
 			" SELECT c.id, c.tenant, c.order_key, c.event_id, c.event_type, c.data, c.occurred_at, c.occurred_ns, c.failures," +
 			" c.key_lock <> 0 AND EXISTS (SELECT 1 FROM " + table + " AS p WHERE p.key_lock = c.key_lock AND p.key_lock <> 0" +
 			" AND p.held_at IS NULL AND p.id < (SELECT min(o.id) FROM claimed AS o WHERE o.key_lock = c.key_lock)) AS behind" +
 			" FROM claimed AS c",
+		// oldest is the oldest pending row's id (floor), NULL when none is.
+		oldest: "SELECT min(id) FROM " + table + " WHERE held_at IS NULL",
 		remove: "DELETE FROM " + table + " WHERE id = ANY($1::bigint[])",
 		// fail records each failed row's error; hold also keeps it out of the relay for good.
 		fail: "UPDATE " + table + " AS t SET failures = t.failures + 1, last_error = f.err," +
