@@ -128,3 +128,24 @@ func TestOrderedKeyFollowsCommitOrder(t *testing.T) {
 	require.NoError(t, f.o.EnqueueTx(tctx, tx4, webhooks.Event{Type: "order.updated", ID: "other-tenant", OrderKey: "k", Tenant: "t2"}))
 	require.NoError(t, f.o.EnqueueTx(tctx, tx4, webhooks.Event{Type: "order.updated", ID: "unordered"}))
 }
+
+// TestLateCommitBelowTheFloor: a transaction that enqueued an event before others and commits after
+// they were relayed (its row's id is below where the passes now start reading) is relayed all the
+// same, by the next full scan (within about a second). Broken by passes that never read from the
+// start again (the late event is never delivered).
+func TestLateCommitBelowTheFloor(t *testing.T) {
+	f := newFixture(t, pgxoutbox.Options{})
+	ctx := context.Background()
+	late, err := f.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = late.Rollback(ctx) }()
+	require.NoError(t, f.o.EnqueueTx(ctx, late, webhooks.Event{Type: "order.paid", ID: "late"}))
+	for i := range 5 {
+		f.commit(t, webhooks.Event{Type: "order.paid", ID: fmt.Sprintf("early-%d", i)})
+	}
+	f.relay(t) // its first pass is a full scan: the floor is the first early row
+	f.delivered(t, 10*time.Second, "early-0", "early-1", "early-2", "early-3", "early-4")
+	require.NoError(t, late.Commit(ctx))
+	f.delivered(t, 5*time.Second, "late")
+	f.drained(t, 5*time.Second)
+}

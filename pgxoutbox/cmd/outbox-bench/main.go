@@ -403,12 +403,16 @@ func (relayTracer) StartAttempt(ctx context.Context, _ string, _ webhooks.Attemp
 
 // lagLog keeps every lag measured.
 type lagLog struct {
-	mu                sync.Mutex
+	mu                 sync.Mutex
 	relays, deliveries []time.Duration
 }
 
-func (l *lagLog) relay(d time.Duration)   { l.mu.Lock(); l.relays = append(l.relays, d); l.mu.Unlock() }
-func (l *lagLog) deliver(d time.Duration) { l.mu.Lock(); l.deliveries = append(l.deliveries, d); l.mu.Unlock() }
+func (l *lagLog) relay(d time.Duration) { l.mu.Lock(); l.relays = append(l.relays, d); l.mu.Unlock() }
+func (l *lagLog) deliver(d time.Duration) {
+	l.mu.Lock()
+	l.deliveries = append(l.deliveries, d)
+	l.mu.Unlock()
+}
 
 func (l *lagLog) relaySummary() string {
 	l.mu.Lock()
@@ -428,7 +432,9 @@ func percentiles(ds []time.Duration) string {
 	}
 	s := slices.Clone(ds)
 	slices.Sort(s)
-	at := func(p float64) time.Duration { return s[min(len(s)-1, int(p*float64(len(s))))].Round(100 * time.Microsecond) }
+	at := func(p float64) time.Duration {
+		return s[min(len(s)-1, int(p*float64(len(s))))].Round(100 * time.Microsecond)
+	}
 	return fmt.Sprintf("p50 %s, p99 %s, max %s", at(0.50), at(0.99), s[len(s)-1].Round(100*time.Microsecond))
 }
 
@@ -481,7 +487,9 @@ func readRedis(ctx context.Context, rdb *redis.Client) (redisStats, error) {
 	return s, nil
 }
 
-func (a redisStats) sub(b redisStats) redisStats { return redisStats{a.calls - b.calls, a.usec - b.usec} }
+func (a redisStats) sub(b redisStats) redisStats {
+	return redisStats{a.calls - b.calls, a.usec - b.usec}
+}
 
 func (a redisStats) per(n float64) string {
 	return fmt.Sprintf("%.1f commands, %.0f µs of command time (relay and delivery together)", a.calls/n, a.usec/n)
