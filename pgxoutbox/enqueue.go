@@ -34,14 +34,10 @@ func (o *Outbox) EnqueueTx(ctx context.Context, tx pgx.Tx, evt webhooks.Event) e
 	if tx == nil {
 		return fmt.Errorf("pgxoutbox: EnqueueTx: nil transaction")
 	}
-	query, args, err := o.insert(evt)
-	if err != nil {
+	return o.enqueue(evt, func(query string, args []any) error {
+		_, err := tx.Exec(ctx, query, args...)
 		return err
-	}
-	if _, err := tx.Exec(ctx, query, args...); err != nil {
-		return sqlError("enqueue event "+evt.ID, err)
-	}
-	return nil
+	})
 }
 
 // EnqueueSQLTx is EnqueueTx on a database/sql transaction of the pgx driver (github.com/jackc/pgx/v5/stdlib),
@@ -50,11 +46,19 @@ func (o *Outbox) EnqueueSQLTx(ctx context.Context, tx *sql.Tx, evt webhooks.Even
 	if tx == nil {
 		return fmt.Errorf("pgxoutbox: EnqueueSQLTx: nil transaction")
 	}
+	return o.enqueue(evt, func(query string, args []any) error {
+		_, err := tx.ExecContext(ctx, query, args...)
+		return err
+	})
+}
+
+// enqueue validates evt and writes its row with exec, the caller's transaction's.
+func (o *Outbox) enqueue(evt webhooks.Event, exec func(query string, args []any) error) error {
 	query, args, err := o.insert(evt)
 	if err != nil {
 		return err
 	}
-	if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+	if err := exec(query, args); err != nil {
 		return sqlError("enqueue event "+evt.ID, err)
 	}
 	return nil

@@ -2,8 +2,6 @@ package pgxoutbox_test
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -28,8 +26,7 @@ func TestCommitDeliversRollbackDoesNot(t *testing.T) {
 	f.commit(t, webhooks.Event{Type: "order.paid", ID: "committed", Data: payload{Key: "x"}})
 	f.delivered(t, 10*time.Second, "committed")
 
-	tx, err := f.pool.Begin(ctx)
-	require.NoError(t, err)
+	tx := begin(t, ctx, f.pool)
 	require.NoError(t, f.o.EnqueueTx(ctx, tx, webhooks.Event{Type: "order.paid", ID: "rolled-back"}))
 	require.NoError(t, tx.Rollback(ctx))
 
@@ -118,9 +115,7 @@ func TestEnqueueTxRefusesWhatEnqueueRefuses(t *testing.T) {
 	require.NoError(t, err)
 	o := newOutbox(t, pool, d, table)
 	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(ctx) }()
+	tx := begin(t, ctx, pool)
 	for _, evt := range []webhooks.Event{
 		{ID: "no-type"},
 		{Type: "a..b", ID: "e"},
@@ -157,10 +152,8 @@ func TestEnqueueOnAMissingTable(t *testing.T) {
 	d := tr.newDispatcher(t, tr.client(t))
 	o := newOutbox(t, pool, d, "wht_never_migrated_"+randomHex(3))
 	ctx := context.Background()
-	tx, err := pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx.Rollback(ctx) }()
-	err = o.EnqueueTx(ctx, tx, webhooks.Event{Type: "a.b", ID: "e"})
+	tx := begin(t, ctx, pool)
+	err := o.EnqueueTx(ctx, tx, webhooks.Event{Type: "a.b", ID: "e"})
 	assert.ErrorIs(t, err, pgxoutbox.ErrNotMigrated)
 	_, err = o.Stats(ctx)
 	assert.ErrorIs(t, err, pgxoutbox.ErrNotMigrated)
@@ -169,7 +162,10 @@ func TestEnqueueOnAMissingTable(t *testing.T) {
 	err = o.Run(rctx)
 	assert.ErrorIs(t, err, pgxoutbox.ErrNotMigrated, "Run stops at once")
 	assert.NoError(t, rctx.Err())
-	var sqlTx *sql.Tx
-	assert.Error(t, o.EnqueueSQLTx(ctx, sqlTx, webhooks.Event{Type: "a.b", ID: "e"}))
-	assert.False(t, errors.Is(o.EnqueueSQLTx(ctx, sqlTx, webhooks.Event{Type: "a.b", ID: "e"}), pgxoutbox.ErrNotMigrated))
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	sqlTx, err := db.BeginTx(ctx, nil)
+	require.NoError(t, err)
+	defer func() { _ = sqlTx.Rollback() }()
+	assert.ErrorIs(t, o.EnqueueSQLTx(ctx, sqlTx, webhooks.Event{Type: "a.b", ID: "e"}), pgxoutbox.ErrNotMigrated)
 }

@@ -83,14 +83,10 @@ func TestOrderedKeysKeepTheirOrder(t *testing.T) {
 func TestOrderedKeyFollowsCommitOrder(t *testing.T) {
 	f := newFixture(t, pgxoutbox.Options{})
 	ctx := context.Background()
-	tx1, err := f.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx1.Rollback(ctx) }()
+	tx1 := begin(t, ctx, f.pool)
 	require.NoError(t, f.o.EnqueueTx(ctx, tx1, webhooks.Event{Type: "order.updated", ID: "first-in", OrderKey: "k",
 		Data: payload{Key: "k", Seq: 1}}))
-	tx2, err := f.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx2.Rollback(ctx) }()
+	tx2 := begin(t, ctx, f.pool)
 	enqueued := make(chan error, 1)
 	go func() {
 		enqueued <- f.o.EnqueueTx(ctx, tx2, webhooks.Event{Type: "order.updated", ID: "second-in", OrderKey: "k",
@@ -115,15 +111,11 @@ func TestOrderedKeyFollowsCommitOrder(t *testing.T) {
 	assert.Equal(t, []int{1, 2}, commitOrder, "the second transaction waited for the first")
 
 	// Another key, or another tenant's same key, does not wait.
-	tx3, err := f.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = tx3.Rollback(ctx) }()
+	tx3 := begin(t, ctx, f.pool)
 	require.NoError(t, f.o.EnqueueTx(ctx, tx3, webhooks.Event{Type: "order.updated", ID: "k-again", OrderKey: "k"}))
 	tctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	tx4, err := f.pool.Begin(tctx)
-	require.NoError(t, err)
-	defer func() { _ = tx4.Rollback(ctx) }()
+	tx4 := begin(t, tctx, f.pool)
 	require.NoError(t, f.o.EnqueueTx(tctx, tx4, webhooks.Event{Type: "order.updated", ID: "other-key", OrderKey: "k2"}))
 	require.NoError(t, f.o.EnqueueTx(tctx, tx4, webhooks.Event{Type: "order.updated", ID: "other-tenant", OrderKey: "k", Tenant: "t2"}))
 	require.NoError(t, f.o.EnqueueTx(tctx, tx4, webhooks.Event{Type: "order.updated", ID: "unordered"}))
@@ -136,9 +128,7 @@ func TestOrderedKeyFollowsCommitOrder(t *testing.T) {
 func TestLateCommitBelowTheFloor(t *testing.T) {
 	f := newFixture(t, pgxoutbox.Options{})
 	ctx := context.Background()
-	late, err := f.pool.Begin(ctx)
-	require.NoError(t, err)
-	defer func() { _ = late.Rollback(ctx) }()
+	late := begin(t, ctx, f.pool)
 	require.NoError(t, f.o.EnqueueTx(ctx, late, webhooks.Event{Type: "order.paid", ID: "late"}))
 	for i := range 5 {
 		f.commit(t, webhooks.Event{Type: "order.paid", ID: fmt.Sprintf("early-%d", i)})
