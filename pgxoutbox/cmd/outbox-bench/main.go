@@ -59,7 +59,7 @@ func main() {
 	flag.StringVar(&c.redis, "redis", "", "Redis address (default: a redis-server of its own on a spare port)")
 	flag.IntVar(&c.rate, "rate", 5000, "target commits per second, all producers together")
 	flag.IntVar(&c.producers, "producers", 32, "producer goroutines (each its own transaction at a time)")
-	flag.IntVar(&c.relays, "replicas", 3, "replicas: each a Dispatcher running Run and an Outbox running Run, on a pool of its own")
+	flag.IntVar(&c.relays, "replicas", 3, "replicas: each a Dispatcher running Run and an Outbox running Run, on a pool of its own (0: the producers alone)")
 	flag.DurationVar(&c.duration, "duration", 20*time.Second, "how long the producers commit")
 	flag.DurationVar(&c.drainLimit, "drain-limit", time.Minute, "how long to wait for the backlog to drain")
 	flag.DurationVar(&c.notify, "notify-interval", 0, "Options.NotifyInterval (0: the default; -1ns: never)")
@@ -176,6 +176,11 @@ func run(c config) error {
 			}
 		})
 	}
+	if first == nil { // -replicas 0: the producers alone, for the commit rate PostgreSQL allows
+		if first, err = webhooks.New(rdb, dopts); err != nil {
+			return err
+		}
+	}
 	producer, err := pgxoutbox.New(pool, first, opts)
 	if err != nil {
 		return err
@@ -225,13 +230,13 @@ func run(c config) error {
 	produced := time.Since(start)
 	backlog := committed.Load() - relayed.Load()
 	drainStart := time.Now()
-	for relayed.Load() < committed.Load() && time.Since(drainStart) < c.drainLimit {
+	for c.relays > 0 && relayed.Load() < committed.Load() && time.Since(drainStart) < c.drainLimit {
 		time.Sleep(5 * time.Millisecond)
 	}
 	drained := time.Since(drainStart)
 	total := time.Since(start)
 	want := committed.Load() * int64(c.webhooks)
-	for c.deliver && received.Load() < want && time.Since(drainStart) < c.drainLimit {
+	for c.deliver && c.relays > 0 && received.Load() < want && time.Since(drainStart) < c.drainLimit {
 		time.Sleep(5 * time.Millisecond)
 	}
 	redisAfter, err := readRedis(ctx, rdb)
