@@ -73,7 +73,7 @@ type Options struct {
 	// NOTIFY that wakes the relays, up to MaxNotifyInterval (10s); negative: never notify (the relays
 	// then poll only). Defaults to DefaultNotifyInterval (50ms). PostgreSQL commits notifying
 	// transactions one at a time, each with its own WAL flush, so a NOTIFY in every transaction caps
-	// the producers (measured here: 590 commits/s with one in each, 4,980 without; BENCHMARKS.md).
+	// the producers (measured here: 587 commits/s with one in each, 4,982 without; BENCHMARKS.md).
 	// A transaction that carries none is relayed by a relay already busy, woken by another
 	// notification, or at its next poll.
 	NotifyInterval time.Duration
