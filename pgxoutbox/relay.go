@@ -16,7 +16,7 @@ import (
 // by PostgreSQL when its connection drops, and its rows to the next pass; those Enqueue accepted
 // already come back as duplicates, which send nothing: each pair is still delivered once.
 //
-// A pass that claimed rows is followed at once by another; one that found none waits for a NOTIFY
+// A pass that relayed rows is followed at once by another; one that found none waits for a NOTIFY
 // (see Options.NotifyInterval) or PollInterval. A pass that PostgreSQL or Redis failed is followed by
 // a wait of 100ms, doubling up to MaxBackoff; an Enqueue that fails for such a cause (the error wraps
 // webhooks.ErrNotAccepted) leaves its row pending, with its error and failure count, and the pass
@@ -27,10 +27,11 @@ import (
 //
 // Order: a pass claims an ordered row only with its (tenant, order key)'s relay lock, which it holds
 // until it commits, and then takes the key's rows in id order and enqueues them one at a time, each
-// after the one before was accepted (or held); a failure stops the key's rows for the pass. So a
-// key's events are enqueued in id order, which is their commit order (EnqueueTx), across any number
-// of relays and crashes; a held row does not stop its key (as a failed delivery does not, by
-// default: webhooks.Options.BlockKeyOnFailure).
+// after the one before was accepted (or held); a failure stops the key's rows for the pass, and a key
+// with an older pending row the pass did not claim is left to a later pass. So a key's events are
+// enqueued in id order, which is their commit order (EnqueueTx), across any number of relays and
+// crashes; a held row does not stop its key (as a failed delivery does not, by default:
+// webhooks.Options.BlockKeyOnFailure).
 //
 // Run returns nil when ctx ends, once its passes have ended (a pass that has enqueued rows commits
 // their deletion first, within 5s); and an error wrapping ErrNotMigrated, at once, when the table is
@@ -55,9 +56,10 @@ func (o *Outbox) Run(ctx context.Context) error {
 	return nil
 }
 
-// relay runs passes until ctx ends: at once after a pass that relayed rows, after a wake or
-// PollInterval after one that found none (or only rows behind another pass's), after a backoff after one that failed. It returns only a
-// missing table's error (ErrNotMigrated), or nil when ctx ends.
+// relay runs passes until ctx ends: at once after a pass that relayed rows; after a wake or
+// PollInterval after one that found none (or only rows behind another pass's); after a backoff
+// after one that failed. It returns only a missing table's error (ErrNotMigrated), or nil when ctx
+// ends.
 func (o *Outbox) relay(ctx context.Context, w *waker, fl *floor) error {
 	bo := backoff{max: o.opts.MaxBackoff}
 	for ctx.Err() == nil {
