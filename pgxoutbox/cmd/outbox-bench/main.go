@@ -112,7 +112,7 @@ func run(c config) error {
 	if err := pgxoutbox.Migrate(ctx, pool, table); err != nil {
 		return err
 	}
-	defer func() { _, _ = pool.Exec(context.Background(), "DROP TABLE IF EXISTS "+table) }()
+	defer dropTable(c.pg, table) // on a connection of its own: the pools are closed before the end
 
 	// The receiver, and the worker that delivers to it.
 	lags := &lagLog{}
@@ -341,6 +341,19 @@ func privateDatabase(ctx context.Context, url string) (string, func(), error) {
 	}
 	u := strings.Replace(url, "/"+mustParse(url).Database, "/"+name, 1)
 	return u, drop, nil
+}
+
+// dropTable drops the benchmark's table, on a connection of its own.
+func dropTable(url, table string) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, url)
+	if err == nil {
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, "DROP TABLE IF EXISTS "+table)
+	}
+	if err != nil {
+		log.Print("drop the table: ", err)
+	}
 }
 
 func mustParse(url string) *pgx.ConnConfig {
