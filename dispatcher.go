@@ -148,13 +148,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) ([]Result, error) 
 func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bool) (rs []Result, err error) {
 	ctx, end := d.startCall(ctx, op, evt)
 	defer func() { end(rs, err) }()
-	if err := validateEvent(evt); err != nil {
-		return nil, err
-	}
-	if err := d.checkReserved(evt.Type); err != nil {
-		return nil, err
-	}
-	body, err := d.encode(evt)
+	body, err := d.validateAndEncode(evt)
 	if err != nil {
 		return nil, err
 	}
