@@ -83,17 +83,21 @@ func newTable(t testing.TB, pool *pgxpool.Pool) string {
 	return table
 }
 
-// testRedis is the Redis a test runs on: WEBHOOKS_REDIS_ADDR when set, else an embedded miniredis
-// (which helper processes reach over TCP too). Each test has its own key prefix; on a real Redis its
-// keys are deleted at the end.
+// testRedis is the Redis a test runs on: the Redis Cluster WEBHOOKS_REDIS_CLUSTER names (its nodes,
+// comma-separated) when set, else WEBHOOKS_REDIS_ADDR when set, else an embedded miniredis (which
+// helper processes reach over TCP too). Each test has its own key prefix; on a real Redis its keys are
+// deleted at the end.
 type testRedis struct {
-	addr   string
+	addr   string // one address, or a cluster's nodes separated by commas (newRedisClient)
 	prefix string
 }
 
 func newTestRedis(t testing.TB) *testRedis {
 	t.Helper()
-	tr := &testRedis{addr: os.Getenv("WEBHOOKS_REDIS_ADDR"), prefix: "wht_outbox_" + testName(t)}
+	tr := &testRedis{addr: os.Getenv("WEBHOOKS_REDIS_CLUSTER"), prefix: "wht_outbox_" + testName(t)}
+	if tr.addr == "" {
+		tr.addr = os.Getenv("WEBHOOKS_REDIS_ADDR")
+	}
 	if tr.addr == "" {
 		tr.addr = miniredis.RunT(t).Addr()
 		return tr
@@ -102,24 +106,43 @@ func newTestRedis(t testing.TB) *testRedis {
 	return tr
 }
 
-// deleteKeys removes every key of prefix from the Redis at addr.
+// newRedisClient is a client of addr: a cluster client when addr names several nodes (comma-separated),
+// else a client of the one server; maxRetries as redis.Options.MaxRetries (0: the default).
+func newRedisClient(addr string, maxRetries int) redis.UniversalClient {
+	if nodes := strings.Split(addr, ","); len(nodes) > 1 {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: nodes, MaxRetries: maxRetries})
+	}
+	return redis.NewClient(&redis.Options{Addr: addr, MaxRetries: maxRetries})
+}
+
+// deleteKeys removes every key of prefix from the Redis at addr (every master of a cluster).
 func deleteKeys(t testing.TB, addr, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c := redis.NewClient(&redis.Options{Addr: addr})
+	c := newRedisClient(addr, 0)
 	defer c.Close()
-	iter := c.Scan(ctx, 0, "{"+prefix+":*", 500).Iterator()
-	for iter.Next(ctx) {
-		c.Del(ctx, iter.Val())
+	del := func(ctx context.Context, node *redis.Client) error {
+		iter := node.Scan(ctx, 0, "{"+prefix+":*", 500).Iterator()
+		for iter.Next(ctx) {
+			node.Del(ctx, iter.Val())
+		}
+		return iter.Err()
 	}
-	if err := iter.Err(); err != nil {
+	var err error
+	switch c := c.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, del)
+	case *redis.Client:
+		err = del(ctx, c)
+	}
+	if err != nil {
 		t.Logf("cleanup of %s: %v", prefix, err)
 	}
 }
 
 // client opens a Redis client on the test's Redis, closed at the test's end.
 func (tr *testRedis) client(t testing.TB) redis.UniversalClient {
-	c := redis.NewClient(&redis.Options{Addr: tr.addr})
+	c := newRedisClient(tr.addr, 0)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
 }

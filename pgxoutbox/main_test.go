@@ -50,7 +50,7 @@ func runRelayChild() error {
 		return err
 	}
 	defer pool.Close()
-	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("PGXOUTBOX_CHILD_REDIS")})
+	rdb := newRedisClient(os.Getenv("PGXOUTBOX_CHILD_REDIS"), 0)
 	defer rdb.Close()
 	if delay, _ := time.ParseDuration(os.Getenv("PGXOUTBOX_CHILD_DELAY")); delay > 0 {
 		rdb.AddHook(slowRedis(delay))

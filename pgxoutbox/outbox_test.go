@@ -113,7 +113,7 @@ func TestStatsWhileRedisIsDown(t *testing.T) {
 	f := newFixture(t, pgxoutbox.Options{})
 	ctx := context.Background()
 	down := &brokenRedis{}
-	rdb := redis.NewClient(&redis.Options{Addr: f.tr.addr, MaxRetries: -1})
+	rdb := newRedisClient(f.tr.addr, -1)
 	rdb.AddHook(down)
 	t.Cleanup(func() { _ = rdb.Close() })
 	relayD, err := webhooks.New(rdb, f.tr.dispatcherOptions())
