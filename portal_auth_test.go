@@ -149,3 +149,82 @@ func TestHeaderValuesAreWriteOnly(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, status, "%s: a new header needs a value: %s", name, body)
 	}
 }
+
+// TestURLChangeTakesNoCredentialsAlong: a PATCH that moves a webhook to another URL cannot take its
+// write-only values there: the custom headers and Auth it does not give again are dropped (a test send
+// to the new URL carries neither), and sending them back as kept ("" values, Auth's view) is refused
+// with the field named; values given in the same PATCH are used; a PATCH that keeps the URL keeps them.
+// On Handler and Portal alike.
+func TestURLChangeTakesNoCredentialsAlong(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{PortalKey: []byte(strings.Repeat("k", 32))})
+	home, elsewhere := newReceiver(t), newReceiver(t)
+	token, err := d.PortalToken("acme", time.Hour)
+	require.NoError(t, err)
+	for name, h := range map[string]http.Handler{"handler": d.Handler(), "portal": d.Portal()} {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		call := func(method, path, body string) (int, string) {
+			t.Helper()
+			return portalCall(t, srv, token, method, path, body)
+		}
+		create := func() string {
+			t.Helper()
+			tenant := map[string]string{"handler": "acme", "portal": ""}[name]
+			status, body := call("POST", "/webhooks", `{"url":"`+home.srv.URL+`","events":["*"],"tenant":"`+tenant+
+				`","headers":{"X-Api-Key":"s3cret"},"auth":{"bearer":"t0ken"}}`)
+			require.Equal(t, http.StatusCreated, status, body)
+			var w Webhook
+			decodeJSON(t, body, &w)
+			return w.ID
+		}
+		sentTo := func(rc *receiver) http.Header {
+			t.Helper()
+			rs := rc.requests()
+			require.NotEmpty(t, rs)
+			return rs[len(rs)-1].Header
+		}
+
+		id := create()
+		status, body := call("PATCH", "/webhooks/"+id, `{"description":"same URL"}`)
+		require.Equal(t, http.StatusOK, status, body)
+		stored, err := d.Webhooks().Get(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, "s3cret", stored.Headers["X-Api-Key"], "%s: the URL kept, the header kept", name)
+		require.NotNil(t, stored.Auth, name)
+
+		for _, tc := range []struct{ patch, field string }{
+			{`{"url":"` + elsewhere.srv.URL + `","headers":{"X-Api-Key":""}}`, "headers"},
+			{`{"url":"` + elsewhere.srv.URL + `","auth":{"type":"bearer","set":true}}`, "auth"},
+		} {
+			status, body := call("PATCH", "/webhooks/"+id, tc.patch)
+			assert.Equal(t, http.StatusBadRequest, status, "%s: %s: %s", name, tc.patch, body)
+			assert.Contains(t, body, `"field":"`+tc.field+`"`, "%s: %s", name, tc.patch)
+		}
+
+		status, body = call("PATCH", "/webhooks/"+id, `{"url":"`+elsewhere.srv.URL+`"}`)
+		require.Equal(t, http.StatusOK, status, "%s: %s", name, body)
+		stored, err = d.Webhooks().Get(ctx, id)
+		require.NoError(t, err)
+		assert.Empty(t, stored.Headers, "%s: headers dropped with the URL change", name)
+		assert.Nil(t, stored.Auth, "%s: auth dropped with the URL change", name)
+		before := len(elsewhere.requests())
+		status, body = call("POST", "/webhooks/"+id+"/test", "")
+		require.Contains(t, []int{http.StatusCreated, http.StatusAccepted}, status, "%s: %s", name, body)
+		eventually(t, 5*time.Second, func() bool { return len(elsewhere.requests()) > before }, "the test send reaches the new URL")
+		got := sentTo(elsewhere)
+		assert.Empty(t, got.Get("X-Api-Key"), "%s: the old header's value is not sent to the new URL", name)
+		assert.Empty(t, got.Get("Authorization"), "%s: the old credentials are not sent to the new URL", name)
+
+		id = create()
+		status, body = call("PATCH", "/webhooks/"+id, `{"url":"`+elsewhere.srv.URL+`","headers":{"X-Api-Key":"n3w"},"auth":{"bearer":"n3w-t0ken"}}`)
+		require.Equal(t, http.StatusOK, status, "%s: %s", name, body)
+		stored, err = d.Webhooks().Get(ctx, id)
+		require.NoError(t, err)
+		assert.Equal(t, "n3w", stored.Headers["X-Api-Key"], name)
+		require.NotNil(t, stored.Auth, name)
+		assert.Equal(t, "n3w-t0ken", stored.Auth.Bearer, name)
+	}
+}

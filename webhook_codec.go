@@ -218,6 +218,10 @@ func webhookFromCreate(body []byte) (Webhook, error) {
 // like a JSON merge patch of the webhook's JSON. A custom header given with the value "" keeps the
 // value it has (so a webhook read from the API, whose header values are withheld, can be sent back).
 // Fields PATCH does not change must be absent or equal to cur's.
+//
+// A PATCH that changes the URL takes no credential to the new URL that it does not give itself: the
+// custom headers and Auth it does not name are dropped, and keeping one (a header sent back as "", the
+// API's view of Auth sent back) is refused, since its value would go to a host the caller may control.
 func applyPatch(cur *Webhook, patch []byte) (Webhook, error) {
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(patch, &fields); err != nil || fields == nil {
@@ -244,6 +248,24 @@ func applyPatch(cur *Webhook, patch []byte) (Webhook, error) {
 	if a, b := encodeWebhook(&kept), encodeWebhook(&next); !bytes.Equal(a, b) {
 		return Webhook{}, fmt.Errorf("%w: PATCH does not change id, tenant, secret, public_key, asymmetric, created_at or updated_at",
 			errBadRequest)
+	}
+	if kept.URL != cur.URL {
+		if _, named := fields["auth"]; !named || authIsView(kept.Auth) {
+			if named {
+				return Webhook{}, inField("auth", fmt.Errorf("%w: auth: the URL changes, so its credentials are not kept: give them again, or null",
+					ErrInvalidWebhook))
+			}
+			kept.Auth = nil
+		}
+		if _, named := fields["headers"]; !named {
+			kept.Headers = nil
+		}
+		for name, v := range kept.Headers {
+			if v == "" {
+				return Webhook{}, inField("headers", fmt.Errorf("%w: header %s: the URL changes, so its value is not kept: give it again, or leave the header out",
+					ErrInvalidWebhook, name))
+			}
+		}
 	}
 	if authIsView(kept.Auth) { // the API's view sent back: keep the credentials
 		if authView(cur.Auth) == nil || *kept.Auth != *authView(cur.Auth) {
