@@ -150,9 +150,9 @@ func (adminBackend) Classify(err error) api.Kind {
 		return api.KindWebhookDisabled
 	case errors.Is(err, ErrTenantQuota):
 		return api.KindTenantQuota
-	case errors.Is(err, errNotRetryable):
+	case errors.Is(err, ErrNotRetryable):
 		return api.KindNotRetryable
-	case errors.Is(err, errProbeRefused):
+	case errors.Is(err, ErrProbeRefused):
 		return api.KindProbeRefused
 	}
 	return api.KindInternal

@@ -35,14 +35,23 @@ const (
 	probeNowDelay = circuitCacheTTL
 )
 
-// errProbeRefused is a probe now that cannot be made: the circuit is closed, or its probe is in
-// flight.
-var errProbeRefused = errors.New("webhooks: no probe now")
+// ProbeNow ends the wait of a webhook's open circuit: its parked deliveries are made due, and the next
+// attempt is the circuit's probe, whose success closes it. It returns the circuit as it is after the
+// call. A closed circuit, or one whose probe is in flight, is refused with an error wrapping
+// ErrProbeRefused; a disabled webhook with ErrWebhookDisabled (enable it first); an unknown one with
+// ErrNotFound.
+func (d *Dispatcher) ProbeNow(ctx context.Context, webhookID string) (*Health, error) {
+	h, _, err := d.probeNow(ctx, webhookID)
+	if err != nil && h.WebhookID == "" {
+		return nil, err
+	}
+	return &h, err
+}
 
 // probeNow ends a webhook's open circuit's wait and makes its parked deliveries due, for the next
 // worker to take one as the probe. It returns the circuit after it and how many deliveries it made
 // due (0: none waits, and the next delivery the webhook gets is the probe). A closed circuit, or one
-// whose probe is in flight, is refused with an error wrapping errProbeRefused; a disabled webhook with
+// whose probe is in flight, is refused with an error wrapping ErrProbeRefused; a disabled webhook with
 // ErrWebhookDisabled (enable it first), an unknown one with ErrNotFound.
 func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, int, error) {
 	wh, _, err := d.webhooks.load(ctx, webhookID)
@@ -63,9 +72,9 @@ func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, in
 	h := circuitHealth(webhookID, reply[1], now)
 	switch code, _ := reply[0].(int64); code {
 	case rdb.ProbeClosed:
-		return h, 0, fmt.Errorf("%w: the endpoint is not paused (its circuit is closed): deliveries go out as they come", errProbeRefused)
+		return h, 0, fmt.Errorf("%w: the endpoint is not paused (its circuit is closed): deliveries go out as they come", ErrProbeRefused)
 	case rdb.ProbeHeld:
-		return h, 0, fmt.Errorf("%w: a probe is already in flight: its answer decides", errProbeRefused)
+		return h, 0, fmt.Errorf("%w: a probe is already in flight: its answer decides", ErrProbeRefused)
 	}
 	d.circuitCache.put(h, now)
 	// Parked deliveries are due at the end of the open period as it was (or a recheck later).

@@ -13,12 +13,24 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// errNotRetryable is a retry-now of a delivery that cannot be made due now.
-var errNotRetryable = errors.New("webhooks: the delivery cannot be retried now")
+// RetryNow makes a pending delivery due now, for the next worker (of any replica) to attempt, instead
+// of at its scheduled retry, and returns it as it stood. A delivery that is not pending, in flight,
+// waiting behind an earlier delivery of its order key, or whose webhook's circuit is open is refused
+// with an error wrapping ErrNotRetryable; an unknown one with ErrNotFound.
+func (d *Dispatcher) RetryNow(ctx context.Context, deliveryID string) (*Delivery, error) {
+	rec, err := d.deliveries.get(ctx, deliveryID)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.retryNow(ctx, rec); err != nil {
+		return &rec.Delivery, err
+	}
+	return &rec.Delivery, nil
+}
 
 // retryNow makes a pending delivery due now, for the next worker to attempt. A delivery that is not
 // pending, in flight, held back, or whose webhook's circuit is open (a probe decides) is refused with
-// an error wrapping errNotRetryable.
+// an error wrapping ErrNotRetryable.
 func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 	if _, _, err := d.webhooks.load(ctx, rec.WebhookID); err != nil {
 		return err
@@ -28,7 +40,7 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 		return fmt.Errorf("webhooks: read circuit of %s: %w", rec.WebhookID, err)
 	}
 	if h := hs[rec.WebhookID]; h.State != "" && h.State != CircuitClosed {
-		return fmt.Errorf("%w: the endpoint is paused (its circuit is open); its next try is a probe", errNotRetryable)
+		return fmt.Errorf("%w: the endpoint is paused (its circuit is open); its next try is a probe", ErrNotRetryable)
 	}
 	shard, err := deliveryShard(d.keys, rec.ID)
 	if err != nil {
@@ -43,11 +55,11 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 	case rdb.RetryGone:
 		return fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
 	case rdb.RetryNotPending:
-		return fmt.Errorf("%w: only a pending delivery is retried now (Redeliver sends a failed one again)", errNotRetryable)
+		return fmt.Errorf("%w: only a pending delivery is retried now (Redeliver sends a failed one again)", ErrNotRetryable)
 	case rdb.RetryInFlight:
-		return fmt.Errorf("%w: an attempt is in flight", errNotRetryable)
+		return fmt.Errorf("%w: an attempt is in flight", ErrNotRetryable)
 	case rdb.RetryNotQueued:
-		return fmt.Errorf("%w: it waits for an earlier delivery", errNotRetryable)
+		return fmt.Errorf("%w: it waits for an earlier delivery", ErrNotRetryable)
 	}
 	return nil
 }

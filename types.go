@@ -45,6 +45,8 @@ const (
 // The sentinel errors: calls wrap them with %w and context; test with errors.Is. Each is documented
 // in internal/types.
 var (
+	ErrNotRetryable     = types.ErrNotRetryable
+	ErrProbeRefused     = types.ErrProbeRefused
 	ErrInvalidQuery     = types.ErrInvalidQuery
 	ErrInvalidCursor    = types.ErrInvalidCursor
 	ErrCorruptRecord    = types.ErrCorruptRecord

@@ -107,3 +107,12 @@ var ErrInvalidToken = errors.New("webhooks: invalid portal token")
 // ErrTenantQuota is returned (wrapped) by Create for a webhook whose tenant already has
 // Options.MaxWebhooksPerTenant webhooks.
 var ErrTenantQuota = errors.New("webhooks: tenant has too many webhooks")
+
+// ErrNotRetryable is returned (wrapped) by Dispatcher.RetryNow for a delivery that cannot be made due
+// now: it is not pending (Redeliver sends a final one again), an attempt is in flight, it waits behind
+// an earlier delivery of its order key, or its webhook's circuit is open (the next try is a probe).
+var ErrNotRetryable = errors.New("webhooks: the delivery cannot be retried now")
+
+// ErrProbeRefused is returned (wrapped) by Dispatcher.ProbeNow for a webhook whose circuit is closed,
+// or whose probe is already in flight.
+var ErrProbeRefused = errors.New("webhooks: no probe now")
