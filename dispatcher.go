@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/types"
 
 	"github.com/redis/go-redis/v9"
 
@@ -116,7 +117,11 @@ func (d *Dispatcher) encode(evt Event) ([]byte, error) {
 	if at.IsZero() {
 		at = d.now()
 	}
-	body, err := json.Marshal(wireEvent{ID: evt.ID, Type: evt.Type, Timestamp: at.UTC(), Data: evt.Data})
+	data, err := types.EventData(evt.Data)
+	if err != nil {
+		return nil, err
+	}
+	body, err := json.Marshal(wireEvent{ID: evt.ID, Type: evt.Type, Timestamp: at.UTC(), Data: data})
 	if err != nil {
 		return nil, fmt.Errorf("%w: encode data: %w", ErrInvalidEvent, err)
 	}

@@ -702,3 +702,37 @@ func TestRoundTripsPerDispatch(t *testing.T) {
 	}
 	assert.Equal(t, 12, rc.count(), "4 requests per fresh event")
 }
+
+// TestBytesDataIsSentAsJSON: Event.Data given as a []byte of JSON is the body's "data" as it is (not a
+// base64 string, as encoding/json would make it); a []byte that is not JSON is refused with
+// ErrInvalidEvent before anything is claimed.
+func TestBytesDataIsSentAsJSON(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	mustCreate(t, d, rc, "*")
+	ctx := context.Background()
+	_, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "e1", Data: []byte(`{"pool":42}`)})
+	require.NoError(t, err)
+	require.Equal(t, 1, rc.count())
+	var body struct {
+		Data json.RawMessage `json:"data"`
+	}
+	require.NoError(t, json.Unmarshal(rc.requests()[0].Body, &body))
+	assert.JSONEq(t, `{"pool":42}`, string(body.Data))
+	_, err = d.Dispatch(ctx, Event{Type: "a.b", ID: "e2", Data: []byte("not json")})
+	require.ErrorIs(t, err, ErrInvalidEvent)
+	dl, err := d.Deliveries().Find(ctx, mustFirstWebhook(t, d).ID, "e2")
+	assert.ErrorIs(t, err, ErrNotFound, "nothing claimed: %v", dl)
+	assert.Equal(t, 1, rc.count())
+}
+
+// mustFirstWebhook is the Dispatcher's only webhook.
+func mustFirstWebhook(t *testing.T, d *Dispatcher) *Webhook {
+	t.Helper()
+	ws, err := d.Webhooks().List(context.Background())
+	require.NoError(t, err)
+	require.Len(t, ws, 1)
+	return ws[0]
+}

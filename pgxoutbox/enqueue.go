@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/smartdrop/webhooks/internal/types"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/smartdrop/webhooks"
 )
@@ -69,7 +71,14 @@ func (o *Outbox) insert(evt webhooks.Event) (string, []any, error) {
 	if evt.Time.IsZero() {
 		evt.Time = o.now()
 	}
-	data, err := json.Marshal(evt.Data)
+	value, err := types.EventData(evt.Data)
+	if err != nil {
+		if verr := o.d.ValidateEvent(evt); verr != nil {
+			return "", nil, verr // Enqueue's own error, which checks the rest first
+		}
+		return "", nil, err
+	}
+	data, err := json.Marshal(value)
 	if err != nil {
 		if verr := o.d.ValidateEvent(evt); verr != nil {
 			return "", nil, verr // Enqueue's own error, which checks the rest first

@@ -16,7 +16,10 @@ type Event struct {
 	// Tenant is the customer the event belongs to: it reaches only that tenant's webhooks, and its ID
 	// is scoped by it (two tenants' "evt_1" are two events). "" reaches only webhooks with no tenant.
 	Tenant string
-	Data   any
+	// Data is the event's payload, encoded with encoding/json as the body's "data"; a []byte or a
+	// json.RawMessage is taken as JSON text as it is (a []byte that is not valid JSON is refused with
+	// ErrInvalidEvent).
+	Data any
 	// Time is when the event happened; the zero value means the time of Dispatch.
 	Time time.Time
 	// OrderKey, when set, orders the event's deliveries: for each webhook, the deliveries of events
