@@ -52,6 +52,7 @@ type Dispatcher struct {
 	idled        func()         // tests: called before Run waits with nothing due that it could take
 	counted      func(n int)    // tests: called once a circuit count of n attempts has run (afterCount)
 	auth         *authenticator // endpoint authentication (endpoint_auth_send.go)
+	redisDown    *redisDownLog  // the worker's warnings while Redis fails it
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -63,6 +64,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOptions)
 	}
+	down := &redisDownLog{log: opts.Logger} // nil: slog.Default()
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -78,7 +80,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		scripts: newLaneBatcher(rdb), counts: &scriptBatcher{rdb: rdb},
 		circuits: newCircuitStore(rdb, keys), circuitCache: newCircuitCache(),
 		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: newLocalDue(max(1024, 16*opts.Concurrency)),
-		wake: make(chan struct{}, 1)}
+		wake: make(chan struct{}, 1), redisDown: down}
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
 	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
 	d.nextShard.Store(rand.Uint32())           // replicas start their scans at different shards

@@ -159,7 +159,8 @@ type Options struct {
 	// in clear, as before this option (a value already sealed then fails with ErrSecretKey).
 	SecretKeys [][]byte
 
-	// Logger receives the library's logs. Secrets and bodies are never logged. Defaults to none.
+	// Logger receives the library's logs. Secrets and bodies are never logged. Defaults to none, but
+	// for one warning every 10 s, through slog.Default(), while Run cannot reach Redis.
 	Logger *slog.Logger
 
 	// Hooks are callbacks on delivery outcomes. Defaults to none.

@@ -104,7 +104,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		switch {
 		case err != nil && len(jobs) == 0:
 			d.reloadOnTransport(err)
-			d.log.Warn("webhooks: worker could not lease", "error", err)
+			d.redisDown.warn(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
 			d.sleep(ctx, backoff)
 			backoff = min(2*backoff, maxErrorBackoff)
 			continue
