@@ -224,3 +224,45 @@ func TestAttemptOutcome(t *testing.T) {
 		assert.Equal(t, tc.want, AttemptOutcome(tc.code, tc.err), "%d %q", tc.code, tc.err)
 	}
 }
+
+// TestEnablingAgainClearsTheFailureClock: a webhook disabled for failing DisableAfter and enabled
+// again starts with a closed circuit and no run of failures: its next failed attempt does not disable
+// it again at once (the run began before it was disabled), and its Health says so.
+func TestEnablingAgainClearsTheFailureClock(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{
+		RetrySchedule: []time.Duration{30 * time.Minute, 30 * time.Minute, 30 * time.Minute},
+		DisableAfter:  time.Hour, BreakAfter: -1, // the breaker off: the run of failures is still kept for DisableAfter
+	})
+	dead := newReceiver(t)
+	dead.status.Store(http.StatusInternalServerError)
+	w := mustCreate(t, d, dead, "dead")
+	_, err := d.Dispatch(ctx, Event{Type: "dead", ID: "dead-1"})
+	require.NoError(t, err)
+	for range 2 {
+		clock.Advance(40 * time.Minute)
+		_, err := d.ProcessDue(ctx)
+		require.NoError(t, err)
+	}
+	got, err := d.Webhooks().Get(ctx, w.ID)
+	require.NoError(t, err)
+	require.True(t, got.Disabled, "failing for DisableAfter disables the webhook")
+
+	got.Disabled = false
+	_, err = d.Webhooks().Update(ctx, *got)
+	require.NoError(t, err)
+	h, err := d.Webhooks().Health(ctx, w.ID)
+	require.NoError(t, err)
+	assert.Equal(t, CircuitClosed, h.State, "enabled again: the circuit is closed")
+	assert.Zero(t, h.ConsecutiveFailures)
+	assert.True(t, h.FailingSince.IsZero(), "enabled again: no run of failures")
+
+	clock.Advance(time.Second)
+	_, err = d.Dispatch(ctx, Event{Type: "dead", ID: "dead-2"}) // one more failure
+	require.NoError(t, err)
+	got, err = d.Webhooks().Get(ctx, w.ID)
+	require.NoError(t, err)
+	assert.False(t, got.Disabled, "one failure after enabling does not disable it again")
+}

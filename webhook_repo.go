@@ -279,12 +279,13 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 	if err := loadKeys(ctx, r.keys, r.rdb); err != nil {
 		return fmt.Errorf("webhooks: save webhook %s: %w", id, err)
 	}
-	keys := []string{r.keys.Webhooks()}
+	keys := []string{r.keys.Webhooks(), r.keys.Circuits()}
 	tenant := ""
 	if old != nil {
 		keys, tenant = append(keys, r.subscriptionKeys(old)...), old.Tenant
 	}
-	nold := len(keys) - 1
+	nold := len(keys) - 2
+	enabled := old != nil && next != nil && old.Disabled && !next.Disabled
 	var encoded []byte
 	quota := 0
 	if next != nil {
@@ -301,7 +302,7 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 	if tenant != "" {
 		keys, withTenant = append(keys, r.keys.Tenant(tenant)), 1
 	}
-	res, err := rdb.SaveWebhook.Run(ctx, r.rdb, keys, id, raw, string(encoded), nold, quota, withTenant).Int()
+	res, err := rdb.SaveWebhook.Run(ctx, r.rdb, keys, id, raw, string(encoded), nold, quota, withTenant, flag(enabled)).Int()
 	switch {
 	case err != nil:
 		return fmt.Errorf("webhooks: save webhook %s: %w", id, err)
