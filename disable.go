@@ -6,6 +6,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // disableIfFailingTooLong disables a webhook whose run of failed attempts, as the circuit counts it
@@ -22,7 +23,7 @@ func (d *Dispatcher) disableIfFailingTooLong(ctx context.Context, id string, h H
 // webhook.disabled (keyed by key: the run of failures, or the delivery answered 410), once: a webhook
 // already disabled is left as it is. h is its circuit, when the reason is its run of failures.
 func (d *Dispatcher) disableWebhook(ctx context.Context, id, reason string, h Health, key string) {
-	changed, err := d.webhooks.disable(ctx, id)
+	changed, err := d.webhooks.disable(ctx, id, reason)
 	if err != nil {
 		d.log.Error("webhooks: disable webhook", "webhook_id", id, "reason", reason, "error", err)
 		return
@@ -35,4 +36,28 @@ func (d *Dispatcher) disableWebhook(ctx context.Context, id, reason string, h He
 		d.runHook("WebhookDisabled", func() { f(id, reason) })
 	}
 	d.sendOperational(ctx, EventWebhookDisabled, id, key, d.now(), OperationalData{Reason: reason, FailingSince: h.FailingSince})
+}
+
+// operatorDisabled is the DisabledReason of a webhook a caller disabled without giving one.
+const operatorDisabled = "disabled by an operator"
+
+// stampDisabled keeps w's DisabledReason and DisabledAt true to its Disabled, was being the webhook
+// before the change: cleared when it is enabled; stamped with now when it becomes disabled (the reason
+// given, else operatorDisabled); while it stays disabled, DisabledAt as it was and the reason as given
+// (else as it was).
+func stampDisabled(was, w *Webhook, now time.Time) {
+	switch {
+	case !w.Disabled:
+		w.DisabledReason, w.DisabledAt = "", time.Time{}
+	case !was.Disabled:
+		w.DisabledAt = now
+		if w.DisabledReason == "" {
+			w.DisabledReason = operatorDisabled
+		}
+	default:
+		w.DisabledAt = was.DisabledAt
+		if w.DisabledReason == "" {
+			w.DisabledReason = was.DisabledReason
+		}
+	}
 }

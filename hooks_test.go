@@ -266,3 +266,63 @@ func TestEnablingAgainClearsTheFailureClock(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, got.Disabled, "one failure after enabling does not disable it again")
 }
+
+// TestDisabledWebhookSaysWhy: a disabled webhook says why and since when, in its JSON too: the rule
+// that disabled it (failing for DisableAfter, a 410), the reason a caller gave, or "disabled by an
+// operator"; enabling it clears both.
+func TestDisabledWebhookSaysWhy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{
+		RetrySchedule: []time.Duration{30 * time.Minute, 30 * time.Minute, 30 * time.Minute},
+		DisableAfter:  time.Hour, BreakAfter: -1,
+	})
+	dead, gone, fine := newReceiver(t), newReceiver(t), newReceiver(t)
+	dead.status.Store(http.StatusInternalServerError)
+	gone.status.Store(http.StatusGone)
+	wDead, wGone, wFine := mustCreate(t, d, dead, "dead"), mustCreate(t, d, gone, "gone"), mustCreate(t, d, fine, "fine")
+	for _, typ := range []string{"dead", "gone"} {
+		_, err := d.Dispatch(ctx, Event{Type: typ, ID: typ + "-1"})
+		require.NoError(t, err)
+	}
+	for range 2 {
+		clock.Advance(40 * time.Minute)
+		_, err := d.ProcessDue(ctx)
+		require.NoError(t, err)
+	}
+	reason := func(id string) (string, time.Time, bool) {
+		t.Helper()
+		w, err := d.Webhooks().Get(ctx, id)
+		require.NoError(t, err)
+		return w.DisabledReason, w.DisabledAt, w.Disabled
+	}
+	why, at, disabled := reason(wDead.ID)
+	require.True(t, disabled)
+	assert.Contains(t, why, "every attempt failed for 1h0m0s")
+	assert.False(t, at.IsZero())
+	why, _, disabled = reason(wGone.ID)
+	require.True(t, disabled)
+	assert.Contains(t, why, "410 Gone")
+
+	w, err := d.Webhooks().Get(ctx, wFine.ID)
+	require.NoError(t, err)
+	w.Disabled = true
+	_, err = d.Webhooks().Update(ctx, *w)
+	require.NoError(t, err)
+	why, at, _ = reason(wFine.ID)
+	assert.Equal(t, "disabled by an operator", why)
+	assert.Equal(t, clock.Now().UTC().Truncate(time.Millisecond), at)
+
+	rec := call(d.Handler(), "GET", "/webhooks/"+wDead.ID, "")
+	assert.Contains(t, rec.Body.String(), `"disabled_reason":"every attempt failed for 1h0m0s"`)
+	assert.Contains(t, rec.Body.String(), `"disabled_at":"`)
+
+	w.Disabled, w.DisabledReason = false, ""
+	_, err = d.Webhooks().Update(ctx, *w)
+	require.NoError(t, err)
+	why, at, disabled = reason(wFine.ID)
+	assert.False(t, disabled)
+	assert.Empty(t, why, "enabled: no reason")
+	assert.True(t, at.IsZero(), "enabled: no time")
+}

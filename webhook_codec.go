@@ -96,6 +96,7 @@ func decodeStored(raw string, ring *sealed.Ring) (*storedWebhook, error) {
 // follows from the secret, the other only asks Create for a kind of key).
 func normalizeWebhook(w *Webhook) {
 	w.CreatedAt, w.UpdatedAt = w.CreatedAt.UTC().Truncate(time.Millisecond), w.UpdatedAt.UTC().Truncate(time.Millisecond)
+	w.DisabledAt = w.DisabledAt.UTC().Truncate(time.Millisecond)
 	w.Events, w.Headers, w.Filter = compactPatterns(w.Events), canonicalHeaders(w.Headers), compactFilter(w.Filter)
 	w.PublicKey, w.Asymmetric = "", false
 	if w.Auth != nil && len(types.AuthKinds(w.Auth)) > 0 {

@@ -116,6 +116,7 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
 	s := &storedWebhook{Webhook: w}
 	s.ID, s.CreatedAt, s.UpdatedAt = "wh_"+randomHex(8), r.now(), r.now()
+	stampDisabled(&Webhook{}, &s.Webhook, s.CreatedAt)
 	if s.Secret == "" {
 		secret, err := signing.NewSecret(webhookScheme(w.Asymmetric))
 		if err != nil {
@@ -185,12 +186,12 @@ func (r *WebhookRepo) RotateSecret(ctx context.Context, id string, grace time.Du
 var errUnchanged = errors.New("webhooks: unchanged")
 
 // disable disables a webhook; it reports whether it was enabled until now.
-func (r *WebhookRepo) disable(ctx context.Context, id string) (bool, error) {
+func (r *WebhookRepo) disable(ctx context.Context, id, reason string) (bool, error) {
 	_, err := r.modify(ctx, id, func(s *storedWebhook) error {
 		if s.Disabled {
 			return errUnchanged
 		}
-		s.Disabled = true
+		s.Disabled, s.DisabledReason = true, reason
 		return nil
 	})
 	if errors.Is(err, errUnchanged) {
@@ -246,6 +247,7 @@ func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*stored
 			return nil, err
 		}
 		next.UpdatedAt = r.now()
+		stampDisabled(&old.Webhook, &next.Webhook, next.UpdatedAt)
 		normalizeWebhook(&next.Webhook)
 		if err := r.saveRaw(ctx, id, old, raw, &next); !errors.Is(err, ErrConflict) {
 			if err != nil {

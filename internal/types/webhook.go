@@ -30,6 +30,13 @@ type Webhook struct {
 	// any depth) or `*`.
 	Events   []string `json:"events"`
 	Disabled bool     `json:"disabled"`
+	// DisabledReason says why Disabled is set, in words: the rule that disabled the webhook ("every
+	// attempt failed for 40h10m6s", "the endpoint answered 410 Gone"), the reason a caller gave when it
+	// disabled it, or "disabled by an operator". Kept while the webhook stays disabled, cleared when it
+	// is enabled again.
+	DisabledReason string `json:"disabled_reason,omitempty"`
+	// DisabledAt is when the webhook was disabled; zero while it is enabled. Set by the library.
+	DisabledAt time.Time `json:"disabled_at,omitzero"`
 	// RateLimit bounds the requests per second sent to the webhook, by every replica together
 	// (inline attempts included): a delivery over the limit waits for the worker, it is not failed.
 	// 0 means unlimited; at most MaxRateLimit.
