@@ -284,7 +284,9 @@
     const w = await api('GET', '/webhooks/' + enc(id));
     const [health, stats, counts] = await Promise.all([api('GET', '/webhooks/' + enc(id) + '/health'), api('GET', '/webhooks/' + enc(id) + '/stats'),
       api('GET', '/webhooks/' + enc(id) + '/counts')]);
-    const state = el('span', { id: 'delivery-state' }, circuitBadge(health));
+    // A disabled endpoint gets no attempt, whatever its circuit says: its page says so, not "next try".
+    const state = el('span', { id: 'delivery-state' }, w.disabled
+      ? el('span', { class: 'status circuit s-failed', text: 'not delivering: the endpoint is disabled' }) : circuitBadge(health));
     const probe = mode === 'operator' && health.state === 'open' && !w.disabled ? button('Probe now', async () => {
       probe.disabled = true;
       try {
@@ -386,7 +388,9 @@
           ['Filter', hasFilter(w) ? el('code', { class: 'wrap', text: JSON.stringify(w.filter) }) : '—'],
           ['Headers', Object.keys(w.headers || {}).join(', ') || '—'],
           ['Rate limit', w.rate_limit ? w.rate_limit + ' / s' : 'none'],
-          ['Enabled', w.disabled ? el('span', { class: 'status s-failed', text: 'disabled' }) : el('span', { class: 'status s-success', text: 'enabled' })],
+          ['Enabled', w.disabled ? el('span', { id: 'disabled-why' }, el('span', { class: 'status s-failed', text: 'disabled' }),
+            ' ' + (w.disabled_reason || '') + (w.disabled_at ? ' (since ' + fmtTime(w.disabled_at) + ')' : ''))
+            : el('span', { class: 'status s-success', text: 'enabled' })],
           ['Delivery state', el('span', { class: 'secret-row' }, state, probe)],
           ['Deliveries', [el('span', { id: 'delivery-counts', text: fmt.counts(counts) }), counts.failed ? [' ', el('a', {
             href: '#/webhooks/' + enc(id) + '/deliveries?status=failed' }, 'show failed')] : null]],
