@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -735,4 +736,42 @@ func mustFirstWebhook(t *testing.T, d *Dispatcher) *Webhook {
 	require.NoError(t, err)
 	require.Len(t, ws, 1)
 	return ws[0]
+}
+
+// TestRedeliverResendsASuccess: Redeliver of a delivery that succeeded sends it once more, with the
+// same webhook-id and body, and records the attempt in its history; eight concurrent calls send it
+// once; within resendQuiet of its last attempt it is returned unchanged.
+func TestRedeliverResendsASuccess(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	mustCreate(t, d, rc, "*")
+	ctx := context.Background()
+	res, err := d.Dispatch(ctx, Event{Type: "a.b", ID: "e1", Data: map[string]int{"n": 1}})
+	require.NoError(t, err)
+	require.Equal(t, StatusSuccess, res[0].Delivery.Status)
+	id := res[0].Delivery.ID
+	dl, err := d.Redeliver(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, 1, dl.Attempts, "just delivered: returned unchanged")
+	require.Equal(t, 1, rc.count())
+	clock.Advance(resendQuiet)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			_, err := d.Redeliver(ctx, id)
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	reqs := rc.requests()
+	require.Len(t, reqs, 2, "sent once more, whatever the number of calls")
+	assert.Equal(t, reqs[0].Header.Get("webhook-id"), reqs[1].Header.Get("webhook-id"), "the same webhook-id")
+	assert.Equal(t, string(reqs[0].Body), string(reqs[1].Body), "the same body")
+	dl, err = d.Deliveries().Get(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, StatusSuccess, dl.Status)
+	assert.Equal(t, 2, dl.Attempts)
+	assert.Len(t, dl.History, 2, "the resend is in its history")
 }

@@ -3,20 +3,27 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
-// Redeliver re-sends a failed delivery: the one way a failed delivery is sent again. It keeps the
-// delivery's id, event and history, gives it the whole retry schedule again, extends its record (its
-// claim) to Options.Retention from now, and makes the first attempt before it returns. A pending or
-// successful delivery is returned unchanged; concurrent calls reset a delivery once. A delivery whose
-// webhook was deleted gives an error wrapping ErrNotFound, one whose webhook is disabled an error
-// wrapping ErrWebhookDisabled, and the delivery is left as it is.
+// Redeliver sends a delivery again: a failed one (the one way a failed delivery is sent again), or one
+// that succeeded, unordered ("you show 200, we never got it"), which gets one more attempt with the same
+// webhook-id. It keeps the delivery's id, event and history (the new attempt is added to it), gives it
+// the whole retry schedule again, extends its record (its claim) to Options.Retention from now, and
+// makes the first attempt before it returns. A pending delivery, an ordered one that succeeded, and one
+// that succeeded within the last 5 s (resendQuiet: a repeated click, or a concurrent call that lost the
+// race to the one that just sent it) are returned unchanged; concurrent calls send a delivery again once. A delivery whose webhook was
+// deleted gives an error wrapping ErrNotFound, one whose webhook is disabled an error wrapping
+// ErrWebhookDisabled, and the delivery is left as it is.
 func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID string) (*Delivery, error) {
 	dl, _, err := d.redeliver(ctx, deliveryID)
 	return dl, err
 }
+
+// resendQuiet is how long after its last attempt a delivery that succeeded is not sent again.
+const resendQuiet = 5 * time.Second
 
 // redeliver is Redeliver that also reports whether this call reset the delivery.
 func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Delivery, bool, error) {
@@ -24,7 +31,8 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	if err != nil {
 		return nil, false, err
 	}
-	if rec.Status != StatusFailed {
+	resend := rec.Status == StatusSuccess && rec.OrderKey == "" && d.now().Sub(rec.UpdatedAt) >= resendQuiet
+	if rec.Status != StatusFailed && !resend {
 		return &rec.Delivery, false, nil
 	}
 	wh, _, err := d.webhooks.load(ctx, rec.WebhookID)

@@ -152,8 +152,11 @@ func TestUIRoundTwo(t *testing.T) {
 	if p := e.text("#payload"); !strings.Contains(p, `"inv_0"`) || !strings.Contains(p, `"invoice.paid"`) {
 		t.Errorf("the delivery's payload: %q", p)
 	}
-	if dis := e.eval(`String(document.querySelector('#redeliver').disabled)`); dis != "true" {
-		t.Errorf("Redeliver is enabled on a delivery that succeeded")
+	if dis := e.eval(`String(document.querySelector('#redeliver').disabled)`); dis != "false" {
+		t.Errorf("Send again is not offered on a delivery that succeeded (a receiver that lost it asks for it)")
+	}
+	if l := e.text("#redeliver"); l != "Send again" {
+		t.Errorf("the button on a delivery that succeeded: %q", l)
 	}
 	e.shot("23-delivery-endpoint")
 

@@ -69,15 +69,19 @@ window.webhooksDeliveryDetail = function (ui) {
         else showError(e);
       } finally { retry.disabled = false; }
     }, { id: 'retry-now', class: 'primary' });
-    const redeliver = button('Redeliver', async () => {
+    // A failed delivery is redelivered; one that succeeded (unordered) is sent once more, with the same
+    // webhook-id, for a receiver that lost it.
+    const resendable = d.status === 'failed' || (d.status === 'success' && !d.order_key);
+    const redeliver = button(d.status === 'success' ? 'Send again' : 'Redeliver', async () => {
       redeliver.disabled = true;
       try {
         const r = await api('POST', '/deliveries/' + enc(id) + '/redeliver');
-        flash(d.status === 'failed' ? 'Redelivered: the delivery is now ' + r.status + '.' : 'Only a failed delivery is sent again; this one is ' + r.status + '.');
+        flash(r.attempts > d.attempts ? 'Sent again: the delivery is now ' + r.status + '.'
+          : 'Not sent again: the delivery is ' + r.status + (d.status === 'success' ? ' and was attempted moments ago.' : '.'));
         route();
       } catch (e) { showError(e); } finally { redeliver.disabled = false; }
-    }, { id: 'redeliver', class: d.status === 'failed' ? 'primary' : '', disabled: d.status !== 'failed',
-      title: d.status === 'failed' ? null : 'Only a failed delivery is sent again' });
+    }, { id: 'redeliver', class: d.status === 'failed' ? 'primary' : '', disabled: !resendable,
+      title: resendable ? null : (d.order_key ? 'Only a failed ordered delivery is sent again' : 'A pending delivery is on its way: use Retry now') });
     const attempts = (d.history || []).map((a, i) => el('tr', {},
       el('td', { 'data-label': '#', text: d.attempts - (d.history.length - 1 - i) }),
       el('td', { 'data-label': 'At', text: fmtTime(a.at) }),
