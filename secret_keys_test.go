@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func secretsWorkload(t *testing.T, d *Dispatcher) map[string]string {
 		needles[name+" secret body"] = body
 		return got
 	}
-	plain := create("hmac", Webhook{Headers: map[string]string{"X-Team": "core"}})
+	plain := create("hmac", Webhook{Headers: map[string]string{"X-Team": "core", "X-Api-Key": "header-api-key-31415926535"}})
 	create("ed25519", Webhook{Asymmetric: true})
 	create("basic", Webhook{Auth: &EndpointAuth{Basic: &BasicAuth{User: "alice", Password: "basic-password-4711-xyzzy"}}})
 	create("bearer", Webhook{Auth: &EndpointAuth{Bearer: "bearer-token-0123456789abcdef"}})
@@ -48,6 +49,7 @@ func secretsWorkload(t *testing.T, d *Dispatcher) map[string]string {
 	needles["rotated secret"] = rotated.Secret
 	needles["basic password"], needles["bearer token"] = "basic-password-4711-xyzzy", "bearer-token-0123456789abcdef"
 	needles["oauth2 client secret"] = "oauth-client-secret-9f8e7d6c5b4a"
+	needles["custom header value"] = "header-api-key-31415926535"
 	for i, line := range strings.Split(keyPEM, "\n") {
 		if len(line) >= 40 && !strings.HasPrefix(line, "-----") {
 			needles[fmt.Sprintf("client key line %d", i)] = line
@@ -243,4 +245,41 @@ func TestSecretKeysOption(t *testing.T) {
 		_, err := New(tr.rdb, Options{KeyPrefix: tr.prefix, SecretKeys: keys})
 		assert.ErrorIs(t, err, ErrInvalidOptions)
 	}
+}
+
+// TestSealedHeaderValuesAreSent: with SecretKeys, a custom header's value is sealed in Redis yet sent in
+// clear with the attempt, and a value moved to another header's name does not open (it is bound to its
+// webhook and header).
+func TestSealedHeaderValuesAreSent(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{SecretKeys: [][]byte{secretKey(1)}})
+	rc := newReceiver(t)
+	ctx := context.Background()
+	w, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"},
+		Headers: map[string]string{"X-Api-Key": "k3y-value-2718281828", "X-Team": "core"}})
+	require.NoError(t, err)
+	_, err = d.Dispatch(ctx, Event{Type: "a.b", ID: "e1"})
+	require.NoError(t, err)
+	require.Equal(t, 1, rc.count())
+	assert.Equal(t, "k3y-value-2718281828", rc.requests()[0].Header.Get("X-Api-Key"))
+	assert.Equal(t, "core", rc.requests()[0].Header.Get("X-Team"))
+
+	// Swap the two sealed values in the stored JSON: neither opens under the other's name.
+	raw, err := tr.rdb.HGet(ctx, d.keys.Webhooks(), w.ID).Result()
+	require.NoError(t, err)
+	var stored map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal([]byte(raw), &stored))
+	var headers map[string]string
+	require.NoError(t, json.Unmarshal(stored["headers"], &headers))
+	require.NotContains(t, headers["X-Api-Key"], "k3y-value", "sealed at rest")
+	headers["X-Api-Key"], headers["X-Team"] = headers["X-Team"], headers["X-Api-Key"]
+	stored["headers"], err = json.Marshal(headers)
+	require.NoError(t, err)
+	swapped, err := json.Marshal(stored)
+	require.NoError(t, err)
+	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Webhooks(), w.ID, swapped).Err())
+	other := newTestDispatcher(t, tr, Options{SecretKeys: [][]byte{secretKey(1)}}) // no cached registry
+	_, err = other.Webhooks().Get(ctx, w.ID)
+	require.ErrorIs(t, err, ErrSecretKey, "a sealed value moved to another header does not open")
 }

@@ -51,6 +51,10 @@ func (s *storedWebhook) sealedFields() map[string]*string {
 	return f
 }
 
+// sealedHeader is the name a custom header's value is sealed under (its value is a credential as much
+// as Auth's: the API never returns it).
+func sealedHeader(name string) string { return "headers." + name }
+
 // sealedAAD binds a sealed field to its webhook and name.
 func sealedAAD(id, field string) string { return "webhook/" + id + "/" + field }
 
@@ -65,6 +69,14 @@ func (s *storedWebhook) open(ring *sealed.Ring) {
 		}
 		*f = v
 	}
+	for name, sealedValue := range s.Headers {
+		v, err := ring.Open(sealedValue, sealedAAD(s.ID, sealedHeader(name)))
+		if err != nil {
+			s.unsealed = fmt.Errorf("%w: webhook %s, header %s: %w", ErrSecretKey, s.ID, name, err)
+			v = ""
+		}
+		s.Headers[name] = v
+	}
 }
 
 // sealedCopy is s with its sealed fields sealed under ring's first key (s itself unchanged).
@@ -77,6 +89,16 @@ func (s *storedWebhook) sealedCopy(ring *sealed.Ring) (*storedWebhook, error) {
 			return nil, fmt.Errorf("webhooks: seal webhook %s: %w", c.ID, err)
 		}
 		*f = v
+	}
+	if s.Headers != nil {
+		c.Headers = make(map[string]string, len(s.Headers))
+		for name, clear := range s.Headers {
+			v, err := ring.Seal(clear, sealedAAD(c.ID, sealedHeader(name)))
+			if err != nil {
+				return nil, fmt.Errorf("webhooks: seal webhook %s: %w", c.ID, err)
+			}
+			c.Headers[name] = v
+		}
 	}
 	return &c, nil
 }
