@@ -41,6 +41,11 @@ func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.D
 		return nil, fmt.Errorf("%w: status must be pending, success or failed", errBadRequest)
 	}
 	limit := min(cmp.Or(q.Limit, DefaultPageLimit), MaxPageLimit)
+	if !q.To.IsZero() && q.To.UnixMilli() < 0 { // nothing was created before 1970, and no cursor reaches there
+		return encode(struct {
+			Deliveries []*Delivery `json:"deliveries"`
+		}{[]*Delivery{}}, nil)
+	}
 	found, err := b.findDeliveries(ctx, s, q.ID, DeliveryQuery{Status: status, Limit: limit, Cursor: listedBy(q.To)})
 	if err != nil {
 		return nil, err

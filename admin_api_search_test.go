@@ -147,3 +147,18 @@ func TestSearchDeliveriesByTime(t *testing.T) {
 		assert.Equal(t, http.StatusBadRequest, rec.Code, q)
 	}
 }
+
+// TestSearchBefore1970FindsNothing: a search whose "to" is before 1970 answers an empty list, not an
+// error about a cursor the caller never gave.
+func TestSearchBefore1970FindsNothing(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	mustCreate(t, d, rc, "*")
+	_, err := d.Dispatch(context.Background(), Event{Type: "a.b", ID: "e1"})
+	require.NoError(t, err)
+	assert.Len(t, searchIDs(t, d.Handler(), "", "?to=2999-01-01T00:00:00Z"), 1)
+	assert.Empty(t, searchIDs(t, d.Handler(), "", "?to=1960-01-01T00:00:00Z"))
+	assert.Empty(t, searchIDs(t, d.Handler(), "", "?to=1969-12-31T23:59:59.999Z"))
+}
