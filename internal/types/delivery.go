@@ -1,6 +1,9 @@
 package types
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // A delivery of one event to one webhook, its attempts, and the result of dispatching it.
 
@@ -42,8 +45,10 @@ type Delivery struct {
 
 // Attempt is one HTTP attempt of a delivery.
 type Attempt struct {
-	At         time.Time     `json:"at"`
-	Duration   time.Duration `json:"duration"`
+	At time.Time `json:"at"`
+	// Duration is how long the attempt took; in JSON "duration_ms", milliseconds with microseconds as
+	// a fraction.
+	Duration   time.Duration `json:"-"`
 	StatusCode int           `json:"status_code,omitempty"`
 	Error      string        `json:"error,omitempty"`
 	// Response is the start of the response body (at most 1 KiB).
@@ -71,3 +76,27 @@ type Result struct {
 
 // Accepted reports whether the pair is durably recorded: sent, scheduled or a duplicate.
 func (r Result) Accepted() bool { return r.Delivery != nil }
+
+// attemptJSON is Attempt as JSON: its duration as a number of milliseconds named so.
+type attemptJSON struct {
+	plainAttempt
+	DurationMs float64 `json:"duration_ms"`
+}
+
+type plainAttempt Attempt // Attempt's fields without its methods
+
+// MarshalJSON writes a with Duration as "duration_ms".
+func (a Attempt) MarshalJSON() ([]byte, error) {
+	return json.Marshal(attemptJSON{plainAttempt(a), float64(a.Duration.Microseconds()) / 1000})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (a *Attempt) UnmarshalJSON(b []byte) error {
+	var j attemptJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*a = Attempt(j.plainAttempt)
+	a.Duration = time.Duration(j.DurationMs * float64(time.Millisecond))
+	return nil
+}

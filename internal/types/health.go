@@ -1,6 +1,9 @@
 package types
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // A webhook's circuit breaker, as every replica sees it.
 
@@ -15,10 +18,35 @@ const (
 
 // Health is a webhook's circuit breaker as every replica sees it.
 type Health struct {
-	WebhookID           string        `json:"webhook_id"`
-	State               CircuitState  `json:"state"`
-	ConsecutiveFailures int           `json:"consecutive_failures"`
-	FailingSince        time.Time     `json:"failing_since,omitzero"` // start of the current run of failures
-	OpenUntil           time.Time     `json:"open_until,omitzero"`    // when the next probe may go out
-	OpenFor             time.Duration `json:"open_for,omitempty"`     // the current open period
+	WebhookID           string       `json:"webhook_id"`
+	State               CircuitState `json:"state"`
+	ConsecutiveFailures int          `json:"consecutive_failures"`
+	FailingSince        time.Time    `json:"failing_since,omitzero"` // start of the current run of failures
+	OpenUntil           time.Time    `json:"open_until,omitzero"`    // when the next probe may go out
+	// OpenFor is the current open period; in JSON "open_for_ms", whole milliseconds.
+	OpenFor time.Duration `json:"-"`
+}
+
+// healthJSON is Health as JSON: durations as numbers of milliseconds named so.
+type healthJSON struct {
+	plainHealth
+	OpenForMs int64 `json:"open_for_ms,omitempty"`
+}
+
+type plainHealth Health // Health's fields without its methods
+
+// MarshalJSON writes h with OpenFor as "open_for_ms".
+func (h Health) MarshalJSON() ([]byte, error) {
+	return json.Marshal(healthJSON{plainHealth(h), h.OpenFor.Milliseconds()})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (h *Health) UnmarshalJSON(b []byte) error {
+	var j healthJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*h = Health(j.plainHealth)
+	h.OpenFor = time.Duration(j.OpenForMs) * time.Millisecond
+	return nil
 }

@@ -22,7 +22,7 @@ window.webhooksDeliveryDetail = function (ui) {
     if (first > 1) items.push({ at: (d.history[0] || {}).at, what: (first - 1) + ' earlier attempts are no longer kept', muted: true });
     (d.history || []).forEach((a, i) => items.push({
       at: a.at, kind: a.status_code && a.status_code < 300 ? 'ok' : 'bad',
-      what: 'Attempt ' + (first + i) + ': ' + (a.status_code ? 'HTTP ' + a.status_code : a.error || 'no answer') + ' in ' + fmtDuration(a.duration),
+      what: 'Attempt ' + (first + i) + ': ' + (a.status_code ? 'HTTP ' + a.status_code : a.error || 'no answer') + ' in ' + fmtDuration(a.duration_ms * 1e6),
     }));
     for (const at of d.redelivered_at || []) items.push({ at, what: 'Sent again (redelivered)', kind: 'redo' });
     items.sort((a, b) => new Date(a.at) - new Date(b.at) || (b.kind === 'redo') - (a.kind === 'redo')); // a redelivery before its attempt
@@ -86,7 +86,7 @@ window.webhooksDeliveryDetail = function (ui) {
       el('td', { 'data-label': '#', text: d.attempts - (d.history.length - 1 - i) }),
       el('td', { 'data-label': 'At', text: fmtTime(a.at) }),
       el('td', { 'data-label': 'Status code' }, a.status_code ? el('span', { class: 'status ' + (a.status_code < 300 ? 's-success' : 's-failed'), text: a.status_code }) : '—'),
-      el('td', { 'data-label': 'Duration', text: fmtDuration(a.duration) }),
+      el('td', { 'data-label': 'Duration', text: fmtDuration(a.duration_ms * 1e6) }),
       el('td', { 'data-label': 'Error', text: a.error || '—' }),
       el('td', { 'data-label': 'Response', class: 'resp' }, a.response ? el('pre', { text: a.response }) : '—')));
     const position = d.order_position === 0 ? 'first in its order key' : d.order_position > 0 ? d.order_position + ' ahead of it' : 'no longer in its order key';
