@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -40,5 +41,32 @@ func TestHandlerErrorNamesTheField(t *testing.T) {
 		var e api.ErrorBody
 		require.NoError(t, json.Unmarshal(r.body, &e))
 		assert.Equal(t, tc.field, e.Error.Field, "%s: %s", tc.body, r.body)
+	}
+}
+
+// TestBodyErrorsAreWords: a body with a field of the wrong type, an unknown field or broken JSON is
+// answered in words for a person, naming the field, with no Go type or struct name.
+func TestBodyErrorsAreWords(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	srv := httptest.NewServer(d.Handler())
+	t.Cleanup(srv.Close)
+	for _, tc := range []struct{ body, field, words string }{
+		{`{"url":"https://example.com/h","events":"order.*"}`, "events", "events must be an array of strings, not a JSON string"},
+		{`{"url":"https://example.com/h","events":["*"],"rate_limit":"fast"}`, "rate_limit", "rate_limit must be a whole number"},
+		{`{"url":"https://example.com/h","events":["*"],"disabled":"yes"}`, "disabled", "disabled must be true or false"},
+		{`{"url":"https://example.com/h","events":["*"],"colour":"red"}`, "colour", "colour is not a field of a webhook"},
+		{`{"url":`, "", "the body is not valid JSON"},
+	} {
+		status, body := portalCall(t, srv, "", "POST", "/webhooks", tc.body)
+		assert.Equal(t, http.StatusBadRequest, status, tc.body)
+		assert.Contains(t, body, tc.words, tc.body)
+		if tc.field != "" {
+			assert.Contains(t, body, `"field":"`+tc.field+`"`, tc.body)
+		}
+		for _, goWords := range []string{"Go struct", "json:", "[]string", "Webhook.", "unmarshal"} {
+			assert.NotContains(t, body, goWords, tc.body)
+		}
 	}
 }

@@ -11,9 +11,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"net/http"
+	"reflect"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/sealed"
@@ -217,7 +220,7 @@ func decodeWebhookJSON(b []byte, w *Webhook) error {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(w); err != nil {
-		return fmt.Errorf("%w: malformed JSON body: %w", errBadRequest, err)
+		return jsonBodyError(err)
 	}
 	if dec.More() {
 		return fmt.Errorf("%w: malformed JSON body: more than one JSON value", errBadRequest)
@@ -356,4 +359,51 @@ func compactFilter(raw json.RawMessage) json.RawMessage {
 		return slices.Clone(raw)
 	}
 	return b.Bytes()
+}
+
+// jsonBodyError is a request body's decoding error in words for a person, naming the field when it is
+// about one (no Go type or struct names): a field of the wrong type, an unknown field, or JSON that does
+// not parse.
+func jsonBodyError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return inField(typeErr.Field, fmt.Errorf("%w: %s must be %s, not a JSON %s", errBadRequest, typeErr.Field,
+			jsonKind(typeErr.Type), typeErr.Value))
+	case errors.As(err, &syntaxErr):
+		return fmt.Errorf("%w: the body is not valid JSON (at byte %d)", errBadRequest, syntaxErr.Offset)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return fmt.Errorf("%w: the body is not valid JSON (it ends early)", errBadRequest)
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return inField(name, fmt.Errorf("%w: %s is not a field of a webhook", errBadRequest, name))
+	}
+	return fmt.Errorf("%w: the body is not a JSON object of a webhook's fields", errBadRequest)
+}
+
+// jsonKind names the JSON a Go type is read from, for a person.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		if t == reflect.TypeFor[time.Time]() {
+			return "an RFC 3339 time"
+		}
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8, reflect.Uint16,
+		reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice:
+		if t.Elem().Kind() == reflect.String {
+			return "an array of strings"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct, reflect.Pointer:
+		return "an object"
+	}
+	return "another kind of value"
 }
