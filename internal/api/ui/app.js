@@ -16,14 +16,39 @@
   // --- token (portal) -------------------------------------------------------------------------------
   // takeToken moves a token from the URL fragment into sessionStorage, and out of the address bar and
   // the history.
+  // Only the portal takes tokens: the operator's UI never sends one (a link with #token= cannot make it
+  // send a bearer token of someone else's with every call). A token for another tenant than the one this
+  // tab acts for is refused, in words, until the user forgets the loaded one ("Forget token").
   function takeToken() {
     const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
-    if (m) {
-      sessionStorage.setItem(tokenKey, decodeURIComponent(m[1]));
-      history.replaceState(null, '', location.pathname + location.search + '#/');
+    if (!m) return;
+    history.replaceState(null, '', location.pathname + location.search + '#/');
+    if (mode !== 'portal') return;
+    let next;
+    try { next = decodeURIComponent(m[1]); } catch (e) { flash('This link\'s token is malformed.', 'error', true); return; }
+    const cur = token();
+    if (cur && cur !== next && tokenTenant(cur) !== tokenTenant(next)) {
+      flash('This link is for tenant "' + tokenTenant(next) + '", but this tab acts for "' + tokenTenant(cur) +
+        '". Choose "Forget token" first to switch.', 'error', true);
+      return;
     }
+    sessionStorage.setItem(tokenKey, next);
+    showTenant();
   }
-  function token() { return sessionStorage.getItem(tokenKey) || ''; }
+  function token() { return mode === 'portal' ? sessionStorage.getItem(tokenKey) || '' : ''; }
+  // tokenTenant is the tenant a portal token names ("wpt1." + base64url("tenant\nexpiry") + "." + mac),
+  // as the page shows it; the server checks the token itself.
+  function tokenTenant(t) {
+    const parts = (t || '').split('.');
+    if (parts.length !== 3) return '';
+    try { return atob(parts[1].replace(/-/g, '+').replace(/_/g, '/')).split('\n')[0]; } catch (e) { return ''; }
+  }
+  // showTenant puts the portal's tenant beside its badge.
+  function showTenant() {
+    if (mode !== 'portal') return;
+    const t = tokenTenant(token());
+    document.getElementById('mode').textContent = t ? 'portal · ' + t : 'portal';
+  }
 
   // --- DOM helpers ----------------------------------------------------------------------------------
   function el(tag, attrs, ...children) {
@@ -132,6 +157,7 @@
         class: 'card form', onsubmit: (ev) => {
           ev.preventDefault();
           sessionStorage.setItem(tokenKey, input.value.trim());
+          showTenant();
           clearFlash();
           location.hash = '#/';
           route();
@@ -499,11 +525,12 @@
   }
 
   document.getElementById('mode').textContent = mode === 'portal' ? 'portal' : 'operator';
+  showTenant();
   if (mode === 'portal') document.getElementById('nav-backlog').remove(); // operator only
   const signout = document.getElementById('signout');
   if (mode === 'portal') {
     signout.hidden = false;
-    signout.addEventListener('click', () => { sessionStorage.removeItem(tokenKey); tokenPage(); });
+    signout.addEventListener('click', () => { sessionStorage.removeItem(tokenKey); showTenant(); tokenPage(); });
   }
   // A link to the route on screen (e.g. "New endpoint" on the new-endpoint form) renders it afresh.
   document.addEventListener('click', (ev) => {
