@@ -154,6 +154,8 @@ func (adminBackend) Classify(err error) api.Kind {
 		return api.KindNotRetryable
 	case errors.Is(err, ErrProbeRefused):
 		return api.KindProbeRefused
+	case errors.Is(err, ErrTestSendsLimited):
+		return api.KindTooMany
 	}
 	return api.KindInternal
 }

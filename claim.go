@@ -20,7 +20,7 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 	keys[0], keys[1], keys[2] = d.keys.Event(shard, eventID), d.keys.Ready(shard), d.keys.Inline(shard)
 	args := make([]any, 3, 5+7*len(recs))
 	now := d.now()
-	args[0], args[1], args[2] = now.UnixMilli(), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
+	args[0], args[1], args[2] = now.UnixMilli(), recordRetention(recs, d.opts.Retention).Milliseconds(), storedEvent(fingerprint, body)
 	if len(recs) > 0 {
 		args[0] = unixMilli(recs[0].CreatedAt)
 	}
@@ -121,4 +121,13 @@ func (x *indexTTLs) checked(key string, now time.Time) {
 		clear(x.at)
 	}
 	x.at[key] = now
+}
+
+// recordRetention is how long the records of a claim are kept (their expiry less their creation: a test
+// send's are kept less long), or def for a claim of no record.
+func recordRetention(recs []*record, def time.Duration) time.Duration {
+	if len(recs) == 0 {
+		return def
+	}
+	return recs[0].ExpiresAt.Sub(recs[0].CreatedAt)
 }

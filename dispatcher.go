@@ -206,12 +206,18 @@ func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) ([]Result, error) {
 }
 
 // SendTest sends a `webhook.test` event with a fresh id (`test_` + random) to one webhook, whatever its
-// subscriptions and even when it is disabled. It is never a duplicate of anything. Its error follows
+// subscriptions and even when it is disabled. It is never a duplicate of anything. Test sends are
+// bounded: at most TestSendsPerWebhook per second to a webhook and TestSendsPerTenant per second to a
+// tenant's webhooks (more wraps ErrTestSendsLimited, and nothing is claimed), and their records are
+// kept TestSendRetention (or Options.Retention when shorter), not Options.Retention. Its error follows
 // Dispatch's contract: ErrNotAccepted when the test delivery could not be claimed, ErrDeferred (with the
 // Delivery) when its attempt was left to the worker.
 func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery, error) {
 	s, _, err := d.webhooks.load(ctx, webhookID)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.takeTestSend(ctx, s); err != nil {
 		return nil, err
 	}
 	evt := Event{Type: TestEventType, ID: "test_" + randomHex(12), Data: map[string]string{"webhook_id": webhookID}}
@@ -222,7 +228,8 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
-	results := d.claimAndAttempt(ctx, s.Tenant, evt.ID, evt.Type, "", body, []*storedWebhook{s}, true)
+	retention := min(d.opts.Retention, TestSendRetention)
+	results := d.claimAndAttemptFor(ctx, retention, s.Tenant, evt.ID, evt.Type, "", body, []*storedWebhook{s}, true)
 	if err := notAccepted(evt.ID, results); err != nil {
 		return nil, err
 	}
@@ -259,6 +266,12 @@ func (d *Dispatcher) targets(ctx context.Context, evt Event, body []byte) ([]*st
 // ordered event's pairs (orderKey set) are claimed in its key's shard (ordered.go), and a pair
 // created behind its key's head is not attempted.
 func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, eventType, orderKey string, body []byte, targets []*storedWebhook, inline bool) []Result {
+	return d.claimAndAttemptFor(ctx, d.opts.Retention, tenant, eventID, eventType, orderKey, body, targets, inline)
+}
+
+// claimAndAttemptFor is claimAndAttempt of records kept retention (a test send's are kept less long).
+func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Duration, tenant, eventID, eventType, orderKey string, body []byte,
+	targets []*storedWebhook, inline bool) []Result {
 	results := make([]Result, len(targets))
 	if len(targets) == 0 {
 		return results
@@ -266,7 +279,7 @@ func (d *Dispatcher) claimAndAttempt(ctx context.Context, tenant, eventID, event
 	scoped := rdb.ScopedEventID(tenant, eventID)
 	shard := d.keys.EventShard(tenant, scoped, orderKey)
 	plans := d.plan(ctx, targets, inline)
-	recs := d.newRecords(scoped, eventID, eventType, targets, plans)
+	recs := d.newRecords(retention, scoped, eventID, eventType, targets, plans)
 	d.stampTrace(ctx, recs)
 	reply, bodyKey, err := d.claimEvent(ctx, shard, scoped, orderKey, eventType, body, recs, plans)
 	if err != nil {
@@ -412,14 +425,14 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 // newRecords builds the records a claim creates for the targets of one event, as planned: leased for
 // an inline first attempt, or due for the worker (parked ones saying why).
 // scoped is the event id as scoped by its tenant, which names the pair (scopedEventID).
-func (d *Dispatcher) newRecords(scoped, eventID, eventType string, targets []*storedWebhook, plans []targetPlan) []*record {
+func (d *Dispatcher) newRecords(retention time.Duration, scoped, eventID, eventType string, targets []*storedWebhook, plans []targetPlan) []*record {
 	now := d.now()
 	recs := make([]*record, len(targets))
 	for i, t := range targets {
 		recs[i] = &record{Delivery: Delivery{ID: d.keys.DeliveryID(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
 			EventType: eventType, Status: StatusPending, NextAttemptAt: msTime(plans[i].due.UnixMilli()),
 			CreatedAt: msTime(now.UnixMilli()), UpdatedAt: msTime(now.UnixMilli()),
-			ExpiresAt: msTime(now.UnixMilli() + d.opts.Retention.Milliseconds())}}
+			ExpiresAt: msTime(now.UnixMilli() + retention.Milliseconds())}}
 		token := randomHex(rdb.TokenLen / 2) // also tells this call's records from another call's
 		if plans[i].inline {
 			recs[i].holdLease(token, plans[i].due)

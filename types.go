@@ -45,6 +45,7 @@ const (
 // The sentinel errors: calls wrap them with %w and context; test with errors.Is. Each is documented
 // in internal/types.
 var (
+	ErrTestSendsLimited = types.ErrTestSendsLimited
 	ErrNotRetryable     = types.ErrNotRetryable
 	ErrProbeRefused     = types.ErrProbeRefused
 	ErrInvalidQuery     = types.ErrInvalidQuery

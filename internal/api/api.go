@@ -103,6 +103,7 @@ const (
 	KindTenantQuota                 // 409 tenant_quota
 	KindNotRetryable                // 409 not_retryable: not pending, in flight, held back or paused
 	KindProbeRefused                // 409 probe_refused: the circuit is closed, or its probe in flight
+	KindTooMany                     // 429 too_many_requests: try again later (the message says when)
 )
 
 // errBadRequest marks a request parameter the API cannot use.

@@ -190,6 +190,8 @@ func (rt *router) classify(err error) (status int, code, message string) {
 		return http.StatusConflict, "not_retryable", err.Error()
 	case KindProbeRefused:
 		return http.StatusConflict, "probe_refused", err.Error()
+	case KindTooMany:
+		return http.StatusTooManyRequests, "too_many_requests", err.Error()
 	}
 	return http.StatusInternalServerError, "internal", "internal error"
 }

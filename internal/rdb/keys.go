@@ -191,6 +191,10 @@ func (k Keys) ShardCount() string { return k.RegistryTag() + ":shards" }
 // cluster, apart from the shards.
 func (k Keys) Rate(webhookID string) string { return "{" + k.prefix + ":rate:" + webhookID + "}" }
 
+// TestSends is a test-send limiter of a scope ("webhook:<id>" or "tenant:<tenant>"): its own hash tag, as
+// a rate limiter's.
+func (k Keys) TestSends(scope string) string { return "{" + k.prefix + ":tests:" + scope + "}" }
+
 // Token is the webhook's cached OAuth2 token: "<expiry ms> <credentials fingerprint> <token>", sealed
 // when the library's secret keys are set.
 func (k Keys) Token(webhookID string) string { return "{" + k.prefix + ":oauth:" + webhookID + "}" }

@@ -49,6 +49,8 @@ package rdb
 //	                                               successes/failures in hour h (Unix hours; hourly.go); written by
 //	                                               the circuit count; TTL 25 h from the first count of its newest hour
 //	{P:registry}:shards                    string  the shard count, "<S>" (Keys.Load); no TTL
+//	{P:tests:<scope>}                      string  a test-send limiter (SendTest), scope "webhook:<id>" or "tenant:<tenant>":
+//	                                               the start of its next free slot (µs, Redis time)  TTL 1 s after that slot
 //	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,
 //	                                               Redis time) (ratelimit.go)  TTL 1 s after that slot
 //	{P:oauth:<webhook_id>}                 string  the webhook's OAuth2 token, "<expiry ms> <credentials fingerprint>

@@ -116,3 +116,7 @@ var ErrNotRetryable = errors.New("webhooks: the delivery cannot be retried now")
 // ErrProbeRefused is returned (wrapped) by Dispatcher.ProbeNow for a webhook whose circuit is closed,
 // or whose probe is already in flight.
 var ErrProbeRefused = errors.New("webhooks: no probe now")
+
+// ErrTestSendsLimited is returned (wrapped) by Dispatcher.SendTest when the webhook, or its tenant, has
+// taken its test sends for the second; nothing is claimed.
+var ErrTestSendsLimited = errors.New("webhooks: too many test sends")

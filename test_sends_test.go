@@ -1,0 +1,67 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestTestSendsAreBounded: a webhook takes a burst of test sends, then refuses more with
+// ErrTestSendsLimited (saying when to try again) and claims nothing for them; a tenant's webhooks
+// together are bounded too; a test send's record is kept TestSendRetention, not Options.Retention.
+func TestTestSendsAreBounded(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	ctx := context.Background()
+	w, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}})
+	require.NoError(t, err)
+	sent, refused := 0, 0
+	var first *Delivery
+	for range 14 {
+		dl, err := d.SendTest(ctx, w.ID)
+		switch {
+		case errors.Is(err, ErrTestSendsLimited):
+			refused++
+			assert.Contains(t, err.Error(), "try again in")
+		default:
+			require.NoError(t, err)
+			sent++
+			if first == nil {
+				first = dl
+			}
+		}
+	}
+	assert.GreaterOrEqual(t, sent, 10, "a burst of 10 goes out")
+	assert.LessOrEqual(t, sent, 11, "then 1 per second")
+	assert.Equal(t, 14-sent, refused)
+	assert.Equal(t, sent, rc.count(), "nothing is sent, nor claimed, for a refused test send")
+
+	require.NotNil(t, first)
+	assert.Equal(t, TestSendRetention, first.ExpiresAt.Sub(first.CreatedAt), "kept TestSendRetention")
+	shard, err := deliveryShard(d.keys, first.ID)
+	require.NoError(t, err)
+	ttl, err := tr.rdb.PTTL(ctx, d.keys.Delivery(shard, first.ID)).Result()
+	require.NoError(t, err)
+	assert.LessOrEqual(t, ttl, TestSendRetention, "its record's key expires with it")
+	assert.Greater(t, ttl, time.Duration(0))
+
+	// A tenant's webhooks together: 6 webhooks × 10 is more than the tenant's burst.
+	tenantRefused := 0
+	for i := range 6 {
+		tw, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, Tenant: "acme"})
+		require.NoError(t, err, i)
+		for range 10 {
+			if _, err := d.SendTest(ctx, tw.ID); errors.Is(err, ErrTestSendsLimited) && strings.Contains(err.Error(), "its tenant") {
+				tenantRefused++
+			}
+		}
+	}
+	assert.Positive(t, tenantRefused, "the tenant's bound refuses some")
+}
