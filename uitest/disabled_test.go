@@ -30,6 +30,11 @@ func TestUIDisabledEndpointSaysWhy(t *testing.T) {
 	if s := e.text("#disabled-why"); !regexp.MustCompile(`^disabled paused for the billing migration \(since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$`).MatchString(s) {
 		t.Errorf("the disabled endpoint says: %q", s)
 	}
+	for _, form := range []string{"#recover-form", "#replay-form"} { // its times are the browser's, and say so
+		if l := e.text(form + " label"); !regexp.MustCompile(`\(your time, UTC[+−]\d\d:\d\d\)$`).MatchString(l) {
+			t.Errorf("%s's time label: %q", form, l)
+		}
+	}
 	if s := e.text("#delivery-state"); s != "not delivering: the endpoint is disabled" {
 		t.Errorf("a disabled endpoint's delivery state: %q", s)
 	}

@@ -380,7 +380,7 @@
           flash('Recover: ' + r.redelivered + ' failed deliveries sent again.');
         } catch (e) { showError(e); }
       },
-    }, el('label', { for: 'r-since', text: 'From' }), since, el('label', { for: 'r-until', text: 'to (empty: now)' }), until,
+    }, el('label', { for: 'r-since', text: 'From (' + localZone() + ')' }), since, el('label', { for: 'r-until', text: 'to (empty: now)' }), until,
     el('button', { type: 'submit', id: 'recover' }, 'Recover failed deliveries'));
 
     const replaySince = el('input', { id: 'p-since', type: 'datetime-local', required: true, value: localInput(new Date(now - 24 * 3600e3)) });
@@ -399,7 +399,7 @@
           flash('Replay: ' + scheduled + ' missed events scheduled.');
         } catch (e) { showError(e); }
       },
-    }, el('label', { for: 'p-since', text: 'Since' }), replaySince,
+    }, el('label', { for: 'p-since', text: 'Since (' + localZone() + ')' }), replaySince,
     el('button', { type: 'submit', id: 'replay' }, 'Replay missed events'));
 
     render('Endpoint',
@@ -451,6 +451,13 @@
       }
     }
   }
+  // localZone labels the browser's time zone, in which the date-time inputs are read: "your time, UTC+01:00".
+  function localZone() {
+    const off = -new Date().getTimezoneOffset();
+    const p = (n) => String(Math.floor(Math.abs(n))).padStart(2, '0');
+    return 'your time, UTC' + (off < 0 ? '−' : '+') + p(off / 60) + ':' + p(off % 60);
+  }
+
   function localInput(d) {
     const p = (n) => String(n).padStart(2, '0');
     return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes());
