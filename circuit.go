@@ -203,9 +203,6 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 		cc.cmd = d.scripts.run(ctx, rdb.Count, cc.keys, cc.args...)
 	}
 	events, err := countReply(cc.cmd, cc.now, cc.outs)
-	if d.counted != nil {
-		d.counted(len(cc.outs))
-	}
 	if err != nil {
 		d.log.Warn("webhooks: count attempts in circuits", "error", err)
 		return

@@ -107,7 +107,7 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 
 // patternReceiver answers request n (from 0, in the order it answers them) with 500 when fail(n), else
 // 200. It answers a failure only once every request answered before it is counted in its webhook's
-// circuit (finished counts them: the Dispatchers' counted hook, which runs once a count has run — an
+// circuit (finished counts them: the count log on the Dispatchers' clients, once a count has run — an
 // attempt's count goes out when the attempt ends, with its outcome's write or, for a worker's outcome
 // that waits for its batch, before it: countNow), so that the successes answered between two failures
 // are counted between them in Redis too: a run of failures in the circuit's order is at most two longer
@@ -119,15 +119,15 @@ type patternReceiver struct {
 	serial   bool
 	mu       sync.Mutex // held while a request waits for its turn
 	answered int64
-	failed   atomic.Int64 // requests answered 500
-	finished atomic.Int64 // attempts counted in the circuit (the Dispatchers' counted hook)
-	late     atomic.Int64 // a turn that did not come within its bound
-	ok       sync.Map     // delivery id -> true once answered 200
-	other    sync.Map     // errors of attempts answered neither 200 nor 500 (none expected)
+	failed   atomic.Int64  // requests answered 500
+	finished *atomic.Int64 // attempts counted in the circuit (countLog.done of the Dispatchers' clients)
+	late     atomic.Int64  // a turn that did not come within its bound
+	ok       sync.Map      // delivery id -> true once answered 200
+	other    sync.Map      // errors of attempts answered neither 200 nor 500 (none expected)
 }
 
 func newPatternReceiver(t *testing.T, serial bool, fail func(n int) bool) *patternReceiver {
-	p := &patternReceiver{fail: fail, serial: serial}
+	p := &patternReceiver{fail: fail, serial: serial, finished: &atomic.Int64{}}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		n := p.answered
@@ -193,6 +193,7 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 			rc := newPatternReceiver(t, tc.serial, tc.fail)
 			schedule := slices.Repeat([]time.Duration{10 * time.Millisecond}, 40)
 			counts := newCountLog()
+			rc.finished = counts.done
 			var ds []*Dispatcher
 			for range 3 {
 				c := tr.newClient(t)
@@ -205,9 +206,6 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 								rc.other.Store(a.Error, true)
 							}
 						}}}))
-			}
-			for _, d := range ds {
-				d.counted = func(n int) { rc.finished.Add(int64(n)) }
 			}
 			w, err := ds[0].Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}})
 			require.NoError(t, err)
@@ -325,6 +323,7 @@ type countLog struct {
 	passHook
 	mu      *sync.Mutex // held while a count is in flight
 	entries *[]countEntry
+	done    *atomic.Int64 // outcomes counted so far, readable without mu
 }
 
 // countEntry is one outcome as a count applied it, and the circuit the count left.
@@ -335,7 +334,9 @@ type countEntry struct {
 	open                   bool
 }
 
-func newCountLog() countLog { return countLog{mu: &sync.Mutex{}, entries: &[]countEntry{}} }
+func newCountLog() countLog {
+	return countLog{mu: &sync.Mutex{}, entries: &[]countEntry{}, done: &atomic.Int64{}}
+}
 
 // log returns the counts recorded so far, in Redis's order.
 func (l countLog) log() []countEntry {
@@ -415,6 +416,7 @@ func (l countLog) add(c redis.Cmder) {
 		circ, _ := decodeCircuit(s)
 		*l.entries = append(*l.entries, countEntry{webhookID: fmt.Sprint(argv[a]), kind: fmt.Sprint(argv[a+1]),
 			probe: fmt.Sprint(argv[a+2]), event: event, failures: int(circ.failures), open: circ.openFor > 0})
+		l.done.Add(1)
 	}
 }
 

@@ -50,7 +50,6 @@ type Dispatcher struct {
 	local        *localDue      // what this Dispatcher queued, for its worker (local_due.go)
 	running      atomic.Int32   // Runs going
 	idled        func()         // tests: called before Run waits with nothing due that it could take
-	counted      func(n int)    // tests: called once a circuit count of n attempts has run (afterCount)
 	auth         *authenticator // endpoint authentication (endpoint_auth_send.go)
 	redisDown    *redisDownLog  // the worker's warnings while Redis fails it
 }
