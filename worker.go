@@ -495,7 +495,13 @@ func (d *Dispatcher) attemptLeased(ctx context.Context, j leasedDelivery, wh *st
 			return parkOutcome(rec, later(h.OpenUntil, d.now().Add(probeRecheck)), h)
 		}
 	}
-	o := d.decide(rec, d.tracedAttempt(ctx, wh, rec, body))
+	slot, ok := d.takeConcurrencySlot(ctx, wh)
+	if !ok {
+		return waitForSlot(rec, d.now().Add(concurrencyRecheck))
+	}
+	res := d.tracedAttempt(ctx, wh, rec, body)
+	d.releaseConcurrencySlot(ctx, wh.ID, slot)
+	o := d.decide(rec, res)
 	o.probe = j.probe
 	return o
 }
