@@ -62,6 +62,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.local.clear()
 		}
 	}()
+	d.warnIfEvicting(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: 2 * d.opts.Concurrency, batch: max(1, d.opts.Concurrency/8),
