@@ -135,6 +135,8 @@ type outcome struct {
 	inline     bool      // the attempt was leased by the claim (its schedule entry is in the inline zset)
 	retime     bool      // its lease read its queue to the last due entry: a final outcome retimes the webhook
 	counted    bool      // its circuit count was sent when its attempt ended (countNow): settle sends none
+	// pendingSince is when Redis first failed to take it (pending_outcomes.go); zero until then.
+	pendingSince time.Time
 }
 
 // scheduleMode is how rdb.Outcome takes o's schedule entry.
@@ -253,6 +255,8 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 	leaseEnd := d.earliestLeaseEnd(now, recs, idx)
 	var reply []int64
 	count := d.countOutcomes(now, outcomes, recs, idx)
+	var kept []int                                                       // outcomes Redis did not take within the lease: kept for Run (pending_outcomes.go)
+	defer func() { d.keepPending(shard, recs, outcomes, kept, count) }() // after afterCount
 	defer d.afterCount(ctx, count)
 	err := d.retryWithinLease(ctx, leaseEnd, func(ctx context.Context) error {
 		w := d.writeBesideCount(ctx, count, script, keys, append(args, values...)...)
@@ -262,6 +266,9 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		}
 		return err
 	})
+	if err != nil && retryable(err) {
+		kept = idx
+	}
 	if err == nil && len(reply) != len(idx)+extra {
 		err = fmt.Errorf("unexpected reply of %d items", len(reply))
 	}

@@ -167,6 +167,17 @@ func (d *Dispatcher) countNow(ctx context.Context, rec *record, o *outcome) {
 	d.afterCount(ctx, cc)
 }
 
+// failingNow reports whether webhookID's circuit, as this Dispatcher last saw it (within the cache's
+// TTL), holds failures or is open. Then an inline attempt's count goes out as it ends, on the count
+// lane (countNow), not with its outcome's write: its successes reach the circuit in the same lane and
+// order as the worker's attempts' counts, where a success that waits behind other outcome writes could
+// let failures answered after it be counted as a run. A healthy webhook's count still rides with the
+// outcome's write, at no round trip of its own.
+func (d *Dispatcher) failingNow(webhookID string) bool {
+	h, ok := d.circuitCache.peek(d.now(), []string{webhookID})[webhookID]
+	return ok && (h.ConsecutiveFailures > 0 || h.State != CircuitClosed)
+}
+
 // sent reports whether the count ran (or failed for a reason another try would not change).
 func (cc *circuitCount) sent() bool {
 	return cc == nil || (cc.cmd != nil && !retryable(cc.cmd.Err()))

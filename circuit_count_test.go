@@ -265,7 +265,8 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 					c.AddHook(lateFailures{}) // first: it delays a count before the count log holds its turn
 				}
 				c.AddHook(counts)
-				ds = append(ds, newTestDispatcherOn(t, c, tr, Options{BreakAfter: tc.breakAfter,
+				// Concurrency 16: each replica's worker holds as many attempts as the 16 goroutines do inline.
+				ds = append(ds, newTestDispatcherOn(t, c, tr, Options{BreakAfter: tc.breakAfter, Concurrency: 16,
 					BreakFor: time.Minute, Timeout: 10 * time.Second, RetrySchedule: schedule,
 					Hooks: Hooks{CircuitOpened: func(string, time.Time) { opened.Add(1) },
 						AttemptFinished: func(a AttemptInfo) {

@@ -46,12 +46,13 @@ type Dispatcher struct {
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	turns        slotTurns     // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce    sync.Once
-	hintsPtr     *scanHints     // made by hints()
-	local        *localDue      // what this Dispatcher queued, for its worker (local_due.go)
-	running      atomic.Int32   // Runs going
-	idled        func()         // tests: called before Run waits with nothing due that it could take
-	auth         *authenticator // endpoint authentication (endpoint_auth_send.go)
-	redisDown    *redisDownLog  // the worker's warnings while Redis fails it
+	hintsPtr     *scanHints      // made by hints()
+	local        *localDue       // what this Dispatcher queued, for its worker (local_due.go)
+	running      atomic.Int32    // Runs going
+	idled        func()          // tests: called before Run waits with nothing due that it could take
+	auth         *authenticator  // endpoint authentication (endpoint_auth_send.go)
+	redisDown    *redisDownLog   // the worker's warnings while Redis fails it
+	pending      pendingOutcomes // outcomes Redis could not take, for Run to write (pending_outcomes.go)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -320,6 +321,9 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			d.releaseConcurrencySlot(ctx, t.ID, plans[i].slot)
 			o := d.decide(recs[i], res)
 			o.inline = true
+			if d.failingNow(t.ID) {
+				d.countNow(ctx, recs[i], &o)
+			}
 			batch.ended(ctx, recs[i], o, &results[i].Err)
 		})
 	}

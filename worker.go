@@ -94,6 +94,20 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		d.waitForPoke(ctx) // the first lane makes the first scan
 	}
 	for ctx.Err() == nil {
+		if d.pending.isDown() { // after an outage: lease nothing until Redis answers, then wait the grace
+			if err := d.rdb.Ping(ctx).Err(); err != nil {
+				d.redisDown.warn(time.Now(), "webhooks: worker could not reach Redis", "error", err)
+				d.sleep(ctx, backoff)
+				backoff = min(2*backoff, maxErrorBackoff)
+				continue
+			}
+			d.pending.reached(time.Now())
+		}
+		d.writePending(ctx)
+		if wait := d.pending.graceLeft(time.Now()); wait > 0 {
+			d.sleep(ctx, wait)
+			continue
+		}
 		free := r.claim()
 		if free <= 0 {
 			d.sleep(ctx, idleWait) // an ending attempt pokes
@@ -106,6 +120,9 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		case err != nil && len(jobs) == 0:
 			d.reloadOnTransport(err)
 			d.redisDown.warn(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
+			if retryable(err) {
+				d.pending.passFailed()
+			}
 			d.sleep(ctx, backoff)
 			backoff = min(2*backoff, maxErrorBackoff)
 			continue

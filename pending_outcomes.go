@@ -1,0 +1,139 @@
+package webhooks
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Outcomes that Redis could not take. An attempt whose outcome write fails in transport for its whole
+// lease (Redis restarting, paused, unreachable) is kept here and written by Run once Redis answers:
+// the write is conditional on the attempt's lease token, so it lands only if no other attempt of the
+// delivery has leased it since, and the request is not repeated. After a pass of the worker fails, Run
+// waits outageGrace once Redis answers again before it leases anything, writing what it kept first; so
+// does every replica's Run that saw the outage, so none re-leases a delivery whose outcome another is
+// about to write.
+
+const (
+	// MaxPendingOutcomes bounds the outcomes a Dispatcher keeps for Redis to take; more are dropped
+	// (their deliveries are attempted again after their leases, as before).
+	MaxPendingOutcomes = 10000
+	// MaxPendingOutcomeAge is how long a kept outcome is tried; then it is dropped.
+	MaxPendingOutcomeAge = 5 * time.Minute
+	// outageGrace is how long Run waits, once Redis answers after failing one of its passes, before it
+	// leases again: the time every replica has to write the outcomes it kept.
+	outageGrace = time.Second
+)
+
+// pendingOutcomes are the outcomes a Dispatcher keeps for Redis to take, and its worker's view of an
+// outage. Safe for concurrent use.
+type pendingOutcomes struct {
+	mu       sync.Mutex
+	groups   []pendingGroup
+	n        int       // outcomes in groups
+	down     bool      // a worker pass failed, and none has succeeded since
+	resumeAt time.Time // when the worker may lease again after an outage
+}
+
+// pendingGroup is one settle's outcomes that Redis did not take.
+type pendingGroup struct {
+	shard    int
+	recs     []*record
+	outcomes []outcome
+}
+
+// keep adds outcomes (of one shard, at least one) unless MaxPendingOutcomes are kept; it reports
+// whether it did. Their pendingSince is set if it is not.
+func (p *pendingOutcomes) keep(shard int, recs []*record, outcomes []outcome, now time.Time) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.n+len(outcomes) > MaxPendingOutcomes {
+		return false
+	}
+	for i := range outcomes {
+		if outcomes[i].pendingSince.IsZero() {
+			outcomes[i].pendingSince = now
+		}
+	}
+	p.groups = append(p.groups, pendingGroup{shard: shard, recs: recs, outcomes: outcomes})
+	p.n += len(outcomes)
+	return true
+}
+
+// take returns every group kept, and keeps none.
+func (p *pendingOutcomes) take() []pendingGroup {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g := p.groups
+	p.groups, p.n = nil, 0
+	return g
+}
+
+// passFailed notes that a worker pass could not reach Redis.
+func (p *pendingOutcomes) passFailed() {
+	p.mu.Lock()
+	p.down = true
+	p.mu.Unlock()
+}
+
+// isDown reports whether a pass failed and none has reached Redis since.
+func (p *pendingOutcomes) isDown() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.down
+}
+
+// reached notes that Redis answered the worker at now: after an outage, it starts the grace.
+func (p *pendingOutcomes) reached(now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.down {
+		p.down, p.resumeAt = false, now.Add(outageGrace)
+	}
+}
+
+// graceLeft is how long the worker must still wait at now before it leases again.
+func (p *pendingOutcomes) graceLeft(now time.Time) time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.resumeAt.Sub(now)
+}
+
+// keepPending keeps, for Run to write, copies of the outcomes of idx and their records (the callers
+// keep theirs), marked counted when their circuit count ran; and notes the outage.
+func (d *Dispatcher) keepPending(shard int, recs []*record, outcomes []outcome, idx []int, count *circuitCount) {
+	if len(idx) == 0 {
+		return
+	}
+	d.pending.passFailed()
+	kr, ko := make([]*record, len(idx)), make([]outcome, len(idx))
+	for j, i := range idx {
+		r := *recs[i]
+		r.History = slices.Clone(r.History)
+		kr[j], ko[j] = &r, outcomes[i]
+		ko[j].counted = ko[j].counted || count.sent()
+	}
+	if !d.pending.keep(shard, kr, ko, d.now()) {
+		d.log.Warn("webhooks: outcomes dropped: MaxPendingOutcomes are kept for Redis already", "shard", shard, "outcomes", len(idx))
+	}
+}
+
+// writePending writes the outcomes kept (settle keeps again those Redis still does not take) and drops
+// those kept longer than MaxPendingOutcomeAge.
+func (d *Dispatcher) writePending(ctx context.Context) {
+	for _, g := range d.pending.take() {
+		recs, outcomes := g.recs[:0:0], g.outcomes[:0:0]
+		for i, o := range g.outcomes {
+			if d.now().Sub(o.pendingSince) > MaxPendingOutcomeAge {
+				d.log.Warn("webhooks: outcome dropped: Redis did not take it within MaxPendingOutcomeAge",
+					"delivery_id", o.id, "kept_for", MaxPendingOutcomeAge.String())
+				continue
+			}
+			recs, outcomes = append(recs, g.recs[i]), append(outcomes, o)
+		}
+		if len(outcomes) > 0 {
+			d.settle(ctx, g.shard, recs, outcomes)
+		}
+	}
+}
