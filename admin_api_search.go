@@ -33,7 +33,7 @@ func (b adminBackend) scopeWebhooks(ctx context.Context, s api.Scope) ([]*Webhoo
 
 // searchAnswer is the answer of GET /deliveries.
 type searchAnswer struct {
-	Deliveries []*Delivery `json:"deliveries"`
+	Deliveries []deliveryView `json:"deliveries"`
 	// NextCursor continues the search (as ?cursor=) after the last delivery examined; "" when none is left.
 	NextCursor string `json:"next_cursor,omitempty"`
 	// Stopped says why the search stopped: SearchStoppedEnd, SearchStoppedLimit or SearchStoppedBudget.
@@ -52,7 +52,7 @@ func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.D
 	}
 	limit := min(cmp.Or(q.Limit, DefaultPageLimit), MaxPageLimit)
 	if !q.To.IsZero() && q.To.UnixMilli() < 0 { // nothing was created before 1970, and no cursor reaches there
-		return encode(searchAnswer{Deliveries: []*Delivery{}, Stopped: SearchStoppedEnd}, nil)
+		return encode(searchAnswer{Deliveries: []deliveryView{}, Stopped: SearchStoppedEnd}, nil)
 	}
 	sq := searchQuery{status: status, eventType: q.EventType, from: q.From, to: q.To, limit: limit, cursor: q.Cursor}
 	if q.ID == "" {
@@ -65,7 +65,12 @@ func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.D
 		if err != nil {
 			return nil, err
 		}
-		return encode(searchAnswer{Deliveries: page.deliveries, NextCursor: page.next, Stopped: page.stopped}, nil)
+		byID := make(map[string]*Webhook, len(hooks))
+		for _, wh := range hooks {
+			byID[wh.ID] = wh
+		}
+		views, err := b.d.viewDeliveries(ctx, byID, page.deliveries)
+		return encode(searchAnswer{Deliveries: views, NextCursor: page.next, Stopped: page.stopped}, err)
 	}
 	found, err := b.findDeliveries(ctx, s, q.ID)
 	if err != nil {
@@ -79,7 +84,8 @@ func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.D
 		}
 	}
 	slices.SortStableFunc(out, func(a, b *Delivery) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return encode(searchAnswer{Deliveries: out[:min(len(out), limit)], Stopped: SearchStoppedEnd}, nil)
+	views, err := b.d.viewDeliveries(ctx, nil, out[:min(len(out), limit)])
+	return encode(searchAnswer{Deliveries: views, Stopped: SearchStoppedEnd}, err)
 }
 
 // within reports whether t is in [from, to], a zero bound being none.

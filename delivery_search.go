@@ -25,9 +25,9 @@ const (
 	// reads), whatever their filters; the entries of one index millisecond are examined together, so a
 	// search may examine a few more.
 	SearchExamineBudget = 4096
-	// searchSetupCommands are the commands a search spends before its first round, at most: the shard
-	// count and the scope's webhooks.
-	searchSetupCommands = 4
+	// searchSetupCommands are the commands a search spends besides its rounds, at most: the shard
+	// count, the scope's webhooks and, for the answer, their circuits (viewDeliveries).
+	searchSetupCommands = 5
 )
 
 // Why a search stopped (DeliverySearchPage.Stopped).

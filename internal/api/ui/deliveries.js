@@ -27,7 +27,7 @@ window.webhooksDeliveryPages = function (ui) {
       el('td', { 'data-label': 'Event' }, el('code', { text: d.event_type }), el('div', { class: 'muted', text: d.event_id })),
       el('td', { 'data-label': 'Status' }, statusBadge(d.status)),
       el('td', { 'data-label': 'Attempts', text: d.attempts }),
-      el('td', { 'data-label': 'Last code', text: d.last_status_code || (d.last_error ? 'error' : '—') }),
+      el('td', { 'data-label': 'Last code', title: d.why || '', text: d.last_status_code || (d.attempts === 0 ? 'not attempted' : d.last_error ? 'error' : '—') }),
       el('td', { 'data-label': 'Next attempt', text: d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—' })));
     render('Deliveries',
       el('p', { class: 'crumbs' }, el('a', { href: '#/webhooks/' + enc(id) }, '← ' + w.url)),
@@ -87,7 +87,7 @@ window.webhooksDeliveryPages = function (ui) {
       el('td', { 'data-label': 'Event' }, el('code', { text: d.event_type }), el('div', { class: 'muted', text: d.event_id })),
       el('td', { 'data-label': 'Status' }, statusBadge(d.status)),
       el('td', { 'data-label': 'Attempts', text: d.attempts }),
-      el('td', { 'data-label': 'Last code', text: d.last_status_code || (d.last_error ? 'error' : '—') })));
+      el('td', { 'data-label': 'Last code', title: d.why || '', text: d.last_status_code || (d.attempts === 0 ? 'not attempted' : d.last_error ? 'error' : '—') })));
     const none = next ? 'No delivery matches among those examined so far.' : 'No delivery matches.';
     render('Deliveries', el('div', { class: 'bar' }, form),
       deliveries.length === 0 ? el('p', { class: 'empty', id: 'no-deliveries', text: none }) :
