@@ -69,7 +69,6 @@ type searchPage struct {
 	stopped    string
 	next       string
 	commands   int // Redis commands sent, each script one
-	calls      int // Redis calls, those inside scripts counted one by one
 	examined   int // index entries examined
 }
 
@@ -155,10 +154,10 @@ func (d *Dispatcher) searchDeliveries(ctx context.Context, q searchQuery) (*sear
 				final++
 			}
 		}
-		for _, f := range held[:final] {
+		for i, f := range held[:final] {
 			page.deliveries = append(page.deliveries, f.dl)
 			if len(page.deliveries) == q.limit {
-				if frontier != nil || len(held) > len(page.deliveries) {
+				if frontier != nil || i < len(held)-1 { // more may follow
 					return page.stop(SearchStoppedLimit, &f.pos), nil
 				}
 				break
@@ -228,7 +227,7 @@ func (d *Dispatcher) searchRound(ctx context.Context, q searchQuery, shards []se
 		if len(c.cmd.Args()) > 0 && c.cmd.Args()[0] == "eval" {
 			page.commands++ // the server lacked the script: EVALSHA, then EVAL
 		}
-		got, err := d.searchReply(c, q.hooks, start, q.from, &shards[c.shard], page)
+		got, err := searchReply(c, q.hooks, start, q.from, &shards[c.shard])
 		if err != nil {
 			return nil, err
 		}
@@ -245,21 +244,19 @@ type searchEntry struct {
 
 // searchReply reads a shard's script reply: it moves the shard on (a shard examined to before from is
 // done) and returns its entries after start.
-func (d *Dispatcher) searchReply(c statsCall, hooks []*Webhook, start *pagePos, from time.Time, sh *searchShard, page *searchPage) ([]searchEntry, error) {
+func searchReply(c statsCall, hooks []*Webhook, start *pagePos, from time.Time, sh *searchShard) ([]searchEntry, error) {
 	reply, err := c.cmd.Slice()
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: search deliveries in shard %d: %w", c.shard, err)
 	}
-	if len(reply) < 4 || (len(reply)-4)%4 != 0 {
+	if len(reply) < 3 || (len(reply)-3)%4 != 0 {
 		return nil, fmt.Errorf("webhooks: search deliveries in shard %d: a reply of %d values", c.shard, len(reply))
 	}
 	more, _ := reply[0].(int64)
 	ms, _ := reply[1].(int64)
 	seq, _ := reply[2].(int64)
-	n, _ := reply[3].(int64)
-	page.calls += int(n) + 1
 	var out []searchEntry
-	for i := 4; i < len(reply); i += 4 {
+	for i := 3; i < len(reply); i += 4 {
 		k, _ := reply[i].(int64)
 		id, _ := reply[i+1].(string)
 		hash, _ := reply[i+2].(string)
@@ -303,7 +300,6 @@ func (d *Dispatcher) searchRecords(ctx context.Context, q searchQuery, entries [
 		gets[s] = pipe.MGet(ctx, keys...)
 	}
 	page.commands += len(gets)
-	page.calls += len(gets)
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("webhooks: search deliveries: %w", err)
 	}

@@ -162,3 +162,62 @@ func TestSearchFollowsItsCursorUnderABudget(t *testing.T) {
 	rec := call(d.Handler(), "GET", "/deliveries?cursor=not-a-cursor", "")
 	assert.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
 }
+
+// TestSearchPagesExactly: following the cursor with any page size lists the same deliveries as one
+// page holding them all, each once, newest first, ties of one millisecond (an event's deliveries to
+// several webhooks) included; a page that holds the last delivery ends the search (no cursor), and a
+// window (from, to) is paged the same way.
+func TestSearchPagesExactly(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{Shards: 8})
+	rc := newReceiver(t)
+	ctx := context.Background()
+	for range 3 {
+		mustCreate(t, d, rc, "*")
+	}
+	t0 := clock.Now()
+	for i := range 4 {
+		_, err := d.Enqueue(ctx, Event{ID: fmt.Sprintf("e%d", i), Type: "a.b"}) // 3 deliveries in one millisecond
+		require.NoError(t, err)
+		clock.Advance(time.Minute)
+	}
+	ids := func(dls []*Delivery) []string {
+		out := []string{}
+		for _, dl := range dls {
+			out = append(out, dl.ID)
+		}
+		return out
+	}
+	window := url.Values{"from": {t0.Add(30 * time.Second).UTC().Format(time.RFC3339Nano)}, "to": {t0.Add(150 * time.Second).UTC().Format(time.RFC3339Nano)}}
+	for _, tc := range []struct {
+		name  string
+		query url.Values
+		n     int
+	}{{"all", url.Values{}, 12}, {"a window", window, 6}} {
+		all := searchOnce(t, d.Handler(), "", url.Values{"limit": {"500"}, "from": tc.query["from"], "to": tc.query["to"]})
+		require.Len(t, all.Deliveries, tc.n, tc.name)
+		assert.Equal(t, SearchStoppedEnd, all.Stopped, tc.name)
+		for i := 1; i < len(all.Deliveries); i++ {
+			assert.False(t, all.Deliveries[i].CreatedAt.After(all.Deliveries[i-1].CreatedAt), "%s: newest first", tc.name)
+		}
+		for limit := 1; limit <= tc.n+1; limit++ {
+			q := url.Values{"limit": {fmt.Sprint(limit)}, "from": tc.query["from"], "to": tc.query["to"]}
+			var got []*Delivery
+			for range tc.n + 1 {
+				ans := searchOnce(t, d.Handler(), "", q)
+				assert.LessOrEqual(t, len(ans.Deliveries), limit)
+				got = append(got, ans.Deliveries...)
+				if ans.NextCursor == "" {
+					assert.Equal(t, SearchStoppedEnd, ans.Stopped)
+					break
+				}
+				q.Set("cursor", ans.NextCursor)
+			}
+			assert.Equal(t, ids(all.Deliveries), ids(got), "%s, limit %d", tc.name, limit)
+			if limit >= tc.n {
+				assert.NotContains(t, q, "cursor", "%s, limit %d: one page ends the search", tc.name, limit)
+			}
+		}
+	}
+}

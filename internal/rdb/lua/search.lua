@@ -7,17 +7,16 @@
 -- ARGV[1] -> where to start: "+" (the newest), "<ms>-<seq>" (that stream id and after) or
 --            "(<ms>-<seq>" (after that stream id)
 -- ARGV[2] -> how many entries to examine, at least (n >= 1)
--- returns {more, last ms, last seq, calls, i, id, d, x, ...}: more is 1 when some stream has entries
--- after the last examined; last ms and seq are the last examined stream id (0 0 for none); calls is how
--- many Redis calls the script made; then, for every entry examined that has the fields d and x, the
--- index i of its key, its stream id, d and x, newest first.
+-- returns {more, last ms, last seq, i, id, d, x, ...}: more is 1 when some stream has entries after
+-- the last examined; last ms and seq are the last examined stream id (0 0 for none); then, for every
+-- entry examined that has the fields d and x, the index i of its key, its stream id, d and x, newest
+-- first.
 local start, want = ARGV[1], tonumber(ARGV[2])
 local chunk = math.max(2, math.min(want, math.ceil(2 * want / #KEYS)))
-local bufs, at, full, calls = {}, {}, {}, 0
+local bufs, at, full = {}, {}, {}
 
 local function fill(i, from)
   local r = redis.call('XREVRANGE', KEYS[i], from, '-', 'COUNT', chunk)
-  calls = calls + 1
   bufs[i], at[i], full[i] = r, 1, #r == chunk
 end
 
@@ -68,7 +67,7 @@ for i = 1, #KEYS do
   local h = head(i)
   if h then push(h) end
 end
-local out, n, lastMs, lastSeq = {0, 0, 0, 0}, 0, 0, 0
+local out, n, lastMs, lastSeq = {0, 0, 0}, 0, 0, 0
 while #heap > 0 do
   local top = heap[1]
   if n >= want and (top[1] ~= lastMs or top[2] ~= lastSeq) then break end
@@ -90,5 +89,5 @@ while #heap > 0 do
   if h then push(h) end
 end
 if #heap > 0 then out[1] = 1 end
-out[2], out[3], out[4] = lastMs, lastSeq, calls
+out[2], out[3] = lastMs, lastSeq
 return out
