@@ -95,7 +95,7 @@ func viewDelivery(dl *Delivery, st endpointState, ok bool, now time.Time) delive
 		return v
 	case st.health.State == CircuitOpen || st.health.State == CircuitProbing:
 		v.NextAttemptAt = later(dl.NextAttemptAt, st.health.OpenUntil)
-		v.Why = fmt.Sprintf("parked: the endpoint is paused after %d failed attempts in a row, until its next try at %s (UTC)",
+		v.Why = fmt.Sprintf("waiting: the endpoint is paused after %d failed attempts in a row, until %s (UTC); nothing is sent to it before",
 			st.health.ConsecutiveFailures, st.health.OpenUntil.UTC().Format(time.DateTime))
 		return v
 	}
