@@ -275,11 +275,14 @@ func (b adminBackend) Secret(ctx context.Context, s api.Scope, id string) ([]byt
 	}{wh.Secret, wh.PublicKey}, nil)
 }
 
+// Health is a webhook's circuit, "disabled" for a disabled webhook (viewHealth).
 func (b adminBackend) Health(ctx context.Context, s api.Scope, id string) ([]byte, error) {
-	if _, err := b.webhook(ctx, s, id); err != nil {
+	wh, err := b.webhook(ctx, s, id)
+	if err != nil {
 		return nil, err
 	}
-	return encode(b.d.webhooks.Health(ctx, id))
+	h, err := b.d.webhooks.Health(ctx, id)
+	return encode(viewHealth(wh, h), err)
 }
 
 func (b adminBackend) Stats(ctx context.Context, s api.Scope, id string) ([]byte, error) {
@@ -305,9 +308,15 @@ func (b adminBackend) ProbeNow(ctx context.Context, s api.Scope, id string) ([]b
 }
 
 // Counts are a webhook's delivery counts (endpointCounts).
+// A disabled webhook's deliveries wait for no probe: none is parked (they fail without an attempt).
 func (b adminBackend) Counts(ctx context.Context, s api.Scope, id string) ([]byte, error) {
-	if _, err := b.webhook(ctx, s, id); err != nil {
+	wh, err := b.webhook(ctx, s, id)
+	if err != nil {
 		return nil, err
 	}
-	return encode(b.d.endpointCounts(ctx, id))
+	c, err := b.d.endpointCounts(ctx, id)
+	if wh.Disabled {
+		c.Parked = 0
+	}
+	return encode(c, err)
 }

@@ -30,7 +30,8 @@ func deferredAnswer(dl *Delivery, err error) ([]byte, bool, error) {
 }
 
 func (b adminBackend) Deliveries(ctx context.Context, s api.Scope, id string, q api.DeliveryQuery) ([]byte, error) {
-	if _, err := b.webhook(ctx, s, id); err != nil {
+	wh, err := b.webhook(ctx, s, id)
+	if err != nil {
 		return nil, err
 	}
 	page, err := b.d.deliveries.Page(ctx, id, DeliveryQuery{Status: Status(q.Status), Cursor: q.Cursor, Limit: q.Limit})
@@ -40,7 +41,11 @@ func (b adminBackend) Deliveries(ctx context.Context, s api.Scope, id string, q 
 	for _, dl := range page.Deliveries {
 		dl.History = nil // GET /deliveries/{id} has it
 	}
-	return encode(page, nil)
+	views, err := b.d.viewDeliveries(ctx, map[string]*Webhook{id: wh}, page.Deliveries)
+	return encode(struct {
+		Deliveries []deliveryView `json:"deliveries"`
+		NextCursor string         `json:"next_cursor,omitempty"`
+	}{views, page.NextCursor}, err)
 }
 
 func (b adminBackend) Recover(ctx context.Context, s api.Scope, id string, since, until time.Time, limit int) (int, error) {
@@ -70,7 +75,11 @@ func (b adminBackend) Delivery(ctx context.Context, s api.Scope, id string) ([]b
 	if err != nil {
 		return nil, err
 	}
-	detail := deliveryDetail{Delivery: dl}
+	views, err := b.d.viewDeliveries(ctx, nil, []*Delivery{dl})
+	if err != nil {
+		return nil, err
+	}
+	detail := deliveryDetail{deliveryView: views[0]}
 	if detail.RedeliveredAt, err = b.d.redeliveries(ctx, dl); err != nil {
 		return nil, err
 	}
@@ -83,7 +92,7 @@ func (b adminBackend) Delivery(ctx context.Context, s api.Scope, id string) ([]b
 // deliveryDetail is a delivery as the detail route shows it: with when it was redelivered, as far as
 // its index shows (redeliveries).
 type deliveryDetail struct {
-	*Delivery
+	deliveryView
 	RedeliveredAt []time.Time `json:"redelivered_at,omitempty"`
 }
 

@@ -31,10 +31,20 @@ func (b adminBackend) scopeWebhooks(ctx context.Context, s api.Scope) ([]*Webhoo
 	return list[:min(len(list), MaxSearchWebhooks)], err
 }
 
+// searchAnswer is the answer of GET /deliveries.
+type searchAnswer struct {
+	Deliveries []deliveryView `json:"deliveries"`
+	// NextCursor continues the search (as ?cursor=) after the last delivery examined; "" when none is left.
+	NextCursor string `json:"next_cursor,omitempty"`
+	// Stopped says why the search stopped: SearchStoppedEnd, SearchStoppedLimit or SearchStoppedBudget.
+	Stopped string `json:"stopped"`
+}
+
 // SearchDeliveries finds, across the scope's webhooks, the delivery with an id, or the deliveries of
-// an event id; without an id, the newest Limit deliveries (with the status) of each webhook listed by
-// To (its index from To on: see listedBy). Then it keeps those of the event type, status and
-// creation time asked, newest first, at most Limit.
+// an event id, kept by the event type, status and creation time asked, newest first. Without an id it
+// walks the scope's webhooks' deliveries newest first, merged by the time they were indexed (created
+// or redelivered), from q.Cursor (or from q.To), under the search's budget (searchDeliveries), and
+// answers with a cursor that continues the walk and why it stopped.
 func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.DeliverySearch) ([]byte, error) {
 	status := Status(q.Status)
 	if !slices.Contains([]Status{"", StatusPending, StatusSuccess, StatusFailed}, status) {
@@ -42,36 +52,40 @@ func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.D
 	}
 	limit := min(cmp.Or(q.Limit, DefaultPageLimit), MaxPageLimit)
 	if !q.To.IsZero() && q.To.UnixMilli() < 0 { // nothing was created before 1970, and no cursor reaches there
-		return encode(struct {
-			Deliveries []*Delivery `json:"deliveries"`
-		}{[]*Delivery{}}, nil)
+		return encode(searchAnswer{Deliveries: []deliveryView{}, Stopped: SearchStoppedEnd}, nil)
 	}
-	found, err := b.findDeliveries(ctx, s, q.ID, DeliveryQuery{Status: status, Limit: limit, Cursor: listedBy(q.To)})
+	sq := searchQuery{status: status, eventType: q.EventType, from: q.From, to: q.To, limit: limit, cursor: q.Cursor}
+	if q.ID == "" {
+		hooks, err := b.scopeWebhooks(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		sq.hooks = hooks
+		page, err := b.d.searchDeliveries(ctx, sq)
+		if err != nil {
+			return nil, err
+		}
+		byID := make(map[string]*Webhook, len(hooks))
+		for _, wh := range hooks {
+			byID[wh.ID] = wh
+		}
+		views, err := b.d.viewDeliveries(ctx, byID, page.deliveries)
+		return encode(searchAnswer{Deliveries: views, NextCursor: page.next, Stopped: page.stopped}, err)
+	}
+	found, err := b.findDeliveries(ctx, s, q.ID)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]*Delivery, 0, len(found))
 	for _, dl := range found {
-		if (status == "" || dl.Status == status) && (q.EventType == "" || dl.EventType == q.EventType) && within(dl.CreatedAt, q.From, q.To) {
+		if sq.keeps(dl) {
 			dl.History = nil // GET /deliveries/{id} has it
 			out = append(out, dl)
 		}
 	}
 	slices.SortStableFunc(out, func(a, b *Delivery) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return encode(struct {
-		Deliveries []*Delivery `json:"deliveries"`
-	}{out[:min(len(out), limit)]}, nil)
-}
-
-// listedBy is the cursor of a listing from the last delivery indexed (created or redelivered) at or
-// before to: a search bounded by time starts there, not at the newest. "" (the newest) for a zero to.
-// A delivery created by to but redelivered after it is listed at its redelivery, and such a search does
-// not meet it.
-func listedBy(to time.Time) string {
-	if to.IsZero() {
-		return ""
-	}
-	return pagePos{ms: to.UnixMilli() + 1}.cursor() // exclusive: every entry of to's millisecond is after it
+	views, err := b.d.viewDeliveries(ctx, nil, out[:min(len(out), limit)])
+	return encode(searchAnswer{Deliveries: views, Stopped: SearchStoppedEnd}, err)
 }
 
 // within reports whether t is in [from, to], a zero bound being none.
@@ -79,9 +93,9 @@ func within(t, from, to time.Time) bool {
 	return (from.IsZero() || !t.Before(from)) && (to.IsZero() || !t.After(to))
 }
 
-// findDeliveries reads the candidates of a search: by delivery id, by event id, or each webhook's
-// newest (q: their status, how many, from where).
-func (b adminBackend) findDeliveries(ctx context.Context, s api.Scope, id string, q DeliveryQuery) ([]*Delivery, error) {
+// findDeliveries reads the deliveries an id names in the scope: the delivery of a delivery id, or
+// the deliveries of an event id to each of the scope's webhooks.
+func (b adminBackend) findDeliveries(ctx context.Context, s api.Scope, id string) ([]*Delivery, error) {
 	if strings.HasPrefix(id, "dlv_") {
 		dl, err := b.delivery(ctx, s, id)
 		if errors.Is(err, ErrNotFound) || errors.Is(err, ErrInvalidQuery) {
@@ -95,23 +109,13 @@ func (b adminBackend) findDeliveries(ctx context.Context, s api.Scope, id string
 	}
 	var found []*Delivery
 	for _, wh := range hooks {
-		if id != "" {
-			dl, err := b.d.deliveries.Find(ctx, wh.ID, id)
-			if errors.Is(err, ErrNotFound) {
-				continue
-			} else if err != nil {
-				return nil, err
-			}
-			found = append(found, dl)
-			continue
-		}
-		page, err := b.d.deliveries.Page(ctx, wh.ID, q)
+		dl, err := b.d.deliveries.Find(ctx, wh.ID, id)
 		if errors.Is(err, ErrNotFound) {
-			continue // deleted since listed
+			continue
 		} else if err != nil {
 			return nil, err
 		}
-		found = append(found, page.Deliveries...)
+		found = append(found, dl)
 	}
 	return found, nil
 }

@@ -76,11 +76,13 @@ func TestOrderedDeliveryWaitsForItsHead(t *testing.T) {
 	assert.Equal(t, int64(1), st.BlockedKeys)
 	var detail struct {
 		Delivery
-		OrderPosition int `json:"order_position"`
+		Why           string `json:"why"`
+		OrderPosition int    `json:"order_position"`
 	}
 	newAPI(t, d).do("GET", "/deliveries/"+findDelivery(t, d, wh.ID, "evt_a3").ID, "").ok(t, http.StatusOK, &detail)
 	assert.Equal(t, "a", detail.OrderKey, "the admin API shows the key")
 	assert.Equal(t, 2, detail.OrderPosition, "and the place in it")
+	assert.Contains(t, detail.Why, "order key a", "and why it waits")
 
 	_, err = d.Dispatch(ctx, orderedEvent("evt_b1", "b"))
 	require.NoError(t, err)

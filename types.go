@@ -40,6 +40,8 @@ const (
 	CircuitClosed  = types.CircuitClosed
 	CircuitOpen    = types.CircuitOpen
 	CircuitProbing = types.CircuitProbing
+	// CircuitDisabled is the admin API's circuit state of a disabled webhook (types.CircuitDisabled).
+	CircuitDisabled = types.CircuitDisabled
 )
 
 // The sentinel errors: calls wrap them with %w and context; test with errors.Is. Each is documented

@@ -68,6 +68,13 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 	_, found = c.call("GET", "/deliveries", "/deliveries?status=pending&event_type=order.created&limit=10", "")
 	assert.NotEmpty(t, found["deliveries"])
 	c.call("GET", "/deliveries", "/deliveries?status=nope", "")
+	_, found = c.call("GET", "/deliveries", "/deliveries?limit=1", "")
+	require.Equal(t, "limit", found["stopped"], "a search of one delivery among several")
+	next, _ := found["next_cursor"].(string)
+	require.NotEmpty(t, next)
+	_, found = c.call("GET", "/deliveries", "/deliveries?limit=1&cursor="+next, "")
+	assert.Len(t, found["deliveries"], 1, "the search continued by its cursor")
+	c.call("GET", "/deliveries", "/deliveries?cursor=nope", "")
 	if operator {
 		c.call("GET", "/backlog", "/backlog", "")
 	}

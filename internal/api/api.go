@@ -45,6 +45,8 @@ type DeliverySearch struct {
 	// From and To keep deliveries created in [From, To] (zero: unbounded).
 	From, To time.Time
 	Limit    int // 0: the default
+	// Cursor continues a search without an ID where the answer that gave it (next_cursor) stopped.
+	Cursor string
 }
 
 // Backend is what the API reads and changes. Bodies are JSON; a webhook or delivery outside the

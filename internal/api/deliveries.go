@@ -91,10 +91,11 @@ func (rt *router) redeliver(w http.ResponseWriter, r *http.Request) {
 }
 
 // searchDeliveries finds deliveries across the scope's webhooks: ?id= a delivery or event id, exact
-// ?status= and ?event_type= filters, and ?from= and ?to= (RFC 3339) bounding when they were created.
+// ?status= and ?event_type= filters, ?from= and ?to= (RFC 3339) bounding when they were created, and
+// ?cursor= continuing a search without an id.
 func (rt *router) searchDeliveries(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
-	q := DeliverySearch{ID: v.Get("id"), Status: v.Get("status"), EventType: v.Get("event_type")}
+	q := DeliverySearch{ID: v.Get("id"), Status: v.Get("status"), EventType: v.Get("event_type"), Cursor: v.Get("cursor")}
 	var err error
 	if q.Limit, err = positiveInt(v.Get("limit")); err == nil {
 		q.From, err = optionalTime(v, "from")

@@ -39,6 +39,7 @@ var (
 	ReserveOrder     = load("reserve_order")
 	RetryNow         = load("retry_now")
 	SaveWebhook      = load("save_webhook")
+	Search           = load("search")
 	ShardCount       = load("shard_count")
 	StatsLeases      = load("stats_leases")
 	StatsQueues      = load("stats_queues")

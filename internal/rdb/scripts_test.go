@@ -20,7 +20,7 @@ var scripts = map[string]*redis.Script{
 	"ordered_outcome": OrderedOutcome, "ordered_redeliver": OrderedRedeliver, "outcome": Outcome,
 	"probe_now": ProbeNow, "rate": Rate, "redeliver": Redeliver, "release_probe": ReleaseProbe,
 	"reserve_order": ReserveOrder, "retry_now": RetryNow, "save_webhook": SaveWebhook,
-	"shard_count": ShardCount, "stats_leases": StatsLeases, "stats_queues": StatsQueues,
+	"search": Search, "shard_count": ShardCount, "stats_leases": StatsLeases, "stats_queues": StatsQueues,
 	"unschedule": Unschedule, "wake_parked": WakeParked,
 }
 

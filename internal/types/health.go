@@ -14,6 +14,9 @@ const (
 	CircuitClosed  CircuitState = "closed"  // attempts go out
 	CircuitOpen    CircuitState = "open"    // attempts wait; one probe may go out once OpenUntil has passed
 	CircuitProbing CircuitState = "probing" // open, and a replica holds the probe
+	// CircuitDisabled is what the admin API answers for a disabled webhook's circuit: nothing goes out,
+	// no probe either, whatever the circuit counted before.
+	CircuitDisabled CircuitState = "disabled"
 )
 
 // Health is a webhook's circuit breaker as every replica sees it.

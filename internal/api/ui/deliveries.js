@@ -27,7 +27,7 @@ window.webhooksDeliveryPages = function (ui) {
       el('td', { 'data-label': 'Event' }, el('code', { text: d.event_type }), el('div', { class: 'muted', text: d.event_id })),
       el('td', { 'data-label': 'Status' }, statusBadge(d.status)),
       el('td', { 'data-label': 'Attempts', text: d.attempts }),
-      el('td', { 'data-label': 'Last code', text: d.last_status_code || (d.last_error ? 'error' : '—') }),
+      el('td', { 'data-label': 'Last code', title: d.why || '', text: d.last_status_code || (d.attempts === 0 ? 'not attempted' : d.last_error ? 'error' : '—') }),
       el('td', { 'data-label': 'Next attempt', text: d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—' })));
     render('Deliveries',
       el('p', { class: 'crumbs' }, el('a', { href: '#/webhooks/' + enc(id) }, '← ' + w.url)),
@@ -51,8 +51,13 @@ window.webhooksDeliveryPages = function (ui) {
   // event type and when they were created (from, to: in UTC, as every time the UI shows).
   async function searchPage(params) {
     const q = new URLSearchParams({ limit: '50' });
-    for (const k of ['id', 'status', 'event_type', 'from', 'to']) if (params.get(k)) q.set(k, params.get(k));
-    const [{ webhooks }, { deliveries }] = await Promise.all([api('GET', '/webhooks'), api('GET', '/deliveries?' + q)]);
+    for (const k of ['id', 'status', 'event_type', 'from', 'to', 'cursor']) if (params.get(k)) q.set(k, params.get(k));
+    const [{ webhooks }, { deliveries, next_cursor: next, stopped }] = await Promise.all([api('GET', '/webhooks'), api('GET', '/deliveries?' + q)]);
+    const more = () => { // the same search, continued where this page stopped
+      const p = new URLSearchParams(params);
+      p.set('cursor', next);
+      return '#/deliveries?' + p;
+    };
     const urls = Object.fromEntries(webhooks.map((w) => [w.id, w.url]));
     const id = el('input', { id: 'search-id', name: 'id', value: params.get('id') || '', placeholder: 'dlv_… or an event id', size: 28 });
     const status = el('select', { id: 'search-status', name: 'status' },
@@ -82,14 +87,19 @@ window.webhooksDeliveryPages = function (ui) {
       el('td', { 'data-label': 'Event' }, el('code', { text: d.event_type }), el('div', { class: 'muted', text: d.event_id })),
       el('td', { 'data-label': 'Status' }, statusBadge(d.status)),
       el('td', { 'data-label': 'Attempts', text: d.attempts }),
-      el('td', { 'data-label': 'Last code', text: d.last_status_code || (d.last_error ? 'error' : '—') })));
+      el('td', { 'data-label': 'Last code', title: d.why || '', text: d.last_status_code || (d.attempts === 0 ? 'not attempted' : d.last_error ? 'error' : '—') })));
+    const none = next ? 'No delivery matches among those examined so far.' : 'No delivery matches.';
     render('Deliveries', el('div', { class: 'bar' }, form),
-      deliveries.length === 0 ? el('p', { class: 'empty', id: 'no-deliveries', text: 'No delivery matches.' }) :
+      deliveries.length === 0 ? el('p', { class: 'empty', id: 'no-deliveries', text: none }) :
         el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'all-deliveries' },
           el('thead', {}, el('tr', {}, ['Created', 'Endpoint', 'Event', 'Status', 'Attempts', 'Last code'].map((h) => el('th', { scope: 'col', text: h })))),
           el('tbody', {}, rows))),
-      el('p', { class: 'muted', text: 'Without an id, the newest 50 deliveries of each endpoint' + (params.get('to') ? ' created by ' + fmtTime(params.get('to')) : '') +
-        ' are searched. A delivery sent again later is listed by when it was sent again.' }));
+      el('nav', { class: 'pager', 'aria-label': 'Pages' },
+        params.get('cursor') ? el('a', { class: 'button', href: '#/deliveries?' + new URLSearchParams([...params].filter(([k]) => k !== 'cursor')), id: 'search-newest' }, '« Newest') : null,
+        next ? el('a', { class: 'button', href: more(), id: 'search-more' }, 'More »') : null),
+      stopped === 'budget' ? el('p', { class: 'muted', id: 'search-budget', text: 'This search stopped after examining as many deliveries as one search may; "More" continues it.' }) : null,
+      el('p', { class: 'muted', text: 'Without an id, every endpoint\'s deliveries' + (params.get('to') ? ' created by ' + fmtTime(params.get('to')) : '') +
+        ' are searched, newest first, 50 at a time. A delivery sent again later is listed by when it was sent again.' }));
   }
 
   // backlogPage is the delivery backlog (operator only).

@@ -30,7 +30,7 @@ window.webhooksDeliveryDetail = function (ui) {
       const parked = /circuit open/.test(d.last_error || '');
       items.push({ at: d.next_attempt_at, what: parked ? 'Waiting for the endpoint\'s next try' : 'Next attempt', muted: true });
     } else if (d.status === 'pending') {
-      items.push({ what: 'Waiting for the deliveries before it in its order key', muted: true });
+      items.push({ what: d.why || 'Waiting for the deliveries before it in its order key', muted: true });
     }
     return el('ol', { class: 'timeline', id: 'timeline' }, items.map((it) => el('li', { class: it.kind ? 't-' + it.kind : it.muted ? 'muted' : null },
       el('span', { class: 'when', text: it.at ? fmtTime(it.at) : '' }), ' ', it.what)));
@@ -103,6 +103,7 @@ window.webhooksDeliveryDetail = function (ui) {
           ['Attempts', String(d.attempts)],
           ['Next attempt', d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—'],
           d.last_error && ['Last error', d.last_error],
+          d.why && ['Why', el('span', { id: 'delivery-why', text: d.why })],
           ['Created', fmtTime(d.created_at)],
           ['Expires', fmtTime(d.expires_at)],
         ]),

@@ -43,6 +43,7 @@
     if (h.state === 'closed') {
       return n ? { text: 'delivering · ' + plural(n, 'recent failure'), tone: 'warn' } : { text: 'delivering', tone: 'ok' };
     }
+    if (h.state === 'disabled') return { text: 'not delivering: disabled' + (n ? ' after ' + plural(n, 'failure') : ''), tone: 'bad' };
     const paused = 'paused after ' + plural(n, 'failure');
     if (h.state === 'probing') return { text: paused + ', trying again now', tone: 'warn' };
     const at = h.open_until ? new Date(h.open_until) : null;

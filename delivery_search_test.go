@@ -1,0 +1,223 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// searchAnswerOf is GET /deliveries's answer as a client reads it.
+type searchAnswerOf struct {
+	Deliveries []*Delivery `json:"deliveries"`
+	NextCursor string      `json:"next_cursor"`
+	Stopped    string      `json:"stopped"`
+}
+
+// searchOnce calls GET /deliveries on h with query (and a portal token when set).
+func searchOnce(t *testing.T, h http.Handler, token string, query url.Values) searchAnswerOf {
+	t.Helper()
+	rec := call(h, "GET", "/deliveries?"+query.Encode(), token)
+	require.Equal(t, http.StatusOK, rec.Code, "%s: %s", query.Encode(), rec.Body.String())
+	var ans searchAnswerOf
+	require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &ans))
+	return ans
+}
+
+// TestSearchFollowsItsCursorUnderABudget: GET /deliveries without an id, on 100 webhooks' 5,000
+// deliveries of which 1 in 50 failed, costs at most 2,000 Redis commands the Dispatcher's client sends (commandCounter: a script is one)
+// for any limit up to 500 (status=failed, and unfiltered); following next_cursor finds every failed
+// delivery of the scope exactly once, newest first, in a bounded number of requests, each answer
+// saying whether it stopped at its limit, at its budget or at the end; the portal's search reaches
+// only its tenant's deliveries; a cursor it did not issue is refused. 16 shards keep the test quick on
+// miniredis (whose Lua is slow): a round sends 2 commands per shard, and the budget holds at any count.
+func TestSearchFollowsItsCursorUnderABudget(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	cc := &commandCounter{}
+	c.AddHook(cc)
+	d := newTestDispatcherOn(t, c, tr, Options{Shards: 16, RetrySchedule: []time.Duration{}, PortalKey: []byte(strings.Repeat("k", 32))})
+	rc := newReceiver(t)
+	ctx := context.Background()
+	const hooks, types, events = 100, 10, 500 // each event to the 10 webhooks of its type: 5,000 deliveries
+	for i := range hooks {
+		_, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{fmt.Sprintf("t.%d", i%types)}, Tenant: "acme"})
+		require.NoError(t, err)
+	}
+	other, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"t.3"}, Tenant: "globex"})
+	require.NoError(t, err)
+	failed := map[string]bool{} // acme's failed deliveries
+	var globexFailed []string
+	for i := range events {
+		typ := fmt.Sprintf("t.%d", i%types)
+		evt := Event{ID: fmt.Sprintf("e%03d", i), Type: typ, Tenant: "acme"}
+		if i%50 != 13 {
+			_, err := d.Enqueue(ctx, evt) // pending: no worker runs
+			require.NoError(t, err)
+			continue
+		}
+		rc.status.Store(http.StatusInternalServerError) // no retries: failed at the first attempt
+		res, err := d.Dispatch(ctx, evt)
+		require.NoError(t, err)
+		require.Len(t, res, types)
+		for _, r := range res {
+			failed[r.Delivery.ID] = true
+		}
+		if typ == "t.3" {
+			res, err := d.Dispatch(ctx, Event{ID: evt.ID, Type: typ, Tenant: "globex"})
+			require.NoError(t, err)
+			require.Len(t, res, 1)
+			globexFailed = append(globexFailed, res[0].Delivery.ID)
+		}
+		rc.status.Store(0)
+	}
+	require.Len(t, failed, events/50*types)
+	require.NotEmpty(t, globexFailed)
+	for _, id := range globexFailed {
+		dl, err := d.Deliveries().Get(ctx, id)
+		require.NoError(t, err)
+		require.Equal(t, other.ID, dl.WebhookID)
+	}
+	token, err := d.PortalToken("acme", time.Hour)
+	require.NoError(t, err)
+
+	// follow searches with query until the end, and returns the deliveries found in order and the
+	// answers' reasons to stop; it checks each request's commands and the answers' shape.
+	follow := func(h http.Handler, token string, query url.Values, requests int) (found []*Delivery, stops []string) {
+		t.Helper()
+		for range requests {
+			cc.take()
+			ans := searchOnce(t, h, token, query)
+			sent := cc.take()
+			assert.LessOrEqual(t, sent, 2000, "Redis commands sent by one search (%s)", query.Encode())
+			limit := DefaultPageLimit
+			if l := query.Get("limit"); l != "" {
+				_, _ = fmt.Sscan(l, &limit)
+			}
+			assert.LessOrEqual(t, len(ans.Deliveries), limit)
+			found = append(found, ans.Deliveries...)
+			stops = append(stops, ans.Stopped)
+			if ans.NextCursor == "" {
+				assert.Equal(t, SearchStoppedEnd, ans.Stopped, "no cursor: the search ran out")
+				return found, stops
+			}
+			assert.Contains(t, []string{SearchStoppedLimit, SearchStoppedBudget}, ans.Stopped, "a cursor: it stopped early")
+			if ans.Stopped == SearchStoppedLimit {
+				assert.Len(t, ans.Deliveries, limit, "stopped at its limit with a full page")
+			}
+			query.Set("cursor", ans.NextCursor)
+		}
+		return found, stops
+	}
+	// exactlyOnceNewestFirst checks that found are want's deliveries, each once, newest first.
+	exactlyOnceNewestFirst := func(name string, found []*Delivery, want map[string]bool) {
+		t.Helper()
+		seen := map[string]bool{}
+		for i, dl := range found {
+			assert.False(t, seen[dl.ID], "%s: %s found twice", name, dl.ID)
+			seen[dl.ID] = true
+			assert.Equal(t, StatusFailed, dl.Status, name)
+			if i > 0 {
+				assert.False(t, dl.CreatedAt.After(found[i-1].CreatedAt), "%s: newest first at %d", name, i)
+			}
+		}
+		assert.Equal(t, want, seen, name)
+	}
+	all := map[string]bool{}
+	for id := range failed {
+		all[id] = true
+	}
+	for _, id := range globexFailed {
+		all[id] = true
+	}
+	// At most as many requests as pages of matches, plus those a budget ends (5,000 entries to examine).
+	bound := func(limit int) int { return (len(all)+limit-1)/limit + (hooks*events/types)/SearchExamineBudget + 2 }
+	found, _ := follow(d.Handler(), "", url.Values{"status": {"failed"}, "limit": {"1"}}, 1)
+	require.Len(t, found, 1, "limit 1: the newest failed delivery")
+	assert.Equal(t, StatusFailed, found[0].Status)
+	found, stops := follow(d.Handler(), "", url.Values{"status": {"failed"}, "limit": {"40"}}, bound(40))
+	exactlyOnceNewestFirst("operator, limit 40", found, all)
+	require.Equal(t, SearchStoppedEnd, stops[len(stops)-1], "operator: the search ends within %d requests", bound(40))
+	assert.Contains(t, stops, SearchStoppedLimit)
+	found, stops = follow(d.Portal(), token, url.Values{"status": {"failed"}, "limit": {"500"}}, bound(500))
+	exactlyOnceNewestFirst("portal, limit 500", found, failed)
+	require.Equal(t, SearchStoppedEnd, stops[len(stops)-1], "portal: the search ends within %d requests", bound(500))
+	assert.Contains(t, stops, SearchStoppedBudget, "5,000 deliveries to examine: more than one search's budget")
+
+	cc.take()
+	ans := searchOnce(t, d.Handler(), "", url.Values{"limit": {"500"}})
+	assert.LessOrEqual(t, cc.take(), 2000, "Redis commands sent by an unfiltered search")
+	assert.Len(t, ans.Deliveries, 500)
+	assert.Equal(t, SearchStoppedLimit, ans.Stopped)
+	assert.NotEmpty(t, ans.NextCursor)
+
+	rec := call(d.Handler(), "GET", "/deliveries?cursor=not-a-cursor", "")
+	assert.Equal(t, http.StatusBadRequest, rec.Code, rec.Body.String())
+}
+
+// TestSearchPagesExactly: following the cursor with any page size lists the same deliveries as one
+// page holding them all, each once, newest first, ties of one millisecond (an event's deliveries to
+// several webhooks) included; a page that holds the last delivery ends the search (no cursor), and a
+// window (from, to) is paged the same way.
+func TestSearchPagesExactly(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{Shards: 8})
+	rc := newReceiver(t)
+	ctx := context.Background()
+	for range 3 {
+		mustCreate(t, d, rc, "*")
+	}
+	t0 := clock.Now()
+	for i := range 4 {
+		_, err := d.Enqueue(ctx, Event{ID: fmt.Sprintf("e%d", i), Type: "a.b"}) // 3 deliveries in one millisecond
+		require.NoError(t, err)
+		clock.Advance(time.Minute)
+	}
+	ids := func(dls []*Delivery) []string {
+		out := []string{}
+		for _, dl := range dls {
+			out = append(out, dl.ID)
+		}
+		return out
+	}
+	window := url.Values{"from": {t0.Add(30 * time.Second).UTC().Format(time.RFC3339Nano)}, "to": {t0.Add(150 * time.Second).UTC().Format(time.RFC3339Nano)}}
+	for _, tc := range []struct {
+		name  string
+		query url.Values
+		n     int
+	}{{"all", url.Values{}, 12}, {"a window", window, 6}} {
+		all := searchOnce(t, d.Handler(), "", url.Values{"limit": {"500"}, "from": tc.query["from"], "to": tc.query["to"]})
+		require.Len(t, all.Deliveries, tc.n, tc.name)
+		assert.Equal(t, SearchStoppedEnd, all.Stopped, tc.name)
+		for i := 1; i < len(all.Deliveries); i++ {
+			assert.False(t, all.Deliveries[i].CreatedAt.After(all.Deliveries[i-1].CreatedAt), "%s: newest first", tc.name)
+		}
+		for limit := 1; limit <= tc.n+1; limit++ {
+			q := url.Values{"limit": {fmt.Sprint(limit)}, "from": tc.query["from"], "to": tc.query["to"]}
+			var got []*Delivery
+			for range tc.n + 1 {
+				ans := searchOnce(t, d.Handler(), "", q)
+				assert.LessOrEqual(t, len(ans.Deliveries), limit)
+				got = append(got, ans.Deliveries...)
+				if ans.NextCursor == "" {
+					assert.Equal(t, SearchStoppedEnd, ans.Stopped)
+					break
+				}
+				q.Set("cursor", ans.NextCursor)
+			}
+			assert.Equal(t, ids(all.Deliveries), ids(got), "%s, limit %d", tc.name, limit)
+			if limit >= tc.n {
+				assert.NotContains(t, q, "cursor", "%s, limit %d: one page ends the search", tc.name, limit)
+			}
+		}
+	}
+}
