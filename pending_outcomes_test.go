@@ -91,4 +91,3 @@ func TestOutcomesSurviveAnOutageLongerThanTheLease(t *testing.T) {
 	}
 	assert.Len(t, per, len(ids))
 }
-
