@@ -243,10 +243,11 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 	}
 }
 
-// Health returns a webhook's circuit breaker as every replica sees it, or an error wrapping
-// ErrNotFound for an unknown webhook.
+// Health returns a webhook's circuit breaker as every replica sees it (CircuitDisabled for a disabled
+// webhook: nothing goes out, no probe either), or an error wrapping ErrNotFound for an unknown webhook.
 func (r *WebhookRepo) Health(ctx context.Context, id string) (*Health, error) {
-	if _, _, err := r.load(ctx, id); err != nil {
+	wh, _, err := r.load(ctx, id)
+	if err != nil {
 		return nil, err
 	}
 	hs, err := r.circuits.read(ctx, r.now(), id)
@@ -257,7 +258,7 @@ func (r *WebhookRepo) Health(ctx context.Context, id string) (*Health, error) {
 	if h.State == "" {
 		h = Health{WebhookID: id, State: CircuitClosed}
 	}
-	return &h, nil
+	return viewHealth(&wh.Webhook, &h), nil
 }
 
 // later returns the later of two times.

@@ -14,8 +14,8 @@ const (
 	CircuitClosed  CircuitState = "closed"  // attempts go out
 	CircuitOpen    CircuitState = "open"    // attempts wait; one probe may go out once OpenUntil has passed
 	CircuitProbing CircuitState = "probing" // open, and a replica holds the probe
-	// CircuitDisabled is what the admin API answers for a disabled webhook's circuit: nothing goes out,
-	// no probe either, whatever the circuit counted before.
+	// CircuitDisabled is a disabled webhook's circuit, as Health and the admin API give it: nothing
+	// goes out, no probe either, whatever the circuit counted before.
 	CircuitDisabled CircuitState = "disabled"
 )
 
