@@ -24,6 +24,9 @@ const (
 	// outageGrace is how long Run waits, once Redis answers after failing one of its passes, before it
 	// leases again: the time every replica has to write the outcomes it kept.
 	outageGrace = time.Second
+	// outagePing is how often Run asks whether Redis answers again after an outage: a fraction of the
+	// grace, so every replica's kept outcomes go out before any replica's grace ends.
+	outagePing = 100 * time.Millisecond
 )
 
 // pendingOutcomes are the outcomes a Dispatcher keeps for Redis to take, and its worker's view of an

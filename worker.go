@@ -97,11 +97,11 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		if d.pending.isDown() { // after an outage: lease nothing until Redis answers, then wait the grace
 			if err := d.rdb.Ping(ctx).Err(); err != nil {
 				d.redisDown.warn(time.Now(), "webhooks: worker could not reach Redis", "error", err)
-				d.sleep(ctx, backoff)
-				backoff = min(2*backoff, maxErrorBackoff)
+				d.sleep(ctx, outagePing) // not a backoff: the kept outcomes go out within the grace
 				continue
 			}
 			d.pending.reached(time.Now())
+			backoff = minBackoff
 		}
 		d.writePending(ctx)
 		if wait := d.pending.graceLeft(time.Now()); wait > 0 {

@@ -60,6 +60,7 @@ type config struct {
 	producerKills int
 	redisKills    int
 	redisDown     time.Duration
+	redisDownMax  time.Duration
 	timeout       time.Duration
 	breakAfter    int
 	acceptBound   time.Duration
@@ -95,8 +96,9 @@ func main() {
 	flag.IntVar(&cfg.rate, "rate", 400, "events per second each producer dispatches at most")
 	flag.IntVar(&cfg.senders, "senders", 16, "goroutines dispatching in each producer")
 	flag.IntVar(&cfg.producerKills, "producer-kills", 6, "producer SIGKILLs (each followed by a restart)")
-	flag.IntVar(&cfg.redisKills, "redis-kills", 2, "Redis SIGKILLs (each followed by a restart on the same AOF)")
-	flag.DurationVar(&cfg.redisDown, "redis-down", time.Second, "how long Redis stays down after each SIGKILL")
+	flag.IntVar(&cfg.redisKills, "redis-kills", 3, "Redis SIGKILLs (each followed by a restart on the same AOF)")
+	flag.DurationVar(&cfg.redisDown, "redis-down", time.Second, "how long Redis stays down after each SIGKILL, at least")
+	flag.DurationVar(&cfg.redisDownMax, "redis-down-max", 3500*time.Millisecond, "how long Redis stays down after each SIGKILL, at most (uniform between)")
 	flag.DurationVar(&cfg.timeout, "timeout", time.Second, "Options.Timeout of every Dispatcher (the hanging endpoint hangs past it)")
 	flag.IntVar(&cfg.breakAfter, "break-after", 6, "Options.BreakAfter of every Dispatcher (see the package doc)")
 	flag.DurationVar(&cfg.acceptBound, "accept-bound", 120*time.Second, "bound on the phase in which producers accept their events")

@@ -32,6 +32,7 @@ type soak struct {
 
 	mu         sync.Mutex
 	redisFails []error // the Redis process exited by itself
+	kills      []kill  // every SIGKILL, in order
 
 	lastAccept time.Time
 }
@@ -154,14 +155,17 @@ func (s *soak) acceptPhase(ctx context.Context) error {
 		at := s.fleet.progress()
 		if len(rkills) > 0 && at >= rkills[0] {
 			rkills = rkills[1:]
-			s.logf("Redis SIGKILLed (pid %d) at %.0f%% accepted", s.redis.proc.pid(), 100*at)
-			if err := s.redis.killRestart(ctx, s.cfg.redisDown); err != nil {
+			down := s.cfg.redisDown + time.Duration(s.rng.Int64N(int64(max(s.cfg.redisDownMax-s.cfg.redisDown, 0))+1))
+			s.logf("Redis SIGKILLed (pid %d) at %.0f%% accepted, down for %s", s.redis.proc.pid(), 100*at, down.Round(time.Millisecond))
+			s.noteKill(killRedis)
+			if err := s.redis.killRestart(ctx, down); err != nil {
 				return err
 			}
 			s.logf("Redis restarted on its AOF (pid %d)", s.redis.proc.pid())
 		}
 		if len(pkills) > 0 && at >= pkills[0] {
 			pkills = pkills[1:]
+			s.noteKill(killProducer)
 			if err := s.fleet.killRestart(s.rng); err != nil {
 				return err
 			}
@@ -206,4 +210,53 @@ func (s *soak) shutdown() {
 	if s.tmp != "" {
 		_ = os.RemoveAll(s.tmp)
 	}
+}
+
+// kill is one SIGKILL of the soak, and the requests the receiver was answering at that moment.
+type kill struct {
+	at       time.Time
+	kind     string // killRedis or killProducer
+	inFlight int64
+}
+
+const (
+	killRedis    = "Redis"
+	killProducer = "producer"
+)
+
+// noteKill records a SIGKILL about to be sent.
+func (s *soak) noteKill(kind string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.kills = append(s.kills, kill{at: time.Now(), kind: kind, inFlight: s.recv.inFlight.Load()})
+}
+
+// dupCauses attributes each extra 2xx to the last SIGKILL before it, when that was at most window
+// earlier ("other" otherwise), and sums the requests in flight at the producer kills.
+func (s *soak) dupCauses(window time.Duration) (byCause map[string]int, inFlightAtProducerKills int64) {
+	s.mu.Lock()
+	kills := slices.Clone(s.kills)
+	s.mu.Unlock()
+	s.recv.mu.Lock()
+	dups := slices.Clone(s.recv.dupAt)
+	s.recv.mu.Unlock()
+	byCause = map[string]int{}
+	for _, k := range kills {
+		if k.kind == killProducer {
+			inFlightAtProducerKills += k.inFlight
+		}
+	}
+	for _, t := range dups {
+		cause := "other"
+		for i := len(kills) - 1; i >= 0; i-- {
+			if !kills[i].at.After(t) {
+				if t.Sub(kills[i].at) <= window {
+					cause = kills[i].kind
+				}
+				break
+			}
+		}
+		byCause[cause]++
+	}
+	return byCause, inFlightAtProducerKills
 }

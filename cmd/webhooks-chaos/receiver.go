@@ -56,6 +56,7 @@ type receiver struct {
 	dupAt   []time.Time // when each extra 2xx was answered
 
 	counts       []endpointCounts
+	inFlight     atomic.Int64 // requests being answered now
 	badSignature atomic.Int64
 	badRequest   atomic.Int64
 }
@@ -94,6 +95,8 @@ func (r *receiver) setSecret(i int, secret string) {
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request, i int) {
 	e, c := endpoints[i], &r.counts[i]
 	c.requests.Add(1)
+	r.inFlight.Add(1)
+	defer r.inFlight.Add(-1)
 	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
 	var msg struct {
 		ID string `json:"id"`

@@ -23,6 +23,9 @@ func (s *soak) verdict(r *sweepResult, dr drainResult) error {
 		r.states[recordFailed], r.states[recordPending], r.states[recordMissing], r.states[recordUnread])
 	fmt.Printf("  duplicates       %d extra 2xx on %d pairs (%.3f%% of pairs; bound %.3f%%)\n", r.extra2xx, r.dupPairs,
 		100*float64(r.extra2xx)/float64(pairs), 100*s.cfg.maxDupRatio)
+	byCause, atKills := s.dupCauses(s.dupWindow())
+	fmt.Printf("    by cause       %d after Redis restarts, %d after producer kills (%d requests in flight at those kills), %d other (a 2xx within %s of the kill)\n",
+		byCause[killRedis], byCause[killProducer], atKills, byCause["other"], s.dupWindow())
 	drain := fmt.Sprintf("%.1fs after the last accept", dr.after.Seconds())
 	if !dr.drained {
 		drain = fmt.Sprintf("NOT drained: %d pairs not final %.1fs after the last accept", dr.left, dr.after.Seconds())
@@ -83,6 +86,9 @@ func (s *soak) checks(r *sweepResult, dr drainResult, kills int) error {
 				e.name, o.unexplained, s.recv.longRun, s.explainWindow(), s.cfg.breakAfter, o.hooks, o.polled, s.recv.longestRun(i))
 		}
 	}
+	if byCause, atKills := s.dupCauses(s.dupWindow()); float64(byCause[killProducer]) > 1.05*float64(atKills) {
+		fail("%d duplicate 2xx after producer kills, more than the %d requests in flight at them + 5%%", byCause[killProducer], atKills)
+	}
 	if kills < s.cfg.producerKills || s.redis.restarts < s.cfg.redisKills {
 		fail("only %d of %d producer kills and %d of %d Redis kills happened", kills, s.cfg.producerKills, s.redis.restarts, s.cfg.redisKills)
 	}
@@ -104,6 +110,12 @@ func describeDrain(dr drainResult) string {
 // failure arrived at the receiver, then its attempt timed out (at most Timeout) and its outcome was
 // recorded, and the poll that saw it may be late by pollEvery.
 func (s *soak) explainWindow() time.Duration { return 2*s.cfg.timeout + time.Second + pollEvery }
+
+// dupWindow is how long after a SIGKILL an extra 2xx is put down to it: a lease (2 Timeouts), the
+// longest Redis downtime, and a second for the worker to come round.
+func (s *soak) dupWindow() time.Duration {
+	return 2*s.cfg.timeout + max(s.cfg.redisDown, s.cfg.redisDownMax) + time.Second
+}
 
 // openings assesses endpoint i's circuit openings against the receiver's long runs of failures.
 func (s *soak) openings(i int) openings {
