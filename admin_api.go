@@ -142,7 +142,7 @@ func (adminBackend) Classify(err error) api.Kind {
 	case errors.Is(err, ErrNotFound):
 		return api.KindNotFound
 	case errors.Is(err, errBadRequest), errors.Is(err, ErrInvalidWebhook), errors.Is(err, ErrInvalidQuery),
-		errors.Is(err, ErrReplayIndexOff):
+		errors.Is(err, ErrReplayIndexOff), errors.Is(err, ErrInvalidEventType):
 		return api.KindBadRequest
 	case errors.Is(err, ErrConflict):
 		return api.KindConflict
@@ -156,6 +156,8 @@ func (adminBackend) Classify(err error) api.Kind {
 		return api.KindProbeRefused
 	case errors.Is(err, ErrTestSendsLimited):
 		return api.KindTooMany
+	case errors.Is(err, ErrEventTypeExists):
+		return api.KindExists
 	}
 	return api.KindInternal
 }
