@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/schema"
 )
 
 // eventTypeCacheTTL bounds how long a process uses the catalog it read: a change made by any replica is
@@ -56,7 +57,7 @@ type catalogEntry struct {
 	name   string
 
 	once     sync.Once
-	compiled *compiledSchema
+	compiled *schema.Schema
 	err      error
 }
 
@@ -72,14 +73,14 @@ func newCatalogEntry(name, raw string) *catalogEntry {
 }
 
 // validator is the entry's compiled schema (nil when it has none), compiled by the first caller.
-func (e *catalogEntry) validator() (*compiledSchema, error) {
+func (e *catalogEntry) validator() (*schema.Schema, error) {
 	if e.bad != nil {
 		return nil, e.bad
 	}
 	if e.schema == nil {
 		return nil, nil
 	}
-	e.once.Do(func() { e.compiled, e.err = compileSchema(e.name, e.schema) })
+	e.once.Do(func() { e.compiled, e.err = schema.Compile(e.name, e.schema) })
 	return e.compiled, e.err
 }
 

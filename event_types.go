@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/schema"
 )
 
 // Bounds of the catalog of event types.
@@ -185,10 +186,10 @@ func (r *EventTypeRepo) check(t *EventType) (string, error) {
 	if isJSONNull(t.Schema) {
 		t.Schema = nil
 	}
-	var sch *compiledSchema
+	var sch *schema.Schema
 	if len(t.Schema) > 0 {
 		var err error
-		if sch, err = compileSchema(t.Name, t.Schema); err != nil {
+		if sch, err = schema.Compile(t.Name, t.Schema); err != nil {
 			return "", inField("schema", fmt.Errorf("%w: %w", ErrInvalidEventType, err))
 		}
 	}
@@ -199,7 +200,7 @@ func (r *EventTypeRepo) check(t *EventType) (string, error) {
 		if sch == nil {
 			continue
 		}
-		if err := sch.validate(ex); err != nil {
+		if err := sch.Validate(ex); err != nil {
 			return "", inField("examples", fmt.Errorf("%w: example %d: %w", ErrInvalidEventType, i, err))
 		}
 	}

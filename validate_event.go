@@ -66,7 +66,7 @@ func (d *Dispatcher) checkEventType(ctx context.Context, id, typ string, body []
 	if v == nil {
 		return nil
 	}
-	if err := v.validate(eventData(body)); err != nil {
+	if err := v.Validate(eventData(body)); err != nil {
 		return fmt.Errorf("%w: data of %s fails its schema %w", ErrInvalidEvent, typ, err)
 	}
 	return nil
