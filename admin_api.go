@@ -100,6 +100,15 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	                                     probe -> 200, {"circuit": Health, "deliveries_due": n}; 409
 //	                                     probe_refused when the circuit is closed or its probe in flight,
 //	                                     409 webhook_disabled for a disabled webhook; operator only
+//	GET    /event-types                  -> 200, {"event_types": [...]}: the catalog of event types, by name
+//	POST   /event-types                  EventTypeRepo.Create, body: an EventType's JSON -> 201, the type; 400
+//	                                     naming the field (name, schema, examples, description); 409 exists
+//	                                     for a name taken; operator only
+//	GET    /event-types/{name}           -> 200, the type
+//	PATCH  /event-types/{name}           each field present replaces the type's, null clears it (description,
+//	                                     schema, examples, deprecated) -> 200, the type; operator only
+//	DELETE /event-types/{name}           -> 204; operator only
+//	GET    /event-types/openapi.json     the catalog as an OpenAPI 3.1 document: a webhooks entry per type
 //	GET    /openapi.json                 the OpenAPI 3.1 document of these routes (internal/api/openapi.json)
 //	GET    /ui/                          the web UI (HTML, JS and CSS embedded in the library), which
 //	                                     calls the routes above
@@ -113,6 +122,7 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	404 not_found           an unknown webhook or delivery id, or no such route
 //	405 method_not_allowed  a known route with another method (the Allow header lists the methods)
 //	409 conflict            a registry change lost repeated races with others; retry
+//	409 exists              a create of an event type whose name the catalog holds
 //	409 webhook_disabled    redeliver of a delivery whose webhook is disabled; enable it first
 //	409 tenant_quota        a create over Options.MaxWebhooksPerTenant
 //	409 not_retryable       a retry of a delivery that cannot be made due now
@@ -142,7 +152,7 @@ func (adminBackend) Classify(err error) api.Kind {
 	case errors.Is(err, ErrNotFound):
 		return api.KindNotFound
 	case errors.Is(err, errBadRequest), errors.Is(err, ErrInvalidWebhook), errors.Is(err, ErrInvalidQuery),
-		errors.Is(err, ErrReplayIndexOff):
+		errors.Is(err, ErrReplayIndexOff), errors.Is(err, ErrInvalidEventType):
 		return api.KindBadRequest
 	case errors.Is(err, ErrConflict):
 		return api.KindConflict
@@ -156,6 +166,8 @@ func (adminBackend) Classify(err error) api.Kind {
 		return api.KindProbeRefused
 	case errors.Is(err, ErrTestSendsLimited):
 		return api.KindTooMany
+	case errors.Is(err, ErrEventTypeExists):
+		return api.KindExists
 	}
 	return api.KindInternal
 }

@@ -166,8 +166,8 @@ func (tr *testRedis) redisAddr(t *testing.T) string {
 	return os.Getenv("WEBHOOKS_REDIS_ADDR")
 }
 
-// pinSubscribers resolves evtType's subscribers now and keeps them cached for an hour, so that a call
-// after Redis fails gets as far as the claim.
+// pinSubscribers resolves evtType's subscribers now and keeps them cached for an hour, and the
+// catalog of event types too, so that a call after Redis fails gets as far as the claim.
 func pinSubscribers(t *testing.T, d *Dispatcher, evtType string, want int) {
 	t.Helper()
 	subs, err := d.webhooks.subscribers(context.Background(), "", evtType)
@@ -176,6 +176,13 @@ func pinSubscribers(t *testing.T, d *Dispatcher, evtType string, want int) {
 	d.webhooks.mu.Lock()
 	d.webhooks.cache[evtType] = subscriberEntry{at: time.Now().Add(time.Hour), list: subs}
 	d.webhooks.mu.Unlock()
+	cat, err := d.eventTypes.cache.get(context.Background(), false)
+	require.NoError(t, err)
+	pinned := *cat
+	pinned.at = time.Now().Add(time.Hour)
+	d.eventTypes.cache.mu.Lock()
+	d.eventTypes.cache.cat = &pinned
+	d.eventTypes.cache.mu.Unlock()
 }
 
 // requireNotAccepted checks the contract of a Dispatch none of whose targets could be claimed.

@@ -33,6 +33,7 @@ type Dispatcher struct {
 	log          *slog.Logger
 	webhooks     *WebhookRepo
 	deliveries   *DeliveryRepo
+	eventTypes   *EventTypeRepo
 	now          func() time.Time
 	scripts      *laneBatcher
 	counts       *scriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
@@ -90,6 +91,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.circuits,
 		quota: opts.MaxWebhooksPerTenant}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys, webhooks: d.webhooks}
+	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: newEventTypeCache(rdb, keys)}
 	return d, nil
 }
 
@@ -155,7 +157,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) ([]Result, error) 
 func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bool) (rs []Result, err error) {
 	ctx, end := d.startCall(ctx, op, evt)
 	defer func() { end(rs, err) }()
-	body, err := d.validateAndEncode(evt)
+	body, err := d.validateAndEncode(ctx, evt, true)
 	if err != nil {
 		return nil, err
 	}

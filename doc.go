@@ -108,6 +108,15 @@ signed by Options.PortalKey:
 A webhook's Filter selects events by their data, its Headers add request headers, and its Auth
 authenticates requests to an endpoint behind a gateway.
 
+# Event types
+
+The catalog of event types ([Dispatcher.EventTypes]) tells subscribers what each type's data holds,
+and holds producers to it: Dispatch and Enqueue refuse data that fails its type's JSON Schema, with
+ErrInvalidEvent naming the path and keyword, before anything is claimed. Tenants read the catalog in
+the portal; both handlers publish it as an OpenAPI 3.1 webhooks document ([docs/event-types.md]).
+
+	d.EventTypes().Create(ctx, webhooks.EventType{Name: "order.paid", Schema: json.RawMessage(`{"required": ["total"]}`)})
+
 # Ordered events
 
 Events with the same OrderKey are delivered to each webhook one at a time, in the order accepted, each
@@ -141,5 +150,6 @@ telemetry), [docs/failover.md] (Cluster), [docs/security.md], [docs/tenants.md] 
 [docs/security.md]: https://github.com/smartdrop/webhooks/blob/main/docs/security.md
 [docs/tenants.md]: https://github.com/smartdrop/webhooks/blob/main/docs/tenants.md
 [docs/admin.md]: https://github.com/smartdrop/webhooks/blob/main/docs/admin.md
+[docs/event-types.md]: https://github.com/smartdrop/webhooks/blob/main/docs/event-types.md
 */
 package webhooks

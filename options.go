@@ -226,6 +226,12 @@ type Options struct {
 	// order). Defaults to false: the cost falls only on the users of replay.
 	ReplayIndex bool
 
+	// RequireEventTypes makes Dispatch and Enqueue (and Dispatcher.ValidateEvent) refuse, with
+	// ErrInvalidEvent, an event whose type the catalog (Dispatcher.EventTypes) does not hold. The
+	// library's own events (SendTest's webhook.test, OperationalEvents) are not checked. Defaults to
+	// false: an unregistered type is delivered, and only a registered type with a Schema is validated.
+	RequireEventTypes bool
+
 	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
 	// between: when an attempt fails (any answer but a 2xx, with the breaker on or off) and the
 	// webhook's run of failed attempts, as its circuit counts it across every replica, began at least

@@ -155,7 +155,7 @@ func (w *schemaWorkload) serve(h http.Handler, method, path, token, body string,
 }
 
 // registry creates webhooks of every kind: plain with headers, filtered, ed25519, rate-limited, a
-// tenant's, and one created through the portal.
+// tenant's, and one created through the portal; and an event type.
 func (w *schemaWorkload) registry() {
 	url := w.ok.srv.URL
 	w.plain = w.create(Webhook{URL: url, Events: []string{"order.*"}, Headers: map[string]string{"X-Team": "core"}})
@@ -166,6 +166,9 @@ func (w *schemaWorkload) registry() {
 	token, err := w.d.PortalToken("globex", time.Hour)
 	require.NoError(w.t, err)
 	w.serve(w.d.Portal(), http.MethodPost, "/webhooks", token, `{"url": "`+url+`", "events": ["order.*"]}`, http.StatusCreated)
+	// The catalog of event types, with a schema the traffic's order.created events satisfy.
+	w.serve(w.d.Handler(), http.MethodPost, "/event-types", "", `{"name": "order.created",
+		"schema": {"type": ["object", "null"], "properties": {"amount": {"type": "integer"}}}, "examples": [{"amount": 3}]}`, http.StatusCreated)
 	w.kw.scan(w.t)
 }
 

@@ -38,6 +38,7 @@ func deliveryIDFor(webhookID, eventID string) string {
 func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.rdb, d.scripts, d.counts = rdb, newLaneBatcher(rdb), &scriptBatcher{rdb: rdb}
 	d.circuits.rdb, d.webhooks.rdb, d.deliveries.rdb = rdb, rdb, rdb
+	d.eventTypes.rdb, d.eventTypes.cache.rdb = rdb, rdb
 }
 
 // queued finds a delivery in its webhook's queue in a shard: its member and score, ok false when it

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -233,7 +234,14 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	_, err = breaker.ProcessDue(ctx)
 	require.NoError(t, err)
 
+	// The catalog of event types: a type created, and the catalog read by the Dispatches' cache.
+	_, err = d.EventTypes().Create(ctx, EventType{Name: "slot.typed", Schema: json.RawMessage(`{"type": "object"}`)})
+	require.NoError(t, err)
+	_, err = d.Dispatch(ctx, Event{Type: "slot.typed", ID: "typed-1", Data: map[string]int{"n": 1}})
+	require.NoError(t, err)
+
 	names := map[string]*redis.Script{
+		"eventTypes": rdb.EventTypes, "saveEventType": rdb.SaveEventType,
 		"probeNow": rdb.ProbeNow, "wakeParked": rdb.WakeParked, "releaseProbe": rdb.ReleaseProbe, "acquireProbe": rdb.AcquireProbe,
 		"claim": rdb.Claim, "outcome": rdb.Outcome, "lease": rdb.Lease, "unschedule": rdb.Unschedule,
 		"redeliver": rdb.Redeliver, "adopt": rdb.Adopt, "saveWebhook": rdb.SaveWebhook, "layout": rdb.ShardCount,

@@ -30,6 +30,8 @@ type (
 	Health = types.Health
 	// CircuitState is the state of a circuit breaker (internal/types).
 	CircuitState = types.CircuitState
+	// EventType is an entry of the catalog of event types (internal/types).
+	EventType = types.EventType
 )
 
 // The states of a delivery and of a circuit (internal/types).
@@ -62,6 +64,8 @@ var (
 	ErrInvalidEvent     = types.ErrInvalidEvent
 	ErrEventConflict    = types.ErrEventConflict
 	ErrInvalidWebhook   = types.ErrInvalidWebhook
+	ErrInvalidEventType = types.ErrInvalidEventType
+	ErrEventTypeExists  = types.ErrEventTypeExists
 	ErrOrderKeyConflict = types.ErrOrderKeyConflict
 	ErrNotFound         = types.ErrNotFound
 	ErrInvalidSignature = types.ErrInvalidSignature

@@ -37,7 +37,7 @@ func TestValidateEventRefusesWhatEnqueueRefuses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			verr := d.ValidateEvent(c.evt)
+			verr := d.ValidateEvent(ctx, c.evt)
 			require.Error(t, verr)
 			assert.ErrorIs(t, verr, ErrInvalidEvent)
 			_, eerr := d.Enqueue(ctx, c.evt)
@@ -46,20 +46,24 @@ func TestValidateEventRefusesWhatEnqueueRefuses(t *testing.T) {
 		})
 	}
 	ok := Event{Type: "a.b", ID: "e1", Tenant: "t1", OrderKey: "k1", Data: map[string]int{"n": 1}}
-	require.NoError(t, d.ValidateEvent(ok))
+	require.NoError(t, d.ValidateEvent(ctx, ok))
 	_, err := d.Enqueue(ctx, ok)
 	require.NoError(t, err)
 }
 
-// TestValidateEventDoesNoIO: it answers on a Dispatcher whose Redis is unreachable. Broken by any
-// call to Redis in it (the error then wraps a connection refusal, or the call hangs for the dial).
+// TestValidateEventDoesNoIO: it answers on a Dispatcher whose Redis is unreachable: its checks of the
+// event itself do no I/O, and a catalog of event types that cannot be read (and never was) is not
+// checked rather than failing the call. Broken by a call to Redis before the static checks (the error
+// then wraps a connection refusal, or the call hangs for the dial), or by a catalog read whose failure
+// fails the call.
 func TestValidateEventDoesNoIO(t *testing.T) {
+	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialTimeout: 50 * time.Millisecond})
 	t.Cleanup(func() { _ = rdb.Close() })
 	d, err := New(rdb, Options{KeyPrefix: "wht_validate_noio"})
 	require.NoError(t, err)
-	require.NoError(t, d.ValidateEvent(Event{Type: "a.b", ID: "e1"}))
-	err = d.ValidateEvent(Event{Type: "a.b"})
+	require.NoError(t, d.ValidateEvent(ctx, Event{Type: "a.b", ID: "e1"}))
+	err = d.ValidateEvent(ctx, Event{Type: "a.b"})
 	require.ErrorIs(t, err, ErrInvalidEvent)
 	assert.False(t, errors.Is(err, ErrNotAccepted), "refused before any I/O")
 }

@@ -42,6 +42,36 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 	c.call("POST", W+"/rotate-secret", "/webhooks/"+id+"/rotate-secret", `{"grace_seconds":-1}`)
 	c.call("GET", W+"/secret", "/webhooks/"+id+"/secret", "")
 
+	// the catalog of event types: the operator changes it, the portal reads it; order.created's schema
+	// is enforced on the deliveries below
+	ET := "/event-types/{name}"
+	orderCreated := `{"name":"order.created","description":"An order was placed.","schema":{"type":"object","properties":{"n":{"type":"integer"}}},"examples":[{"n":2}]}`
+	if operator {
+		code, _ = c.call("POST", "/event-types", "/event-types", orderCreated)
+		require.Equal(t, 201, code)
+		c.call("POST", "/event-types", "/event-types", `{"name":"order.created"}`)
+		c.call("POST", "/event-types", "/event-types", `{"name":"x.y","schema":{"type":"object","required":["a"]},"examples":[{}]}`)
+		c.call("POST", "/event-types", "/event-types", `{"name":"tmp.type"}`)
+		code, _ = c.call("PATCH", ET, "/event-types/tmp.type", `{"deprecated":true,"description":"going away"}`)
+		require.Equal(t, 200, code)
+		c.call("PATCH", ET, "/event-types/tmp.type", `{"schema":{"type":12}}`)
+		c.call("PATCH", ET, "/event-types/nope", `{}`)
+		code, _ = c.call("DELETE", ET, "/event-types/tmp.type", "")
+		require.Equal(t, 204, code)
+		c.call("DELETE", ET, "/event-types/tmp.type", "")
+	} else {
+		var et webhooks.EventType
+		require.NoError(t, json.Unmarshal([]byte(orderCreated), &et))
+		_, err := d.EventTypes().Create(ctx, et)
+		require.NoError(t, err)
+	}
+	_, types := c.call("GET", "/event-types", "/event-types", "")
+	assert.Len(t, types["event_types"], 1)
+	c.call("GET", ET, "/event-types/order.created", "")
+	c.call("GET", ET, "/event-types/nope", "")
+	_, doc := c.call("GET", "/event-types/openapi.json", "/event-types/openapi.json", "")
+	assert.Contains(t, doc["webhooks"], "order.created")
+
 	// deliveries: one success, one that fails for good (retries exhausted)
 	_, err := d.Dispatch(ctx, webhooks.Event{ID: "ev-ok", Type: "order.created", Tenant: "acme", Data: json.RawMessage(`{"n":2}`)})
 	require.NoError(t, err)

@@ -19,7 +19,9 @@ import (
 //
 // It first validates evt as Enqueue does, with the same errors (wrapping webhooks.ErrInvalidEvent),
 // and then writes nothing: a bad type or id, an operational type, data that encoding/json cannot
-// encode, a body over MaxPayloadBytes. A zero evt.Time is set to now, so the event keeps the time it
+// encode, a body over MaxPayloadBytes, data that fails its type's schema in the catalog of event types
+// (Dispatcher.EventTypes; read from the Dispatcher's cache, at most once per second, and not needed:
+// while Redis is down the catalog last read is used, or none, and the relay's Enqueue checks again). A zero evt.Time is set to now, so the event keeps the time it
 // was written. Then it inserts one row, in one statement; nothing else. Its error is the
 // statement's otherwise (the transaction is then aborted, as after any failed statement), wrapping
 // ErrNotMigrated when the table is missing.
@@ -36,7 +38,7 @@ func (o *Outbox) EnqueueTx(ctx context.Context, tx pgx.Tx, evt webhooks.Event) e
 	if tx == nil {
 		return fmt.Errorf("pgxoutbox: EnqueueTx: nil transaction")
 	}
-	return o.enqueue(evt, func(query string, args []any) error {
+	return o.enqueue(ctx, evt, func(query string, args []any) error {
 		_, err := tx.Exec(ctx, query, args...)
 		return err
 	})
@@ -48,15 +50,15 @@ func (o *Outbox) EnqueueSQLTx(ctx context.Context, tx *sql.Tx, evt webhooks.Even
 	if tx == nil {
 		return fmt.Errorf("pgxoutbox: EnqueueSQLTx: nil transaction")
 	}
-	return o.enqueue(evt, func(query string, args []any) error {
+	return o.enqueue(ctx, evt, func(query string, args []any) error {
 		_, err := tx.ExecContext(ctx, query, args...)
 		return err
 	})
 }
 
 // enqueue validates evt and writes its row with exec, the caller's transaction's.
-func (o *Outbox) enqueue(evt webhooks.Event, exec func(query string, args []any) error) error {
-	query, args, err := o.insert(evt)
+func (o *Outbox) enqueue(ctx context.Context, evt webhooks.Event, exec func(query string, args []any) error) error {
+	query, args, err := o.insert(ctx, evt)
 	if err != nil {
 		return err
 	}
@@ -67,27 +69,27 @@ func (o *Outbox) enqueue(evt webhooks.Event, exec func(query string, args []any)
 }
 
 // insert validates evt as Enqueue would and returns the statement that writes its row.
-func (o *Outbox) insert(evt webhooks.Event) (string, []any, error) {
+func (o *Outbox) insert(ctx context.Context, evt webhooks.Event) (string, []any, error) {
 	if evt.Time.IsZero() {
 		evt.Time = o.now()
 	}
 	value, err := types.EventData(evt.Data)
 	if err != nil {
-		if verr := o.d.ValidateEvent(evt); verr != nil {
+		if verr := o.d.ValidateEvent(ctx, evt); verr != nil {
 			return "", nil, verr // Enqueue's own error, which checks the rest first
 		}
 		return "", nil, err
 	}
 	data, err := json.Marshal(value)
 	if err != nil {
-		if verr := o.d.ValidateEvent(evt); verr != nil {
+		if verr := o.d.ValidateEvent(ctx, evt); verr != nil {
 			return "", nil, verr // Enqueue's own error, which checks the rest first
 		}
 		return "", nil, fmt.Errorf("%w: encode data: %w", webhooks.ErrInvalidEvent, err)
 	}
 	// encoding/json writes a RawMessage as it is, so this encodes as evt would, to the same size.
 	evt.Data = json.RawMessage(data)
-	if err := o.d.ValidateEvent(evt); err != nil {
+	if err := o.d.ValidateEvent(ctx, evt); err != nil {
 		return "", nil, err
 	}
 	r := newRow(o.opts.Table, evt, data)

@@ -2,6 +2,7 @@ package pgxoutbox_test
 
 import (
 	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -102,8 +103,8 @@ func TestRelayedBodyIsTheDirectEnqueuesBody(t *testing.T) {
 	assert.Equal(t, string(direct.body("same-body")), string(f.a.body("same-body")))
 }
 
-// TestEnqueueTxRefusesWhatEnqueueRefuses: an event Enqueue refuses before any I/O is refused by
-// EnqueueTx with the same error, and nothing is written (the transaction goes on). Broken by
+// TestEnqueueTxRefusesWhatEnqueueRefuses: an event Enqueue refuses before it claims anything (data
+// failing its type's schema included) is refused by EnqueueTx with the same error, and nothing is written (the transaction goes on). Broken by
 // skipping ValidateEvent (the row is written) or by checking something else (the errors differ).
 func TestEnqueueTxRefusesWhatEnqueueRefuses(t *testing.T) {
 	pool := newPool(t, pgURL(t), 4)
@@ -115,8 +116,11 @@ func TestEnqueueTxRefusesWhatEnqueueRefuses(t *testing.T) {
 	require.NoError(t, err)
 	o := newOutbox(t, pool, d, table)
 	ctx := context.Background()
+	_, err = d.EventTypes().Create(ctx, webhooks.EventType{Name: "typed.ev", Schema: json.RawMessage(`{"properties": {"n": {"type": "integer"}}}`)})
+	require.NoError(t, err)
 	tx := begin(t, ctx, pool)
 	for _, evt := range []webhooks.Event{
+		{Type: "typed.ev", ID: "e", Data: map[string]any{"n": "x"}}, // data that fails its type's schema
 		{ID: "no-type"},
 		{Type: "a..b", ID: "e"},
 		{Type: "a.b"},

@@ -21,6 +21,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -158,6 +159,21 @@ func demo(ctx context.Context, w io.Writer, rdb redis.UniversalClient, prefix st
 		rc.mu.Unlock()
 		fmt.Fprintf(w, "webhook   %s  %-12s → %s\n", wh.ID, pattern, wh.URL)
 	}
+
+	// The event type, with the JSON Schema every pool.created event's data must satisfy: Dispatch
+	// refuses data that fails it, before anything is claimed or sent.
+	if _, err := d.EventTypes().Create(ctx, webhooks.EventType{Name: "pool.created", Description: "A pool was created.",
+		Schema: json.RawMessage(`{"type": "object", "required": ["pool", "size"],
+			"properties": {"pool": {"type": "string"}, "size": {"type": "integer", "minimum": 1}}}`),
+		Examples: []json.RawMessage{json.RawMessage(`{"pool": "pool-1", "size": 4}`)}}); err != nil {
+		return "FAIL: cannot register the event type", err
+	}
+	fmt.Fprintln(w, "type      pool.created, with a JSON Schema: {pool: string, size: integer ≥ 1}")
+	_, refused := d.Dispatch(ctx, webhooks.Event{Type: "pool.created", ID: "pool-bad", Data: map[string]any{"pool": 42}})
+	if !errors.Is(refused, webhooks.ErrInvalidEvent) {
+		return "FAIL: data that fails the schema was not refused", refused
+	}
+	fmt.Fprintf(w, "          data that fails it is refused, nothing sent: %v\n", refused)
 
 	evt := webhooks.Event{Type: "pool.created", ID: "pool-42", Data: map[string]any{"pool": "pool-42", "size": 8}}
 	fmt.Fprintf(w, "dispatch  %s id %s, the same event every time\n", evt.Type, evt.ID)

@@ -86,6 +86,14 @@ type Backend interface {
 	SearchDeliveries(ctx context.Context, s Scope, q DeliverySearch) ([]byte, error)
 	// Backlog is the delivery backlog of every tenant (an operator-only route).
 	Backlog(ctx context.Context) ([]byte, error)
+	// ListEventTypes is the catalog of event types, {"event_types": [...]} by name: the operator's, one
+	// for every tenant (the portal reads it, and changes nothing).
+	ListEventTypes(ctx context.Context) ([]byte, error)
+	GetEventType(ctx context.Context, name string) ([]byte, error)
+	CreateEventType(ctx context.Context, body []byte) ([]byte, error)
+	// PatchEventType replaces each field the patch holds (null clears it).
+	PatchEventType(ctx context.Context, name string, patch []byte) ([]byte, error)
+	DeleteEventType(ctx context.Context, name string) error
 	// Authenticate checks a portal token and returns its tenant.
 	Authenticate(token string) (tenant string, err error)
 	// Classify says how to answer an error a Backend method returned.
@@ -106,6 +114,7 @@ const (
 	KindNotRetryable                // 409 not_retryable: not pending, in flight, held back or paused
 	KindProbeRefused                // 409 probe_refused: the circuit is closed, or its probe in flight
 	KindTooMany                     // 429 too_many_requests: try again later (the message says when)
+	KindExists                      // 409 exists: the name is taken (an event type's)
 )
 
 // errBadRequest marks a request parameter the API cannot use.

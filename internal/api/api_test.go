@@ -41,6 +41,17 @@ func (f fakeBackend) PatchWebhook(_ context.Context, s Scope, _ string, _ []byte
 	return f.answer(s)
 }
 func (f fakeBackend) DeleteWebhook(context.Context, Scope, string) error { return f.err }
+func (f fakeBackend) ListEventTypes(context.Context) ([]byte, error) {
+	return []byte(`{"event_types":[{"name":"a.b","schema":{"type":"object"}}]}`), f.err
+}
+func (f fakeBackend) GetEventType(context.Context, string) ([]byte, error) { return f.answer(Scope{}) }
+func (f fakeBackend) CreateEventType(context.Context, []byte) ([]byte, error) {
+	return f.answer(Scope{})
+}
+func (f fakeBackend) PatchEventType(context.Context, string, []byte) ([]byte, error) {
+	return f.answer(Scope{})
+}
+func (f fakeBackend) DeleteEventType(context.Context, string) error { return f.err }
 func (f fakeBackend) SendTest(_ context.Context, s Scope, _ string) ([]byte, bool, error) {
 	b, err := f.answer(s)
 	return b, true, err

@@ -60,6 +60,12 @@ var routes = []route{
 	{pattern: "GET /deliveries", handler: method((*router).searchDeliveries)},
 	{pattern: "GET /backlog", handler: method((*router).backlog), operatorOnly: true},
 	{pattern: "POST /webhooks/{id}/probe", handler: webhookRead(Backend.ProbeNow), operatorOnly: true},
+	{pattern: "GET /event-types", handler: method((*router).listEventTypes)},
+	{pattern: "GET /event-types/{name}", handler: method((*router).getEventType)},
+	{pattern: catalogPattern, handler: method((*router).catalogDocument)},
+	{pattern: "POST /event-types", handler: method((*router).createEventType), operatorOnly: true},
+	{pattern: "PATCH /event-types/{name}", handler: method((*router).patchEventType), operatorOnly: true},
+	{pattern: "DELETE /event-types/{name}", handler: method((*router).deleteEventType), operatorOnly: true},
 	{pattern: openAPIPattern, handler: method((*router).openAPI)},
 }
 
@@ -192,6 +198,8 @@ func (rt *router) classify(err error) (status int, code, message string) {
 		return http.StatusConflict, "probe_refused", err.Error()
 	case KindTooMany:
 		return http.StatusTooManyRequests, "too_many_requests", err.Error()
+	case KindExists:
+		return http.StatusConflict, "exists", err.Error()
 	}
 	return http.StatusInternalServerError, "internal", "internal error"
 }

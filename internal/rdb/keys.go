@@ -162,6 +162,12 @@ func (k Keys) RegistryTag() string { return "{" + k.prefix + ":registry}" }
 // Webhooks is the hash of every webhook: id -> webhook JSON.
 func (k Keys) Webhooks() string { return k.RegistryTag() + ":webhooks" }
 
+// EventTypes is the catalog of event types: name -> event type JSON.
+func (k Keys) EventTypes() string { return k.RegistryTag() + ":event_types" }
+
+// EventTypesVersion holds the catalog's version, a random token replaced by every change of it.
+func (k Keys) EventTypesVersion() string { return k.RegistryTag() + ":event_types:version" }
+
 // Subscribers is the subscription hash of a pattern, of the webhooks with no tenant.
 func (k Keys) Subscribers(pattern string) string { return k.RegistryTag() + ":sub:" + pattern }
 

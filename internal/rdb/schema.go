@@ -49,6 +49,10 @@ package rdb
 //	                                               successes/failures in hour h (Unix hours; hourly.go); written by
 //	                                               the circuit count; TTL 25 h from the first count of its newest hour
 //	{P:registry}:shards                    string  the shard count, "<S>" (Keys.Load); no TTL
+//	{P:registry}:event_types               hash    event type name -> its JSON (EventType): the catalog, the operator's,
+//	                                               one for every tenant (event_types.go); no TTL
+//	{P:registry}:event_types:version       string  a random token replaced by every change of the catalog, which each
+//	                                               process's cache compares (event_type_cache.go); no TTL
 //	{P:tests:<scope>}                      string  a test-send limiter (SendTest), scope "webhook:<id>" or "tenant:<tenant>":
 //	                                               the start of its next free slot (µs, Redis time)  TTL 1 s after that slot
 //	{P:concurrency:<webhook_id>}           zset    the attempts holding a slot of the webhook's MaxConcurrency: token ->

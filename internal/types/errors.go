@@ -62,6 +62,14 @@ var ErrEventConflict = errors.New("webhooks: event id names another event")
 // ErrInvalidWebhook is returned (wrapped) for a webhook whose URL or subscriptions are not acceptable.
 var ErrInvalidWebhook = errors.New("webhooks: invalid webhook")
 
+// ErrInvalidEventType is returned (wrapped) by EventTypeRepo for an event type that cannot be stored: a
+// malformed name, a schema that does not compile (or refers to another document), an example that
+// fails its schema, or a type over the catalog's bounds.
+var ErrInvalidEventType = errors.New("webhooks: invalid event type")
+
+// ErrEventTypeExists is returned (wrapped) by EventTypeRepo.Create for a name the catalog holds.
+var ErrEventTypeExists = errors.New("webhooks: event type exists")
+
 // ErrOrderKeyConflict is returned (wrapped, beside ErrNotAccepted) by Dispatch and Enqueue for an
 // event whose id was first accepted with another Event.OrderKey (or none, or one where this call has
 // none): an event id keeps the order key it was first dispatched with, and nothing is claimed.

@@ -228,6 +228,23 @@
     f.url = el('input', { id: 'f-url', name: 'url', type: 'url', required: true, value: w.url, placeholder: 'https://example.com/webhooks', autocomplete: 'off' });
     f.description = el('input', { id: 'f-description', name: 'description', value: w.description || '' });
     f.events = el('input', { id: 'f-events', name: 'events', value: (w.events || []).join(', '), required: true });
+    // The catalog of event types (GET /event-types): a pick adds a type to the field, which still takes
+    // any pattern. Filled once the catalog answers; hidden while it is empty or cannot be read.
+    f.pick = el('div', { class: 'field', hidden: true });
+    api('GET', '/event-types').then(({ event_types: types }) => {
+      if (!types || !types.length) return;
+      const select = el('select', { id: 'f-event-type-pick', 'aria-label': 'Add an event type from the catalog' },
+        el('option', { value: '', text: 'Add an event type from the catalog…' }),
+        types.map((t) => el('option', { value: t.name, title: t.description || '', text: t.name + (t.deprecated ? ' (deprecated)' : '') })));
+      select.addEventListener('change', () => {
+        const have = f.events.value.split(/[\s,]+/).filter(Boolean);
+        if (select.value && !have.includes(select.value)) f.events.value = have.concat(select.value).join(', ');
+        select.value = '';
+        f.events.focus();
+      });
+      f.pick.append(select);
+      f.pick.hidden = false;
+    }).catch(() => {});
     f.filter = el('textarea', { id: 'f-filter', name: 'filter', rows: 3, placeholder: '{"data.amount": {"$gte": 100}}' });
     f.filter.value = hasFilter(w) ? JSON.stringify(w.filter, null, 1) : '';
     f.headers = el('textarea', { id: 'f-headers', name: 'headers', rows: 3, placeholder: 'X-Api-Key: secret' });
@@ -296,6 +313,7 @@
         field('f-url', 'URL', f.url),
         field('f-description', 'Description', f.description),
         field('f-events', 'Event types', f.events, 'Comma separated: an exact type, a prefix like order.*, or *'),
+        f.pick,
         field('f-filter', 'Filter (JSON, optional)', f.filter, 'Only events matching it are delivered. Operators: $eq $neq $gt $gte $lt $lte $in $nin $exist $startsWith $endsWith $or $and $not'),
         field('f-headers', 'Extra headers (optional)', f.headers, editing ? 'One "Name: value" per line; values are never shown: leave one empty to keep it' : 'One "Name: value" per line'),
         field('f-rate', 'Rate limit (requests per second, 0 = none)', f.rate),

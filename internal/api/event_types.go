@@ -1,0 +1,160 @@
+package api
+
+// The routes of the catalog of event types: the operator's to change, every tenant's to read; and the
+// catalog as an OpenAPI 3.1 document whose webhooks are the types.
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strconv"
+
+	"github.com/smartdrop/webhooks/internal/types"
+)
+
+// catalogPattern is the route of the catalog's OpenAPI document; no event type may be named after it.
+const catalogPattern = "GET /event-types/openapi.json"
+
+func (rt *router) listEventTypes(w http.ResponseWriter, r *http.Request) {
+	out, err := rt.b.ListEventTypes(r.Context())
+	rt.answer(w, r, http.StatusOK, out, err)
+}
+
+func (rt *router) getEventType(w http.ResponseWriter, r *http.Request) {
+	out, err := rt.b.GetEventType(r.Context(), r.PathValue("name"))
+	rt.answer(w, r, http.StatusOK, out, err)
+}
+
+func (rt *router) createEventType(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, false)
+	if err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	out, err := rt.b.CreateEventType(r.Context(), body)
+	rt.answer(w, r, http.StatusCreated, out, err)
+}
+
+func (rt *router) patchEventType(w http.ResponseWriter, r *http.Request) {
+	body, err := readBody(r, false)
+	if err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	out, err := rt.b.PatchEventType(r.Context(), r.PathValue("name"), body)
+	rt.answer(w, r, http.StatusOK, out, err)
+}
+
+func (rt *router) deleteEventType(w http.ResponseWriter, r *http.Request) {
+	if err := rt.b.DeleteEventType(r.Context(), r.PathValue("name")); err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// eventTypeList is the answer of GET /event-types.
+type eventTypeList struct {
+	EventTypes []types.EventType `json:"event_types"`
+}
+
+// catalogDocument serves the catalog as an OpenAPI 3.1 document (CatalogDocument).
+func (rt *router) catalogDocument(w http.ResponseWriter, r *http.Request) {
+	raw, err := rt.b.ListEventTypes(r.Context())
+	if err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	var list eventTypeList
+	if err := json.Unmarshal(raw, &list); err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	out, err := CatalogDocument(list.EventTypes)
+	rt.answer(w, r, http.StatusOK, out, err)
+}
+
+// The Standard Webhooks headers every request carries, as the catalog documents them.
+var webhookHeaders = []map[string]any{
+	{"name": "webhook-id", "in": "header", "required": true, "schema": map[string]any{"type": "string"},
+		"description": "The delivery's id: the same on every attempt and redelivery of one (webhook, event) pair; dedup on it."},
+	{"name": "webhook-timestamp", "in": "header", "required": true, "schema": map[string]any{"type": "string", "pattern": "^[0-9]+$"},
+		"description": "When the request was signed, in Unix seconds; refuse one too far from now."},
+	{"name": "webhook-signature", "in": "header", "required": true, "schema": map[string]any{"type": "string"},
+		"description": "Space-separated signatures of \"<webhook-id>.<webhook-timestamp>.<body>\": v1,<base64 HMAC-SHA256> and/or v1a,<base64 ed25519>; several during a key rotation."},
+}
+
+// CatalogDocument is the catalog of event types as an OpenAPI 3.1 document: one entry of its top-level
+// webhooks per type, a POST whose request body is the Standard Webhooks envelope {id, type,
+// timestamp, data} with the type's schema as data (made a schema resource of its own with an $id, so
+// that its local references resolve within it), the three signature headers, the type's examples as
+// envelopes, and deprecated set for a deprecated type.
+func CatalogDocument(list []types.EventType) ([]byte, error) {
+	hooks := make(map[string]any, len(list))
+	for _, t := range list {
+		data, err := dataSchema(t)
+		if err != nil {
+			return nil, err
+		}
+		media := map[string]any{"schema": map[string]any{
+			"type": "object", "required": []string{"id", "type", "timestamp", "data"},
+			"properties": map[string]any{
+				"id":        map[string]any{"type": "string", "description": "The event's id (the same for every webhook it is sent to)."},
+				"type":      map[string]any{"const": t.Name},
+				"timestamp": map[string]any{"type": "string", "format": "date-time"},
+				"data":      data,
+			},
+		}}
+		if len(t.Examples) > 0 {
+			examples := map[string]any{}
+			for i, ex := range t.Examples {
+				examples["example"+strconv.Itoa(i+1)] = map[string]any{"value": map[string]any{
+					"id": "evt_example_" + strconv.Itoa(i+1), "type": t.Name, "timestamp": "2026-01-01T00:00:00Z", "data": ex}}
+			}
+			media["examples"] = examples
+		}
+		op := map[string]any{
+			"operationId": t.Name,
+			"summary":     t.Name,
+			"parameters":  webhookHeaders,
+			"requestBody": map[string]any{"required": true, "content": map[string]any{"application/json": media}},
+			"responses": map[string]any{
+				"2XX":     map[string]any{"description": "Received: any 2xx answer ends the delivery."},
+				"default": map[string]any{"description": "Any other answer (or none within the timeout) is retried on a schedule."},
+			},
+		}
+		if t.Description != "" {
+			op["description"] = t.Description
+		}
+		if t.Deprecated {
+			op["deprecated"] = true
+		}
+		hooks[t.Name] = map[string]any{"post": op}
+	}
+	return json.Marshal(map[string]any{
+		"openapi": "3.1.0",
+		"info": map[string]any{"title": "Webhook events", "version": "1",
+			"description": "The events this service sends to webhook endpoints, signed per Standard Webhooks (https://www.standardwebhooks.com)."},
+		"webhooks": hooks,
+	})
+}
+
+// dataSchema is a type's schema as the envelope's data: {} (anything) for none; an object schema
+// without $id gets one, naming the type, so that "#/..." references resolve within it.
+func dataSchema(t types.EventType) (any, error) {
+	if len(t.Schema) == 0 {
+		return map[string]any{}, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(t.Schema))
+	dec.UseNumber() // numbers as written, not as float64
+	var s any
+	if err := dec.Decode(&s); err != nil {
+		return nil, err
+	}
+	if obj, ok := s.(map[string]any); ok {
+		if _, has := obj["$id"]; !has {
+			obj["$id"] = "urn:webhooks:event-type:" + t.Name
+		}
+	}
+	return s, nil
+}
