@@ -162,6 +162,7 @@ func TestPageNeitherSkipsNorRepeats(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case on its own Redis, clock and Dispatcher
 			ctx := context.Background()
 			tr := newTestRedis(t)
 			clock := newTestClock()
