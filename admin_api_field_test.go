@@ -29,6 +29,8 @@ func TestHandlerErrorNamesTheField(t *testing.T) {
 		{"POST", "/webhooks", `{"url":"ftp://example.com/x","events":["*"]}`, "url"},
 		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":[]}`, u), "events"},
 		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"],"rate_limit":-1}`, u), "rate_limit"},
+		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"],"max_concurrency":-1}`, u), "max_concurrency"},
+		{"PATCH", "/webhooks/" + wh.ID, `{"max_concurrency":10001}`, "max_concurrency"},
 		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"],"description":"a\u0000b"}`, u), "description"},
 		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"],"tenant":"a b"}`, u), "tenant"},
 		{"POST", "/webhooks", fmt.Sprintf(`{"url":%q,"events":["*"],"headers":{"webhook-id":"x"}}`, u), "headers"},

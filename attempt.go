@@ -23,6 +23,7 @@ import (
 // attemptResult is what one HTTP attempt saw.
 type attemptResult struct {
 	at         time.Time
+	answered   time.Time // when the answer's head (or the error) came: the receiver's order, for the circuit
 	dur        time.Duration
 	code       int
 	err        string
@@ -71,7 +72,8 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record
 	signing.SetHeaders(req.Header, rec.ID, start, body, secrets...)
 	d.setTraceparent(ctx, req.Header, rec)
 	resp, err := d.send(ctx, req, wh) // with the webhook's endpoint authentication
-	res.dur = d.now().Sub(start)
+	res.answered = d.now()
+	res.dur = res.answered.Sub(start)
 	if err != nil {
 		res.canceled = parent.Err() != nil
 		var ue *url.Error
@@ -126,12 +128,13 @@ type outcome struct {
 	err        string
 	attempted  bool
 	attempt    Attempt
-	disable    bool   // 410 Gone: disable the webhook
-	probe      string // the circuit's probe token, when the attempt was its probe
-	unrecorded bool   // the caller's context ended mid-attempt: leave it to the lease
-	inline     bool   // the attempt was leased by the claim (its schedule entry is in the inline zset)
-	retime     bool   // its lease read its queue to the last due entry: a final outcome retimes the webhook
-	counted    bool   // its circuit count was sent when its attempt ended (countNow): settle sends none
+	answered   time.Time // when the attempt's answer came (attemptResult.answered)
+	disable    bool      // 410 Gone: disable the webhook
+	probe      string    // the circuit's probe token, when the attempt was its probe
+	unrecorded bool      // the caller's context ended mid-attempt: leave it to the lease
+	inline     bool      // the attempt was leased by the claim (its schedule entry is in the inline zset)
+	retime     bool      // its lease read its queue to the last due entry: a final outcome retimes the webhook
+	counted    bool      // its circuit count was sent when its attempt ended (countNow): settle sends none
 }
 
 // scheduleMode is how rdb.Outcome takes o's schedule entry.
@@ -148,7 +151,7 @@ func (o outcome) scheduleMode() string {
 // decide turns an attempt into the record's next state, by the retry schedule.
 func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
 	o := outcome{id: rec.ID, token: rec.heldToken(), code: res.code, err: res.err, attempted: true, step: rec.step,
-		unrecorded: res.canceled,
+		unrecorded: res.canceled, answered: res.answered,
 		attempt: Attempt{At: msTime(res.at.UnixMilli()), Duration: res.dur.Truncate(time.Microsecond), StatusCode: res.code,
 			Error: res.err, Response: res.body}}
 	switch {

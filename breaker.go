@@ -14,26 +14,50 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// circuit is a webhook's circuit as stored: "failures:since:openUntil:openFor:probeUntil:token" (ms, 0 for
-// none; the token last: any bytes); open when openFor > 0. Integers that are not 1 to 15 ASCII digits (Lua
-// holds 15 exactly) make it corrupt: Go and the scripts read it as closed, 0 failures; a failure replaces it.
+// circuit is a webhook's circuit as stored (lib/circuit.lua writes it):
+// "failures:since:openUntil:openFor:probeUntil:lastOK:lastFailed:f1,f2,…:token" (ms, 0 for none; the
+// token last: any bytes); open when openFor > 0. lastOK is when the newest counted success was answered,
+// lastFailed the newest failure, fails the answer times of the failures answered after lastOK (the newest
+// rdb.MaxBreakAfter, ascending). Integers that are not 1 to 15 ASCII digits (Lua holds 15 exactly) make it
+// corrupt: Go and the scripts read it as closed, 0 failures; a failure replaces it.
 type circuit struct {
-	failures, since, openUntil, openFor, probeUntil int64
-	token                                           string
+	failures, since, openUntil, openFor, probeUntil, lastOK, lastFailed int64
+	fails                                                               []int64
+	token                                                               string
 }
 
 // decodeCircuit parses a stored circuit (the scripts write it); ok is false when it is corrupt.
 func decodeCircuit(s string) (c circuit, ok bool) {
-	var f [5]int64
+	var f [7]int64
 	for i := range f {
 		j := strings.IndexByte(s, ':')
-		if j < 1 || j > 15 || strings.Trim(s[:j], "0123456789") != "" {
+		if j < 1 || !isDigits15(s[:j]) {
 			return circuit{}, false
 		}
 		f[i], _ = strconv.ParseInt(s[:j], 10, 64)
 		s = s[j+1:]
 	}
-	return circuit{failures: f[0], since: f[1], openUntil: f[2], openFor: f[3], probeUntil: f[4], token: s}, true
+	j := strings.IndexByte(s, ':')
+	if j < 0 {
+		return circuit{}, false
+	}
+	var fails []int64
+	if j > 0 {
+		for p := range strings.SplitSeq(s[:j], ",") {
+			if !isDigits15(p) || len(fails) == rdb.MaxBreakAfter {
+				return circuit{}, false
+			}
+			n, _ := strconv.ParseInt(p, 10, 64)
+			fails = append(fails, n)
+		}
+	}
+	return circuit{failures: f[0], since: f[1], openUntil: f[2], openFor: f[3], probeUntil: f[4], lastOK: f[5],
+		lastFailed: f[6], fails: fails, token: s[j+1:]}, true
+}
+
+// isDigits15 reports whether s is 1 to 15 ASCII digits.
+func isDigits15(s string) bool {
+	return len(s) >= 1 && len(s) <= 15 && strings.Trim(s, "0123456789") == ""
 }
 
 // circuitHealth is a stored circuit v as seen at now (nil, "" or corrupt: closed, 0 failures).
@@ -65,8 +89,9 @@ func newCircuitStore(rdb redis.UniversalClient, keys rdb.Keys) *circuitStore {
 // countedOutcome is one attempt's outcome as the circuit counts it.
 type countedOutcome struct {
 	webhookID string
-	kind      string // rdb.CountSuccess, rdb.CountFailure or rdb.CountRejected
-	probe     string // the probe token, when the attempt was its circuit's probe
+	kind      string    // rdb.CountSuccess, rdb.CountFailure or rdb.CountRejected
+	probe     string    // the probe token, when the attempt was its circuit's probe
+	answered  time.Time // when its answer (or its error) came; zero: the count's now
 }
 
 // circuitEvent is what rdb.Count did to one outcome's circuit.
@@ -77,7 +102,7 @@ type circuitEvent struct {
 
 // countArgs are rdb.Count's keys and arguments for outcomes at now. breakAfter < 0: never open.
 func (s *circuitStore) countArgs(now time.Time, breakAfter int, breakFor time.Duration, outs []countedOutcome) ([]string, []any) {
-	args := make([]any, 4, 4+4*len(outs))
+	args := make([]any, 4, 4+countStride*len(outs))
 	args[0], args[1], args[2], args[3] = now.UnixMilli(), max(breakAfter, 0), max(breakFor.Milliseconds(), 1), MaxBreakFor.Milliseconds()
 	keys := []string{s.key}
 	index := map[string]int{}
@@ -88,10 +113,17 @@ func (s *circuitStore) countArgs(now time.Time, breakAfter int, breakFor time.Du
 			k = len(keys) - 1
 			index[o.webhookID] = k
 		}
-		args = append(args, o.webhookID, o.kind, o.probe, k)
+		answered := o.answered
+		if answered.IsZero() {
+			answered = now
+		}
+		args = append(args, o.webhookID, o.kind, o.probe, answered.UnixMilli(), k)
 	}
 	return keys, args
 }
+
+// countStride is how many of rdb.Count's arguments each outcome takes; its webhook's index is the last.
+const countStride = 5
 
 // mergeCounts returns batch with its rdb.Count calls merged into one, in their order (the first's
 // place), so that the outcomes of concurrent settles sent together read and write each webhook's
@@ -118,15 +150,16 @@ func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
 	sizes := make([]int, len(counts))
 	for i, c := range counts {
 		args[0] = max(args[0].(int64), c.args[0].(int64))
-		for a := 4; a+3 < len(c.args); a += 4 {
-			hourly := c.keys[c.args[a+3].(int)]
+		for a := 4; a+countStride-1 < len(c.args); a += countStride {
+			hourly := c.keys[c.args[a+countStride-1].(int)]
 			k, ok := index[hourly]
 			if !ok {
 				keys = append(keys, hourly)
 				k = len(keys) - 1
 				index[hourly] = k
 			}
-			args = append(args, c.args[a], c.args[a+1], c.args[a+2], k)
+			args = append(args, c.args[a:a+countStride-1]...)
+			args = append(args, k)
 			sizes[i]++
 		}
 	}
@@ -145,7 +178,7 @@ func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
 			return // not sent (a panic): the batch's callers get errBatchAborted
 		}
 		reply, err := merged.cmd.Slice()
-		if err == nil && len(reply) != 2*len(args[4:])/4 {
+		if err == nil && len(reply) != 2*len(args[4:])/countStride {
 			err = fmt.Errorf("merged count: reply of %d items", len(reply))
 		}
 		for i, c := range counts {
@@ -163,7 +196,7 @@ func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
 // countMergeable reports whether a rdb.Count call is as countArgs makes it, with first's key and
 // settings: only such calls are merged.
 func countMergeable(c, first *scriptCall) bool {
-	if len(c.keys) < 1 || c.keys[0] != first.keys[0] || len(c.args) < 4 || (len(c.args)-4)%4 != 0 {
+	if len(c.keys) < 1 || c.keys[0] != first.keys[0] || len(c.args) < 4 || (len(c.args)-4)%countStride != 0 {
 		return false
 	}
 	if _, ok := c.args[0].(int64); !ok {
@@ -174,7 +207,7 @@ func countMergeable(c, first *scriptCall) bool {
 			return false
 		}
 	}
-	for a := 7; a < len(c.args); a += 4 {
+	for a := 4 + countStride - 1; a < len(c.args); a += countStride {
 		if k, ok := c.args[a].(int); !ok || k < 1 || k >= len(c.keys) {
 			return false
 		}

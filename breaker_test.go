@@ -3,6 +3,8 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,7 +16,12 @@ import (
 
 // encode is the stored form of c, as the scripts write it.
 func (c circuit) encode() string {
-	return fmt.Sprintf("%d:%d:%d:%d:%d:%s", c.failures, c.since, c.openUntil, c.openFor, c.probeUntil, c.token)
+	fails := make([]string, len(c.fails))
+	for i, f := range c.fails {
+		fails[i] = strconv.FormatInt(f, 10)
+	}
+	return fmt.Sprintf("%d:%d:%d:%d:%d:%d:%d:%s:%s", c.failures, c.since, c.openUntil, c.openFor, c.probeUntil,
+		c.lastOK, c.lastFailed, strings.Join(fails, ","), c.token)
 }
 
 // circuitT0 is the tests' start time, a whole millisecond.
@@ -276,10 +283,14 @@ func TestCircuitCorruptValueIsClosed(t *testing.T) {
 		stored   string
 		failures int // as read: 0 when corrupt
 	}{
-		{"", 0}, {"x", 0}, {"1:2:3:4:5", 0}, {"-1:0:0:0:0:", 0}, {"+1:0:0:0:0:", 0}, {" 1:0:0:0:0:", 0},
-		{"1_0:0:0:0:0:", 0}, {"1234567890123456:0:0:0:0:", 0}, {"1:0:0:0:0x1:", 0}, {"1::0:0:0:", 0},
-		{"٣:0:0:0:0:", 0}, {"007:0:0:0:0:", 7}, {"123456789012345:0:0:0:0:", 123456789012345},
-		{"2:0:0:0:0:tok:en\x00\n", 2},
+		{"", 0}, {"x", 0}, {"1:2:3:4:5", 0}, {"1:2:3:4:5:6:7", 0}, {"-1:0:0:0:0:0:0::", 0}, {"+1:0:0:0:0:0:0::", 0},
+		{" 1:0:0:0:0:0:0::", 0}, {"1_0:0:0:0:0:0:0::", 0}, {"1234567890123456:0:0:0:0:0:0::", 0},
+		{"1:0:0:0:0x1:0:0::", 0}, {"1::0:0:0:0:0::", 0}, {"٣:0:0:0:0:0:0::", 0}, {"1:0:0:0:0:0:0:,5:", 0},
+		{"1:0:0:0:0:0:0:5,,6:", 0}, {"1:0:0:0:0:0:0:5,:", 0}, {"1:0:0:0:0:0:0:x:", 0},
+		{"1:0:0:0:0:0:0:1234567890123456:", 0}, {"1:0:0:0:0:0:0:" + strings.Repeat("1,", MaxBreakAfter) + "1:", 0},
+		{"1:0:0:0:0:0:0:" + strings.Repeat("1,", MaxBreakAfter-1) + "1:", 1},
+		{"007:0:0:0:0:0:0::", 7}, {"123456789012345:0:0:0:0:0:0::", 123456789012345},
+		{"2:0:0:0:0:0:0:5,6:tok:en\x00\n", 2},
 	} {
 		id := fmt.Sprint("wh_", i)
 		require.NoError(t, s.rdb.HSet(ctx, s.key, id, c.stored).Err())
@@ -384,7 +395,8 @@ func TestCircuitCacheConcurrent(t *testing.T) {
 // FuzzCircuitDecode: decoding never panics; what it accepts re-encodes to the same circuit; every circuit
 // of valid fields round-trips through encode and decode.
 func FuzzCircuitDecode(f *testing.F) {
-	for _, s := range []string{"", "0:0:0:0:0:", "3:1767225600000:1767225630000:30000:0:", "1:2:3:4:5:tok:en", "1:2:3:4:5", "-1:0:0:0:0:", "9999999999999999:0:0:0:0:"} {
+	for _, s := range []string{"", "0:0:0:0:0:0:0::", "3:1767225600000:1767225630000:30000:0:1767225500000:1767225600000:1767225600000,1767225600001:",
+		"1:2:3:4:5:6:7:8:tok:en", "1:2:3:4:5", "-1:0:0:0:0:0:0::", "9999999999999999:0:0:0:0:0:0::", "1:0:0:0:0:0:0:5,,6:"} {
 		f.Add(s, int64(3), int64(1767225600000), int64(1767225630000), int64(30000), int64(0), "tok")
 	}
 	f.Fuzz(func(t *testing.T, s string, a, b, c, d, e int64, token string) {
@@ -396,7 +408,8 @@ func FuzzCircuitDecode(f *testing.F) {
 			require.Equal(t, circuit{}, got)
 		}
 		field := func(n int64) int64 { return max(n, -n, 0) % 1_000_000_000_000_000 }
-		want := circuit{failures: field(a), since: field(b), openUntil: field(c), openFor: field(d), probeUntil: field(e), token: token}
+		want := circuit{failures: field(a), since: field(b), openUntil: field(c), openFor: field(d), probeUntil: field(e),
+			lastOK: field(e + a), lastFailed: field(b - c), fails: []int64{field(d), field(a)}, token: token}
 		got, ok := decodeCircuit(want.encode())
 		require.True(t, ok, "%q", want.encode())
 		require.Equal(t, want, got)

@@ -159,7 +159,8 @@ func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*re
 		case breaksCircuit(o):
 			kind = rdb.CountFailure
 		}
-		cc.outs = append(cc.outs, countedOutcome{webhookID: recs[i].WebhookID, kind: kind, probe: o.probe})
+		cc.outs = append(cc.outs, countedOutcome{webhookID: recs[i].WebhookID, kind: kind, probe: o.probe,
+			answered: o.answered})
 		cc.ends = append(cc.ends, attemptEnd{success: kind == rdb.CountSuccess, took: o.attempt.Duration})
 	}
 	if len(cc.outs) == 0 {

@@ -24,10 +24,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestCircuitCountIsExactlyConsecutive: outcomes counted from many goroutines on three clients at once
-// give exactly the consecutive semantics in the order Redis ran them. Each count runs in a MULTI with an
-// INCR of a key in the circuits' slot, so the test learns that order, replays it on a model (a success
-// resets, a failure adds one and opens a closed circuit at BreakAfter) and checks every reply against it.
+// TestCircuitCountIsExactlyConsecutive: outcomes counted from many goroutines on three clients at once,
+// with answer times up to 50ms apart from the order they reach Redis in (as late outcomes, slow
+// goroutines and replicas make them), give exactly the receiver's-order rule. Each count runs in a MULTI
+// with an INCR of a key in the circuits' slot, so the test learns the order Redis ran them in, replays
+// it on a model of the rule (countModel) and checks every reply against it.
 func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 	t.Parallel()
 	const breakAfter, clients, perClient, each = 3, 3, 5, 60
@@ -36,9 +37,10 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 	keys := newKeyspace(tr.prefix)
 	seqKey := keys.RegistryTag() + ":test-seq" // same slot as the circuits
 	type applied struct {
-		seq  int64
-		kind string
-		ev   circuitEvent
+		seq      int64
+		kind     string
+		answered int64
+		ev       circuitEvent
 	}
 	var mu sync.Mutex
 	var log []applied
@@ -55,8 +57,9 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 					if rng.IntN(5) < 2 { // 40% successes: runs of every length, openings and closings
 						kind = rdb.CountSuccess
 					}
-					outs := []countedOutcome{{webhookID: "wh_1", kind: kind}}
 					now := time.Now()
+					answered := now.Add(-time.Duration(rng.IntN(50)) * time.Millisecond)
+					outs := []countedOutcome{{webhookID: "wh_1", kind: kind, answered: answered}}
 					ks, args := s.countArgs(now, breakAfter, time.Minute, outs)
 					var seq *redis.IntCmd
 					var cmd *redis.Cmd
@@ -73,7 +76,7 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 						return
 					}
 					mu.Lock()
-					log = append(log, applied{seq: seq.Val(), kind: kind, ev: ev[0]})
+					log = append(log, applied{seq: seq.Val(), kind: kind, answered: answered.UnixMilli(), ev: ev[0]})
 					mu.Unlock()
 				}
 			})
@@ -82,37 +85,88 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 	wg.Wait()
 	require.Len(t, log, clients*perClient*each)
 	slices.SortFunc(log, func(a, b applied) int { return int(a.seq - b.seq) })
-	failures, open, openings := 0, false, 0
+	m := countModel{breakAfter: breakAfter}
+	openings, late := 0, 0
 	for i, a := range log {
 		require.EqualValues(t, i+1, a.seq, "every count ran once, in sequence")
-		wantOpened, wantClosed := false, false
-		if a.kind == rdb.CountSuccess {
-			wantClosed, failures, open = open, 0, false
-		} else {
-			failures++
-			if !open && failures >= breakAfter {
-				wantOpened, open = true, true
-				openings++
-			}
+		if a.answered < m.newest {
+			late++
 		}
-		require.Equal(t, failures, a.ev.health.ConsecutiveFailures, "count after outcome %d", i)
-		require.Equal(t, open, a.ev.health.State != CircuitClosed, "state after outcome %d", i)
+		wantOpened, wantClosed := m.apply(a.kind, a.answered)
+		if wantOpened {
+			openings++
+		}
+		m.requireFailures(t, a.ev.health.ConsecutiveFailures, "count after outcome %d", i)
+		require.Equal(t, m.open, a.ev.health.State != CircuitClosed, "state after outcome %d", i)
 		require.Equal(t, wantOpened, a.ev.opened, "opened by outcome %d", i)
 		require.Equal(t, wantClosed, a.ev.closed, "closed by outcome %d", i)
 	}
+	t.Logf("%d outcomes, %d reached Redis after one answered later, %d openings", len(log), late, openings)
 	require.Positive(t, openings, "the mix opened the circuit at least once")
+	require.Greater(t, late, len(log)/4, "the mix was out of order")
 	s := newCircuitStore(tr.rdb, keys)
-	require.Equal(t, failures, mustReadCircuit(t, s, time.Now(), "wh_1").ConsecutiveFailures, "the stored count")
+	m.requireFailures(t, mustReadCircuit(t, s, time.Now(), "wh_1").ConsecutiveFailures, "the stored count")
+}
+
+// countModel is the circuit breaker's rule, by answer times (ms), kept exactly: the newest success's
+// time, every failure answered after it, and whether the circuit is open (no probes here). The newest
+// success is forgotten, as the circuit forgets it, when it leaves no failure and came rdb.CircuitQuiet
+// or more after the newest failure (or when there was none).
+type countModel struct {
+	breakAfter int
+	lastOK     int64
+	lastFailed int64
+	fails      []int64 // answered after lastOK
+	open       bool
+	newest     int64 // the newest answer applied, of any kind
+}
+
+// apply applies one outcome, in the order Redis ran it, and returns whether it opened or closed the circuit.
+func (m *countModel) apply(kind string, answered int64) (opened, closed bool) {
+	m.newest = max(m.newest, answered)
+	if answered < m.lastOK {
+		return false, false // a success was answered after it, or it is an older success
+	}
+	if kind == rdb.CountSuccess {
+		m.lastOK = answered
+		m.fails = slices.DeleteFunc(m.fails, func(f int64) bool { return f <= answered })
+		if m.open && len(m.fails) < m.breakAfter {
+			m.open = false
+			closed = true
+		}
+		if !m.open && len(m.fails) == 0 && answered-m.lastFailed >= rdb.CircuitQuiet.Milliseconds() {
+			m.lastOK = 0
+		}
+		return false, closed
+	}
+	m.fails = append(m.fails, answered)
+	m.lastFailed = max(m.lastFailed, answered)
+	if !m.open && len(m.fails) >= m.breakAfter {
+		m.open = true
+		return true, false
+	}
+	return false, false
+}
+
+// requireFailures checks a circuit's ConsecutiveFailures against the model: exact below BreakAfter;
+// from BreakAfter on, the circuit keeps only the newest BreakAfter times, so a success answered before
+// all of them may leave it counting failures answered before that success: at least BreakAfter, at most
+// those since the oldest kept run began.
+func (m *countModel) requireFailures(t *testing.T, got int, msgAndArgs ...any) {
+	t.Helper()
+	if len(m.fails) < m.breakAfter {
+		require.Equal(t, len(m.fails), got, msgAndArgs...)
+		return
+	}
+	require.GreaterOrEqual(t, got, len(m.fails), msgAndArgs...)
 }
 
 // patternReceiver answers request n (from 0, in the order it answers them) with 500 when fail(n), else
-// 200. It answers a failure only once every request answered before it is counted in its webhook's
-// circuit (finished counts them: the count log on the Dispatchers' clients, once a count has run — an
-// attempt's count goes out when the attempt ends, with its outcome's write or, for a worker's outcome
-// that waits for its batch, before it: countNow), so that the successes answered between two failures
-// are counted between them in Redis too: a run of failures in the circuit's order is at most two longer
-// than in the receiver's. With serial set it answers every request so, one at a time: the circuit then
-// counts the outcomes in exactly the order the receiver gave them.
+// 200, at once, as a real receiver does: the outcomes reach Redis in whatever order the Dispatchers'
+// goroutines and replicas write them. With serial set it answers one request at a time, each only once
+// every request answered before it is counted in its webhook's circuit (finished counts them: the count
+// log on the Dispatchers' clients), so the circuit counts the outcomes in exactly the order the receiver
+// gave them.
 type patternReceiver struct {
 	srv      *httptest.Server
 	fail     func(n int) bool
@@ -132,7 +186,7 @@ func newPatternReceiver(t *testing.T, serial bool, fail func(n int) bool) *patte
 		p.mu.Lock()
 		n := p.answered
 		failed := p.fail(int(n))
-		if failed || p.serial {
+		if p.serial {
 			deadline := time.Now().Add(5 * time.Second)
 			for p.finished.Load() < n {
 				if time.Now().After(deadline) {
@@ -167,24 +221,34 @@ func (p *patternReceiver) delivered() int {
 	return n
 }
 
-// TestFlakyWebhookKeepsItsCircuitClosed (DESIGN guarantee 1): a webhook whose requests never fail
-// BreakAfter times in a row keeps its circuit closed, dispatched from 16 goroutines through three
-// Dispatchers (separate Redis clients, each running Run): one broken backend of three behind a round
-// robin (every 3rd request fails), and requests failing BreakAfter-1 times in a row then succeeding,
-// answered in the order the circuit counts them. Every answer is counted once, with its outcome, and
-// the counts in the order Redis ran them (countLog) never hold BreakAfter failures in a row.
+// TestFlakyWebhookKeepsItsCircuitClosed (DESIGN guarantee 2): a webhook whose requests never fail
+// BreakAfter times in a row, in the order its receiver answered them, keeps its circuit closed: one
+// broken backend of three behind a round robin (every 3rd request answered 500 at once), 16 goroutines
+// dispatching inline or enqueueing for Run, through one or three Dispatchers (separate Redis clients,
+// each running Run); and requests failing BreakAfter-1 times in a row then succeeding, answered one at a
+// time. Every answer is counted once, with its outcome; replaying the counts in the order Redis ran them
+// on the rule (countModel, by answer times) gives every count's reply, and never BreakAfter failures
+// in a row.
 func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 	t.Parallel()
+	every3rd := func(n int) bool { return n%3 == 2 }
 	for _, tc := range []struct {
 		name       string
 		breakAfter int
 		events     int
+		replicas   int
+		enqueue    bool
 		serial     bool
+		late       bool // failures' counts reach Redis 0-20ms late, successes' at once
 		fail       func(n int) bool
 	}{
 		// 600 and 150 events with WEBHOOKS_LONG_TESTS (CI).
-		{"every 3rd request fails", DefaultBreakAfter, sized(300, 600), false, func(n int) bool { return n%3 == 2 }},
-		{"BreakAfter-1 fail in a row, then one succeeds", 3, sized(75, 150), true, func(n int) bool { return n%3 != 2 }},
+		{"every 3rd request fails, inline, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, false, false, false, every3rd},
+		{"every 3rd request fails, inline, 1 replica", DefaultBreakAfter, sized(300, 600), 1, false, false, false, every3rd},
+		{"every 3rd request fails, Run, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, true, false, false, every3rd},
+		{"every 3rd request fails, Run, 1 replica", DefaultBreakAfter, sized(300, 600), 1, true, false, false, every3rd},
+		{"every 3rd request fails, failures counted late, inline, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, false, false, true, every3rd},
+		{"BreakAfter-1 fail in a row, then one succeeds, answered one at a time", 3, sized(75, 150), 3, false, true, false, func(n int) bool { return n%3 != 2 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -196,8 +260,11 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 			counts := newCountLog()
 			rc.finished = counts.done
 			var ds []*Dispatcher
-			for range 3 {
+			for range tc.replicas {
 				c := tr.newClient(t)
+				if tc.late {
+					c.AddHook(lateFailures{}) // first: it delays a count before the count log holds its turn
+				}
 				c.AddHook(counts)
 				ds = append(ds, newTestDispatcherOn(t, c, tr, Options{BreakAfter: tc.breakAfter,
 					BreakFor: time.Minute, Timeout: 10 * time.Second, RetrySchedule: schedule,
@@ -211,15 +278,18 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 			w, err := ds[0].Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}})
 			require.NoError(t, err)
 			stop := runReplicas(t, ds)
-			dispatchSpread(t, ds, 16, tc.events, "f", func() bool { return opened.Load() == 0 })
+			start := time.Now()
+			sendSpread(t, ds, 16, tc.events, "f", tc.enqueue, func() bool { return opened.Load() == 0 })
 			deadline := time.Now().Add(60 * time.Second)
 			for rc.delivered() < tc.events && opened.Load() == 0 && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
+				time.Sleep(5 * time.Millisecond)
 			}
+			took := time.Since(start)
 			stop()
-			t.Logf("requests %d, delivered %d of %d, circuit openings %d", rc.requests(), rc.delivered(), tc.events, opened.Load())
+			t.Logf("requests %d, delivered %d of %d in %s, circuit openings %d", rc.requests(), rc.delivered(), tc.events,
+				took.Round(time.Millisecond), opened.Load())
 			assert.Zero(t, opened.Load(), "the circuit never opened (Hooks.CircuitOpened)")
-			h, err := ds[1].Webhooks().Health(ctx, w.ID)
+			h, err := ds[0].Webhooks().Health(ctx, w.ID)
 			require.NoError(t, err)
 			assert.Equal(t, CircuitClosed, h.State)
 			assert.Less(t, h.ConsecutiveFailures, tc.breakAfter)
@@ -228,10 +298,32 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 			r := replayCounts(t, counts.log(), tc.breakAfter)
 			assert.Equal(t, rc.requests()-rc.failed.Load(), int64(r.successes), "every 2xx counted once, as a success")
 			assert.Equal(t, rc.failed.Load(), int64(r.failures), "every 500 counted once, as a failure")
-			assert.Less(t, r.longest, tc.breakAfter, "never BreakAfter failures in a row in Redis's order")
+			assert.Less(t, r.longest, tc.breakAfter, "never BreakAfter failures in a row in the receiver's order")
 			rc.other.Range(func(k, _ any) bool { t.Errorf("an attempt failed outside the pattern: %v", k); return true })
 		})
 	}
+}
+
+// lateFailures delays every command or pipeline carrying a failure's circuit count by 0 to 20ms at
+// random (an outcome write retried, a slow goroutine): the counts reach Redis in another order than the
+// receiver answered them, a failure after successes answered after it.
+type lateFailures struct{ passHook }
+
+func (lateFailures) delay(cmds ...redis.Cmder) {
+	for _, c := range cmds {
+		if isCount(c) && slices.Contains(c.Args(), any(rdb.CountFailure)) {
+			time.Sleep(time.Duration(rand.IntN(20_000)) * time.Microsecond)
+			return
+		}
+	}
+}
+
+func (h lateFailures) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { h.delay(cmd); return next(ctx, cmd) }
+}
+
+func (h lateFailures) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error { h.delay(cmds...); return next(ctx, cmds) }
 }
 
 // TestBrokenWebhookOpensItsCircuitAtOnce: a webhook failing every request, dispatched from 16
@@ -258,7 +350,7 @@ func TestBrokenWebhookOpensItsCircuitAtOnce(t *testing.T) {
 	}
 	w := mustCreate(t, ds[0], rc, "*")
 	stop := runReplicas(t, ds)
-	dispatchSpread(t, ds, goroutines, events, "b", nil)
+	sendSpread(t, ds, goroutines, events, "b", false, nil)
 	stop()
 	t.Logf("requests %d (at opening %d), openings %d", rc.count(), atOpen.Load(), opened.Load())
 	require.EqualValues(t, 1, opened.Load(), "opened once, and not again without a probe")
@@ -330,6 +422,7 @@ type countLog struct {
 // countEntry is one outcome as a count applied it, and the circuit the count left.
 type countEntry struct {
 	webhookID, kind, probe string
+	answered               int64 // ms
 	event                  int64 // rdb.EventNone, rdb.EventOpened or rdb.EventClosed
 	failures               int
 	open                   bool
@@ -405,7 +498,7 @@ func (l countLog) add(c redis.Cmder) {
 	args := cmd.Args() // evalsha|eval, sha|source, numkeys, keys..., ARGV...
 	numKeys, _ := strconv.Atoi(fmt.Sprint(args[2]))
 	argv := args[3+numKeys:]
-	n := len(reply) / 2 // outcomes: after 4 arguments, each its webhook id, kind and probe token first
+	n := len(reply) / 2 // outcomes: after 4 arguments, each its webhook id, kind, probe token and answer time first
 	if n == 0 || (len(argv)-4)%n != 0 {
 		return
 	}
@@ -415,8 +508,9 @@ func (l countLog) add(c redis.Cmder) {
 		event, _ := reply[2*i].(int64)
 		s, _ := reply[2*i+1].(string)
 		circ, _ := decodeCircuit(s)
+		answered, _ := strconv.ParseInt(fmt.Sprint(argv[a+3]), 10, 64)
 		*l.entries = append(*l.entries, countEntry{webhookID: fmt.Sprint(argv[a]), kind: fmt.Sprint(argv[a+1]),
-			probe: fmt.Sprint(argv[a+2]), event: event, failures: int(circ.failures), open: circ.openFor > 0})
+			probe: fmt.Sprint(argv[a+2]), answered: answered, event: event, failures: int(circ.failures), open: circ.openFor > 0})
 		l.done.Add(1)
 	}
 }
@@ -424,50 +518,49 @@ func (l countLog) add(c redis.Cmder) {
 // countReplay is what replaying a log of counts on the rule found.
 type countReplay struct {
 	outcomes, successes, failures int
-	runs                          int // runs of at least BreakAfter consecutive failures
-	longest                       int // the longest run of consecutive failures
+	runs                          int // runs of at least BreakAfter consecutive failures, by answer times
+	longest                       int // the most consecutive failures, by answer times
 	openings                      int // counts that opened a closed circuit
 	reopenings                    int // failed probes that opened an open circuit again
 }
 
-// replayCounts checks a log of counts (Redis's order) against the rule, outcome by outcome: a success
-// resets the count and closes the circuit; a failure adds one and opens a closed circuit when the count
-// reaches breakAfter; only a failed probe opens an open circuit again. Every count must leave exactly
+// replayCounts checks a log of counts (Redis's order) against the rule (countModel), outcome by
+// outcome: a success drops the failures answered before it and closes an open circuit that keeps fewer
+// than breakAfter; a failure answered after the newest success adds one and opens a closed circuit when
+// breakAfter are kept; only a failed probe opens an open circuit again. Every count must leave exactly
 // the circuit the rule gives; it returns what the replay found.
 func replayCounts(t *testing.T, log []countEntry, breakAfter int) countReplay {
 	t.Helper()
 	var r countReplay
-	failures, open := 0, false
+	m := countModel{breakAfter: breakAfter}
 	for i, e := range log {
 		r.outcomes++
 		switch e.kind {
 		case rdb.CountSuccess:
 			r.successes++
-			require.Equal(t, map[bool]int64{true: rdb.EventClosed, false: rdb.EventNone}[open], e.event, "count %d: a success closes an open circuit", i)
-			failures, open = 0, false
+			_, closed := m.apply(e.kind, e.answered)
+			require.Equal(t, map[bool]int64{true: rdb.EventClosed, false: rdb.EventNone}[closed], e.event, "count %d: a success closes an open circuit it leaves below BreakAfter", i)
 		case rdb.CountFailure:
 			r.failures++
-			failures++
-			r.longest = max(r.longest, failures)
-			if failures == breakAfter {
-				r.runs++
-			}
+			wasOpen := m.open
+			opened, _ := m.apply(e.kind, e.answered)
+			r.longest = max(r.longest, len(m.fails))
 			switch {
-			case !open && failures >= breakAfter:
-				require.EqualValues(t, rdb.EventOpened, e.event, "count %d: failure %d in a row opens", i, failures)
+			case opened:
+				require.EqualValues(t, rdb.EventOpened, e.event, "count %d: failure %d in a row opens", i, len(m.fails))
 				r.openings++
-				open = true
-			case open && e.event == rdb.EventOpened:
+				r.runs++
+			case wasOpen && e.event == rdb.EventOpened:
 				require.NotEmpty(t, e.probe, "count %d: only a probe opens an open circuit again", i)
 				r.reopenings++
 			default:
-				require.EqualValues(t, rdb.EventNone, e.event, "count %d: failure %d in a row, open %v", i, failures, open)
+				require.EqualValues(t, rdb.EventNone, e.event, "count %d: failure %d in a row, open %v", i, len(m.fails), m.open)
 			}
 		default:
 			require.Failf(t, "an outcome neither a success nor a failure", "count %d: %q", i, e.kind)
 		}
-		require.Equal(t, failures, e.failures, "count %d: the consecutive count", i)
-		require.Equal(t, open, e.open, "count %d: the circuit's state", i)
+		m.requireFailures(t, e.failures, "count %d: the consecutive count", i)
+		require.Equal(t, m.open, e.open, "count %d: the circuit's state", i)
 	}
 	return r
 }
@@ -557,7 +650,7 @@ func TestRandomFailuresOpenTheCircuitOnlyOnTheirOdds(t *testing.T) {
 			w, err := ds[0].Webhooks().Create(ctx, Webhook{URL: srv.URL, Events: []string{"*"}})
 			require.NoError(t, err)
 			stop := runReplicas(t, ds)
-			dispatchSpread(t, ds, goroutines, tc.events, "r", nil)
+			sendSpread(t, ds, goroutines, tc.events, "r", false, nil)
 			deliveredN := func() int {
 				n := 0
 				delivered.Range(func(any, any) bool { n++; return true })
@@ -602,15 +695,22 @@ func runReplicas(t *testing.T, ds []*Dispatcher) (stop func()) {
 	return func() { cancel(); runs.Wait() }
 }
 
-// dispatchSpread dispatches the events <prefix>-1 to <prefix>-<events> from goroutines, goroutine g on
-// ds[g % len(ds)], while keepOn (nil: always) holds, and returns once they are done.
-func dispatchSpread(t *testing.T, ds []*Dispatcher, goroutines, events int, prefix string, keepOn func() bool) {
+// sendSpread dispatches (or, with enqueue, enqueues) the events <prefix>-1 to <prefix>-<events> from
+// goroutines, goroutine g on ds[g % len(ds)], while keepOn (nil: always) holds, and returns once they
+// are done.
+func sendSpread(t *testing.T, ds []*Dispatcher, goroutines, events int, prefix string, enqueue bool, keepOn func() bool) {
 	var next atomic.Int64
 	var callers sync.WaitGroup
 	for g := range goroutines {
 		callers.Go(func() {
 			for i := next.Add(1); i <= int64(events) && (keepOn == nil || keepOn()); i = next.Add(1) {
-				_, err := ds[g%len(ds)].Dispatch(context.Background(), Event{Type: "e", ID: fmt.Sprintf("%s-%d", prefix, i)})
+				d, evt := ds[g%len(ds)], Event{Type: "e", ID: fmt.Sprintf("%s-%d", prefix, i)}
+				var err error
+				if enqueue {
+					_, err = d.Enqueue(context.Background(), evt)
+				} else {
+					_, err = d.Dispatch(context.Background(), evt)
+				}
 				assert.NoError(t, err)
 			}
 		})

@@ -40,6 +40,9 @@ func TestMergedCountEqualsItsCallsInOrder(t *testing.T) {
 					for range 1 + rng.IntN(4) {
 						outs = append(outs, countedOutcome{webhookID: "wh_" + strconv.Itoa(rng.IntN(3)), kind: kinds[rng.IntN(len(kinds))]})
 					}
+					for o := range outs { // when each was answered: the same for the merged call and the one alone
+						outs[o].answered = now.Add(time.Duration(round*10+c) * time.Millisecond)
+					}
 					mk, ma := sm.countArgs(now.Add(time.Duration(round*10+c)*time.Millisecond), 3, time.Minute, outs)
 					ak, aa := sa.countArgs(latest, 3, time.Minute, outs)
 					mcalls = append(mcalls, &scriptCall{ctx: ctx, script: rdb.Count, keys: mk, args: ma})

@@ -331,7 +331,7 @@ func TestHungAfterFastWebhookHoldsItsLimit(t *testing.T) {
 	}
 
 	// Fast, under a burst of 32 callers: the limit grows past the cap.
-	dispatchSpread(t, []*Dispatcher{d}, callers, events, "fast", nil)
+	sendSpread(t, []*Dispatcher{d}, callers, events, "fast", false, nil)
 	_, reached := flight()
 	t.Logf("fast: limit %d (cap %d)", reached, capacity)
 	require.Greater(t, reached, capacity, "a fast webhook under a burst raises its limit")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/sealed"
 )
 
@@ -37,6 +38,8 @@ const (
 	MaxTimeout = 5 * time.Minute
 	// MaxBreakFor bounds a circuit's open period, which doubles while its probes fail.
 	MaxBreakFor = 10 * time.Minute
+	// MaxBreakAfter bounds Options.BreakAfter.
+	MaxBreakAfter = rdb.MaxBreakAfter
 	// MaxRetryAfter bounds how far a Retry-After header (on a 429 or 503) can push a retry beyond its
 	// scheduled delay.
 	MaxRetryAfter = time.Hour
@@ -100,7 +103,9 @@ type Options struct {
 	// as soon as one ends. Must not be negative. Defaults to 64.
 	Concurrency int
 
-	// MaxInFlightPerWebhook bounds one webhook's attempts in flight in this Dispatcher, inline
+	// MaxInFlightPerWebhook is the engine's own protection, per process, not a maximum: for a bound on
+	// the requests an endpoint gets at once, across every replica, set Webhook.MaxConcurrency. It
+	// bounds one webhook's attempts in flight in this Dispatcher, inline
 	// (Dispatch, Redeliver) and worker alike, so a hung, slow or failing subscriber holds at most this
 	// many of the worker's slots and of the process's connections. It is the floor of a limit per
 	// webhook that follows its health: an attempt recorded as a success within Timeout/4 raises the
@@ -118,20 +123,21 @@ type Options struct {
 	MaxInFlightPerWebhook int
 
 	// BreakAfter is how many consecutive failed attempts to a webhook (timeouts, connection errors,
-	// 5xx, 429) open its circuit. The count is exact across goroutines and replicas: every attempt's
-	// outcome is applied to the webhook's circuit in Redis, in the order Redis records them — a success
-	// resets the count, a failure adds one, any other answer (a 4xx) leaves it — so a webhook whose
-	// requests never fail BreakAfter times in a row keeps its circuit closed, at any concurrency. (An
-	// inline attempt's count is written in the same pipeline as its outcome: it costs no round trip;
-	// under ReplicaAcks it follows the outcome's WAIT. A worker's attempt's count goes out as the attempt
-	// ends, merged with the counts of the attempts ending meanwhile, ahead of its outcome, which waits to
-	// be written with the others of its shard.) While the circuit
-	// is open no attempt is made to it, Dispatch and Enqueue record its deliveries parked until the
-	// circuit's next probe, and parked deliveries keep their retry budget; attempts already in flight
-	// when it opened still count, and one that succeeds closes it. A webhook whose failures began
-	// DisableAfter ago is disabled at its next failed probe, and its parked deliveries fail: parking
-	// never outlasts a record (see Retention). Negative means never open: the count is still kept (at
-	// the same cost), for DisableAfter. Defaults to 5.
+	// 5xx, 429) open its circuit, consecutive in the order the receiver answered them: each attempt's
+	// outcome reaches the webhook's circuit in Redis with the time its answer came, and a failure counts
+	// only if no success was answered after it (a 4xx or 3xx neither counts nor resets). Outcomes that
+	// reach Redis out of that order — from goroutines and replicas ending attempts at once, or written
+	// late — land where the receiver put them, so a webhook whose requests never fail BreakAfter times
+	// in a row keeps its circuit closed at any concurrency. The order is exact to the millisecond on one
+	// clock (answers in the same millisecond are in the order their counts reach Redis) and, across
+	// replicas, within their clocks' difference. The counts go out as attempts end and cost no round
+	// trip of their own. While the circuit is open no attempt is made to it, Dispatch and Enqueue record
+	// its deliveries parked until the circuit's next probe, and parked deliveries keep their retry
+	// budget; attempts already in flight when it opened still count, and a success answered after all
+	// but fewer than BreakAfter of the failures closes it. A webhook whose failures began DisableAfter
+	// ago is disabled at its next failed probe, and its parked deliveries fail: parking never outlasts a
+	// record (see Retention). Negative means never open: the count is still kept (at the same cost), for
+	// DisableAfter. At most MaxBreakAfter (100). Defaults to 5.
 	BreakAfter int
 
 	// BreakFor is a circuit's first open period. When it ends one probe goes out (one attempt,
@@ -326,6 +332,8 @@ func (o Options) checkEngine() error {
 		return fmt.Errorf("%w: Concurrency must be positive", ErrInvalidOptions)
 	case o.MaxInFlightPerWebhook < 0:
 		return fmt.Errorf("%w: MaxInFlightPerWebhook must be positive", ErrInvalidOptions)
+	case o.BreakAfter > MaxBreakAfter:
+		return fmt.Errorf("%w: BreakAfter must be at most %d", ErrInvalidOptions, MaxBreakAfter)
 	case o.BreakFor < 0 || o.BreakFor > MaxBreakFor:
 		return fmt.Errorf("%w: BreakFor must be in (0, %s]", ErrInvalidOptions, MaxBreakFor)
 	case o.Shards < 0 || o.Shards > MaxShards:

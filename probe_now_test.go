@@ -91,7 +91,7 @@ func TestProbeNow(t *testing.T) {
 	}{
 		{"closed", "probe_refused", "not paused", func() {}},
 		{"probe in flight", "probe_refused", "already in flight", func() {
-			c := fmt.Sprintf("2:%d:%d:%d:0:", clock.Now().UnixMilli(), clock.Now().UnixMilli(), time.Minute.Milliseconds())
+			c := fmt.Sprintf("2:%d:%d:%d:0:0:0::", clock.Now().UnixMilli(), clock.Now().UnixMilli(), time.Minute.Milliseconds())
 			require.NoError(t, tr.rdb.HSet(ctx, d.keys.Circuits(), wh.ID, c).Err())
 			ok, _, err := d.circuits.acquireProbe(ctx, wh.ID, clock.Now(), "tok", time.Minute)
 			require.NoError(t, err)

@@ -209,10 +209,11 @@ func (w *schemaWorkload) replay() {
 
 // inFlight holds an ordered inline attempt at its receiver while the keys are scanned, with a second
 // event of the same order key queued behind it: the shard's inline zset holds the attempt's entry, and
-// the key's sequence and the shard's blocked zset exist, only while the head is in flight.
+// the key's sequence and the shard's blocked zset exist, only while the head is in flight, and so does
+// the webhook's MaxConcurrency slot.
 func (w *schemaWorkload) inFlight() {
 	rc := newReceiver(w.t)
-	w.create(Webhook{URL: rc.srv.URL, Events: []string{"held.*"}})
+	w.create(Webhook{URL: rc.srv.URL, Events: []string{"held.*"}, MaxConcurrency: 1}) // its slot is held too
 	arrived, release := make(chan struct{}), make(chan struct{})
 	var once, released sync.Once
 	defer released.Do(func() { close(release) }) // also when the test fails before releasing it

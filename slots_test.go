@@ -216,7 +216,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 		_, err := d.Dispatch(ctx, Event{Type: "slot.probe", ID: id + "-probe"})
 		require.NoError(t, err)
 	}
-	open := fmt.Sprintf("3:%d:%d:%d:0:", clock.Now().UnixMilli(), clock.Now().Add(time.Hour).UnixMilli(), time.Hour.Milliseconds())
+	open := fmt.Sprintf("3:%d:%d:%d:0:0:0::", clock.Now().UnixMilli(), clock.Now().Add(time.Hour).UnixMilli(), time.Hour.Milliseconds())
 	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Circuits(), prober.ID, open).Err())
 	_, n, err = d.probeNow(ctx, prober.ID)
 	require.NoError(t, err)
@@ -227,7 +227,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	breaker := newTestDispatcherOn(t, client, tr, Options{BreakAfter: DefaultBreakAfter})
 	breaker.now = clock.Now
 	unused := mustCreate(t, d, rc, "slot.unused")
-	past := fmt.Sprintf("3:%d:%d:%d:0:", clock.Now().UnixMilli(), clock.Now().Add(-time.Second).UnixMilli(), time.Hour.Milliseconds())
+	past := fmt.Sprintf("3:%d:%d:%d:0:0:0::", clock.Now().UnixMilli(), clock.Now().Add(-time.Second).UnixMilli(), time.Hour.Milliseconds())
 	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Circuits(), unused.ID, past).Err())
 	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Ready(d.keys.ShardOf(ids[0])), redis.Z{Score: 1, Member: unused.ID}).Err())
 	_, err = breaker.ProcessDue(ctx)

@@ -25,7 +25,7 @@ func TestWebhookJSONIsTheCodec(t *testing.T) {
 	srv := httptest.NewServer(d.Handler())
 	t.Cleanup(srv.Close)
 	in := Webhook{Tenant: "acme", URL: "https://example.com/hook", Description: "d", Events: []string{"a.*", "b"},
-		Disabled: false, RateLimit: 7, Headers: map[string]string{"X-Team": "t"}, Filter: json.RawMessage(`{"type":"b"}`),
+		Disabled: false, RateLimit: 7, MaxConcurrency: 2, Headers: map[string]string{"X-Team": "t"}, Filter: json.RawMessage(`{"type":"b"}`),
 		Asymmetric: true, Auth: &EndpointAuth{Bearer: "tok-codec"}}
 	body, err := json.Marshal(in)
 	require.NoError(t, err)

@@ -33,6 +33,9 @@ const maxDescriptionLen = 1024
 // MaxRateLimit bounds Webhook.RateLimit (requests per second).
 const MaxRateLimit = 10000
 
+// MaxConcurrencyLimit bounds Webhook.MaxConcurrency.
+const MaxConcurrencyLimit = 10000
+
 // Bounds of Webhook.Events. Each pattern is one entry of one more subscription hash, so they bound
 // what a webhook costs the registry beyond its own JSON.
 const (
@@ -92,6 +95,9 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 	}
 	if w.RateLimit < 0 || w.RateLimit > MaxRateLimit {
 		return inField("rate_limit", fmt.Errorf("%w: rate limit %d is not in [0, %d]", ErrInvalidWebhook, w.RateLimit, MaxRateLimit))
+	}
+	if w.MaxConcurrency < 0 || w.MaxConcurrency > MaxConcurrencyLimit {
+		return inField("max_concurrency", fmt.Errorf("%w: max concurrency %d is not in [0, %d]", ErrInvalidWebhook, w.MaxConcurrency, MaxConcurrencyLimit))
 	}
 	if len(w.Description) > maxDescriptionLen {
 		return inField("description", fmt.Errorf("%w: description longer than %d bytes", ErrInvalidWebhook, maxDescriptionLen))

@@ -62,6 +62,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.local.clear()
 		}
 	}()
+	d.warnIfEvicting(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: 2 * d.opts.Concurrency, batch: max(1, d.opts.Concurrency/8),
@@ -495,7 +496,13 @@ func (d *Dispatcher) attemptLeased(ctx context.Context, j leasedDelivery, wh *st
 			return parkOutcome(rec, later(h.OpenUntil, d.now().Add(probeRecheck)), h)
 		}
 	}
-	o := d.decide(rec, d.tracedAttempt(ctx, wh, rec, body))
+	slot, ok := d.takeConcurrencySlot(ctx, wh)
+	if !ok {
+		return waitForSlot(rec, d.now().Add(concurrencyRecheck))
+	}
+	res := d.tracedAttempt(ctx, wh, rec, body)
+	d.releaseConcurrencySlot(ctx, wh.ID, slot)
+	o := d.decide(rec, res)
 	o.probe = j.probe
 	return o
 }

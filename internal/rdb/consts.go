@@ -38,10 +38,17 @@ const (
 
 // Outcomes as countScript takes them, and the events it reports.
 const (
-	CountSuccess                                       = "s" // a 2xx: resets the count and closes the circuit
-	CountFailure                                       = "f" // a timeout, connection error, 5xx or 429: counts towards BreakAfter
-	CountRejected                                      = "r" // any other failed attempt (4xx, 3xx): in the run of failures, not in the count
-	EventNone, EventOpened, EventClosed                = 0, 1, 2
+	CountSuccess                        = "s" // a 2xx: resets the count and closes the circuit
+	CountFailure                        = "f" // a timeout, connection error, 5xx or 429: counts towards BreakAfter
+	CountRejected                       = "r" // any other failed attempt (4xx, 3xx): in the run of failures, not in the count
+	EventNone, EventOpened, EventClosed = 0, 1, 2
+	// MaxBreakAfter bounds Options.BreakAfter: a circuit keeps the answer times of at most this many
+	// failures.
+	MaxBreakAfter = 100
+	// CircuitQuiet is how long a circuit with no failures left keeps the time of its newest success
+	// after its last failure, so that a failure answered before that success but counted after it is
+	// not counted; then a success deletes it.
+	CircuitQuiet                                       = time.Minute
 	ProbeClosed, ProbeGranted, ProbeWaiting, ProbeHeld = 0, 1, 2, 3 // waiting: the open period has not ended
 )
 

@@ -191,6 +191,11 @@ func (k Keys) ShardCount() string { return k.RegistryTag() + ":shards" }
 // cluster, apart from the shards.
 func (k Keys) Rate(webhookID string) string { return "{" + k.prefix + ":rate:" + webhookID + "}" }
 
+// Concurrency holds the slots of a webhook's MaxConcurrency: its own hash tag, as a rate limiter's.
+func (k Keys) Concurrency(webhookID string) string {
+	return "{" + k.prefix + ":concurrency:" + webhookID + "}"
+}
+
 // TestSends is a test-send limiter of a scope ("webhook:<id>" or "tenant:<tenant>"): its own hash tag, as
 // a rate limiter's.
 func (k Keys) TestSends(scope string) string { return "{" + k.prefix + ":tests:" + scope + "}" }

@@ -51,6 +51,9 @@ package rdb
 //	{P:registry}:shards                    string  the shard count, "<S>" (Keys.Load); no TTL
 //	{P:tests:<scope>}                      string  a test-send limiter (SendTest), scope "webhook:<id>" or "tenant:<tenant>":
 //	                                               the start of its next free slot (µs, Redis time)  TTL 1 s after that slot
+//	{P:concurrency:<webhook_id>}           zset    the attempts holding a slot of the webhook's MaxConcurrency: token ->
+//	                                               the end of its lease (ms, Redis time) (concurrency.go)  TTL the
+//	                                               last lease taken
 //	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,
 //	                                               Redis time) (ratelimit.go)  TTL 1 s after that slot
 //	{P:oauth:<webhook_id>}                 string  the webhook's OAuth2 token, "<expiry ms> <credentials fingerprint>

@@ -42,6 +42,7 @@ var (
 	ShardCount       = load("shard_count")
 	StatsLeases      = load("stats_leases")
 	StatsQueues      = load("stats_queues")
+	TakeConcurrency  = load("take_concurrency")
 	Unschedule       = load("unschedule")
 	WakeParked       = load("wake_parked")
 )
@@ -63,6 +64,8 @@ var Placeholders = strings.NewReplacer(
 	"{{OutcomeLeaseLost}}", strconv.Itoa(OutcomeLeaseLost),
 	"{{OutcomeRecorded}}", strconv.Itoa(OutcomeRecorded),
 	"{{ProbeClosed}}", strconv.Itoa(ProbeClosed),
+	"{{MaxBreakAfter}}", strconv.Itoa(MaxBreakAfter),
+	"{{CircuitQuietMs}}", strconv.FormatInt(CircuitQuiet.Milliseconds(), 10),
 	"{{ProbeGranted}}", strconv.Itoa(ProbeGranted),
 	"{{ProbeWaiting}}", strconv.Itoa(ProbeWaiting),
 	"{{ProbeHeld}}", strconv.Itoa(ProbeHeld),

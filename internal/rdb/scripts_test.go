@@ -15,7 +15,7 @@ import (
 
 // scripts are the package's scripts by file name.
 var scripts = map[string]*redis.Script{
-	"acquire_probe": AcquireProbe, "adopt": Adopt, "claim": Claim, "count": Count, "del_if_equal": DelIfEqual,
+	"acquire_probe": AcquireProbe, "take_concurrency": TakeConcurrency, "adopt": Adopt, "claim": Claim, "count": Count, "del_if_equal": DelIfEqual,
 	"indexed_webhooks": IndexedWebhooks, "lease": Lease, "ordered_claim": OrderedClaim,
 	"ordered_outcome": OrderedOutcome, "ordered_redeliver": OrderedRedeliver, "outcome": Outcome,
 	"probe_now": ProbeNow, "rate": Rate, "redeliver": Redeliver, "release_probe": ReleaseProbe,

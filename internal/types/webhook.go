@@ -41,6 +41,12 @@ type Webhook struct {
 	// (inline attempts included): a delivery over the limit waits for the worker, it is not failed.
 	// 0 means unlimited; at most MaxRateLimit.
 	RateLimit int `json:"rate_limit,omitempty"`
+	// MaxConcurrency bounds the attempts to the webhook in flight at once, by every replica together
+	// (inline attempts included), for receivers that take only so many requests at a time: an attempt
+	// over it waits for the worker, it is not failed. A slot is held for the attempt's lease at most,
+	// so a crashed replica's slots come back when their leases end. 0 means no limit beyond the
+	// engine's own protection (Options.MaxInFlightPerWebhook); at most MaxConcurrencyLimit.
+	MaxConcurrency int `json:"max_concurrency,omitempty"`
 	// Headers are extra request headers sent with every attempt, e.g. a receiver's own auth token.
 	// Names the library sets or that control the connection are refused (see ReservedHeaders); at
 	// most MaxHeaders, each value at most MaxHeaderValueLen bytes with no line break. Never logged.

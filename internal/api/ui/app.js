@@ -235,12 +235,13 @@
     // Its line shows the name only, and a line left without a value keeps the value set.
     f.headers.value = Object.keys(w.headers || {}).map((k) => k + ': ').join('\n');
     f.rate = el('input', { id: 'f-rate', name: 'rate_limit', type: 'number', min: 0, value: w.rate_limit || 0 });
+    f.conc = el('input', { id: 'f-conc', name: 'max_concurrency', type: 'number', min: 0, value: w.max_concurrency || 0 });
     f.enabled = el('input', { id: 'f-enabled', name: 'enabled', type: 'checkbox', checked: !w.disabled });
     if (!editing) {
       f.asym = el('input', { id: 'f-asym', name: 'asymmetric', type: 'checkbox' });
       if (mode === 'operator') f.tenant = el('input', { id: 'f-tenant', name: 'tenant', placeholder: 'none' });
     }
-    const inputs = { url: f.url, description: f.description, events: f.events, filter: f.filter, headers: f.headers, rate_limit: f.rate, tenant: f.tenant };
+    const inputs = { url: f.url, description: f.description, events: f.events, filter: f.filter, headers: f.headers, rate_limit: f.rate, max_concurrency: f.conc, tenant: f.tenant };
     // fieldError shows a message beside the field it is about (or, for none, in the banner).
     const fieldError = (name, message) => {
       const input = inputs[name];
@@ -258,6 +259,7 @@
       const body = {
         url: f.url.value.trim(), description: f.description.value,
         events: f.events.value.split(/[\s,]+/).filter(Boolean), rate_limit: Number(f.rate.value) || 0,
+        max_concurrency: Number(f.conc.value) || 0,
         disabled: !f.enabled.checked,
       };
       const hdrs = {};
@@ -297,6 +299,7 @@
         field('f-filter', 'Filter (JSON, optional)', f.filter, 'Only events matching it are delivered. Operators: $eq $neq $gt $gte $lt $lte $in $nin $exist $startsWith $endsWith $or $and $not'),
         field('f-headers', 'Extra headers (optional)', f.headers, editing ? 'One "Name: value" per line; values are never shown: leave one empty to keep it' : 'One "Name: value" per line'),
         field('f-rate', 'Rate limit (requests per second, 0 = none)', f.rate),
+        field('f-conc', 'Max concurrency (requests at once, 0 = none)', f.conc),
         f.tenant ? field('f-tenant', 'Tenant (optional)', f.tenant) : null,
         el('div', { class: 'field check' }, f.enabled, el('label', { for: 'f-enabled', text: 'Enabled' })),
         f.asym ? el('div', { class: 'field check' }, f.asym, el('label', { for: 'f-asym', text: 'Sign with ed25519 (v1a) instead of HMAC' })) : null,
@@ -414,6 +417,7 @@
           ['Filter', hasFilter(w) ? el('code', { class: 'wrap', text: JSON.stringify(w.filter) }) : '—'],
           ['Headers', Object.keys(w.headers || {}).join(', ') || '—'],
           ['Rate limit', w.rate_limit ? w.rate_limit + ' / s' : 'none'],
+          ['Max concurrency', w.max_concurrency ? w.max_concurrency + ' at once' : 'none'],
           ['Enabled', w.disabled ? el('span', { id: 'disabled-why' }, el('span', { class: 'status s-failed', text: 'disabled' }),
             ' ' + (w.disabled_reason || '') + (w.disabled_at ? ' (since ' + fmtTime(w.disabled_at) + ')' : ''))
             : el('span', { class: 'status s-success', text: 'enabled' })],
