@@ -46,18 +46,3 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(m.Run())
 }
-
-// onMiniredis reports whether the tests run on embedded miniredis (no WEBHOOKS_REDIS_ADDR or
-// WEBHOOKS_REDIS_CLUSTER): each test then has a server of its own.
-func onMiniredis() bool {
-	return os.Getenv("WEBHOOKS_REDIS_CLUSTER") == "" && os.Getenv("WEBHOOKS_REDIS_ADDR") == ""
-}
-
-// parallelOnMiniredis makes a test that counts its Redis's commands parallel on miniredis, where its
-// server is its own; on a shared real Redis, whose counts take in every client's commands, it runs
-// alone.
-func parallelOnMiniredis(t *testing.T) {
-	if onMiniredis() {
-		t.Parallel()
-	}
-}
