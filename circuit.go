@@ -63,22 +63,44 @@ func (d *Dispatcher) releaseUnusedProbes(ctx context.Context, takes []take, jobs
 	for _, j := range jobs {
 		used[j.probe] = true
 	}
+	unused := map[string][]int{} // probe -> the shards it was taken for (a webhook due in several has one probe)
+	var order []take
 	for _, tk := range takes {
 		if tk.probe == "" || used[tk.probe] {
 			continue
 		}
-		used[tk.probe] = true // a webhook due in several shards has one probe
-		d.releaseProbe(ctx, tk.id, tk.probe)
+		if unused[tk.probe] == nil {
+			order = append(order, tk)
+		}
+		unused[tk.probe] = append(unused[tk.probe], tk.shard)
+	}
+	for _, tk := range order {
+		d.releaseProbe(ctx, tk.id, tk.probe, unused[tk.probe]...)
 	}
 }
 
 // releaseProbe gives back a webhook's probe that sent nothing (rdb.ReleaseProbe): the next pass may
-// take it at once, instead of a lease later.
-func (d *Dispatcher) releaseProbe(ctx context.Context, webhookID, token string) {
-	if err := rdb.ReleaseProbe.Run(context.WithoutCancel(ctx), d.rdb, []string{d.circuits.key}, webhookID, token).Err(); err != nil {
+// take it at once, instead of a lease later. Then it lowers the webhook's ready score to now in shards
+// (ZADD XX LT): a worker that found the probe held may have parked the webhook there (chooseTakes),
+// its park landing after the delivery was handed back; every park is followed by another try for the
+// probe, and every release by this, so the last park is always undone while the probe is free.
+func (d *Dispatcher) releaseProbe(ctx context.Context, webhookID, token string, shards ...int) {
+	ctx = context.WithoutCancel(ctx)
+	if err := rdb.ReleaseProbe.Run(ctx, d.rdb, []string{d.circuits.key}, webhookID, token).Err(); err != nil {
 		d.log.Warn("webhooks: give back an unused probe", "webhook_id", webhookID, "error", err)
 	}
 	d.circuitCache.forget(webhookID)
+	if len(shards) == 0 {
+		return
+	}
+	now := float64(d.now().UnixMilli())
+	pipe := d.rdb.Pipeline()
+	for _, s := range shards {
+		pipe.ZAddArgs(ctx, d.keys.Ready(s), redis.ZAddArgs{XX: true, LT: true, Members: []redis.Z{{Score: now, Member: webhookID}}})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		d.log.Warn("webhooks: unpark a webhook whose probe was given back", "webhook_id", webhookID, "error", err)
+	}
 }
 
 // parkOutcome is the outcome of a delivery not attempted because its webhook's circuit is open: it

@@ -242,12 +242,13 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 		late       bool // failures' counts reach Redis 0-20ms late, successes' at once
 		fail       func(n int) bool
 	}{
-		{"every 3rd request fails, inline, 3 replicas", DefaultBreakAfter, 600, 3, false, false, false, every3rd},
-		{"every 3rd request fails, inline, 1 replica", DefaultBreakAfter, 600, 1, false, false, false, every3rd},
-		{"every 3rd request fails, Run, 3 replicas", DefaultBreakAfter, 600, 3, true, false, false, every3rd},
-		{"every 3rd request fails, Run, 1 replica", DefaultBreakAfter, 600, 1, true, false, false, every3rd},
-		{"every 3rd request fails, failures counted late, inline, 3 replicas", DefaultBreakAfter, 600, 3, false, false, true, every3rd},
-		{"BreakAfter-1 fail in a row, then one succeeds, answered one at a time", 3, 150, 3, false, true, false, func(n int) bool { return n%3 != 2 }},
+		// 600 and 150 events with WEBHOOKS_LONG_TESTS (CI).
+		{"every 3rd request fails, inline, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, false, false, false, every3rd},
+		{"every 3rd request fails, inline, 1 replica", DefaultBreakAfter, sized(300, 600), 1, false, false, false, every3rd},
+		{"every 3rd request fails, Run, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, true, false, false, every3rd},
+		{"every 3rd request fails, Run, 1 replica", DefaultBreakAfter, sized(300, 600), 1, true, false, false, every3rd},
+		{"every 3rd request fails, failures counted late, inline, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, false, false, true, every3rd},
+		{"BreakAfter-1 fail in a row, then one succeeds, answered one at a time", 3, sized(75, 150), 3, false, true, false, func(n int) bool { return n%3 != 2 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -592,7 +593,8 @@ func runsBound(n, k int, p, odds float64) (int, float64) {
 // run of BreakAfter consecutive failures in that order, never without one; and the openings stay
 // within the rule's own odds: fewer than the least m for which n independent outcomes (every request
 // answered, counted or not) hold m runs with probability below 1e-6 (runsBound: with n about 1,665 that
-// is m = 3 for BreakAfter 5, where 0.015 are expected, and m = 55 for BreakAfter 2, where about 15 are).
+// is m = 3 for BreakAfter 5, where 0.015 are expected, and m = 55 for BreakAfter 2, where about 15 are;
+// 1,500 events per case with WEBHOOKS_LONG_TESTS, 500 otherwise).
 // The exact side is the guarantee; the odds catch a gross excess. (The rule of 77c4ab0, where a success
 // reset the count only when the process's cached circuit showed failures, fails the exact side: about
 // a quarter of the 2xx were counted. Its openings, 2 and 35 in one run, stayed within the odds.)
@@ -605,8 +607,10 @@ func TestRandomFailuresOpenTheCircuitOnlyOnTheirOdds(t *testing.T) {
 		events     int
 		seed       uint64
 	}{
-		{"BreakAfter 2: openings as the runs", 2, 1500, 1},
-		{"BreakAfter 5 (default): the odds", DefaultBreakAfter, 1500, 2},
+		// 1,500 events each with WEBHOOKS_LONG_TESTS (CI); 500 otherwise, the bound computed from the
+		// requests answered all the same.
+		{"BreakAfter 2: openings as the runs", 2, sized(500, 1500), 1},
+		{"BreakAfter 5 (default): the odds", DefaultBreakAfter, sized(500, 1500), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -675,7 +679,7 @@ func TestRandomFailuresOpenTheCircuitOnlyOnTheirOdds(t *testing.T) {
 			assert.Less(t, r.openings, bound, "openings within the rule's own odds (false alarm %.2g)", odds)
 			assert.Equal(t, tc.events, deliveredN(), "every event delivered")
 			if tc.breakAfter == 2 {
-				assert.Positive(t, r.openings, "the rule was exercised (about 15 runs of 2 expected)")
+				assert.Positive(t, r.openings, "the rule was exercised (the seeded sequence holds 7 runs of 2 in its first 500 answers, 15 in 1,500)")
 			}
 		})
 	}

@@ -162,6 +162,7 @@ func TestPageNeitherSkipsNorRepeats(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each case on its own Redis, clock and Dispatcher
 			ctx := context.Background()
 			tr := newTestRedis(t)
 			clock := newTestClock()
@@ -263,8 +264,9 @@ func TestPageStatusFilter(t *testing.T) {
 	}
 }
 
-// TestPageBoundedScan: a filtered page reads a bounded number of index batches. Behind 2,500 index
-// entries whose records are gone, the one failed delivery is found by following cursors, once.
+// TestPageBoundedScan: a filtered page reads a bounded number of index batches. Behind more index
+// entries whose records are gone than one filtered page may examine (maxPageRounds × minFilteredBatch,
+// 2,000, and 100 more), the one failed delivery is found by following cursors, once.
 func TestPageBoundedScan(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -274,7 +276,7 @@ func TestPageBoundedScan(t *testing.T) {
 	real, err := d.Deliveries().Get(ctx, ids[0])
 	require.NoError(t, err)
 
-	const ghosts = 2500
+	const ghosts = maxPageRounds*minFilteredBatch + 100
 	pipe := tr.rdb.Pipeline()
 	for i := range ghosts {
 		s := i % shardCount

@@ -413,6 +413,7 @@ func TestRegistryCRUD(t *testing.T) {
 }
 
 func TestRegistryChangesReachOtherReplicasWithinASecond(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	a := newTestDispatcher(t, tr, Options{})

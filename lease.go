@@ -56,7 +56,13 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 			tok, ok := d.tryProbe(ctx, id, now, h)
 			if !ok {
 				d.park(ctx, shards[id], later(h.OpenUntil, now.Add(probeRecheck)))
-				continue
+				// The probe's holder may have given it back meanwhile, its delivery handed back (due at
+				// once) before the park landed: then the park would hold that delivery a probeRecheck.
+				// Tried again after the park, the probe is either ours now or still held, and its
+				// holder's release lowers the ready score after the park (releaseProbe).
+				if tok, ok = d.tryProbe(ctx, id, now, h); !ok {
+					continue
+				}
 			}
 			room, probe = 1, tok
 		}
@@ -71,6 +77,11 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 	var takes []take
 	for i, w := range wants {
 		if alloc[i] == 0 {
+			if w.probe != "" {
+				// No slot for it in this pass: a probe kept would hold the webhook's deliveries back
+				// for a lease (releaseUnusedProbes sees only the takes).
+				d.releaseProbe(ctx, w.id, w.probe, shardsOf(shards[w.id])...)
+			}
 			continue
 		}
 		for _, dw := range shards[w.id] {
@@ -78,6 +89,15 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 		}
 	}
 	return takes
+}
+
+// shardsOf is the shards of ws.
+func shardsOf(ws []dueWebhook) []int {
+	out := make([]int, len(ws))
+	for i, w := range ws {
+		out[i] = w.shard
+	}
+	return out
 }
 
 // slotWant is a webhook a pass may lease for: its room (in-flight slots free, or 1 for its probe).

@@ -110,7 +110,7 @@ func (c *orderChecker) answered() int {
 }
 
 // TestOrderedDeliveryIsSequentialAcrossReplicas is the proof of ordered delivery: three Dispatchers
-// on separate Redis clients, each running Run, two webhooks, 20 keys whose events are dispatched in
+// on separate Redis clients, each running Run, two webhooks, 10 keys (20 with WEBHOOKS_LONG_TESTS) whose events are dispatched in
 // sequence by producers (alternately with Dispatch and Enqueue, each through another Dispatcher), a
 // receiver that fails 30% of requests and takes a variable time. Per (webhook, key) no two requests
 // are ever in flight at once, every attempt of event n comes after event n-1's final answer, and
@@ -135,7 +135,8 @@ func TestOrderedDeliveryIsSequentialAcrossReplicas(t *testing.T) {
 }
 
 func checkOrderedDelivery(t *testing.T, tr *testRedis, restart bool) {
-	const keys, perKey, replicas = 20, 8, 3
+	const perKey, replicas = 8, 3
+	keys := sized(10, 20)
 	ms := time.Millisecond
 	schedule := []time.Duration{10 * ms, 20 * ms, 40 * ms, 80 * ms, 160 * ms}
 	checker := newOrderChecker(t, 2, 0.3)

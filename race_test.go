@@ -104,6 +104,7 @@ func TestClaimInterleaving(t *testing.T) {
 // TestConcurrentDispatchStress: 20 events × 3 webhooks, each event dispatched by 16 concurrent callers
 // spread over 4 Dispatchers with their own clients → exactly one request and one fresh result per pair.
 func TestConcurrentDispatchStress(t *testing.T) {
+	t.Parallel()
 	const events, callers, replicas = 20, 16, 4
 	ctx := context.Background()
 	tr := newTestRedis(t)

@@ -41,6 +41,7 @@ func (h *slowClaimReply) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 // the first-attempt lease starts before the claim round trip; a slow claim reply eats the margin
 // and a worker attempts the same delivery concurrently with Dispatch.
 func TestSlowClaimReplyDoesNotDoubleSend(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	slowClient := tr.newClient(t)
@@ -104,6 +105,7 @@ func TestListUnknownWebhook(t *testing.T) {
 
 // Redeliver drops a completed 2xx attempt when ctx ends during the body read; the worker re-sends.
 func TestRedeliverKeepsACompletedAttempt(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}})

@@ -337,7 +337,7 @@ func (r *runSlots) start(l leasedReady) {
 		if ok {
 			r.observe(time.Since(began))
 		} else if j.probe != "" {
-			d.releaseProbe(actx, j.rec.WebhookID, j.probe) // not sent: the next pass may probe at once
+			d.releaseProbe(actx, j.rec.WebhookID, j.probe, j.shard) // not sent: the next pass may probe at once
 		}
 		o.retime = j.retime
 		d.flights.release(j.rec.WebhookID)

@@ -470,7 +470,8 @@ func TestSendTestRetriesReachADisabledWebhook(t *testing.T) {
 	assert.Equal(t, 3, rc.count())
 }
 
-// TestNoGoroutineOutlivesItsCall: hundreds of deliveries, inline and by the worker, leave no goroutine
+// TestNoGoroutineOutlivesItsCall: hundreds of deliveries (300; 600 with WEBHOOKS_LONG_TESTS), inline
+// and by the worker, leave no goroutine
 // behind once Run has returned: none runs the package's code, and once idle connections are closed
 // the attempts' HTTP client holds no more connection goroutines than before the load. Goroutines of
 // Redis clients and servers are not counted: their pools grow with load and belong to the caller.
@@ -505,7 +506,7 @@ func TestNoGoroutineOutlivesItsCall(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- d.Run(runCtx) }()
-	dispatchAll("load", 300)
+	dispatchAll("load", sized(150, 300)) // 300 or 600 deliveries
 	eventually(t, 10*time.Second, func() bool {
 		n, err := d.ProcessDue(ctx)
 		if err != nil || n != 0 {

@@ -26,11 +26,10 @@ const (
 	maxTagSearch = 1 << 22
 )
 
-// crc16 is Redis Cluster's CRC16 (XMODEM).
-func crc16(s string) uint16 {
-	var crc uint16
-	for k := 0; k < len(s); k++ {
-		crc ^= uint16(s[k]) << 8
+// crc16Table is crc16's byte-at-a-time table.
+var crc16Table = func() (t [256]uint16) {
+	for b := range t {
+		crc := uint16(b) << 8
 		for range 8 {
 			if crc&0x8000 != 0 {
 				crc = crc<<1 ^ 0x1021
@@ -38,6 +37,18 @@ func crc16(s string) uint16 {
 				crc <<= 1
 			}
 		}
+		t[b] = crc
+	}
+	return t
+}()
+
+// crc16 is Redis Cluster's CRC16 (XMODEM).
+func crc16(s string) uint16 { return crc16From(0, s) }
+
+// crc16From continues a CRC16 whose state after some first bytes is crc over the bytes of s.
+func crc16From(crc uint16, s string) uint16 {
+	for k := 0; k < len(s); k++ {
+		crc = crc<<8 ^ crc16Table[byte(crc>>8)^s[k]]
 	}
 	return crc
 }
@@ -65,18 +76,19 @@ func SlotTags(prefix string, shards int) []string {
 
 // searchTags chooses the tags of SlotTags.
 func searchTags(prefix string, shards int) []string {
-	want := make(map[int]int, shards) // slot -> shard
+	var want [ClusterSlots]int16 // slot -> shard + 1; 0: no shard starts there
 	for i := range shards {
-		want[RangeStart(i, shards)] = i
+		want[RangeStart(i, shards)] = int16(i + 1)
 	}
 	tags := make([]string, shards)
 	left := shards
-	buf := make([]byte, 0, len(prefix)+16)
+	head := crc16(prefix + ":t") // every candidate starts so: only its digits are hashed per n
+	buf := make([]byte, 0, 16)
 	for n := 0; left > 0 && n < maxTagSearch; n++ {
-		buf = strconv.AppendInt(append(append(buf[:0], prefix...), ":t"...), int64(n), 10)
-		i, ok := want[TagSlot(string(buf))]
-		if ok && tags[i] == "" {
-			tags[i] = "{" + string(buf) + "}"
+		buf = strconv.AppendInt(buf[:0], int64(n), 10)
+		i := int(want[int(crc16From(head, string(buf)))%ClusterSlots]) - 1
+		if i >= 0 && tags[i] == "" {
+			tags[i] = "{" + prefix + ":t" + string(buf) + "}"
 			left--
 		}
 	}

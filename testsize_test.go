@@ -1,0 +1,48 @@
+package webhooks
+
+import (
+	goflag "flag"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+)
+
+// longTestsEnv, when set to anything but "" or "0" (.ci/run sets it for the root package's miniredis,
+// real Redis and cluster runs), gives the property and soak tests their long sizes. Without it they
+// run a size that proves the same guarantee — every assertion kept — in a fraction of the time, so
+// that `go test -race ./...` stays quick on a developer's machine.
+const longTestsEnv = "WEBHOOKS_LONG_TESTS"
+
+// longTests reports whether WEBHOOKS_LONG_TESTS asks for the long sizes.
+func longTests() bool {
+	v := os.Getenv(longTestsEnv)
+	return v != "" && v != "0"
+}
+
+// sized is short, or long when WEBHOOKS_LONG_TESTS is set.
+func sized(short, long int) int {
+	if longTests() {
+		return long
+	}
+	return short
+}
+
+// testParallelism is how many parallel tests run at once unless -test.parallel is given: the suite's
+// tests wait on timers, receivers and Redis far more than they compute (on 2 cores under -race they
+// keep the CPU about half busy at GOMAXPROCS), so two per core overlap their waits. Tests whose
+// verdict depends on the CPU being theirs (arrival times, allocation counts, goroutine census,
+// slog.Default) are not parallel and run alone, before the parallel ones.
+func testParallelism() int { return 2 * runtime.GOMAXPROCS(0) }
+
+func TestMain(m *testing.M) {
+	goflag.Parse()
+	given := false
+	goflag.Visit(func(f *goflag.Flag) { given = given || f.Name == "test.parallel" })
+	if !given {
+		if err := goflag.Set("test.parallel", strconv.Itoa(testParallelism())); err != nil {
+			panic(err)
+		}
+	}
+	os.Exit(m.Run())
+}
