@@ -162,11 +162,13 @@ func (m *countModel) requireFailures(t *testing.T, got int, msgAndArgs ...any) {
 }
 
 // patternReceiver answers request n (from 0, in the order it answers them) with 500 when fail(n), else
-// 200, at once, as a real receiver does: the outcomes reach Redis in whatever order the Dispatchers'
-// goroutines and replicas write them. With serial set it answers one request at a time, each only once
-// every request answered before it is counted in its webhook's circuit (finished counts them: the count
-// log on the Dispatchers' clients), so the circuit counts the outcomes in exactly the order the receiver
-// gave them.
+// 200. It answers a failure only once every request answered before it is counted in its webhook's
+// circuit (finished counts them: the count log on the Dispatchers' clients), so that the successes
+// answered before a failure are known to the circuit when the failure is: the rule's bound (a success
+// counted after BreakAfter failures answered after it can open the circuit; see Options.BreakAfter) is
+// kept, whatever the machine's load. Successes are answered at once. With serial set it answers every
+// request so, one at a time: the circuit then counts the outcomes in exactly the order the receiver gave
+// them.
 type patternReceiver struct {
 	srv      *httptest.Server
 	fail     func(n int) bool
@@ -186,7 +188,7 @@ func newPatternReceiver(t *testing.T, serial bool, fail func(n int) bool) *patte
 		p.mu.Lock()
 		n := p.answered
 		failed := p.fail(int(n))
-		if p.serial {
+		if failed || p.serial {
 			deadline := time.Now().Add(5 * time.Second)
 			for p.finished.Load() < n {
 				if time.Now().After(deadline) {

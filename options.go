@@ -128,7 +128,8 @@ type Options struct {
 	// only if no success was answered after it (a 4xx or 3xx neither counts nor resets). Outcomes that
 	// reach Redis out of that order — from goroutines and replicas ending attempts at once, or written
 	// late — land where the receiver put them, so a webhook whose requests never fail BreakAfter times
-	// in a row keeps its circuit closed at any concurrency. The order is exact to the millisecond on one
+	// in a row keeps its circuit closed at any concurrency, as long as each success is counted before
+	// BreakAfter failures answered after it are (a process starved of CPU can miss that). The order is exact to the millisecond on one
 	// clock (answers in the same millisecond are in the order their counts reach Redis) and, across
 	// replicas, within their clocks' difference. The counts go out as attempts end and cost no round
 	// trip of their own. While the circuit is open no attempt is made to it, Dispatch and Enqueue record
