@@ -55,8 +55,17 @@ func isRedirect(err error) bool {
 }
 
 // retryable reports whether a write that failed with err may be run again to the same effect: it
-// failed in transport, or the cluster was changing.
-func retryable(err error) bool { return isTransient(err) || isRedirect(err) }
+// failed in transport, the cluster was changing, or Redis refused it for now (isRefusedForNow).
+func retryable(err error) bool { return isTransient(err) || isRedirect(err) || isRefusedForNow(err) }
+
+// isRefusedForNow reports whether Redis refused a command for a reason that passes: it is out of
+// memory under maxmemory-policy noeviction (OOM) or still loading its dataset after a restart
+// (LOADING). A plain command wrote nothing; a script stops at its first command that adds data, and
+// every script that writes may be run again to the same effect (by lease token or by the record it
+// read), so the same write may be sent again later.
+func isRefusedForNow(err error) bool {
+	return redis.HasErrorPrefix(err, "OOM") || redis.HasErrorPrefix(err, "LOADING")
+}
 
 // Bounds of settle's retries of an outcome write.
 const (

@@ -1,0 +1,119 @@
+package webhooks
+
+import (
+	"context"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestRedisFullRefusesThenResumes: a Redis of the test's own at maxmemory (noeviction) fills up while
+// an attempt is at its receiver. Its outcome, refused (OOM), is kept and written once memory is freed,
+// not sent again; a Dispatch meanwhile fails with ErrNotAccepted naming the refusal and writes
+// nothing; the worker does not spin; and once memory is freed, that event is delivered once. It starts
+// a redis-server of its own, so it runs in the real-Redis pass only.
+func TestRedisFullRefusesThenResumes(t *testing.T) {
+	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" {
+		t.Skip("runs with the real-Redis pass (WEBHOOKS_REDIS_ADDR)")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not on PATH")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	addr, _ := startRedis(t, t.TempDir(), sparePort(t))
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = admin.Close() })
+	sent := &cmdCounter{}
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	rdb.AddHook(sent)
+	t.Cleanup(func() { _ = rdb.Close() })
+	d, err := New(rdb, Options{KeyPrefix: "full", AllowPrivateNetworks: true, Timeout: 300 * time.Millisecond,
+		RetrySchedule: []time.Duration{time.Hour}})
+	require.NoError(t, err)
+	rc := newReceiver(t)
+	_, err = d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"f.*"}})
+	require.NoError(t, err)
+
+	// Redis fills up while the first attempt is at its receiver: its outcome is refused.
+	info, err := admin.Info(ctx, "memory").Result()
+	require.NoError(t, err)
+	var base int64
+	for line := range strings.Lines(info) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+			base = atoiOr(v)
+		}
+	}
+	require.Positive(t, base)
+	require.NoError(t, admin.ConfigSet(ctx, "maxmemory", itoa(base+4<<20)).Err())
+	fill := func() {
+		junk := strings.Repeat("x", 64<<10)
+		for i := range 1000 {
+			if err := admin.Set(ctx, "junk:"+itoa(int64(i)), junk, 0).Err(); err != nil {
+				require.Contains(t, err.Error(), "OOM")
+				// Stay full, whatever buffers Redis frees meanwhile.
+				require.NoError(t, admin.ConfigSet(ctx, "maxmemory", itoa(base)).Err())
+				return
+			}
+		}
+		t.Fatal("Redis never filled up")
+	}
+	var filled atomic.Bool
+	rc.setHook(func(*http.Request) {
+		if filled.CompareAndSwap(false, true) {
+			fill()
+		}
+	})
+	runCtx, stop := context.WithCancel(ctx)
+	runDone := make(chan struct{})
+	go func() { defer close(runDone); _ = d.Run(runCtx) }()
+	defer func() { stop(); <-runDone }()
+	first, err := d.Dispatch(ctx, Event{Type: "f.x", ID: "in-flight"})
+	require.NoError(t, err, "claimed before Redis filled up")
+	require.True(t, filled.Load())
+
+	keys := func() []string { return admin.Keys(ctx, "{full*").Val() }
+	before := keys()
+	_, err = d.Dispatch(ctx, Event{Type: "f.x", ID: "refused"})
+	require.ErrorIs(t, err, ErrNotAccepted)
+	assert.Contains(t, err.Error(), "OOM", "the refusal is named")
+	assert.ElementsMatch(t, before, keys(), "a refused Dispatch writes nothing")
+
+	sent.n.Store(0)
+	time.Sleep(2 * time.Second)
+	t.Logf("commands sent by the Dispatcher in 2 s of a full Redis: %d", sent.n.Load())
+	assert.Less(t, sent.n.Load(), int64(200), "the worker does not spin on a full Redis")
+
+	require.NoError(t, admin.ConfigSet(ctx, "maxmemory", itoa(base+4<<20)).Err())
+	require.NoError(t, admin.Eval(ctx, `for _, k in ipairs(redis.call('KEYS', 'junk:*')) do redis.call('DEL', k) end return 1`, nil).Err())
+	res, err := d.Dispatch(ctx, Event{Type: "f.x", ID: "refused"})
+	require.NoError(t, err, "accepted once memory is freed")
+	require.NoError(t, res[0].Err)
+	eventually(t, 10*time.Second, func() bool {
+		dl, err := d.Deliveries().Get(ctx, first[0].Delivery.ID)
+		return err == nil && dl.Status == StatusSuccess
+	}, "the kept outcome written once memory was freed")
+	time.Sleep(d.lease + time.Second) // a repeat would come after the lease
+	per := rc.perDelivery()
+	assert.Equal(t, 1, per[first[0].Delivery.ID], "the attempt whose outcome Redis refused is not sent again")
+	assert.Equal(t, 1, per[res[0].Delivery.ID], "the refused event, dispatched again, delivered once")
+}
+
+func atoiOr(s string) int64 {
+	var n int64
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = 10*n + int64(c-'0')
+	}
+	return n
+}
