@@ -58,6 +58,18 @@ func newBlipProxy(t *testing.T, target string) *blipProxy {
 	return p
 }
 
+// newBlipProxyToTestRedis is a blipProxy in front of the test's Redis; it skips the test on a cluster.
+func newBlipProxyToTestRedis(t *testing.T, tr *testRedis) *blipProxy {
+	t.Helper()
+	if tr.isCluster() {
+		t.Skip("the proxy stands in front of one server")
+	}
+	if tr.mini != nil {
+		return newBlipProxy(t, tr.mini.Addr())
+	}
+	return newBlipProxy(t, tr.rdb.(*redis.Client).Options().Addr)
+}
+
 func (p *blipProxy) closeAll() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -81,17 +93,8 @@ func (p *blipProxy) down(d time.Duration) {
 func TestRedisBlipDuringOutcomeWrites(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	if tr.isCluster() {
-		t.Skip("the proxy stands in front of one server")
-	}
-	addr := ""
-	if tr.mini != nil {
-		addr = tr.mini.Addr()
-	} else {
-		addr = tr.rdb.(*redis.Client).Options().Addr
-	}
+	p := newBlipProxyToTestRedis(t, tr)
 	ctx := context.Background()
-	p := newBlipProxy(t, addr)
 	c := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String()}) // go-redis defaults
 	t.Cleanup(func() { c.Close() })
 	d := newTestDispatcherOn(t, c, tr, Options{Timeout: 2 * time.Second}) // lease 4s

@@ -1,11 +1,9 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,24 +30,6 @@ func (h infoMemory) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRunWarnsWhenRedisMayEvict: Run logs, once as it starts, a warning naming maxmemory-policy when
 // Redis may evict keys, and nothing when it may not.
 func TestRunWarnsWhenRedisMayEvict(t *testing.T) {
@@ -65,7 +45,7 @@ func TestRunWarnsWhenRedisMayEvict(t *testing.T) {
 			tr := newTestRedis(t)
 			c := tr.newClient(t)
 			c.AddHook(infoMemory{policy: tc.policy})
-			var logs syncBuffer
+			var logs lockedBuffer
 			d := newTestDispatcherOn(t, c, tr, Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()

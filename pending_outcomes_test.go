@@ -19,17 +19,8 @@ import (
 func TestOutcomesSurviveAnOutageLongerThanTheLease(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	if tr.isCluster() {
-		t.Skip("the proxy stands in front of one server")
-	}
-	addr := ""
-	if tr.mini != nil {
-		addr = tr.mini.Addr()
-	} else {
-		addr = tr.rdb.(*redis.Client).Options().Addr
-	}
+	p := newBlipProxyToTestRedis(t, tr)
 	ctx := context.Background()
-	p := newBlipProxy(t, addr)
 	var ds []*Dispatcher
 	for range 2 {
 		c := redis.NewClient(&redis.Options{Addr: p.ln.Addr().String()})
