@@ -90,7 +90,7 @@ type openings struct {
 }
 
 // assess counts endpoint i's openings; an opening is explained when the receiver saw a long run of
-// failures (longRuns: when each failed request of such a run arrived) within window before it.
+// failures (longRuns: when each failed request of such a run was answered) within window before it.
 // A hook's opening while the circuit is open (a failed probe) shares the first opening's explanation;
 // a poll that sees it open counts only when no hook reported that opening.
 func (w *circuitWatch) assess(i int, longRuns []time.Time, window time.Duration) openings {

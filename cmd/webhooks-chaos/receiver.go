@@ -49,9 +49,9 @@ type receiver struct {
 	mu      sync.Mutex
 	secrets []string
 	ok      map[pair]int
-	run     []int // the current run of failed requests of each endpoint, in the order they arrived
+	run     []int // the current run of failed requests of each endpoint, in the order they were answered
 	maxRun  []int // the longest such run
-	longRun int   // a run at least this long is long: its failures' arrival times are kept
+	longRun int   // a run at least this long is long: its failures' answer times are kept
 	longAt  [][]time.Time
 	dupAt   []time.Time // when each extra 2xx was answered
 
@@ -62,7 +62,7 @@ type receiver struct {
 }
 
 // startReceiver listens on a loopback port; a hanging request is held for hangFor (or until the
-// client gives up). It keeps when each failure of a run of at least longRun failures arrived.
+// client gives up). It keeps when each failure of a run of at least longRun failures was answered.
 func startReceiver(hangFor time.Duration, longRun int) (*receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -118,7 +118,10 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request, i int) {
 		return
 	}
 	x := rand.Float64()
-	r.countRun(i, x < e.failRate || x < e.hangRate)
+	// In the order the receiver answers: a hung request's answer is its end (the client gave up), so
+	// hung requests in flight when the Dispatchers stop starting new ones (Redis down) are answered
+	// in a row, after every request that started with them. The breaker counts that order.
+	defer r.countRun(i, x < e.failRate || x < e.hangRate)
 	switch {
 	case x < e.failRate:
 		c.failed.Add(1)
@@ -143,7 +146,8 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request, i int) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// countRun counts a request of endpoint i that will fail (or not) in its run of failures.
+// countRun counts a request of endpoint i that failed (or not), as it is answered, in its run of
+// failures.
 func (r *receiver) countRun(i int, fails bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -158,14 +162,14 @@ func (r *receiver) countRun(i int, fails bool) {
 	}
 }
 
-// longRuns is when each failure of endpoint i's long runs arrived.
+// longRuns is when each failure of endpoint i's long runs was answered.
 func (r *receiver) longRuns(i int) []time.Time {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Clone(r.longAt[i])
 }
 
-// longestRun is the most requests of endpoint i that failed in a row, in the order they arrived.
+// longestRun is the most requests of endpoint i that failed in a row, in the order they were answered.
 func (r *receiver) longestRun(i int) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

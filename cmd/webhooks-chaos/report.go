@@ -107,9 +107,12 @@ func describeDrain(dr drainResult) string {
 }
 
 // explainWindow is how long before a circuit opening a run of failures explains it: the run's last
-// failure arrived at the receiver, then its attempt timed out (at most Timeout) and its outcome was
-// recorded, and the poll that saw it may be late by pollEvery.
-func (s *soak) explainWindow() time.Duration { return 2*s.cfg.timeout + time.Second + pollEvery }
+// failure was answered (a hung request: when its attempt timed out), its outcome was recorded — after
+// a Redis restart, once Redis answered again (the longest downtime, and a second's grace) — and the
+// poll that saw it may be late by pollEvery.
+func (s *soak) explainWindow() time.Duration {
+	return 2*s.cfg.timeout + max(s.cfg.redisDown, s.cfg.redisDownMax) + 2*time.Second + pollEvery
+}
 
 // dupWindow is how long after a SIGKILL an extra 2xx is put down to it: a lease (2 Timeouts), the
 // longest Redis downtime, and a second for the worker to come round.
