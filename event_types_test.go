@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"strings"
 	"testing"
@@ -340,18 +339,7 @@ func TestEventTypeRoutes(t *testing.T) {
 	h, portal := d.Handler(), d.Portal()
 	token, err := d.PortalToken("acme", time.Hour)
 	require.NoError(t, err)
-	send := func(h http.Handler, method, target, token, body string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, target, strings.NewReader(body))
-		if body != "" {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req)
-		return rec
-	}
+	send := callWith
 	rec := send(h, "POST", "/event-types", "", `{"name": "invoice.paid", "description": "An invoice was paid.",
 		"schema": {"type": "object", "required": ["invoice_id"], "properties": {"invoice_id": {"type": "string"}}},
 		"examples": [{"invoice_id": "in_1"}]}`)

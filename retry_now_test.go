@@ -15,7 +15,15 @@ import (
 
 // call sends one request to h (with a portal token when set).
 func call(h http.Handler, method, target, token string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(method, target, nil)
+	return callWith(h, method, target, token, "")
+}
+
+// callWith is call with a JSON body ("" for none).
+func callWith(h http.Handler, method, target, token, body string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, target, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
