@@ -136,3 +136,29 @@ func TestMaxConcurrencyThroughTheAPI(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 5, stored.MaxConcurrency, "stored as the API set it")
 }
+
+// TestMaxConcurrencyCostsADuplicateNothing: a duplicate Dispatch to a webhook with MaxConcurrency
+// makes no attempt, so it takes no slot: one round trip, the claim, as to any webhook.
+func TestMaxConcurrencyCostsADuplicateNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	rt := &roundTrips{}
+	c.AddHook(rt)
+	d := newTestDispatcherOn(t, c, tr, Options{})
+	rc := newConcurrencyReceiver(t, 0)
+	_, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, MaxConcurrency: 2})
+	require.NoError(t, err)
+	evt := Event{Type: "x", ID: "dup"}
+	res, err := d.Dispatch(ctx, evt)
+	require.NoError(t, err)
+	require.Equal(t, StatusSuccess, res[0].Delivery.Status)
+
+	rt.n.Store(0)
+	res, err = d.Dispatch(ctx, evt)
+	require.NoError(t, err)
+	require.True(t, res[0].Duplicate)
+	assert.EqualValues(t, 1, rt.n.Load(), "a duplicate costs the claim only")
+	assert.EqualValues(t, 1, rc.seen.Load(), "sent once")
+}

@@ -286,7 +286,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	reply, bodyKey, err := d.claimEvent(ctx, shard, scoped, orderKey, eventType, body, recs, plans)
 	if err != nil {
 		for i, t := range targets {
-			plans[i].cancel(ctx, d, t.ID)
+			plans[i].cancel(d, t.ID)
 			results[i] = Result{WebhookID: t.ID, Err: err}
 		}
 		return results
@@ -303,7 +303,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		item, fresh := reply[1+i].(int64)
 		plans[i].queuedBehind(item)
 		if !fresh || item == rdb.ClaimWaiting || !plans[i].inline {
-			plans[i].cancel(ctx, d, t.ID)
+			plans[i].cancel(d, t.ID)
 			queued = queued || fresh
 			if fresh && item != rdb.ClaimWaiting {
 				d.queueLocal(shard, t.ID, recs[i].ID, plans[i].due)
@@ -315,12 +315,22 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		attempts = append(attempts, i)
 	}
 	batch.running = len(attempts)
+	waited := make([]bool, len(targets)) // at the webhook's MaxConcurrency: handed back to the worker
 	for _, i := range attempts {
 		t := targets[i]
 		wg.Go(func() {
 			defer d.flights.release(t.ID)
+			// A MaxConcurrency slot is taken once the claim has leased a fresh pair: a duplicate
+			// costs nothing here, and one refused goes back to its queue with its outcome.
+			slot, ok := d.takeConcurrencySlot(ctx, t)
+			if !ok {
+				o := waitForSlot(recs[i], d.now().Add(concurrencyRecheck))
+				o.inline, waited[i] = true, true
+				batch.ended(ctx, recs[i], o, &results[i].Err)
+				return
+			}
 			res := d.tracedAttempt(ctx, t, recs[i], body)
-			d.releaseConcurrencySlot(ctx, t.ID, plans[i].slot)
+			d.releaseConcurrencySlot(ctx, t.ID, slot)
 			o := d.decide(recs[i], res)
 			o.inline = true
 			if d.failingNow(t.ID) {
@@ -334,6 +344,11 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		d.poke()
 	}
 	wg.Wait()
+	for i, w := range waited {
+		if w && results[i].Err == nil {
+			results[i].Err = fmt.Errorf("webhooks: delivery %s: %s: %w", recs[i].ID, atMaxConcurrency, ErrDeferred)
+		}
+	}
 	return results
 }
 
@@ -369,17 +384,14 @@ type targetPlan struct {
 	due    time.Time // when the worker may take it: the lease's end when leased
 	reason string    // why a Dispatch makes no attempt ("" for Enqueue); a parked delivery's LastError
 	parked bool      // its webhook's circuit is open
-	slot   string    // the token of the webhook's MaxConcurrency slot it holds, if any
 }
 
-// cancel gives back the in-flight slot (and MaxConcurrency slot) of a plan whose attempt will not be
-// made.
-func (p *targetPlan) cancel(ctx context.Context, d *Dispatcher, webhookID string) {
+// cancel gives back the in-flight slot of a plan whose attempt will not be made.
+func (p *targetPlan) cancel(d *Dispatcher, webhookID string) {
 	if p.inline {
 		d.flights.release(webhookID)
 	}
-	d.releaseConcurrencySlot(ctx, webhookID, p.slot)
-	p.inline, p.slot = false, ""
+	p.inline = false
 }
 
 // plan decides, per target, whether this call attempts it inline or leaves it to the worker: a
@@ -414,16 +426,8 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 			p.inline, p.due = true, now.Add(d.lease)
 			if t.RateLimit > 0 {
 				if delays, retryIn, err := takeRateSlots(ctx, d.rdb, d.keys.Rate(t.ID), t.RateLimit, 1, 0); err != nil || len(delays) == 0 {
-					p.cancel(ctx, d, t.ID)
+					p.cancel(d, t.ID)
 					p.due, p.reason = now.Add(retryIn), "webhook over its rate limit: attempt left to the worker"
-				}
-			}
-			if p.inline && t.MaxConcurrency > 0 {
-				if slot, ok := d.takeConcurrencySlot(ctx, t); ok {
-					p.slot = slot
-				} else {
-					p.cancel(ctx, d, t.ID)
-					p.due, p.reason = now.Add(concurrencyRecheck), atMaxConcurrency
 				}
 			}
 		}
