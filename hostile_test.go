@@ -95,8 +95,9 @@ func TestPortalCreateCostsRedisItsSize(t *testing.T) {
 		return `{"url":"https://example.com/hook","events":["` + strings.Join(patterns, `","`) + `"]}`
 	}
 	var many []string
-	for i := 0; len(body(many)) < MaxRequestBody-16; i++ {
-		many = append(many, fmt.Sprintf("p%d", i))
+	for i, n := 0, len(body(nil)); n < MaxRequestBody-16; i++ { // n: the body's length with many
+		p := fmt.Sprintf("p%d", i)
+		many, n = append(many, p), n+len(p)+3 // a pattern and its `","`
 	}
 	many = many[:len(many)-1]
 	var atBounds []string
