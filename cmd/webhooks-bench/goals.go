@@ -67,6 +67,7 @@ func goals(cfg config, results map[string][]result) []goal {
 		{"Redis commands per delivery, inline Dispatch (commandstats, incl. inside scripts)", "≤ 10", med(lib, redisCmdsPerDelivery), atMost(10), f2},
 		{"Redis commands per delivery, Enqueue + worker (commandstats, incl. inside scripts)", "≤ 14", med(results[sysEnqueue], redisCmdsPerDelivery), atMost(14), f2},
 		{"CPU per delivery, whole system: library process (receiver in it) + Redis (webhooks, inline)", "≤ 60 µs", med(lib, systemCPUPerDl), atMost(60), f0},
+		{"CPU per delivery, whole system: webhooks (inline) ÷ loopback HTTP alone", "≤ 1.6×", ratio(sysLibrary, sysHTTP, systemCPUPerDl), atMost(1.6), f2},
 		{"first attempts made inline by Dispatch (webhooks, 64 callers × 4 healthy webhooks)", "≥ 99%", 100 * med(lib, inlineShare), atLeast(99), f1},
 		{"round trips per fresh Dispatch made alone (hook; amortised under load: " + f2(med(lib, tripsPerEvent)) + ")", "≤ 2", lone(0), atMost(2), f2},
 		{"round trips per duplicate Dispatch made alone (hook; amortised under load: " + f2(med(lib, dupTripsPerEvent)) + ")", "≤ 1", lone(1), atMost(1), f2},
