@@ -21,13 +21,13 @@ import (
 
 // Config is what a Breaker needs: its Redis, its keyspace and its settings.
 type Config struct {
-	Client     redis.UniversalClient
-	Keys       rdb.Keys
-	BreakAfter int           // failures in a row that open a circuit; < 0: the breaker is off (counts still run)
-	BreakFor   time.Duration // the first open period
-	ProbeHold  time.Duration // how long a probe taken is held for its one attempt
-	Now        func() time.Time
-	Log        *slog.Logger
+	Client     redis.UniversalClient // the Redis holding the circuits
+	Keys       rdb.Keys              // the keyspace: its circuits hash and hourly counters
+	BreakAfter int                   // failures in a row that open a circuit; < 0: the breaker is off (counts still run)
+	BreakFor   time.Duration         // the first open period
+	ProbeHold  time.Duration         // how long a probe taken is held for its one attempt
+	Now        func() time.Time      // the clock (nil: time.Now)
+	Log        *slog.Logger          // where warnings go (nil: nowhere)
 }
 
 // Breaker is the circuit breaker of one Dispatcher: the circuits in Redis and this process's cache of
