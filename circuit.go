@@ -3,57 +3,17 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// The circuit breaker's part in delivery: what Dispatch, the worker and settle ask of the circuit
-// state kept by breaker.go.
-
-// circuit returns a webhook's circuit as this Dispatcher sees it: cached for up to 250ms, read from
-// Redis on a miss. When the breaker is off, or its state cannot be read, the circuit is closed.
-func (d *Dispatcher) circuit(ctx context.Context, webhookID string) Health {
-	return d.circuitsOf(ctx, []string{webhookID})[webhookID]
-}
-
-// circuitsOf is circuit for several webhooks, with at most one read of Redis.
-func (d *Dispatcher) circuitsOf(ctx context.Context, ids []string) map[string]Health {
-	out := make(map[string]Health, len(ids))
-	if d.opts.BreakAfter >= 0 && len(ids) > 0 {
-		hs, err := d.circuitCache.get(ctx, d.circuits, d.now(), ids)
-		if err != nil {
-			d.log.Warn("webhooks: read circuits", "error", err)
-		}
-		for id, h := range hs {
-			out[id] = h
-		}
-	}
-	for _, id := range ids {
-		if out[id].State == "" {
-			out[id] = Health{WebhookID: id, State: CircuitClosed}
-		}
-	}
-	return out
-}
-
-// tryProbe takes the probe of an open circuit whose open period has ended, and returns its token.
-func (d *Dispatcher) tryProbe(ctx context.Context, webhookID string, now time.Time, h Health) (string, bool) {
-	if now.Before(h.OpenUntil) {
-		return "", false
-	}
-	token := randomHex(rdb.TokenLen / 2)
-	ok, got, err := d.circuits.acquireProbe(ctx, webhookID, now, token, d.lease)
-	if err != nil {
-		d.log.Warn("webhooks: take circuit probe", "webhook_id", webhookID, "error", err)
-		return "", false
-	}
-	d.circuitCache.put(got, now)
-	return token, ok
-}
+// The circuit breaker's part in delivery: how Dispatch, the worker and settle use the breaker
+// (internal/breaker, the rule and the circuits' state), and what follows its counts here: hooks,
+// operational events, disabling a webhook.
 
 // releaseUnusedProbes gives back the probes that takes took but whose leases leased nothing
 // (rdb.ReleaseProbe): a probe held for a pass that sends nothing would hold every delivery of its
@@ -86,10 +46,9 @@ func (d *Dispatcher) releaseUnusedProbes(ctx context.Context, takes []take, jobs
 // probe, and every release by this, so the last park is always undone while the probe is free.
 func (d *Dispatcher) releaseProbe(ctx context.Context, webhookID, token string, shards ...int) {
 	ctx = context.WithoutCancel(ctx)
-	if err := rdb.ReleaseProbe.Run(ctx, d.rdb, []string{d.circuits.key}, webhookID, token).Err(); err != nil {
+	if err := d.breaker.ReleaseProbe(ctx, webhookID, token); err != nil {
 		d.log.Warn("webhooks: give back an unused probe", "webhook_id", webhookID, "error", err)
 	}
-	d.circuitCache.forget(webhookID)
 	if len(shards) == 0 {
 		return
 	}
@@ -107,20 +66,8 @@ func (d *Dispatcher) releaseProbe(ctx context.Context, webhookID, token string, 
 // stays pending, due when the circuit may next be probed, with its retry step (its budget) unchanged.
 func parkOutcome(rec *record, until time.Time, h Health) outcome {
 	o := handBack(rec, until)
-	o.err = parkedReason(h, until)
+	o.err = breaker.ParkedReason(h, until)
 	return o
-}
-
-// parkedReason is the LastError of a parked delivery.
-func parkedReason(h Health, until time.Time) string {
-	return fmt.Sprintf("circuit open after %d consecutive failed attempts: parked until %s, retry budget kept",
-		h.ConsecutiveFailures, until.UTC().Format(time.RFC3339))
-}
-
-// breaksCircuit reports whether an attempt counts as a failure for the circuit: a timeout or a
-// connection error (no status), a 5xx or a 429.
-func breaksCircuit(o outcome) bool {
-	return o.attempted && (o.code == 0 || o.code >= 500 || o.code == http.StatusTooManyRequests)
 }
 
 // circuitCount is the circuit write of one settle: the attempted outcomes it records, counted by
@@ -129,7 +76,7 @@ func breaksCircuit(o outcome) bool {
 // trip of its own.
 type circuitCount struct {
 	now  time.Time
-	outs []countedOutcome
+	outs []breaker.Outcome
 	ends []attemptEnd
 	keys []string
 	args []any
@@ -152,21 +99,15 @@ func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*re
 		if !o.attempted || o.counted {
 			continue
 		}
-		kind := rdb.CountRejected
-		switch {
-		case o.status == StatusSuccess:
-			kind = rdb.CountSuccess
-		case breaksCircuit(o):
-			kind = rdb.CountFailure
-		}
-		cc.outs = append(cc.outs, countedOutcome{webhookID: recs[i].WebhookID, kind: kind, probe: o.probe,
-			answered: o.answered})
+		kind := breaker.Kind(o.status == StatusSuccess, o.code)
+		cc.outs = append(cc.outs, breaker.Outcome{WebhookID: recs[i].WebhookID, Kind: kind, Probe: o.probe,
+			Answered: o.answered})
 		cc.ends = append(cc.ends, attemptEnd{success: kind == rdb.CountSuccess, took: o.attempt.Duration})
 	}
 	if len(cc.outs) == 0 {
 		return nil
 	}
-	cc.keys, cc.args = d.circuits.countArgs(now, d.opts.BreakAfter, d.opts.BreakFor, cc.outs)
+	cc.keys, cc.args = d.breaker.CountArgs(now, cc.outs)
 	return cc
 }
 
@@ -187,17 +128,6 @@ func (d *Dispatcher) countNow(ctx context.Context, rec *record, o *outcome) {
 	o.counted = true
 	cc.cmd = d.counts.run(ctx, rdb.Count, cc.keys, cc.args...)
 	d.afterCount(ctx, cc)
-}
-
-// failingNow reports whether webhookID's circuit, as this Dispatcher last saw it (within the cache's
-// TTL), holds failures or is open. Then an inline attempt's count goes out as it ends, on the count
-// lane (countNow), not with its outcome's write: its successes reach the circuit in the same lane and
-// order as the worker's attempts' counts, where a success that waits behind other outcome writes could
-// let failures answered after it be counted as a run. A healthy webhook's count still rides with the
-// outcome's write, at no round trip of its own.
-func (d *Dispatcher) failingNow(webhookID string) bool {
-	h, ok := d.circuitCache.peek(d.now(), []string{webhookID})[webhookID]
-	return ok && (h.ConsecutiveFailures > 0 || h.State != CircuitClosed)
 }
 
 // sent reports whether the count ran (or failed for a reason another try would not change).
@@ -231,34 +161,33 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 		return
 	}
 	for i, o := range cc.outs {
-		d.flights.observe(o.webhookID, cc.ends[i].success, cc.ends[i].took)
+		d.flights.observe(o.WebhookID, cc.ends[i].success, cc.ends[i].took)
 	}
 	if !cc.sent() { // not run, or lost in transport: once more, on its own
 		cc.cmd = d.scripts.run(ctx, rdb.Count, cc.keys, cc.args...)
 	}
-	events, err := countReply(cc.cmd, cc.now, cc.outs)
+	events, err := d.breaker.Counted(cc.cmd, cc.now, cc.outs)
 	if err != nil {
 		d.log.Warn("webhooks: count attempts in circuits", "error", err)
 		return
 	}
 	for i, ev := range events {
-		id, h := cc.outs[i].webhookID, ev.health
-		d.circuitCache.put(h, cc.now)
+		id, h := cc.outs[i].WebhookID, ev.Health
 		switch {
-		case ev.opened:
+		case ev.Opened:
 			d.log.Warn("webhooks: circuit opened", "webhook_id", id, "failures", h.ConsecutiveFailures, "open_until", h.OpenUntil)
 			if f := d.opts.Hooks.CircuitOpened; f != nil {
 				d.runHook("CircuitOpened", func() { f(id, h.OpenUntil) })
 			}
 			d.circuitChanged(ctx, EventCircuitOpened, id, h, cc.now)
-		case ev.closed:
+		case ev.Closed:
 			d.log.Info("webhooks: circuit closed", "webhook_id", id)
 			if f := d.opts.Hooks.CircuitClosed; f != nil {
 				d.runHook("CircuitClosed", func() { f(id) })
 			}
 			d.circuitChanged(ctx, EventCircuitClosed, id, h, cc.now)
 		}
-		if cc.outs[i].kind != rdb.CountSuccess {
+		if cc.outs[i].Kind != rdb.CountSuccess {
 			d.warnIfFailing(ctx, id, h)
 			d.disableIfFailingTooLong(ctx, id, h)
 		}
@@ -272,7 +201,7 @@ func (r *WebhookRepo) Health(ctx context.Context, id string) (*Health, error) {
 	if err != nil {
 		return nil, err
 	}
-	hs, err := r.circuits.read(ctx, r.now(), id)
+	hs, err := r.circuits.Read(ctx, r.now(), id)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: read circuit of %s: %w", id, err)
 	}
@@ -289,4 +218,57 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// newBreaker is the circuit breaker of d, on client.
+func newBreaker(client redis.UniversalClient, d *Dispatcher) *breaker.Breaker {
+	return breaker.New(breaker.Config{Client: client, Keys: d.keys, BreakAfter: d.opts.BreakAfter, BreakFor: d.opts.BreakFor,
+		ProbeHold: d.lease, Now: func() time.Time { return d.now() }, Log: d.log})
+}
+
+// mergeCounts returns batch with its rdb.Count calls merged into one (breaker.MergeCounts), in the
+// first's place, so that the outcomes of concurrent settles sent together read and write each
+// webhook's circuit and hourly counters once. split, called once the batch's replies are in, gives
+// each merged call its part of the reply (or the error).
+func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
+	var counts []*scriptCall
+	var calls []breaker.CountCall
+	for _, c := range batch {
+		if c.script == rdb.Count {
+			counts = append(counts, c)
+			calls = append(calls, breaker.CountCall{Keys: c.keys, Args: c.args})
+		}
+	}
+	m, parts, ok := breaker.MergeCounts(calls)
+	if !ok {
+		return batch, func() {}
+	}
+	merged := &scriptCall{ctx: context.WithoutCancel(counts[0].ctx), script: rdb.Count, keys: m.Keys, args: m.Args}
+	out := make([]*scriptCall, 0, len(batch)-len(counts)+1)
+	for _, c := range batch {
+		switch {
+		case c == counts[0]:
+			out = append(out, merged)
+		case c.script != rdb.Count:
+			out = append(out, c)
+		}
+	}
+	return out, func() {
+		if merged.cmd == nil {
+			return // not sent (a panic): the batch's callers get errBatchAborted
+		}
+		reply, err := merged.cmd.Slice()
+		var each [][]any
+		if err == nil {
+			each, err = parts(reply)
+		}
+		for i, c := range counts {
+			c.cmd = redis.NewCmd(c.ctx)
+			if err != nil {
+				c.cmd.SetErr(err)
+				continue
+			}
+			c.cmd.SetVal(each[i])
+		}
+	}
 }

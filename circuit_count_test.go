@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
@@ -40,14 +41,14 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 		seq      int64
 		kind     string
 		answered int64
-		ev       circuitEvent
+		ev       breaker.Event
 	}
 	var mu sync.Mutex
 	var log []applied
 	var wg sync.WaitGroup
 	for c := range clients {
 		client := tr.newClient(t)
-		s := newCircuitStore(client, keys)
+		b := breaker.New(breaker.Config{Client: client, Keys: keys, BreakAfter: breakAfter, BreakFor: time.Minute})
 		require.NoError(t, rdb.Count.Load(ctx, client).Err())
 		for g := range perClient {
 			wg.Go(func() {
@@ -59,8 +60,8 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 					}
 					now := time.Now()
 					answered := now.Add(-time.Duration(rng.IntN(50)) * time.Millisecond)
-					outs := []countedOutcome{{webhookID: "wh_1", kind: kind, answered: answered}}
-					ks, args := s.countArgs(now, breakAfter, time.Minute, outs)
+					outs := []breaker.Outcome{{WebhookID: "wh_1", Kind: kind, Answered: answered}}
+					ks, args := b.CountArgs(now, outs)
 					var seq *redis.IntCmd
 					var cmd *redis.Cmd
 					_, err := client.TxPipelined(ctx, func(p redis.Pipeliner) error {
@@ -71,7 +72,7 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 					if !assert.NoError(t, err) {
 						return
 					}
-					ev, err := countReply(cmd, now, outs)
+					ev, err := b.Counted(cmd, now, outs)
 					if !assert.NoError(t, err) {
 						return
 					}
@@ -96,16 +97,17 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 		if wantOpened {
 			openings++
 		}
-		m.requireFailures(t, a.ev.health.ConsecutiveFailures, "count after outcome %d", i)
-		require.Equal(t, m.open, a.ev.health.State != CircuitClosed, "state after outcome %d", i)
-		require.Equal(t, wantOpened, a.ev.opened, "opened by outcome %d", i)
-		require.Equal(t, wantClosed, a.ev.closed, "closed by outcome %d", i)
+		m.requireFailures(t, a.ev.Health.ConsecutiveFailures, "count after outcome %d", i)
+		require.Equal(t, m.open, a.ev.Health.State != CircuitClosed, "state after outcome %d", i)
+		require.Equal(t, wantOpened, a.ev.Opened, "opened by outcome %d", i)
+		require.Equal(t, wantClosed, a.ev.Closed, "closed by outcome %d", i)
 	}
 	t.Logf("%d outcomes, %d reached Redis after one answered later, %d openings", len(log), late, openings)
 	require.Positive(t, openings, "the mix opened the circuit at least once")
 	require.Greater(t, late, len(log)/4, "the mix was out of order")
-	s := newCircuitStore(tr.rdb, keys)
-	m.requireFailures(t, mustReadCircuit(t, s, time.Now(), "wh_1").ConsecutiveFailures, "the stored count")
+	hs, err := breaker.New(breaker.Config{Client: tr.rdb, Keys: keys}).Read(ctx, time.Now(), "wh_1")
+	require.NoError(t, err)
+	m.requireFailures(t, hs["wh_1"].ConsecutiveFailures, "the stored count")
 }
 
 // countModel is the circuit breaker's rule, by answer times (ms), kept exactly: the newest success's
@@ -510,10 +512,10 @@ func (l countLog) add(c redis.Cmder) {
 		a := 4 + i*stride
 		event, _ := reply[2*i].(int64)
 		s, _ := reply[2*i+1].(string)
-		circ, _ := decodeCircuit(s)
+		circ := breaker.HealthOf(fmt.Sprint(argv[a]), s, time.Time{})
 		answered, _ := strconv.ParseInt(fmt.Sprint(argv[a+3]), 10, 64)
 		*l.entries = append(*l.entries, countEntry{webhookID: fmt.Sprint(argv[a]), kind: fmt.Sprint(argv[a+1]),
-			probe: fmt.Sprint(argv[a+2]), answered: answered, event: event, failures: int(circ.failures), open: circ.openFor > 0})
+			probe: fmt.Sprint(argv[a+2]), answered: answered, event: event, failures: circ.ConsecutiveFailures, open: circ.State != CircuitClosed})
 		l.done.Add(1)
 	}
 }

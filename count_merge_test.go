@@ -2,76 +2,60 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
+	"errors"
 	"math/rand/v2"
 	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// TestMergedCountEqualsItsCallsInOrder: count calls merged into one (mergeCounts, as a batch of
-// concurrent settles sends them) leave every circuit and hourly counter as the same calls run one
-// after the other in the batch's order, and each call gets the replies it would have got alone.
-func TestMergedCountEqualsItsCallsInOrder(t *testing.T) {
+// TestMergeCountsInABatch: the rdb.Count calls of a batch go out merged into one (breaker.MergeCounts)
+// in the first's place, beside the batch's other scripts as they were, and each call gets its part of
+// the merged call's reply, or its error.
+func TestMergeCountsInABatch(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	kinds := []string{rdb.CountSuccess, rdb.CountFailure, rdb.CountFailure, rdb.CountRejected}
-	for seed := range uint64(8) {
-		t.Run(strconv.FormatUint(seed, 10), func(t *testing.T) {
-			rng := rand.New(rand.NewPCG(seed, 7))
-			merged, alone := newKeyspace(fmt.Sprintf("%s_m%d", tr.prefix, seed)), newKeyspace(fmt.Sprintf("%s_a%d", tr.prefix, seed))
-			sm, sa := newCircuitStore(tr.rdb, merged), newCircuitStore(tr.rdb, alone)
-			now := time.UnixMilli(1_800_000_000_000)
-			for round := range 5 {
-				// Each call at its own now; the merged call runs at the latest, so the calls run alone
-				// do too.
-				var mcalls, acalls []*scriptCall
-				n := 2 + rng.IntN(6)
-				latest := now.Add(time.Duration(round*10+n-1) * time.Millisecond)
-				for c := range n {
-					var outs []countedOutcome
-					for range 1 + rng.IntN(4) {
-						outs = append(outs, countedOutcome{webhookID: "wh_" + strconv.Itoa(rng.IntN(3)), kind: kinds[rng.IntN(len(kinds))]})
-					}
-					for o := range outs { // when each was answered: the same for the merged call and the one alone
-						outs[o].answered = now.Add(time.Duration(round*10+c) * time.Millisecond)
-					}
-					mk, ma := sm.countArgs(now.Add(time.Duration(round*10+c)*time.Millisecond), 3, time.Minute, outs)
-					ak, aa := sa.countArgs(latest, 3, time.Minute, outs)
-					mcalls = append(mcalls, &scriptCall{ctx: ctx, script: rdb.Count, keys: mk, args: ma})
-					acalls = append(acalls, &scriptCall{ctx: ctx, script: rdb.Count, keys: ak, args: aa})
-				}
-				// A lease script between them stays as it is.
-				other := &scriptCall{ctx: ctx, script: rdb.Lease}
-				batch := append([]*scriptCall{mcalls[0], other}, mcalls[1:]...)
-				out, split := mergeCounts(batch)
-				require.Len(t, out, 2, "the counts merged into one, beside the other script")
-				require.Same(t, other, out[1])
-				require.Equal(t, latest.UnixMilli(), out[0].args[0], "the merged call runs at the latest now")
-				out[0].cmd = rdb.Count.Run(ctx, tr.rdb, out[0].keys, out[0].args...)
-				require.NoError(t, out[0].cmd.Err())
-				split()
-				for i, a := range acalls {
-					want, err := rdb.Count.Run(ctx, tr.rdb, a.keys, a.args...).Slice()
-					require.NoError(t, err)
-					got, err := mcalls[i].cmd.Slice()
-					require.NoError(t, err)
-					assert.Equal(t, want, got, "round %d, call %d", round, i)
-				}
-			}
-			for w := range 3 {
-				id := "wh_" + strconv.Itoa(w)
-				assert.Equal(t, tr.rdb.HGet(ctx, merged.Circuits(), id).Val(), tr.rdb.HGet(ctx, alone.Circuits(), id).Val(), "circuit of %s", id)
-				assert.Equal(t, tr.rdb.HGetAll(ctx, alone.Hourly(id)).Val(), tr.rdb.HGetAll(ctx, merged.Hourly(id)).Val(), "hourly counts of %s", id)
-			}
-		})
+	b := breaker.New(breaker.Config{Client: tr.rdb, Keys: newKeyspace(tr.prefix), BreakAfter: 3, BreakFor: time.Minute})
+	now := time.UnixMilli(1_800_000_000_000)
+	var counts []*scriptCall
+	for i := range 3 {
+		ks, args := b.CountArgs(now.Add(time.Duration(i)*time.Millisecond), []breaker.Outcome{{WebhookID: "wh_" + strconv.Itoa(i%2), Kind: rdb.CountFailure}})
+		counts = append(counts, &scriptCall{ctx: ctx, script: rdb.Count, keys: ks, args: args})
+	}
+	other := &scriptCall{ctx: ctx, script: rdb.Lease}
+	out, split := mergeCounts([]*scriptCall{counts[0], other, counts[1], counts[2]})
+	require.Len(t, out, 2, "the counts merged into one, beside the other script")
+	require.Same(t, other, out[1])
+	out[0].cmd = rdb.Count.Run(ctx, tr.rdb, out[0].keys, out[0].args...)
+	require.NoError(t, out[0].cmd.Err())
+	split()
+	for i, c := range counts {
+		reply, err := c.cmd.Slice()
+		require.NoError(t, err)
+		require.Len(t, reply, 2, "call %d: its one outcome's reply", i)
+	}
+	failures, err := b.Read(ctx, now, "wh_0", "wh_1")
+	require.NoError(t, err)
+	assert.Equal(t, 2, failures["wh_0"].ConsecutiveFailures)
+	assert.Equal(t, 1, failures["wh_1"].ConsecutiveFailures)
+
+	// A merged call that failed fails every call it carried.
+	out, split = mergeCounts([]*scriptCall{counts[0], counts[1]})
+	require.Len(t, out, 1)
+	out[0].cmd = redis.NewCmd(ctx)
+	out[0].cmd.SetErr(errors.New("lost"))
+	split()
+	for _, c := range counts[:2] {
+		require.ErrorContains(t, c.cmd.Err(), "lost")
 	}
 }
 
@@ -89,34 +73,35 @@ func TestCountsThroughTheBatcherAreAllCounted(t *testing.T) {
 	var wg sync.WaitGroup
 	for d := range dispatchers {
 		client := tr.newClient(t)
-		lanes, s := newLaneBatcher(client), newCircuitStore(client, keys)
+		// BreakAfter 0: the breaker is off, nothing opens.
+		lanes, b := newLaneBatcher(client), breaker.New(breaker.Config{Client: client, Keys: keys, BreakFor: time.Minute})
 		for g := range goroutines {
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(uint64(d), uint64(g)))
 				for range calls {
-					var outs []countedOutcome
+					var outs []breaker.Outcome
 					for range 1 + rng.IntN(3) {
 						kind := rdb.CountSuccess
 						if rng.IntN(10) == 0 {
 							kind = rdb.CountFailure
 						}
-						outs = append(outs, countedOutcome{webhookID: "wh_" + strconv.Itoa(rng.IntN(4)), kind: kind})
+						outs = append(outs, breaker.Outcome{WebhookID: "wh_" + strconv.Itoa(rng.IntN(4)), Kind: kind})
 					}
 					now := time.Now()
-					ks, args := s.countArgs(now, 0, time.Minute, outs) // breaker off: nothing opens
-					events, err := countReply(lanes.run(ctx, rdb.Count, ks, args...), now, outs)
+					ks, args := b.CountArgs(now, outs)
+					events, err := b.Counted(lanes.run(ctx, rdb.Count, ks, args...), now, outs)
 					if !assert.NoError(t, err) || !assert.Len(t, events, len(outs)) {
 						return
 					}
 					mu.Lock()
 					for _, o := range outs {
-						c := sent[o.webhookID]
-						if o.kind == rdb.CountSuccess {
+						c := sent[o.WebhookID]
+						if o.Kind == rdb.CountSuccess {
 							c[0]++
 						} else {
 							c[1]++
 						}
-						sent[o.webhookID] = c
+						sent[o.WebhookID] = c
 					}
 					mu.Unlock()
 				}

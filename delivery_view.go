@@ -42,7 +42,7 @@ func (d *Dispatcher) endpointStates(ctx context.Context, hooks map[string]*Webho
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	circuits, err := d.circuits.read(ctx, d.now(), ids...)
+	circuits, err := d.breaker.Read(ctx, d.now(), ids...)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 
@@ -25,35 +26,34 @@ import (
 // Dispatcher delivers events to the webhooks that subscribe to them. It is safe for concurrent use, and
 // any number of Dispatchers (in one process or many) may share one Redis.
 type Dispatcher struct {
-	rdb          redis.UniversalClient
-	opts         Options
-	keys         rdb.Keys
-	client       *http.Client
-	lease        time.Duration
-	log          *slog.Logger
-	webhooks     *WebhookRepo
-	deliveries   *DeliveryRepo
-	eventTypes   *EventTypeRepo
-	now          func() time.Time
-	scripts      *laneBatcher
-	counts       *scriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
-	flights      *inFlight
-	circuits     *circuitStore
-	circuitCache *circuitCache
-	indexTTLs    *indexTTLs
-	bodies       *recentBodies // of events this Dispatcher left to its worker lately (bodies.go)
-	failing      failingMemo   // the runs of failures this replica sent webhook.failing for (operational.go)
-	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
-	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
-	turns        slotTurns     // where a pass starts sharing its slots among the webhooks due (lease.go)
-	hintsOnce    sync.Once
-	hintsPtr     *scanHints      // made by hints()
-	local        *localDue       // what this Dispatcher queued, for its worker (local_due.go)
-	running      atomic.Int32    // Runs going
-	idled        func()          // tests: called before Run waits with nothing due that it could take
-	auth         *authenticator  // endpoint authentication (endpoint_auth_send.go)
-	redisDown    *redisDownLog   // the worker's warnings while Redis fails it
-	pending      pendingOutcomes // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+	rdb        redis.UniversalClient
+	opts       Options
+	keys       rdb.Keys
+	client     *http.Client
+	lease      time.Duration
+	log        *slog.Logger
+	webhooks   *WebhookRepo
+	deliveries *DeliveryRepo
+	eventTypes *EventTypeRepo
+	now        func() time.Time
+	scripts    *laneBatcher
+	counts     *scriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
+	flights    *inFlight
+	breaker    *breaker.Breaker
+	indexTTLs  *indexTTLs
+	bodies     *recentBodies // of events this Dispatcher left to its worker lately (bodies.go)
+	failing    failingMemo   // the runs of failures this replica sent webhook.failing for (operational.go)
+	wake       chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
+	nextShard  atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
+	turns      slotTurns     // where a pass starts sharing its slots among the webhooks due (lease.go)
+	hintsOnce  sync.Once
+	hintsPtr   *scanHints      // made by hints()
+	local      *localDue       // what this Dispatcher queued, for its worker (local_due.go)
+	running    atomic.Int32    // Runs going
+	idled      func()          // tests: called before Run waits with nothing due that it could take
+	auth       *authenticator  // endpoint authentication (endpoint_auth_send.go)
+	redisDown  *redisDownLog   // the worker's warnings while Redis fails it
+	pending    pendingOutcomes // outcomes Redis could not take, for Run to write (pending_outcomes.go)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -79,16 +79,16 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		scripts: newLaneBatcher(rdb), counts: &scriptBatcher{rdb: rdb},
-		circuits: newCircuitStore(rdb, keys), circuitCache: newCircuitCache(),
 		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: newLocalDue(max(1024, 16*opts.Concurrency)),
 		wake: make(chan struct{}, 1), redisDown: down}
+	d.breaker = newBreaker(rdb, d)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
 	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
 	d.nextShard.Store(rand.Uint32())           // replicas start their scans at different shards
 	ring, _ := sealed.NewRing(opts.SecretKeys) // checked by withDefaults
 	d.auth = newAuthenticator(d, ring)
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy, ring: ring,
-		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.circuits,
+		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.breaker,
 		quota: opts.MaxWebhooksPerTenant}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys, webhooks: d.webhooks}
 	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: newEventTypeCache(rdb, keys)}
@@ -333,7 +333,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			d.releaseConcurrencySlot(ctx, t.ID, slot)
 			o := d.decide(recs[i], res)
 			o.inline = true
-			if d.failingNow(t.ID) {
+			if d.breaker.FailingNow(t.ID) {
 				d.countNow(ctx, recs[i], &o)
 			}
 			batch.ended(ctx, recs[i], o, &results[i].Err)
@@ -407,9 +407,9 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 	}
 	var circuits map[string]Health
 	if inline {
-		circuits = d.circuitsOf(ctx, ids)
+		circuits = d.breaker.Circuits(ctx, ids)
 	} else {
-		circuits = d.circuitCache.peek(now, ids)
+		circuits = d.breaker.Cached(now, ids)
 	}
 	waitFrom := d.flights.now() // a call waits for its in-flight slots Timeout at most, all webhooks together
 	for i, t := range targets {
@@ -418,7 +418,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 		switch h := circuits[t.ID]; {
 		case h.State == CircuitOpen || h.State == CircuitProbing:
 			p.due, p.parked = later(h.OpenUntil, now), true
-			p.reason = parkedReason(h, p.due)
+			p.reason = breaker.ParkedReason(h, p.due)
 		case !inline:
 		case !d.flights.acquire(ctx, t.ID, waitFrom):
 			p.reason = "webhook at its in-flight cap (MaxInFlightPerWebhook): attempt left to the worker"

@@ -44,7 +44,7 @@ func (d *Dispatcher) endpointCounts(ctx context.Context, webhookID string) (endp
 		return out, err
 	}
 	now := d.now()
-	hs, err := d.circuits.read(ctx, now, webhookID)
+	hs, err := d.breaker.Read(ctx, now, webhookID)
 	if err != nil {
 		return out, err
 	}

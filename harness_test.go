@@ -160,7 +160,7 @@ func newTestDispatcherOn(t testing.TB, client redis.UniversalClient, tr *testRed
 	}
 	if opts.BreakAfter == 0 {
 		// The v1 tests count every attempt to a failing receiver; the breaker's own tests
-		// (breaker_test.go, engine_test.go) set BreakAfter.
+		// (circuit_count_test.go, engine_test.go) set BreakAfter.
 		opts.BreakAfter = -1
 	}
 	// The shard count is read on the test's own client: client may be one the test breaks.

@@ -3,7 +3,7 @@ package webhooks
 // A webhook's attempts per hour by outcome, for the last 24 hours: what the admin API's
 // GET /webhooks/{id}/stats serves (and the UI's chart draws).
 //
-// The circuit count (rdb.Count, breaker.go), which every recorded attempt passes through beside its
+// The circuit count (rdb.Count, internal/breaker), which every recorded attempt passes through beside its
 // outcome, counts them in the webhook's hash {P:registry}:hourly:<webhook id>: field "s<h>" or "f<h>"
 // counts the successful or failed attempts of hour h (Unix hours). Counting is one HINCRBY per webhook
 // and outcome in a count call (concurrent outcomes' calls are merged: a burst of one webhook's

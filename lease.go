@@ -35,7 +35,7 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 		shards[w.id] = append(shards[w.id], w)
 	}
 	var wants []slotWant
-	circuits := d.circuitsOf(ctx, order)
+	circuits := d.breaker.Circuits(ctx, order)
 	for _, id := range order {
 		if err := t.broken[id]; err != nil {
 			d.log.Error("webhooks: webhook cannot be decoded: its deliveries wait", "webhook_id", id, "error", err)
@@ -53,14 +53,14 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 		// A deleted or disabled webhook's deliveries are taken whatever its circuit says: they fail
 		// (refuse), and must not wait parked for a probe that never comes.
 		if h := circuits[id]; h.State != CircuitClosed && wh != nil && !wh.Disabled {
-			tok, ok := d.tryProbe(ctx, id, now, h)
+			tok, ok := d.breaker.TryProbe(ctx, id, now, h)
 			if !ok {
 				d.park(ctx, shards[id], later(h.OpenUntil, now.Add(probeRecheck)))
 				// The probe's holder may have given it back meanwhile, its delivery handed back (due at
 				// once) before the park landed: then the park would hold that delivery a probeRecheck.
 				// Tried again after the park, the probe is either ours now or still held, and its
 				// holder's release lowers the ready score after the park (releaseProbe).
-				if tok, ok = d.tryProbe(ctx, id, now, h); !ok {
+				if tok, ok = d.breaker.TryProbe(ctx, id, now, h); !ok {
 					continue
 				}
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/sealed"
 )
@@ -37,7 +38,7 @@ const (
 	// MaxTimeout bounds Options.Timeout.
 	MaxTimeout = 5 * time.Minute
 	// MaxBreakFor bounds a circuit's open period, which doubles while its probes fail.
-	MaxBreakFor = 10 * time.Minute
+	MaxBreakFor = breaker.MaxBreakFor
 	// MaxBreakAfter bounds Options.BreakAfter.
 	MaxBreakAfter = rdb.MaxBreakAfter
 	// MaxRetryAfter bounds how far a Retry-After header (on a 429 or 503) can push a retry beyond its

@@ -11,7 +11,7 @@ package webhooks
 // entry: the next worker pass (this process's at once: it is poked) takes one of them as the probe;
 // its success closes the circuit and the others follow; its failure reopens the circuit, and the
 // others are parked again, as after any failed probe. They are due probeNowDelay from now, not now:
-// every replica's cached circuit (circuitCacheTTL) has by then seen the open period end, so no
+// every replica's cached circuit (breaker.CacheTTL) has by then seen the open period end, so no
 // replica parks the webhook again on a stale read.
 
 import (
@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
@@ -32,7 +33,7 @@ const (
 	probeNowBatch = 256
 	// probeNowDelay is how long after the call the parked deliveries are due: the life of a cached
 	// circuit, so that no replica still sees the circuit open until its old time.
-	probeNowDelay = circuitCacheTTL
+	probeNowDelay = breaker.CacheTTL
 )
 
 // ProbeNow ends the wait of a webhook's open circuit: its parked deliveries are made due, and the next
@@ -62,21 +63,21 @@ func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, in
 		return Health{}, 0, fmt.Errorf("%w: webhook %s: enable it before probing it", ErrWebhookDisabled, webhookID)
 	}
 	now := d.now()
-	reply, err := rdb.ProbeNow.Run(ctx, d.rdb, []string{d.circuits.key}, webhookID, now.UnixMilli()).Slice()
+	reply, err := rdb.ProbeNow.Run(ctx, d.rdb, []string{d.keys.Circuits()}, webhookID, now.UnixMilli()).Slice()
 	if err == nil && len(reply) != 3 {
 		err = fmt.Errorf("reply %v", reply)
 	}
 	if err != nil {
 		return Health{}, 0, fmt.Errorf("webhooks: probe %s now: %w", webhookID, err)
 	}
-	h := circuitHealth(webhookID, reply[1], now)
+	h := breaker.HealthOf(webhookID, reply[1], now)
 	switch code, _ := reply[0].(int64); code {
 	case rdb.ProbeClosed:
 		return h, 0, fmt.Errorf("%w: the endpoint is not paused (its circuit is closed): deliveries go out as they come", ErrProbeRefused)
 	case rdb.ProbeHeld:
 		return h, 0, fmt.Errorf("%w: a probe is already in flight: its answer decides", ErrProbeRefused)
 	}
-	d.circuitCache.put(h, now)
+	d.breaker.Put(h, now)
 	// Parked deliveries are due at the end of the open period as it was (or a recheck later).
 	was, _ := reply[2].(int64)
 	until := later(msTime(was), now).Add(probeRecheck)

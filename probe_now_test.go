@@ -93,8 +93,7 @@ func TestProbeNow(t *testing.T) {
 		{"probe in flight", "probe_refused", "already in flight", func() {
 			c := fmt.Sprintf("2:%d:%d:%d:0:0:0::", clock.Now().UnixMilli(), clock.Now().UnixMilli(), time.Minute.Milliseconds())
 			require.NoError(t, tr.rdb.HSet(ctx, d.keys.Circuits(), wh.ID, c).Err())
-			ok, _, err := d.circuits.acquireProbe(ctx, wh.ID, clock.Now(), "tok", time.Minute)
-			require.NoError(t, err)
+			_, ok := d.breaker.TryProbe(ctx, wh.ID, clock.Now(), Health{})
 			require.True(t, ok)
 		}},
 		{"disabled", "webhook_disabled", "enable it", func() {

@@ -35,7 +35,7 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
 	if _, _, err := d.webhooks.load(ctx, rec.WebhookID); err != nil {
 		return err
 	}
-	hs, err := d.circuits.read(ctx, d.now(), rec.WebhookID)
+	hs, err := d.breaker.Read(ctx, d.now(), rec.WebhookID)
 	if err != nil {
 		return fmt.Errorf("webhooks: read circuit of %s: %w", rec.WebhookID, err)
 	}

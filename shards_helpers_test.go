@@ -37,7 +37,8 @@ func deliveryIDFor(webhookID, eventID string) string {
 // Redis to answer, so that a test can break the client).
 func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.rdb, d.scripts, d.counts = rdb, newLaneBatcher(rdb), &scriptBatcher{rdb: rdb}
-	d.circuits.rdb, d.webhooks.rdb, d.deliveries.rdb = rdb, rdb, rdb
+	d.breaker = newBreaker(rdb, d)
+	d.webhooks.circuits, d.webhooks.rdb, d.deliveries.rdb = d.breaker, rdb, rdb
 	d.eventTypes.rdb, d.eventTypes.cache.rdb = rdb, rdb
 }
 

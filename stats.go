@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
@@ -132,7 +133,7 @@ func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) (
 		return nil, fmt.Errorf("webhooks: stats: read schedules: %w", err)
 	}
 	for id, v := range circuits.Val() {
-		if h := circuitHealth(id, v, now); h.State != CircuitClosed {
+		if h := breaker.HealthOf(id, v, now); h.State != CircuitClosed {
 			st.OpenCircuits++
 		}
 	}

@@ -128,9 +128,9 @@ func TestStatsKnownBacklog(t *testing.T) {
 	// Circuits: one open, one probing, one failing but closed.
 	now := clock.Now().UnixMilli()
 	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Circuits(),
-		a.ID, circuit{failures: 5, since: now, openUntil: now + 30000, openFor: 30000}.encode(),
-		b.ID, circuit{failures: 6, since: now, openUntil: now, openFor: 30000, probeUntil: now + 5000, token: "x"}.encode(),
-		"wh_other", circuit{failures: 2, since: now}.encode()).Err())
+		a.ID, fmt.Sprintf("5:%d:%d:30000:0:0:0::", now, now+30000),
+		b.ID, fmt.Sprintf("6:%d:%d:30000:%d:0:0::x", now, now, now+5000),
+		"wh_other", fmt.Sprintf("2:%d:0:0:0:0:0::", now)).Err())
 	st, err = d.Stats(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 2, st.OpenCircuits)

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
@@ -68,7 +69,7 @@ func (s *storedWebhook) secrets(now time.Time) ([]signing.Key, error) {
 // enabled, once more under each of its subscription patterns, so that resolving the subscribers of an
 // event type reads a handful of small hashes whatever the number of webhooks.
 type WebhookRepo struct {
-	circuits *circuitStore
+	circuits *breaker.Breaker
 	quota    int // Options.MaxWebhooksPerTenant
 	rdb      redis.UniversalClient
 	keys     rdb.Keys
@@ -219,7 +220,7 @@ func (r *WebhookRepo) Delete(ctx context.Context, id string) error {
 			continue
 		}
 		if err == nil {
-			_ = r.circuits.forget(ctx, id) // its circuit, if it was failing (it does not expire)
+			_ = r.circuits.Forget(ctx, id) // its circuit, if it was failing (it does not expire)
 		}
 		return err
 	}

@@ -509,7 +509,7 @@ func (d *Dispatcher) attemptLeased(ctx context.Context, j leasedDelivery, wh *st
 		return refuse(rec, "event body expired: not attempted")
 	}
 	if j.probe == "" {
-		if h := d.circuit(ctx, rec.WebhookID); h.State != CircuitClosed {
+		if h := d.breaker.Circuit(ctx, rec.WebhookID); h.State != CircuitClosed {
 			return parkOutcome(rec, later(h.OpenUntil, d.now().Add(probeRecheck)), h)
 		}
 	}

@@ -43,7 +43,7 @@ package rdb
 //	{P:registry}:t:<tenant>:sub:<pattern>  hash    the same for one tenant's enabled webhooks (tenant.go)
 //	{P:registry}:t:<tenant>:all            hash    every webhook of the tenant: id -> "" (tenant.go)
 //	{P:registry}:circuits                  hash    webhook id -> its circuit and run of failed attempts,
-//	                                               "failures:since:openUntil:openFor:probeUntil:token" (breaker.go);
+//	                                               "failures:since:openUntil:openFor:probeUntil:token" (internal/breaker);
 //	                                               no TTL: a success, or Delete, removes the field
 //	{P:registry}:hourly:<webhook_id>       hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
 //	                                               successes/failures in hour h (Unix hours; hourly.go); written by

@@ -12,7 +12,7 @@
 -- until CircuitQuiet has passed since its last failure; then a success deletes it: on a healthy
 -- webhook a count is one HGET. Each webhook's circuit is read once and written at most once per call,
 -- however many of its outcomes the call carries (the calls of concurrent settles are merged into one:
--- mergeCounts). It also counts each webhook's attempts per hour by outcome (countHour, hourly.go): one
+-- breaker.MergeCounts). It also counts each webhook's attempts per hour by outcome (countHour, hourly.go): one
 -- HINCRBY per webhook and outcome in the call.
 --
 -- KEYS[1] -> {P:registry}:circuits

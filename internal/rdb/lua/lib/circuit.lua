@@ -1,5 +1,5 @@
 -- lib/circuit.lua decodes (nil: missing or corrupt) and encodes a webhook's circuit as Go does
--- (breaker.go): "failures:since:openUntil:openFor:probeUntil:lastOK:lastFailed:f1,f2,...:token". In the
+-- (internal/breaker): "failures:since:openUntil:openFor:probeUntil:lastOK:lastFailed:f1,f2,...:token". In the
 -- table c[1] to c[5] are the first five, c[6] the token, c[7] lastOK, c[8] lastFailed and c[9] the
 -- failures' answer times, ascending (at most {{MaxBreakAfter}}).
 local function decode(v)

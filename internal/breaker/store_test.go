@@ -1,58 +1,48 @@
-package webhooks
+package breaker
 
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/types"
 	"github.com/stretchr/testify/require"
 )
-
-// encode is the stored form of c, as the scripts write it.
-func (c circuit) encode() string {
-	fails := make([]string, len(c.fails))
-	for i, f := range c.fails {
-		fails[i] = strconv.FormatInt(f, 10)
-	}
-	return fmt.Sprintf("%d:%d:%d:%d:%d:%d:%d:%s:%s", c.failures, c.since, c.openUntil, c.openFor, c.probeUntil,
-		c.lastOK, c.lastFailed, strings.Join(fails, ","), c.token)
-}
 
 // circuitT0 is the tests' start time, a whole millisecond.
 var circuitT0 = time.UnixMilli(1_767_225_600_000)
 
 func circuitAt(d time.Duration) time.Time { return circuitT0.Add(d) }
 
-func newTestCircuits(t *testing.T) (*testRedis, *circuitStore) {
+func newTestCircuits(t *testing.T) (*testRedis, *store) {
 	t.Helper()
 	tr := newTestRedis(t)
-	return tr, newCircuitStore(tr.rdb, newKeyspace(tr.prefix))
+	return tr, newStore(tr.rdb, rdb.KeysOf(tr.prefix, 1))
 }
 
 // mustFail records a failure and returns the circuit after it and whether it opened.
-func mustFailCircuit(t *testing.T, s *circuitStore, id string, now time.Time, token string, breakAfter int, breakFor time.Duration) (Health, bool) {
+func mustFailCircuit(t *testing.T, s *store, id string, now time.Time, token string, breakAfter int, breakFor time.Duration) (types.Health, bool) {
 	t.Helper()
 	h, opened, err := s.recordFailure(context.Background(), id, now, token, breakAfter, breakFor)
 	require.NoError(t, err)
 	return h, opened
 }
 
-func mustReadCircuit(t *testing.T, s *circuitStore, now time.Time, id string) Health {
+func mustReadCircuit(t *testing.T, s *store, now time.Time, id string) types.Health {
 	t.Helper()
 	hs, err := s.read(context.Background(), now, id)
 	require.NoError(t, err)
 	return hs[id]
 }
 
-func requireCircuitClosed(t *testing.T, h Health) {
+func requireCircuitClosed(t *testing.T, h types.Health) {
 	t.Helper()
-	require.Equal(t, CircuitClosed, h.State)
+	require.Equal(t, types.CircuitClosed, h.State)
 	require.Zero(t, h.ConsecutiveFailures)
 	require.True(t, h.FailingSince.IsZero() && h.OpenUntil.IsZero(), "%+v", h)
 	require.Zero(t, h.OpenFor)
@@ -71,7 +61,7 @@ func TestCircuitOpensAfterBreakAfter(t *testing.T) {
 					now = now.Add(time.Second)
 					h, opened := mustFailCircuit(t, s, "wh_1", now, "", breakAfter, 30*time.Second)
 					require.False(t, opened)
-					require.Equal(t, CircuitClosed, h.State)
+					require.Equal(t, types.CircuitClosed, h.State)
 					require.Equal(t, i, h.ConsecutiveFailures)
 				}
 				if round == 0 {
@@ -81,12 +71,12 @@ func TestCircuitOpensAfterBreakAfter(t *testing.T) {
 			}
 			h, opened := mustFailCircuit(t, s, "wh_1", now, "", breakAfter, 30*time.Second)
 			require.True(t, opened, "failure %d of %d opens", breakAfter, breakAfter)
-			require.Equal(t, CircuitOpen, h.State)
+			require.Equal(t, types.CircuitOpen, h.State)
 			require.Equal(t, breakAfter, h.ConsecutiveFailures)
 			require.Equal(t, now.Add(30*time.Second).UnixMilli(), h.OpenUntil.UnixMilli())
 			require.Equal(t, 30*time.Second, h.OpenFor)
 			require.Equal(t, h, mustReadCircuit(t, s, now, "wh_1"))
-			require.Equal(t, CircuitClosed, mustReadCircuit(t, s, now, "wh_other").State)
+			require.Equal(t, types.CircuitClosed, mustReadCircuit(t, s, now, "wh_other").State)
 		})
 	}
 }
@@ -101,13 +91,13 @@ func TestCircuitProbeIsExclusive(t *testing.T) {
 	ok, h, err := s.acquireProbe(ctx, "wh_1", circuitAt(30*time.Second-time.Millisecond), "early", 10*time.Second)
 	require.NoError(t, err)
 	require.False(t, ok, "no probe before OpenUntil")
-	require.Equal(t, CircuitOpen, h.State)
+	require.Equal(t, types.CircuitOpen, h.State)
 
 	var wins, errs atomic.Int32
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range 8 {
-		rs := &circuitStore{rdb: tr.newClient(t), key: s.key, hourly: s.hourly}
+		rs := &store{rdb: tr.newClient(t), key: s.key, hourly: s.hourly}
 		require.NoError(t, rs.rdb.Ping(ctx).Err()) // connected before the race
 		wg.Go(func() {
 			<-start
@@ -124,18 +114,18 @@ func TestCircuitProbeIsExclusive(t *testing.T) {
 	wg.Wait()
 	require.Zero(t, errs.Load())
 	require.EqualValues(t, 1, wins.Load(), "exactly one of 8 concurrent acquirers gets the probe")
-	require.Equal(t, CircuitProbing, mustReadCircuit(t, s, circuitAt(35*time.Second), "wh_1").State)
+	require.Equal(t, types.CircuitProbing, mustReadCircuit(t, s, circuitAt(35*time.Second), "wh_1").State)
 
 	ok, h, err = s.acquireProbe(ctx, "wh_1", circuitAt(40*time.Second-time.Millisecond), "second", 10*time.Second)
 	require.NoError(t, err)
 	require.False(t, ok, "the probe is held")
-	require.Equal(t, CircuitProbing, h.State)
+	require.Equal(t, types.CircuitProbing, h.State)
 
 	ok, h, err = s.acquireProbe(ctx, "wh_1", circuitAt(40*time.Second), "third", 10*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok, "the hold has passed")
-	require.Equal(t, CircuitProbing, h.State)
-	require.Equal(t, CircuitOpen, mustReadCircuit(t, s, circuitAt(50*time.Second), "wh_1").State, "the hold ended")
+	require.Equal(t, types.CircuitProbing, h.State)
+	require.Equal(t, types.CircuitOpen, mustReadCircuit(t, s, circuitAt(50*time.Second), "wh_1").State, "the hold ended")
 }
 
 func TestCircuitAcquireProbeRefusals(t *testing.T) {
@@ -169,7 +159,7 @@ func TestCircuitProbeFailureDoublesOpenPeriod(t *testing.T) {
 		var opened bool
 		h, opened = mustFailCircuit(t, s, "wh_1", now, token, 1, 30*time.Second)
 		require.True(t, opened, "the probe's failure reopens")
-		require.Equal(t, CircuitOpen, h.State)
+		require.Equal(t, types.CircuitOpen, h.State)
 		require.Equal(t, want, h.OpenFor)
 		require.Equal(t, now.Add(want).UnixMilli(), h.OpenUntil.UnixMilli())
 		require.Equal(t, i+2, h.ConsecutiveFailures)
@@ -287,8 +277,8 @@ func TestCircuitCorruptValueIsClosed(t *testing.T) {
 		{" 1:0:0:0:0:0:0::", 0}, {"1_0:0:0:0:0:0:0::", 0}, {"1234567890123456:0:0:0:0:0:0::", 0},
 		{"1:0:0:0:0x1:0:0::", 0}, {"1::0:0:0:0:0::", 0}, {"٣:0:0:0:0:0:0::", 0}, {"1:0:0:0:0:0:0:,5:", 0},
 		{"1:0:0:0:0:0:0:5,,6:", 0}, {"1:0:0:0:0:0:0:5,:", 0}, {"1:0:0:0:0:0:0:x:", 0},
-		{"1:0:0:0:0:0:0:1234567890123456:", 0}, {"1:0:0:0:0:0:0:" + strings.Repeat("1,", MaxBreakAfter) + "1:", 0},
-		{"1:0:0:0:0:0:0:" + strings.Repeat("1,", MaxBreakAfter-1) + "1:", 1},
+		{"1:0:0:0:0:0:0:1234567890123456:", 0}, {"1:0:0:0:0:0:0:" + strings.Repeat("1,", rdb.MaxBreakAfter) + "1:", 0},
+		{"1:0:0:0:0:0:0:" + strings.Repeat("1,", rdb.MaxBreakAfter-1) + "1:", 1},
 		{"007:0:0:0:0:0:0::", 7}, {"123456789012345:0:0:0:0:0:0::", 123456789012345},
 		{"2:0:0:0:0:0:0:5,6:tok:en\x00\n", 2},
 	} {
@@ -296,122 +286,11 @@ func TestCircuitCorruptValueIsClosed(t *testing.T) {
 		require.NoError(t, s.rdb.HSet(ctx, s.key, id, c.stored).Err())
 		h := mustReadCircuit(t, s, circuitT0, id)
 		require.Equal(t, c.failures, h.ConsecutiveFailures, "%q", c.stored)
-		require.Equal(t, CircuitClosed, h.State, "%q", c.stored)
+		require.Equal(t, types.CircuitClosed, h.State, "%q", c.stored)
 		ok, _, err := s.acquireProbe(ctx, id, circuitT0, "p", time.Second)
 		require.NoError(t, err, "%q", c.stored)
 		require.False(t, ok, "%q", c.stored)
 		h, _ = mustFailCircuit(t, s, id, circuitT0, "", 1<<30, time.Second)
 		require.Equal(t, c.failures+1, h.ConsecutiveFailures, "the script reads %q as Go does", c.stored)
 	}
-}
-
-// hmgetHook counts HMGETs, and runs a function before each.
-type hmgetHook struct {
-	passHook
-	n      *atomic.Int32
-	before func()
-}
-
-func (h hmgetHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if cmd.Name() == "hmget" {
-			h.n.Add(1)
-			if h.before != nil {
-				h.before()
-			}
-		}
-		return next(ctx, cmd)
-	}
-}
-
-func TestCircuitCache(t *testing.T) {
-	t.Parallel()
-	tr, s := newTestCircuits(t)
-	ctx := context.Background()
-	var hmgets atomic.Int32
-	var during func()
-	rdb := tr.newClient(t)
-	rdb.AddHook(hmgetHook{n: &hmgets, before: func() {
-		if during != nil {
-			during()
-		}
-	}})
-	s.rdb = rdb
-	cache := newCircuitCache()
-	get := func(now time.Time, ids ...string) map[string]Health {
-		t.Helper()
-		hs, err := cache.get(ctx, s, now, ids)
-		require.NoError(t, err)
-		require.Len(t, hs, len(ids))
-		return hs
-	}
-
-	require.Equal(t, CircuitClosed, get(circuitT0, "wh_1", "wh_2")["wh_1"].State)
-	require.EqualValues(t, 1, hmgets.Load(), "one HMGET for both")
-	failing := circuit{failures: 7, since: circuitT0.UnixMilli()}.encode()
-	require.NoError(t, rdb.HSet(ctx, s.key, "wh_1", failing, "wh_2", failing).Err())
-	hs := get(circuitAt(circuitCacheTTL-time.Millisecond), "wh_1", "wh_2")
-	require.Zero(t, hs["wh_1"].ConsecutiveFailures, "cached")
-	require.EqualValues(t, 1, hmgets.Load(), "no HMGET within the TTL")
-
-	hs = get(circuitAt(circuitCacheTTL), "wh_1", "wh_3")
-	require.Equal(t, 7, hs["wh_1"].ConsecutiveFailures, "read again after the TTL")
-	require.EqualValues(t, 2, hmgets.Load())
-	require.Zero(t, get(circuitAt(circuitCacheTTL+time.Millisecond), "wh_3")["wh_3"].ConsecutiveFailures)
-	require.EqualValues(t, 2, hmgets.Load(), "wh_3 cached by the read before")
-
-	// A put is seen at once, and a read that overlaps a put does not replace it.
-	open := Health{WebhookID: "wh_1", State: CircuitOpen, ConsecutiveFailures: 8}
-	cache.put(open, circuitAt(time.Second))
-	require.Equal(t, open, get(circuitAt(time.Second), "wh_1")["wh_1"])
-	during = func() { cache.put(open, circuitAt(2*time.Second)) }
-	require.Equal(t, open, get(circuitAt(2*time.Second), "wh_1")["wh_1"])
-	during = nil
-	require.Equal(t, open, get(circuitAt(2*time.Second+time.Millisecond), "wh_1")["wh_1"])
-	require.Equal(t, 7, get(circuitAt(3*time.Second), "wh_1")["wh_1"].ConsecutiveFailures, "Redis after the TTL")
-}
-
-func TestCircuitCacheConcurrent(t *testing.T) {
-	t.Parallel()
-	_, s := newTestCircuits(t)
-	cache := newCircuitCache()
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Go(func() {
-			for j := range 50 {
-				now := circuitAt(time.Duration(j) * 100 * time.Millisecond)
-				if i%2 == 0 {
-					cache.put(Health{WebhookID: fmt.Sprint("wh_", j%4), State: CircuitOpen}, now)
-					continue
-				}
-				_, err := cache.get(context.Background(), s, now, []string{"wh_0", "wh_1", "wh_2", "wh_3"})
-				require.NoError(t, err)
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// FuzzCircuitDecode: decoding never panics; what it accepts re-encodes to the same circuit; every circuit
-// of valid fields round-trips through encode and decode.
-func FuzzCircuitDecode(f *testing.F) {
-	for _, s := range []string{"", "0:0:0:0:0:0:0::", "3:1767225600000:1767225630000:30000:0:1767225500000:1767225600000:1767225600000,1767225600001:",
-		"1:2:3:4:5:6:7:8:tok:en", "1:2:3:4:5", "-1:0:0:0:0:0:0::", "9999999999999999:0:0:0:0:0:0::", "1:0:0:0:0:0:0:5,,6:"} {
-		f.Add(s, int64(3), int64(1767225600000), int64(1767225630000), int64(30000), int64(0), "tok")
-	}
-	f.Fuzz(func(t *testing.T, s string, a, b, c, d, e int64, token string) {
-		if got, ok := decodeCircuit(s); ok {
-			again, ok := decodeCircuit(got.encode())
-			require.True(t, ok, "%q", s)
-			require.Equal(t, got, again)
-		} else {
-			require.Equal(t, circuit{}, got)
-		}
-		field := func(n int64) int64 { return max(n, -n, 0) % 1_000_000_000_000_000 }
-		want := circuit{failures: field(a), since: field(b), openUntil: field(c), openFor: field(d), probeUntil: field(e),
-			lastOK: field(e + a), lastFailed: field(b - c), fails: []int64{field(d), field(a)}, token: token}
-		got, ok := decodeCircuit(want.encode())
-		require.True(t, ok, "%q", want.encode())
-		require.Equal(t, want, got)
-	})
 }

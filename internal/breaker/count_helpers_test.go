@@ -1,36 +1,37 @@
-package webhooks
+package breaker
 
 import (
 	"context"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // Test helpers over the circuit store: each runs rdb.Count on its own, where the library runs it
 // beside the outcome write (runTogether).
 
 // count applies outcomes to their circuits at now, in one script run of its own.
-func (s *circuitStore) count(ctx context.Context, now time.Time, breakAfter int, breakFor time.Duration, outs ...countedOutcome) ([]circuitEvent, error) {
+func (s *store) count(ctx context.Context, now time.Time, breakAfter int, breakFor time.Duration, outs ...Outcome) ([]Event, error) {
 	keys, args := s.countArgs(now, breakAfter, breakFor, outs)
 	return countReply(rdb.Count.Run(ctx, s.rdb, keys, args...), now, outs)
 }
 
 // recordFailure records a failed attempt on webhookID: probeToken is "" for a normal attempt, or the
 // token acquireProbe granted for the probe. opened is true when this call opened or reopened the circuit.
-func (s *circuitStore) recordFailure(ctx context.Context, webhookID string, now time.Time, probeToken string, breakAfter int, breakFor time.Duration) (h Health, opened bool, err error) {
-	ev, err := s.count(ctx, now, max(breakAfter, 1), breakFor, countedOutcome{webhookID: webhookID, kind: rdb.CountFailure, probe: probeToken})
+func (s *store) recordFailure(ctx context.Context, webhookID string, now time.Time, probeToken string, breakAfter int, breakFor time.Duration) (h types.Health, opened bool, err error) {
+	ev, err := s.count(ctx, now, max(breakAfter, 1), breakFor, Outcome{WebhookID: webhookID, Kind: rdb.CountFailure, Probe: probeToken})
 	if err != nil {
-		return Health{}, false, err
+		return types.Health{}, false, err
 	}
-	return ev[0].health, ev[0].opened, nil
+	return ev[0].Health, ev[0].Opened, nil
 }
 
 // recordSuccess closes webhookID's circuit and resets its failures; wasOpen when it was open or probing.
-func (s *circuitStore) recordSuccess(ctx context.Context, webhookID string) (wasOpen bool, err error) {
-	ev, err := s.count(ctx, time.Now(), 0, 0, countedOutcome{webhookID: webhookID, kind: rdb.CountSuccess})
+func (s *store) recordSuccess(ctx context.Context, webhookID string) (wasOpen bool, err error) {
+	ev, err := s.count(ctx, time.Now(), 0, 0, Outcome{WebhookID: webhookID, Kind: rdb.CountSuccess})
 	if err != nil {
 		return false, err
 	}
-	return ev[0].closed, nil
+	return ev[0].Closed, nil
 }

@@ -1,0 +1,81 @@
+package breaker
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/smartdrop/webhooks/internal/types"
+)
+
+// CacheTTL is how long a process uses a circuit it read or put, unread.
+const CacheTTL = 250 * time.Millisecond
+
+// cache keeps circuits in memory for CacheTTL (each State as of its read or put; a read stores
+// nothing over a put made meanwhile). Safe for concurrent use; make it with newCache.
+type cache struct {
+	mu      sync.Mutex
+	entries map[string]types.Health
+	at      map[string]time.Time // when each entry was read or put
+}
+
+func newCache() *cache {
+	return &cache{entries: map[string]types.Health{}, at: map[string]time.Time{}}
+}
+
+// get returns the circuits of ids at now: from memory when cached within CacheTTL, else in one HMGET.
+func (c *cache) get(ctx context.Context, s *store, now time.Time, ids []string) (map[string]types.Health, error) {
+	out, missing := make(map[string]types.Health, len(ids)), []string(nil)
+	c.mu.Lock()
+	for _, id := range ids {
+		if out[id] = c.entries[id]; now.Sub(c.at[id]) >= CacheTTL { // not cached: at is 0
+			missing = append(missing, id)
+		}
+	}
+	c.mu.Unlock()
+	read, err := s.read(ctx, now, missing...) // no round trip when none is missing
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.entries) > 100_000 { // mostly webhooks no longer asked for; the others are read again
+		clear(c.entries)
+		clear(c.at)
+	}
+	for id, h := range read {
+		if now.Sub(c.at[id]) >= CacheTTL { // else put (or read) during this read: keep it
+			c.entries[id], c.at[id] = h, now
+		}
+		out[id] = c.entries[id]
+	}
+	return out, nil
+}
+
+// put caches h as of now.
+func (c *cache) put(h types.Health, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.entries[h.WebhookID], c.at[h.WebhookID] = h, now
+}
+
+// peek returns the circuits of ids cached within CacheTTL, without reading Redis.
+func (c *cache) peek(now time.Time, ids []string) map[string]types.Health {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]types.Health, len(ids))
+	for _, id := range ids {
+		if at, ok := c.at[id]; ok && now.Sub(at) < CacheTTL {
+			out[id] = c.entries[id]
+		}
+	}
+	return out
+}
+
+// forget drops a webhook's cached circuit: the next read goes to Redis.
+func (c *cache) forget(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.entries, id)
+	delete(c.at, id)
+}
