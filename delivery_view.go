@@ -10,16 +10,9 @@ import (
 	"context"
 	"fmt"
 	"time"
-)
 
-// deliveryView is a delivery as the admin API answers it. A pending delivery's NextAttemptAt is when
-// it may next be attempted: not before its paused webhook's next probe, and none at all while its
-// webhook is disabled (the worker fails it without an attempt). Why says, in words, why a pending
-// delivery waits or why a failed one was never attempted; it is empty when the record says it all.
-type deliveryView struct {
-	*Delivery
-	Why string `json:"why,omitempty"`
-}
+	"github.com/smartdrop/webhooks/internal/api"
+)
 
 // endpointState is what a delivery's answer needs of its webhook now.
 type endpointState struct {
@@ -59,14 +52,14 @@ func (d *Dispatcher) endpointStates(ctx context.Context, hooks map[string]*Webho
 	return out, nil
 }
 
-// viewDeliveries is dls as the admin API answers them (deliveryView), their webhooks' states read
+// viewDeliveries is dls as the admin API answers them (api.DeliveryView), their webhooks' states read
 // (endpointStates; hooks: those already read).
-func (d *Dispatcher) viewDeliveries(ctx context.Context, hooks map[string]*Webhook, dls []*Delivery) ([]deliveryView, error) {
+func (d *Dispatcher) viewDeliveries(ctx context.Context, hooks map[string]*Webhook, dls []*Delivery) ([]api.DeliveryView, error) {
 	states, err := d.endpointStates(ctx, hooks, dls)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]deliveryView, len(dls))
+	out := make([]api.DeliveryView, len(dls))
 	for i, dl := range dls {
 		st, ok := states[dl.WebhookID]
 		out[i] = viewDelivery(dl, st, ok, d.now())
@@ -75,8 +68,8 @@ func (d *Dispatcher) viewDeliveries(ctx context.Context, hooks map[string]*Webho
 }
 
 // viewDelivery is dl as the admin API answers it, its webhook's state st (known: ok) at now.
-func viewDelivery(dl *Delivery, st endpointState, ok bool, now time.Time) deliveryView {
-	v := deliveryView{Delivery: dl}
+func viewDelivery(dl *Delivery, st endpointState, ok bool, now time.Time) api.DeliveryView {
+	v := api.DeliveryView{Delivery: dl}
 	switch dl.Status {
 	case StatusFailed:
 		if dl.Attempts == 0 {

@@ -17,6 +17,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/egress"
 	"github.com/smartdrop/webhooks/internal/sealed"
 	"github.com/smartdrop/webhooks/internal/signing"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // subscriberCacheTTL bounds how long a process-local view of the registry is used: a registry change
@@ -165,7 +166,7 @@ func (r *WebhookRepo) Update(ctx context.Context, w Webhook) (*Webhook, error) {
 
 // replace puts w in s's place, keeping the fields Update does not change, and validates it.
 func (r *WebhookRepo) replace(s *storedWebhook, w Webhook) error {
-	keepFields(&w, &s.Webhook)
+	types.KeepFields(&w, &s.Webhook)
 	s.Webhook = w
 	normalizeWebhook(&s.Webhook)
 	return r.validate(s)
