@@ -207,7 +207,7 @@ func (b adminBackend) PatchWebhook(ctx context.Context, s api.Scope, id string, 
 		return nil, err
 	}
 	return b.d.webhooks.modify(ctx, id, func(sw *storedWebhook) error {
-		next, err := apply(sw.webhook())
+		next, err := apply(sw.Public())
 		if err != nil {
 			return err
 		}

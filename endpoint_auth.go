@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -28,6 +29,45 @@ const (
 // authSetsAuthorization reports whether a sends the Authorization header.
 func authSetsAuthorization(a *EndpointAuth) bool {
 	return a != nil && (a.Basic != nil || a.Bearer != "" || a.OAuth2 != nil)
+}
+
+// authIsView reports whether a is only the API's view (Type and Set, no credentials).
+func authIsView(a *EndpointAuth) bool {
+	return a != nil && len(types.AuthKinds(a)) == 0 && (a.Type != "" || a.Set)
+}
+
+// authView is a as the API shows it: its Type, and Set.
+func authView(a *EndpointAuth) *EndpointAuth {
+	if a == nil {
+		return nil
+	}
+	k := types.AuthKinds(a)
+	if len(k) == 0 {
+		return nil
+	}
+	return &EndpointAuth{Type: k[0], Set: true}
+}
+
+// authClone is a deep copy of a.
+func authClone(a *EndpointAuth) *EndpointAuth {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	if a.Basic != nil {
+		b := *a.Basic
+		c.Basic = &b
+	}
+	if a.OAuth2 != nil {
+		o := *a.OAuth2
+		o.Scopes = slices.Clone(a.OAuth2.Scopes)
+		c.OAuth2 = &o
+	}
+	if a.TLSClientCert != nil {
+		t := *a.TLSClientCert
+		c.TLSClientCert = &t
+	}
+	return &c
 }
 
 // validateAuth checks a webhook's Auth: one method, well-formed credentials (a client certificate that

@@ -54,7 +54,7 @@ func TestWebhookJSONIsTheCodec(t *testing.T) {
 	subs, err := d.webhooks.subscribers(ctx, "acme", "b")
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
-	resolved := subs[0].webhook()
+	resolved := subs[0].Public()
 	for name, got := range map[string]*Webhook{"stored": stored, "resolved": resolved} {
 		want := in
 		types.KeepFields(&want, stored)
@@ -98,7 +98,7 @@ func TestLegacyStoredWebhooksAreRead(t *testing.T) {
 	subs, err := d.webhooks.subscribers(ctx, "acme", "a.b")
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
-	assert.Equal(t, want, *subs[0].webhook())
+	assert.Equal(t, want, *subs[0].Public())
 
 	got.Description = "new"
 	_, err = d.Webhooks().Update(ctx, *got)

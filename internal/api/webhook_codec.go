@@ -140,7 +140,7 @@ func applyPatch(cur *types.Webhook, fields map[string]json.RawMessage) (types.We
 			return types.Webhook{}, fmt.Errorf("%w: auth: give the credentials of one method, or send back the webhook's own view of it",
 				types.ErrInvalidWebhook)
 		}
-		kept.Auth = types.CloneAuth(cur.Auth)
+		kept.Auth = cur.Auth // cur is the caller's copy (Backend.PatchWebhook)
 	}
 	for name, v := range kept.Headers {
 		if v != "" {
