@@ -8,10 +8,10 @@ import (
 	"github.com/smartdrop/webhooks/internal/types"
 )
 
-// DeliveryView is a delivery as the API answers it. A pending delivery's NextAttemptAt is when it may
-// next be attempted: not before its paused webhook's next probe, and none at all while its webhook is
-// disabled (the worker fails it without an attempt). Why says, in words, why a pending delivery waits
-// or why a failed one was never attempted; it is empty when the record says it all.
+// DeliveryView is a delivery as the API answers it (ViewDelivery): a pending delivery's NextAttemptAt
+// is when it may next be attempted, true to its webhook's state now. Why says, in words, why a
+// pending delivery waits or why a failed one was never attempted; it is empty when the record says
+// it all.
 type DeliveryView struct {
 	*types.Delivery
 	Why string `json:"why,omitempty"`
