@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -142,8 +141,8 @@ func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(adminBackend
 // without a token too, and not the operator-only GET /backlog and POST /webhooks/{id}/probe.
 func (d *Dispatcher) Portal() http.Handler { return api.NewPortal(adminBackend{d}, d.log) }
 
-// adminBackend is the Dispatcher as Handler and Portal see it: webhooks and deliveries as JSON,
-// through the one codec of webhooks (webhook_codec.go), within a request's scope.
+// adminBackend is the Dispatcher as Handler and Portal see it: its repositories, within a request's
+// scope, in the shared types (internal/api shapes the JSON).
 type adminBackend struct{ d *Dispatcher }
 
 // Classify maps the root's errors to the API's kinds.
@@ -151,7 +150,7 @@ func (adminBackend) Classify(err error) api.Kind {
 	switch {
 	case errors.Is(err, ErrNotFound):
 		return api.KindNotFound
-	case errors.Is(err, errBadRequest), errors.Is(err, ErrInvalidWebhook), errors.Is(err, ErrInvalidQuery),
+	case errors.Is(err, api.ErrBadRequest), errors.Is(err, ErrInvalidWebhook), errors.Is(err, ErrInvalidQuery),
 		errors.Is(err, ErrReplayIndexOff), errors.Is(err, ErrInvalidEventType):
 		return api.KindBadRequest
 	case errors.Is(err, ErrConflict):
@@ -186,79 +185,34 @@ func (b adminBackend) webhook(ctx context.Context, s api.Scope, id string) (*Web
 	return wh, err
 }
 
-// encode is v's JSON.
-func encode(v any, err error) ([]byte, error) {
-	if err != nil {
-		return nil, err
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("webhooks: encode response: %w", err)
-	}
-	return b, nil
+func (b adminBackend) CreateWebhook(ctx context.Context, w Webhook) (*Webhook, error) {
+	return b.d.webhooks.Create(ctx, w)
 }
 
-// encodeView is a webhook's JSON as the API sends it (apiView).
-func encodeView(wh *Webhook, withSecret bool, err error) ([]byte, error) {
-	if err != nil {
-		return nil, err
-	}
-	return encode(apiView(wh, withSecret), nil)
-}
-
-func (b adminBackend) CreateWebhook(ctx context.Context, s api.Scope, body []byte) ([]byte, error) {
-	w, err := webhookFromCreate(body)
-	if err != nil {
-		return nil, err
-	}
+func (b adminBackend) ListWebhooks(ctx context.Context, s api.Scope) ([]*Webhook, error) {
 	if s.Restricted {
-		if w.Tenant != "" {
-			return nil, fmt.Errorf("%w: tenant is set by the portal token", errBadRequest)
-		}
-		w.Tenant = s.Tenant
+		return b.d.webhooks.ListTenant(ctx, s.Tenant)
 	}
-	wh, err := b.d.webhooks.Create(ctx, w)
-	return encodeView(wh, true, err)
+	return b.d.webhooks.List(ctx)
 }
 
-func (b adminBackend) ListWebhooks(ctx context.Context, s api.Scope) ([]byte, error) {
-	var list []*Webhook
-	var err error
-	if s.Restricted {
-		list, err = b.d.webhooks.ListTenant(ctx, s.Tenant)
-	} else {
-		list, err = b.d.webhooks.List(ctx)
-	}
-	if err != nil {
-		return nil, err
-	}
-	for i, wh := range list {
-		list[i] = apiView(wh, false)
-	}
-	return encode(struct {
-		Webhooks []*Webhook `json:"webhooks"`
-	}{list}, nil)
-}
-
-func (b adminBackend) GetWebhook(ctx context.Context, s api.Scope, id string) ([]byte, error) {
-	wh, err := b.webhook(ctx, s, id)
-	return encodeView(wh, false, err)
+func (b adminBackend) GetWebhook(ctx context.Context, s api.Scope, id string) (*Webhook, error) {
+	return b.webhook(ctx, s, id)
 }
 
 // PatchWebhook applies a PATCH in one read-modify-write of the registry, so concurrent patches of
 // different fields all apply.
-func (b adminBackend) PatchWebhook(ctx context.Context, s api.Scope, id string, patch []byte) ([]byte, error) {
+func (b adminBackend) PatchWebhook(ctx context.Context, s api.Scope, id string, apply func(*Webhook) (Webhook, error)) (*Webhook, error) {
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return nil, err
 	}
-	wh, err := b.d.webhooks.modify(ctx, id, func(sw *storedWebhook) error {
-		next, err := applyPatch(sw.webhook(), patch)
+	return b.d.webhooks.modify(ctx, id, func(sw *storedWebhook) error {
+		next, err := apply(sw.Public())
 		if err != nil {
 			return err
 		}
 		return b.d.webhooks.replace(sw, next)
 	})
-	return encodeView(wh, false, err)
 }
 
 func (b adminBackend) DeleteWebhook(ctx context.Context, s api.Scope, id string) error {
@@ -268,67 +222,49 @@ func (b adminBackend) DeleteWebhook(ctx context.Context, s api.Scope, id string)
 	return b.d.webhooks.Delete(ctx, id)
 }
 
-func (b adminBackend) RotateSecret(ctx context.Context, s api.Scope, id string, grace time.Duration) ([]byte, error) {
+func (b adminBackend) RotateSecret(ctx context.Context, s api.Scope, id string, grace time.Duration) (*Webhook, error) {
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return nil, err
 	}
-	wh, err := b.d.webhooks.RotateSecret(ctx, id, grace)
-	return encodeView(wh, true, err)
-}
-
-func (b adminBackend) Secret(ctx context.Context, s api.Scope, id string) ([]byte, error) {
-	wh, err := b.webhook(ctx, s, id)
-	if err != nil {
-		return nil, err
-	}
-	return encode(struct {
-		Secret    string `json:"secret"`
-		PublicKey string `json:"public_key,omitempty"`
-	}{wh.Secret, wh.PublicKey}, nil)
+	return b.d.webhooks.RotateSecret(ctx, id, grace)
 }
 
 // Health is a webhook's circuit, "disabled" for a disabled webhook (viewHealth).
-func (b adminBackend) Health(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+func (b adminBackend) Health(ctx context.Context, s api.Scope, id string) (*Health, error) {
 	wh, err := b.webhook(ctx, s, id)
 	if err != nil {
 		return nil, err
 	}
 	h, err := b.d.webhooks.Health(ctx, id)
-	return encode(viewHealth(wh, h), err)
+	return viewHealth(wh, h), err
 }
 
-func (b adminBackend) Stats(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+func (b adminBackend) Stats(ctx context.Context, s api.Scope, id string) ([]HourStats, error) {
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return nil, err
 	}
-	hours, err := b.d.hourlyStats(ctx, id)
-	return encode(struct {
-		Hours []HourStats `json:"hours"`
-	}{hours}, err)
+	return b.d.hourlyStats(ctx, id)
 }
 
 // ProbeNow ends a webhook's open circuit's wait (probeNow): the operator's "probe now".
-func (b adminBackend) ProbeNow(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+func (b adminBackend) ProbeNow(ctx context.Context, s api.Scope, id string) (*api.ProbeAnswer, error) {
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return nil, err
 	}
 	h, n, err := b.d.probeNow(ctx, id)
-	return encode(struct {
-		Circuit       Health `json:"circuit"`
-		DeliveriesDue int    `json:"deliveries_due"`
-	}{h, n}, err)
+	return &api.ProbeAnswer{Circuit: h, DeliveriesDue: n}, err
 }
 
 // Counts are a webhook's delivery counts (endpointCounts).
 // A disabled webhook's deliveries wait for no probe: none is parked (they fail without an attempt).
-func (b adminBackend) Counts(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+func (b adminBackend) Counts(ctx context.Context, s api.Scope, id string) (api.Counts, error) {
 	wh, err := b.webhook(ctx, s, id)
 	if err != nil {
-		return nil, err
+		return api.Counts{}, err
 	}
 	c, err := b.d.endpointCounts(ctx, id)
 	if wh.Disabled {
 		c.Parked = 0
 	}
-	return encode(c, err)
+	return c, err
 }

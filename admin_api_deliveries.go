@@ -4,32 +4,20 @@ package webhooks
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/api"
 )
 
-func (b adminBackend) SendTest(ctx context.Context, s api.Scope, id string) ([]byte, bool, error) {
+func (b adminBackend) SendTest(ctx context.Context, s api.Scope, id string) (*Delivery, error) {
 	if _, err := b.webhook(ctx, s, id); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return deferredAnswer(b.d.SendTest(ctx, id))
+	return b.d.SendTest(ctx, id)
 }
 
-// deferredAnswer is a delivery's JSON and whether its attempt was left to the worker (ErrDeferred).
-func deferredAnswer(dl *Delivery, err error) ([]byte, bool, error) {
-	deferred := errors.Is(err, ErrDeferred) && dl != nil
-	if deferred {
-		err = nil // created or reset, and scheduled; a worker makes the attempt
-	}
-	out, err := encode(dl, err)
-	return out, deferred, err
-}
-
-func (b adminBackend) Deliveries(ctx context.Context, s api.Scope, id string, q api.DeliveryQuery) ([]byte, error) {
+func (b adminBackend) Deliveries(ctx context.Context, s api.Scope, id string, q api.DeliveryQuery) (*api.DeliveryPage, error) {
 	wh, err := b.webhook(ctx, s, id)
 	if err != nil {
 		return nil, err
@@ -42,10 +30,7 @@ func (b adminBackend) Deliveries(ctx context.Context, s api.Scope, id string, q 
 		dl.History = nil // GET /deliveries/{id} has it
 	}
 	views, err := b.d.viewDeliveries(ctx, map[string]*Webhook{id: wh}, page.Deliveries)
-	return encode(struct {
-		Deliveries []deliveryView `json:"deliveries"`
-		NextCursor string         `json:"next_cursor,omitempty"`
-	}{views, page.NextCursor}, err)
+	return &api.DeliveryPage{Deliveries: views, NextCursor: page.NextCursor}, err
 }
 
 func (b adminBackend) Recover(ctx context.Context, s api.Scope, id string, since, until time.Time, limit int) (int, error) {
@@ -70,7 +55,9 @@ func (b adminBackend) delivery(ctx context.Context, s api.Scope, id string) (*De
 	return dl, nil
 }
 
-func (b adminBackend) Delivery(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+// Delivery is a delivery with when it was redelivered (redeliveries) and, when ordered, its place in
+// its key's sequence (DeliveryRepo.Position), when it can be read.
+func (b adminBackend) Delivery(ctx context.Context, s api.Scope, id string) (*api.DeliveryDetail, error) {
 	dl, err := b.delivery(ctx, s, id)
 	if err != nil {
 		return nil, err
@@ -79,44 +66,23 @@ func (b adminBackend) Delivery(ctx context.Context, s api.Scope, id string) ([]b
 	if err != nil {
 		return nil, err
 	}
-	detail := deliveryDetail{deliveryView: views[0]}
+	detail := &api.DeliveryDetail{DeliveryView: views[0]}
 	if detail.RedeliveredAt, err = b.d.redeliveries(ctx, dl); err != nil {
 		return nil, err
 	}
-	if dl.OrderKey == "" {
-		return encode(detail, nil)
+	if dl.OrderKey != "" {
+		if pos, err := b.d.deliveries.Position(ctx, dl.ID); err == nil {
+			detail.OrderPosition = &pos
+		}
 	}
-	return encode(b.orderedDetail(ctx, detail), nil)
+	return detail, nil
 }
 
-// deliveryDetail is a delivery as the detail route shows it: with when it was redelivered, as far as
-// its index shows (redeliveries).
-type deliveryDetail struct {
-	deliveryView
-	RedeliveredAt []time.Time `json:"redelivered_at,omitempty"`
-}
-
-// orderedDeliveryDetail is an ordered delivery as the detail route shows it: with its place in its
-// key's sequence (DeliveryRepo.Position: 0 for the head, -1 for none).
-type orderedDeliveryDetail struct {
-	deliveryDetail
-	OrderPosition int `json:"order_position"`
-}
-
-// orderedDetail is an ordered delivery with its position, when it can be read.
-func (b adminBackend) orderedDetail(ctx context.Context, dl deliveryDetail) any {
-	pos, err := b.d.deliveries.Position(ctx, dl.ID)
-	if err != nil {
-		return dl
-	}
-	return orderedDeliveryDetail{deliveryDetail: dl, OrderPosition: pos}
-}
-
-func (b adminBackend) Redeliver(ctx context.Context, s api.Scope, id string) ([]byte, bool, error) {
+func (b adminBackend) Redeliver(ctx context.Context, s api.Scope, id string) (*Delivery, error) {
 	if _, err := b.delivery(ctx, s, id); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	return deferredAnswer(b.d.Redeliver(ctx, id))
+	return b.d.Redeliver(ctx, id)
 }
 
 func (b adminBackend) Replay(ctx context.Context, s api.Scope, id string, since time.Time, cursor string) (int, string, error) {
@@ -127,7 +93,7 @@ func (b adminBackend) Replay(ctx context.Context, s api.Scope, id string, since 
 	return p.Scheduled, p.Next, err
 }
 
-func (b adminBackend) RetryNow(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+func (b adminBackend) RetryNow(ctx context.Context, s api.Scope, id string) (*Delivery, error) {
 	if _, err := b.delivery(ctx, s, id); err != nil {
 		return nil, err
 	}
@@ -135,7 +101,7 @@ func (b adminBackend) RetryNow(ctx context.Context, s api.Scope, id string) ([]b
 	if err != nil {
 		return nil, err
 	}
-	return encode(&rec.Delivery, b.d.retryNow(ctx, rec))
+	return &rec.Delivery, b.d.retryNow(ctx, rec)
 }
 
 func (b adminBackend) Payload(ctx context.Context, s api.Scope, id string) ([]byte, error) {
@@ -147,14 +113,5 @@ func (b adminBackend) Payload(ctx context.Context, s api.Scope, id string) ([]by
 	if wh, _, err := b.d.webhooks.load(ctx, dl.WebhookID); err == nil {
 		tenant = wh.Tenant
 	}
-	body, err := b.d.payload(ctx, dl, tenant)
-	if err != nil {
-		return nil, err
-	}
-	if !json.Valid(body) {
-		body = nil // expired (or not JSON): null
-	}
-	return encode(struct {
-		Payload json.RawMessage `json:"payload"`
-	}{body}, nil)
+	return b.d.payload(ctx, dl, tenant)
 }

@@ -7,7 +7,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -31,28 +30,16 @@ func (b adminBackend) scopeWebhooks(ctx context.Context, s api.Scope) ([]*Webhoo
 	return list[:min(len(list), MaxSearchWebhooks)], err
 }
 
-// searchAnswer is the answer of GET /deliveries.
-type searchAnswer struct {
-	Deliveries []deliveryView `json:"deliveries"`
-	// NextCursor continues the search (as ?cursor=) after the last delivery examined; "" when none is left.
-	NextCursor string `json:"next_cursor,omitempty"`
-	// Stopped says why the search stopped: SearchStoppedEnd, SearchStoppedLimit or SearchStoppedBudget.
-	Stopped string `json:"stopped"`
-}
-
 // SearchDeliveries finds, across the scope's webhooks, the delivery with an id, or the deliveries of
 // an event id, kept by the event type, status and creation time asked, newest first. Without an id it
 // walks the scope's webhooks' deliveries newest first, merged by the time they were indexed (created
 // or redelivered), from q.Cursor (or from q.To), under the search's budget (searchDeliveries), and
 // answers with a cursor that continues the walk and why it stopped.
-func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.DeliverySearch) ([]byte, error) {
+func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.DeliverySearch) (*api.SearchPage, error) {
 	status := Status(q.Status)
-	if !slices.Contains([]Status{"", StatusPending, StatusSuccess, StatusFailed}, status) {
-		return nil, fmt.Errorf("%w: status must be pending, success or failed", errBadRequest)
-	}
 	limit := min(cmp.Or(q.Limit, DefaultPageLimit), MaxPageLimit)
 	if !q.To.IsZero() && q.To.UnixMilli() < 0 { // nothing was created before 1970, and no cursor reaches there
-		return encode(searchAnswer{Deliveries: []deliveryView{}, Stopped: SearchStoppedEnd}, nil)
+		return &api.SearchPage{Deliveries: []api.DeliveryView{}, Stopped: SearchStoppedEnd}, nil
 	}
 	sq := searchQuery{status: status, eventType: q.EventType, from: q.From, to: q.To, limit: limit, cursor: q.Cursor}
 	if q.ID == "" {
@@ -70,7 +57,7 @@ func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.D
 			byID[wh.ID] = wh
 		}
 		views, err := b.d.viewDeliveries(ctx, byID, page.deliveries)
-		return encode(searchAnswer{Deliveries: views, NextCursor: page.next, Stopped: page.stopped}, err)
+		return &api.SearchPage{Deliveries: views, NextCursor: page.next, Stopped: page.stopped}, err
 	}
 	found, err := b.findDeliveries(ctx, s, q.ID)
 	if err != nil {
@@ -85,7 +72,7 @@ func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.D
 	}
 	slices.SortStableFunc(out, func(a, b *Delivery) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	views, err := b.d.viewDeliveries(ctx, nil, out[:min(len(out), limit)])
-	return encode(searchAnswer{Deliveries: views, Stopped: SearchStoppedEnd}, err)
+	return &api.SearchPage{Deliveries: views, Stopped: SearchStoppedEnd}, err
 }
 
 // within reports whether t is in [from, to], a zero bound being none.
@@ -120,25 +107,12 @@ func (b adminBackend) findDeliveries(ctx context.Context, s api.Scope, id string
 	return found, nil
 }
 
-// backlogView is Stats as the API sends it.
-type backlogView struct {
-	At           time.Time `json:"at"`
-	Due          int64     `json:"due"`
-	Scheduled    int64     `json:"scheduled"`
-	Leased       int64     `json:"leased"`
-	OldestDueAt  time.Time `json:"oldest_due_at,omitzero"`
-	OldestDueAge int64     `json:"oldest_due_age_ms"`
-	Webhooks     int64     `json:"webhooks"`
-	OpenCircuits int       `json:"open_circuits"`
-	Truncated    bool      `json:"truncated"`
-}
-
 // Backlog is Stats, without the figures per shard.
-func (b adminBackend) Backlog(ctx context.Context) ([]byte, error) {
+func (b adminBackend) Backlog(ctx context.Context) (*api.Backlog, error) {
 	st, err := b.d.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return encode(backlogView{At: st.At, Due: st.Due, Scheduled: st.Scheduled, Leased: st.Leased, OldestDueAt: st.OldestDueAt,
-		OldestDueAge: st.OldestDueAge.Milliseconds(), Webhooks: st.Webhooks, OpenCircuits: st.OpenCircuits, Truncated: st.Truncated}, nil)
+	return &api.Backlog{At: st.At, Due: st.Due, Scheduled: st.Scheduled, Leased: st.Leased, OldestDueAt: st.OldestDueAt,
+		OldestDueAge: st.OldestDueAge.Milliseconds(), Webhooks: st.Webhooks, OpenCircuits: st.OpenCircuits, Truncated: st.Truncated}, nil
 }

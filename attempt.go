@@ -53,7 +53,7 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record
 		res.err, res.canceled = "too little of the lease was left to attempt it", true
 		return res
 	}
-	secrets, err := wh.secrets(start)
+	secrets, err := signingKeys(wh, start)
 	if err != nil {
 		res.err = "webhook secret is unusable: " + err.Error()
 		return res

@@ -23,46 +23,23 @@ import (
 	"github.com/smartdrop/webhooks/internal/api"
 )
 
-// Where a request header's value comes from (requestHeader.Source).
-const (
-	headerFixed    = "fixed"
-	headerAttempt  = "attempt"
-	headerSigned   = "signed"
-	headerEndpoint = "endpoint"
-)
-
-// requestHeader is one header of a delivery's request. Value is set only for fixed and attempt
-// headers.
-type requestHeader struct {
-	Name   string `json:"name"`
-	Value  string `json:"value,omitempty"`
-	Source string `json:"source"`
-}
-
-// deliveryRequest is a delivery's request as rebuilt (above). URL is the endpoint's URL now.
-type deliveryRequest struct {
-	Method  string          `json:"method"`
-	URL     string          `json:"url"`
-	Headers []requestHeader `json:"headers"`
-}
-
 // rebuildRequest is the request of a delivery to a webhook (as stored now).
-func (d *Dispatcher) rebuildRequest(dl *Delivery, wh *Webhook) deliveryRequest {
-	hs := []requestHeader{
-		{Name: "webhook-id", Value: dl.ID, Source: headerFixed},
-		{Name: "webhook-timestamp", Source: headerAttempt},
-		{Name: "webhook-signature", Source: headerSigned},
-		{Name: "Content-Type", Value: "application/json", Source: headerFixed},
-		{Name: "User-Agent", Value: userAgent, Source: headerFixed},
+func (d *Dispatcher) rebuildRequest(dl *Delivery, wh *Webhook) *api.DeliveryRequest {
+	hs := []api.RequestHeader{
+		{Name: "webhook-id", Value: dl.ID, Source: api.HeaderFixed},
+		{Name: "webhook-timestamp", Source: api.HeaderAttempt},
+		{Name: "webhook-signature", Source: api.HeaderSigned},
+		{Name: "Content-Type", Value: "application/json", Source: api.HeaderFixed},
+		{Name: "User-Agent", Value: userAgent, Source: api.HeaderFixed},
 	}
 	if n := len(dl.History); n > 0 {
 		hs[1].Value = strconv.FormatInt(dl.History[n-1].At.Unix(), 10)
 	}
 	if d.opts.Tracer != nil {
-		hs = append(hs, requestHeader{Name: "traceparent", Source: headerSigned})
+		hs = append(hs, api.RequestHeader{Name: "traceparent", Source: api.HeaderSigned})
 	}
 	if a := wh.Auth; a != nil && (a.Basic != nil || a.Bearer != "" || a.OAuth2 != nil) {
-		hs = append(hs, requestHeader{Name: "Authorization", Source: headerEndpoint})
+		hs = append(hs, api.RequestHeader{Name: "Authorization", Source: api.HeaderEndpoint})
 	}
 	names := make([]string, 0, len(wh.Headers))
 	for name := range wh.Headers {
@@ -70,13 +47,13 @@ func (d *Dispatcher) rebuildRequest(dl *Delivery, wh *Webhook) deliveryRequest {
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		hs = append(hs, requestHeader{Name: name, Source: headerEndpoint})
+		hs = append(hs, api.RequestHeader{Name: name, Source: api.HeaderEndpoint})
 	}
-	return deliveryRequest{Method: http.MethodPost, URL: wh.URL, Headers: hs}
+	return &api.DeliveryRequest{Method: http.MethodPost, URL: wh.URL, Headers: hs}
 }
 
 // Request is a delivery's request as rebuilt (rebuildRequest), within a scope.
-func (b adminBackend) Request(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+func (b adminBackend) Request(ctx context.Context, s api.Scope, id string) (*api.DeliveryRequest, error) {
 	dl, err := b.delivery(ctx, s, id)
 	if err != nil {
 		return nil, err
@@ -85,5 +62,5 @@ func (b adminBackend) Request(ctx context.Context, s api.Scope, id string) ([]by
 	if err != nil {
 		return nil, err
 	}
-	return encode(b.d.rebuildRequest(dl, &wh.Webhook), nil)
+	return b.d.rebuildRequest(dl, &wh.Webhook), nil
 }

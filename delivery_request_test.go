@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/api"
 )
 
 // TestDeliveryRequest: GET /deliveries/{id}/request gives, for every header whose value it gives, the
@@ -59,14 +61,14 @@ func TestDeliveryRequest(t *testing.T) {
 				for _, secret := range []string{"secret-1", wh.Secret, "whsec_", sent.Get("webhook-signature")} {
 					assert.NotContains(t, rec.Body.String(), secret)
 				}
-				var got deliveryRequest
+				var got api.DeliveryRequest
 				require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 				assert.Equal(t, rc.srv.URL+"/in", got.URL)
 				listed := map[string]bool{}
 				for _, h := range got.Headers {
 					listed[http.CanonicalHeaderKey(h.Name)] = true
 					switch h.Source {
-					case headerFixed, headerAttempt:
+					case api.HeaderFixed, api.HeaderAttempt:
 						assert.Equal(t, sent.Get(h.Name), h.Value, "%s: the value sent", h.Name)
 					default:
 						assert.Empty(t, h.Value, "%s: withheld", h.Name)

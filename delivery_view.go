@@ -1,36 +1,21 @@
 package webhooks
 
 // The state model of the admin API's answers: a delivery as every route answers it (its record, with
-// its next attempt and why it waits, true to its webhook's state now), so that no answer contradicts
-// another. An endpoint is active, paused (its circuit is open: after how many failed attempts, until
+// its next attempt and why it waits, true to its webhook's state now: api.ViewDelivery, from the
+// states read here), so that no answer contradicts another. An endpoint is active, paused (its circuit is open: after how many failed attempts, until
 // when) or disabled (Webhook.DisabledReason, DisabledAt); GET /webhooks/{id}/health says "disabled"
 // for a disabled webhook, whatever its circuit last counted, and its counts park nothing.
 
 import (
 	"context"
-	"fmt"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/api"
 )
-
-// deliveryView is a delivery as the admin API answers it. A pending delivery's NextAttemptAt is when
-// it may next be attempted: not before its paused webhook's next probe, and none at all while its
-// webhook is disabled (the worker fails it without an attempt). Why says, in words, why a pending
-// delivery waits or why a failed one was never attempted; it is empty when the record says it all.
-type deliveryView struct {
-	*Delivery
-	Why string `json:"why,omitempty"`
-}
-
-// endpointState is what a delivery's answer needs of its webhook now.
-type endpointState struct {
-	disabled bool
-	reason   string // Webhook.DisabledReason
-	health   Health
-}
 
 // endpointStates reads the state of the webhooks of dls: hooks holds those already read (by id); the
 // others are read, and all their circuits in one HMGET. A webhook gone since is left out.
-func (d *Dispatcher) endpointStates(ctx context.Context, hooks map[string]*Webhook, dls []*Delivery) (map[string]endpointState, error) {
+func (d *Dispatcher) endpointStates(ctx context.Context, hooks map[string]*Webhook, dls []*Delivery) (map[string]api.Endpoint, error) {
 	var ids []string
 	seen := map[string]bool{}
 	for _, dl := range dls {
@@ -46,7 +31,7 @@ func (d *Dispatcher) endpointStates(ctx context.Context, hooks map[string]*Webho
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]endpointState, len(ids))
+	out := make(map[string]api.Endpoint, len(ids))
 	for _, id := range ids {
 		wh := hooks[id]
 		if wh == nil {
@@ -54,60 +39,24 @@ func (d *Dispatcher) endpointStates(ctx context.Context, hooks map[string]*Webho
 				continue
 			}
 		}
-		out[id] = endpointState{disabled: wh.Disabled, reason: wh.DisabledReason, health: circuits[id]}
+		out[id] = api.Endpoint{Disabled: wh.Disabled, DisabledReason: wh.DisabledReason, Health: circuits[id]}
 	}
 	return out, nil
 }
 
-// viewDeliveries is dls as the admin API answers them (deliveryView), their webhooks' states read
+// viewDeliveries is dls as the admin API answers them (api.ViewDelivery), their webhooks' states read
 // (endpointStates; hooks: those already read).
-func (d *Dispatcher) viewDeliveries(ctx context.Context, hooks map[string]*Webhook, dls []*Delivery) ([]deliveryView, error) {
+func (d *Dispatcher) viewDeliveries(ctx context.Context, hooks map[string]*Webhook, dls []*Delivery) ([]api.DeliveryView, error) {
 	states, err := d.endpointStates(ctx, hooks, dls)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]deliveryView, len(dls))
+	out := make([]api.DeliveryView, len(dls))
 	for i, dl := range dls {
 		st, ok := states[dl.WebhookID]
-		out[i] = viewDelivery(dl, st, ok, d.now())
+		out[i] = api.ViewDelivery(dl, st, ok, d.now())
 	}
 	return out, nil
-}
-
-// viewDelivery is dl as the admin API answers it, its webhook's state st (known: ok) at now.
-func viewDelivery(dl *Delivery, st endpointState, ok bool, now time.Time) deliveryView {
-	v := deliveryView{Delivery: dl}
-	switch dl.Status {
-	case StatusFailed:
-		if dl.Attempts == 0 {
-			v.Why = "never attempted: " + dl.LastError
-		}
-		return v
-	case StatusPending:
-	default:
-		return v
-	}
-	switch {
-	case !ok:
-	case st.disabled:
-		v.NextAttemptAt = time.Time{}
-		v.Why = "not to be attempted: the endpoint is disabled (" + st.reason + "); the delivery fails without an attempt"
-		return v
-	case st.health.State == CircuitOpen || st.health.State == CircuitProbing:
-		v.NextAttemptAt = later(dl.NextAttemptAt, st.health.OpenUntil)
-		v.Why = fmt.Sprintf("waiting: the endpoint is paused after %d failed attempts in a row, until %s (UTC); nothing is sent to it before",
-			st.health.ConsecutiveFailures, st.health.OpenUntil.UTC().Format(time.DateTime))
-		return v
-	}
-	if dl.Attempts == 0 && dl.OrderKey != "" {
-		v.Why = "not attempted yet: sent in its turn, after the earlier deliveries of order key " + dl.OrderKey
-	} else if dl.Attempts == 0 {
-		v.Why = "not attempted yet: due at " + dl.NextAttemptAt.UTC().Format(time.DateTime) + " (UTC)"
-		if !dl.NextAttemptAt.After(now) {
-			v.Why = "not attempted yet: due now, waiting for a worker"
-		}
-	}
-	return v
 }
 
 // viewHealth is a webhook's circuit as the admin API answers it: a disabled webhook's is "disabled",

@@ -256,7 +256,7 @@ func (d *Dispatcher) targets(ctx context.Context, evt Event, body []byte) ([]*st
 			_ = json.Unmarshal(body, &w) // the body was just encoded from the event
 			doc = filter.NewDocument(evt.Type, w.Data)
 		}
-		if t.matches(doc) {
+		if filterMatches(t, doc) {
 			out = append(out, t)
 		}
 	}

@@ -14,32 +14,19 @@ import (
 	"strconv"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/internal/api"
 )
 
 // countsRecent is how many of a webhook's newest deliveries GET /webhooks/{id}/counts reads to count
 // the failed ones, at most.
 const countsRecent = 100
 
-// endpointCounts are a webhook's delivery counts as the admin API sends them.
-type endpointCounts struct {
-	// Pending is how many deliveries are scheduled for an attempt (due, retrying, in flight or parked),
-	// exactly: the entries of the webhook's queues. An ordered delivery waiting behind its key's head
-	// is not scheduled yet, and not counted.
-	Pending int64 `json:"pending"`
-	// Parked is how many of them wait for the probe of the webhook's open circuit: due by the time the
-	// circuit may next be probed. 0 while the circuit is closed.
-	Parked int64 `json:"parked"`
-	// Failed is how many of the Examined newest deliveries (at most countsRecent; in the listing's
-	// order, by creation or last Redeliver) have failed for good.
-	Failed   int `json:"failed"`
-	Examined int `json:"examined"`
-}
-
 // endpointCounts reads a webhook's delivery counts: its circuit, then in one round trip every shard's
 // queue (ZCARD, and ZCOUNT up to the probe's time while the circuit is open) and newest index entries,
 // then the records of the newest countsRecent of them.
-func (d *Dispatcher) endpointCounts(ctx context.Context, webhookID string) (endpointCounts, error) {
-	var out endpointCounts
+func (d *Dispatcher) endpointCounts(ctx context.Context, webhookID string) (api.Counts, error) {
+	var out api.Counts
 	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return out, err
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/api"
 )
 
 // TestEndpointCounts: GET /webhooks/{id}/counts counts exactly the deliveries scheduled for an attempt,
@@ -21,13 +23,13 @@ func TestEndpointCounts(t *testing.T) {
 		name  string
 		opts  Options
 		setup func(t *testing.T, d *Dispatcher, clock *testClock, rc *receiver, wh *Webhook)
-		want  endpointCounts
+		want  api.Counts
 	}{
 		{"open circuit", Options{BreakAfter: 2, BreakFor: 10 * time.Minute, RetrySchedule: []time.Duration{time.Hour}},
 			func(t *testing.T, d *Dispatcher, _ *testClock, rc *receiver, _ *Webhook) {
 				rc.status.Store(http.StatusServiceUnavailable)
 				dispatchN(t, d, "ev", 5) // two failures open the circuit; three are parked
-			}, endpointCounts{Pending: 5, Parked: 3, Examined: 5}},
+			}, api.Counts{Pending: 5, Parked: 3, Examined: 5}},
 		{"failed and succeeded", Options{RetrySchedule: []time.Duration{time.Minute}},
 			func(t *testing.T, d *Dispatcher, clock *testClock, rc *receiver, _ *Webhook) {
 				rc.status.Store(http.StatusInternalServerError)
@@ -36,7 +38,7 @@ func TestEndpointCounts(t *testing.T) {
 				drainDue(t, d)
 				rc.status.Store(0)
 				dispatchN(t, d, "ok", 2)
-			}, endpointCounts{Failed: 3, Examined: 5}},
+			}, api.Counts{Failed: 3, Examined: 5}},
 		{"only the newest are read", Options{RetrySchedule: []time.Duration{time.Minute}},
 			func(t *testing.T, d *Dispatcher, clock *testClock, rc *receiver, _ *Webhook) {
 				rc.status.Store(http.StatusInternalServerError)
@@ -48,7 +50,7 @@ func TestEndpointCounts(t *testing.T) {
 					_, err := d.Enqueue(context.Background(), Event{ID: fmt.Sprintf("new%d", i), Type: "order.created"})
 					require.NoError(t, err)
 				}
-			}, endpointCounts{Pending: 2 * countsRecent, Examined: -1}},
+			}, api.Counts{Pending: 2 * countsRecent, Examined: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -60,7 +62,7 @@ func TestEndpointCounts(t *testing.T) {
 			tc.setup(t, d, clock, rc, wh)
 			rec := call(d.Handler(), "GET", "/webhooks/"+wh.ID+"/counts", "")
 			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
-			var got endpointCounts
+			var got api.Counts
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 			if tc.want.Examined < 0 { // a bounded read: some of the newest, none of the older
 				assert.LessOrEqual(t, got.Examined, countsRecent)

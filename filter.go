@@ -22,9 +22,9 @@ func parseFilter(raw json.RawMessage) (*filter.Filter, error) {
 	return f, nil
 }
 
-// matches reports whether the webhook's filter selects the event doc (nil for a webhook without
+// filterMatches reports whether the webhook's filter selects the event doc (nil for a webhook without
 // filter).
-func (s *storedWebhook) matches(doc *filter.Document) bool {
+func filterMatches(s *storedWebhook, doc *filter.Document) bool {
 	if len(s.Filter) == 0 {
 		return true
 	}

@@ -86,6 +86,6 @@ func FuzzFilter(f *testing.F) {
 			return
 		}
 		s := &storedWebhook{Webhook: Webhook{Filter: compactFilter(raw)}}
-		s.matches(filter.NewDocument(eventType, data))
+		filterMatches(s, filter.NewDocument(eventType, data))
 	})
 }

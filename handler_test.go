@@ -317,7 +317,7 @@ func TestHandlerClassify(t *testing.T) {
 		{fmt.Errorf("x: %w", ErrInvalidWebhook), api.KindBadRequest},
 		{fmt.Errorf("x: %w", ErrInvalidCursor), api.KindBadRequest},
 		{fmt.Errorf("x: %w", ErrInvalidQuery), api.KindBadRequest},
-		{fmt.Errorf("x: %w", errBadRequest), api.KindBadRequest},
+		{fmt.Errorf("x: %w", api.ErrBadRequest), api.KindBadRequest},
 		{fmt.Errorf("x: %w", ErrConflict), api.KindConflict},
 		{fmt.Errorf("x: %w", ErrWebhookDisabled), api.KindWebhookDisabled},
 		{fmt.Errorf("x: %w", ErrTenantQuota), api.KindTenantQuota},

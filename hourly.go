@@ -21,13 +21,6 @@ import (
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
-// HourStats counts the attempts of one hour by outcome.
-type HourStats struct {
-	Hour    time.Time `json:"hour"` // the hour's start, UTC
-	Success int64     `json:"success"`
-	Failed  int64     `json:"failed"`
-}
-
 // hourlyStats returns a webhook's attempts per hour by outcome over the last 24 hours, oldest first, the
 // current hour last.
 func (d *Dispatcher) hourlyStats(ctx context.Context, webhookID string) ([]HourStats, error) {

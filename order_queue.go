@@ -18,22 +18,11 @@ import (
 // orderQueueShown bounds the deliveries GET /deliveries/{id}/queue returns: the head and those next.
 const orderQueueShown = 50
 
-// orderQueue is an ordered delivery's key's queue as the admin API sends it.
-type orderQueue struct {
-	OrderKey string `json:"order_key"`
-	// Length is how many deliveries the key's sequence holds: the head (in flight, retrying, parked, or
-	// failed and holding its key under Options.BlockKeyOnFailure) and those waiting behind it.
-	Length int64 `json:"length"`
-	// Deliveries are the first orderQueueShown of them, head first, without attempt history (a record
-	// that expired meanwhile is left out).
-	Deliveries []*Delivery `json:"deliveries"`
-}
-
 // orderQueueOf reads an ordered delivery's key's queue: LLEN and LRANGE of its sequence, then the
-// records, each in one round trip. A delivery with no order key is refused (errBadRequest).
-func (d *Dispatcher) orderQueueOf(ctx context.Context, dl *Delivery) (*orderQueue, error) {
+// records, each in one round trip. A delivery with no order key is refused (api.ErrBadRequest).
+func (d *Dispatcher) orderQueueOf(ctx context.Context, dl *Delivery) (*api.OrderQueue, error) {
 	if dl.OrderKey == "" {
-		return nil, fmt.Errorf("%w: delivery %s has no order key", errBadRequest, dl.ID)
+		return nil, fmt.Errorf("%w: delivery %s has no order key", api.ErrBadRequest, dl.ID)
 	}
 	shard, err := deliveryShard(d.keys, dl.ID)
 	if err != nil {
@@ -45,7 +34,7 @@ func (d *Dispatcher) orderQueueOf(ctx context.Context, dl *Delivery) (*orderQueu
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("webhooks: read the order key of %s: %w", dl.ID, err)
 	}
-	q := &orderQueue{OrderKey: dl.OrderKey, Length: n.Val(), Deliveries: []*Delivery{}}
+	q := &api.OrderQueue{OrderKey: dl.OrderKey, Length: n.Val(), Deliveries: []*Delivery{}}
 	if len(ids.Val()) == 0 {
 		return q, nil
 	}
@@ -71,10 +60,10 @@ func (d *Dispatcher) orderQueueOf(ctx context.Context, dl *Delivery) (*orderQueu
 }
 
 // OrderQueue is an ordered delivery's key's queue (orderQueueOf), within a scope.
-func (b adminBackend) OrderQueue(ctx context.Context, s api.Scope, id string) ([]byte, error) {
+func (b adminBackend) OrderQueue(ctx context.Context, s api.Scope, id string) (*api.OrderQueue, error) {
 	dl, err := b.delivery(ctx, s, id)
 	if err != nil {
 		return nil, err
 	}
-	return encode(b.d.orderQueueOf(ctx, dl))
+	return b.d.orderQueueOf(ctx, dl)
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/api"
 )
 
 // TestOrderQueue: GET /deliveries/{id}/queue gives, from any delivery of an ordered key, the key's
@@ -32,10 +34,10 @@ func TestOrderQueue(t *testing.T) {
 		require.NoError(t, err)
 		ids[ev.id] = dl.ID
 	}
-	queue := func(h http.Handler, token, id string, want int) orderQueue {
+	queue := func(h http.Handler, token, id string, want int) api.OrderQueue {
 		rec := call(h, "GET", "/deliveries/"+id+"/queue", token)
 		require.Equal(t, want, rec.Code, rec.Body.String())
-		var q orderQueue
+		var q api.OrderQueue
 		if want == http.StatusOK {
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &q))
 		}

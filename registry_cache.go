@@ -55,7 +55,7 @@ func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string)
 	}
 	list := make([]*storedWebhook, 0, len(bodies))
 	for _, raw := range bodies {
-		s, err := decodeStored(raw, r.ring)
+		s, err := rdb.ParseWebhookRecord(raw, r.ring)
 		if err != nil || s.Disabled || s.Tenant != tenant {
 			continue
 		}
@@ -82,7 +82,7 @@ func (r *WebhookRepo) decodeMany(ids []string, vals []any) (found map[string]*st
 		if !ok || i >= len(ids) {
 			continue
 		}
-		s, err := decodeStored(raw, r.ring)
+		s, err := rdb.ParseWebhookRecord(raw, r.ring)
 		if err != nil {
 			if broken == nil {
 				broken = map[string]error{}

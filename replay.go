@@ -126,7 +126,7 @@ func (d *Dispatcher) replayEvents(ctx context.Context, s *storedWebhook, shard i
 			continue // expired
 		}
 		body := eventBody(raw)
-		typ, ok := s.takes(body)
+		typ, ok := takesEvent(s, body)
 		if !ok {
 			continue
 		}
@@ -141,9 +141,9 @@ func (d *Dispatcher) replayEvents(ctx context.Context, s *storedWebhook, shard i
 	return n, nil
 }
 
-// takes reports whether the webhook takes a stored event body (not a test or operational event, a
-// type it subscribes to, and its filter passes) and returns its type.
-func (s *storedWebhook) takes(body []byte) (string, bool) {
+// takesEvent reports whether the webhook takes a stored event body (not a test or operational event,
+// a type it subscribes to, and its filter passes) and returns its type.
+func takesEvent(s *storedWebhook, body []byte) (string, bool) {
 	var w struct {
 		Type string          `json:"type"`
 		Data json.RawMessage `json:"data"`
@@ -158,7 +158,7 @@ func (s *storedWebhook) takes(body []byte) (string, bool) {
 	if len(s.Filter) > 0 {
 		doc = filter.NewDocument(w.Type, w.Data)
 	}
-	return w.Type, s.matches(doc)
+	return w.Type, filterMatches(s, doc)
 }
 
 // replayCursor is where a replay goes on: in a shard's index, the entries scored in [from, until]

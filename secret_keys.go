@@ -57,7 +57,7 @@ func (r *WebhookRepo) sealedCurrent(raw string) bool {
 	if json.Unmarshal([]byte(raw), &s) != nil {
 		return true
 	}
-	for _, f := range s.sealedFields() {
+	for _, f := range s.SealedFields() {
 		if !r.ring.Current(*f) {
 			return false
 		}
@@ -76,8 +76,8 @@ func (r *WebhookRepo) reencryptOne(ctx context.Context, id string) (bool, error)
 		if err != nil {
 			return false, err
 		}
-		if s.unsealed != nil {
-			return false, fmt.Errorf("webhooks: reencrypt: %w", s.unsealed)
+		if s.Unsealed != nil {
+			return false, fmt.Errorf("webhooks: reencrypt: %w", s.Unsealed)
 		}
 		if r.sealedCurrent(raw) {
 			return false, nil

@@ -92,8 +92,8 @@ func (r *WebhookRepo) DeleteTenant(ctx context.Context, tenant string) (int, err
 func (r *WebhookRepo) decodeSorted(vals []string) []*Webhook {
 	out := make([]*Webhook, 0, len(vals))
 	for _, raw := range vals {
-		if s, err := decodeStored(raw, r.ring); err == nil {
-			out = append(out, s.webhook())
+		if s, err := rdb.ParseWebhookRecord(raw, r.ring); err == nil {
+			out = append(out, s.Public())
 		}
 	}
 	slices.SortFunc(out, func(a, b *Webhook) int {

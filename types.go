@@ -32,6 +32,8 @@ type (
 	CircuitState = types.CircuitState
 	// EventType is an entry of the catalog of event types (internal/types).
 	EventType = types.EventType
+	// HourStats counts the attempts of one hour by outcome (internal/types).
+	HourStats = types.HourStats
 )
 
 // The states of a delivery and of a circuit (internal/types).

@@ -12,6 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/api"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // TestWebhookJSONIsTheCodec: a webhook created through the admin API with every field it may set comes
@@ -51,15 +54,15 @@ func TestWebhookJSONIsTheCodec(t *testing.T) {
 	subs, err := d.webhooks.subscribers(ctx, "acme", "b")
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
-	resolved := subs[0].webhook()
+	resolved := subs[0].Public()
 	for name, got := range map[string]*Webhook{"stored": stored, "resolved": resolved} {
 		want := in
-		keepFields(&want, stored)
+		types.KeepFields(&want, stored)
 		want.UpdatedAt = stored.UpdatedAt
 		assert.Equal(t, want, *got, name)
 	}
 	assert.True(t, strings.HasPrefix(stored.Secret, "whsk_"), "asymmetric asked for an ed25519 key")
-	withheld := *apiView(stored, true)
+	withheld := *api.WebhookView(stored, true)
 	assert.Equal(t, withheld, created, "the API's answer is the stored webhook, header values and auth withheld")
 	assert.Equal(t, &EndpointAuth{Type: "bearer", Set: true}, created.Auth)
 	assert.NotContains(t, answer, "tok-codec")
@@ -95,7 +98,7 @@ func TestLegacyStoredWebhooksAreRead(t *testing.T) {
 	subs, err := d.webhooks.subscribers(ctx, "acme", "a.b")
 	require.NoError(t, err)
 	require.Len(t, subs, 1)
-	assert.Equal(t, want, *subs[0].webhook())
+	assert.Equal(t, want, *subs[0].Public())
 
 	got.Description = "new"
 	_, err = d.Webhooks().Update(ctx, *got)

@@ -18,6 +18,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/egress"
 	"github.com/smartdrop/webhooks/internal/sealed"
 	"github.com/smartdrop/webhooks/internal/signing"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // subscriberCacheTTL bounds how long a process-local view of the registry is used: a registry change
@@ -46,11 +47,11 @@ const (
 	MaxEventPatternsBytes = 4096
 )
 
-// secrets returns the keys that sign a request at now: the current one, and the previous one during a
-// rotation's grace period (v1 and v1a may mix).
-func (s *storedWebhook) secrets(now time.Time) ([]signing.Key, error) {
-	if s.unsealed != nil {
-		return nil, s.unsealed
+// signingKeys returns the keys that sign a request to a webhook at now: the current one, and the
+// previous one during a rotation's grace period (v1 and v1a may mix).
+func signingKeys(s *storedWebhook, now time.Time) ([]signing.Key, error) {
+	if s.Unsealed != nil {
+		return nil, s.Unsealed
 	}
 	cur, err := signing.ParseKey(s.Secret)
 	if err != nil {
@@ -140,7 +141,7 @@ func (r *WebhookRepo) Create(ctx context.Context, w Webhook) (*Webhook, error) {
 	if err := r.saveRaw(ctx, s.ID, nil, "", s); err != nil {
 		return nil, err
 	}
-	return s.webhook(), nil
+	return s.Public(), nil
 }
 
 // Get returns a webhook, secret included, or an error wrapping ErrNotFound.
@@ -149,10 +150,10 @@ func (r *WebhookRepo) Get(ctx context.Context, id string) (*Webhook, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.unsealed != nil {
-		return nil, s.unsealed
+	if s.Unsealed != nil {
+		return nil, s.Unsealed
 	}
-	return s.webhook(), nil
+	return s.Public(), nil
 }
 
 // Update changes a webhook to w, found by w.ID: every field but its ID, Tenant, secret and CreatedAt
@@ -166,7 +167,7 @@ func (r *WebhookRepo) Update(ctx context.Context, w Webhook) (*Webhook, error) {
 
 // replace puts w in s's place, keeping the fields Update does not change, and validates it.
 func (r *WebhookRepo) replace(s *storedWebhook, w Webhook) error {
-	keepFields(&w, &s.Webhook)
+	types.KeepFields(&w, &s.Webhook)
 	s.Webhook = w
 	normalizeWebhook(&s.Webhook)
 	return r.validate(s)
@@ -245,11 +246,11 @@ func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*stored
 		if err != nil {
 			return nil, err
 		}
-		if old.unsealed != nil { // saving it would lose the fields it could not open
-			return nil, old.unsealed
+		if old.Unsealed != nil { // saving it would lose the fields it could not open
+			return nil, old.Unsealed
 		}
 		next := *old
-		next.Webhook = *old.webhook()
+		next.Webhook = *old.Public()
 		if err := change(&next); err != nil {
 			return nil, err
 		}
@@ -260,7 +261,7 @@ func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*stored
 			if err != nil {
 				return nil, err
 			}
-			return next.webhook(), nil
+			return next.Public(), nil
 		}
 	}
 	return nil, fmt.Errorf("webhooks: update webhook %s: %w", id, ErrConflict)
@@ -274,7 +275,7 @@ func (r *WebhookRepo) load(ctx context.Context, id string) (*storedWebhook, stri
 	if err != nil {
 		return nil, "", fmt.Errorf("webhooks: read webhook %s: %w", id, err)
 	}
-	s, err := decodeStored(raw, r.ring)
+	s, err := rdb.ParseWebhookRecord(raw, r.ring)
 	if err != nil {
 		return nil, "", fmt.Errorf("webhooks: decode webhook %s: %w", id, err)
 	}
@@ -299,7 +300,7 @@ func (r *WebhookRepo) saveRaw(ctx context.Context, id string, old *storedWebhook
 	quota := 0
 	if next != nil {
 		var err error
-		if encoded, err = next.encode(r.ring); err != nil {
+		if encoded, err = next.Encode(r.ring); err != nil {
 			return err
 		}
 		keys, tenant = append(keys, r.subscriptionKeys(next)...), next.Tenant

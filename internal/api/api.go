@@ -1,7 +1,9 @@
 // Package api is the admin and portal HTTP API of the webhooks library and its web UI: routing,
 // request parameters, authentication of portal requests, the error envelope and the embedded UI
-// files. What the routes read and change is behind Backend, which the root package implements with
-// its one codec of webhooks: requests and answers cross it as JSON bytes.
+// files; the JSON of every request and answer (a webhook's create and PATCH bodies, its view with
+// credentials withheld, the answers about deliveries). What the routes read and change is behind
+// Backend, which the root package implements over its repositories: it takes and returns the shared
+// types of internal/types and the answers of answers.go, never JSON.
 package api
 
 import (
@@ -11,6 +13,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // Bounds and defaults of requests (the root package exports them under the same names).
@@ -49,50 +53,59 @@ type DeliverySearch struct {
 	Cursor string
 }
 
-// Backend is what the API reads and changes. Bodies are JSON; a webhook or delivery outside the
-// scope is an error Classify calls KindNotFound. Deferred is true when an attempt was left to a
-// worker (the answer is then 202).
+// Backend is what the API reads and changes, in the shared types (internal/types) and the answers
+// of answers.go; the API decodes requests and encodes answers itself. A webhook or delivery outside
+// the scope is an error Classify calls KindNotFound. SendTest and Redeliver return the delivery with
+// an error wrapping types.ErrDeferred when its attempt was left to a worker (the answer is then 202).
 type Backend interface {
-	CreateWebhook(ctx context.Context, s Scope, body []byte) ([]byte, error)
-	ListWebhooks(ctx context.Context, s Scope) ([]byte, error)
-	GetWebhook(ctx context.Context, s Scope, id string) ([]byte, error)
-	PatchWebhook(ctx context.Context, s Scope, id string, patch []byte) ([]byte, error)
+	// CreateWebhook registers w (its tenant already the scope's) and returns it, secret included.
+	CreateWebhook(ctx context.Context, w types.Webhook) (*types.Webhook, error)
+	ListWebhooks(ctx context.Context, s Scope) ([]*types.Webhook, error)
+	// GetWebhook returns a webhook, secret and credentials included (the API withholds them).
+	GetWebhook(ctx context.Context, s Scope, id string) (*types.Webhook, error)
+	// PatchWebhook replaces a webhook by what apply makes of it (a copy, credentials included), in one
+	// read-modify-write of the registry, so concurrent patches of different fields all apply.
+	PatchWebhook(ctx context.Context, s Scope, id string, apply func(cur *types.Webhook) (types.Webhook, error)) (*types.Webhook, error)
 	DeleteWebhook(ctx context.Context, s Scope, id string) error
-	SendTest(ctx context.Context, s Scope, id string) (body []byte, deferred bool, err error)
-	RotateSecret(ctx context.Context, s Scope, id string, grace time.Duration) ([]byte, error)
-	Secret(ctx context.Context, s Scope, id string) ([]byte, error)
-	Health(ctx context.Context, s Scope, id string) ([]byte, error)
-	Stats(ctx context.Context, s Scope, id string) ([]byte, error)
+	SendTest(ctx context.Context, s Scope, id string) (*types.Delivery, error)
+	// RotateSecret gives a webhook a new secret and returns it, secret included.
+	RotateSecret(ctx context.Context, s Scope, id string, grace time.Duration) (*types.Webhook, error)
+	// Health is a webhook's circuit as the API answers it: "disabled" for a disabled webhook.
+	Health(ctx context.Context, s Scope, id string) (*types.Health, error)
+	// Stats are a webhook's attempts per hour by outcome, the last 24 hours, oldest first.
+	Stats(ctx context.Context, s Scope, id string) ([]types.HourStats, error)
 	// Counts are a webhook's pending, parked and recently failed deliveries.
-	Counts(ctx context.Context, s Scope, id string) ([]byte, error)
-	Deliveries(ctx context.Context, s Scope, id string, q DeliveryQuery) ([]byte, error)
+	Counts(ctx context.Context, s Scope, id string) (Counts, error)
+	Deliveries(ctx context.Context, s Scope, id string, q DeliveryQuery) (*DeliveryPage, error)
 	// Recover re-sends a webhook's failed deliveries from since until until (zero: now).
 	Recover(ctx context.Context, s Scope, id string, since, until time.Time, limit int) (int, error)
 	// Replay sends a webhook the events of its tenant it missed since since, one page from cursor.
 	Replay(ctx context.Context, s Scope, id string, since time.Time, cursor string) (scheduled int, next string, err error)
-	Delivery(ctx context.Context, s Scope, id string) ([]byte, error)
-	Redeliver(ctx context.Context, s Scope, id string) (body []byte, deferred bool, err error)
-	// RetryNow makes a pending delivery due now; Payload is the body a delivery sends, {"payload": …}.
-	RetryNow(ctx context.Context, s Scope, id string) ([]byte, error)
+	Delivery(ctx context.Context, s Scope, id string) (*DeliveryDetail, error)
+	Redeliver(ctx context.Context, s Scope, id string) (*types.Delivery, error)
+	// RetryNow makes a pending delivery due now.
+	RetryNow(ctx context.Context, s Scope, id string) (*types.Delivery, error)
 	// ProbeNow ends a webhook's open circuit's wait: its probe goes out with the next worker pass (an
 	// operator-only route).
-	ProbeNow(ctx context.Context, s Scope, id string) ([]byte, error)
+	ProbeNow(ctx context.Context, s Scope, id string) (*ProbeAnswer, error)
+	// Payload is the body a delivery sends (nil, or not JSON, once expired).
 	Payload(ctx context.Context, s Scope, id string) ([]byte, error)
 	// Request is the request a delivery sends, rebuilt: its headers, the values of secret ones withheld.
-	Request(ctx context.Context, s Scope, id string) ([]byte, error)
+	Request(ctx context.Context, s Scope, id string) (*DeliveryRequest, error)
 	// OrderQueue is the queue of an ordered delivery's (webhook, order key), head first.
-	OrderQueue(ctx context.Context, s Scope, id string) ([]byte, error)
-	// SearchDeliveries finds deliveries across the scope's webhooks, newest first.
-	SearchDeliveries(ctx context.Context, s Scope, q DeliverySearch) ([]byte, error)
+	OrderQueue(ctx context.Context, s Scope, id string) (*OrderQueue, error)
+	// SearchDeliveries finds deliveries across the scope's webhooks, newest first (q.Status is "",
+	// pending, success or failed).
+	SearchDeliveries(ctx context.Context, s Scope, q DeliverySearch) (*SearchPage, error)
 	// Backlog is the delivery backlog of every tenant (an operator-only route).
-	Backlog(ctx context.Context) ([]byte, error)
-	// ListEventTypes is the catalog of event types, {"event_types": [...]} by name: the operator's, one
-	// for every tenant (the portal reads it, and changes nothing).
-	ListEventTypes(ctx context.Context) ([]byte, error)
-	GetEventType(ctx context.Context, name string) ([]byte, error)
-	CreateEventType(ctx context.Context, body []byte) ([]byte, error)
-	// PatchEventType replaces each field the patch holds (null clears it).
-	PatchEventType(ctx context.Context, name string, patch []byte) ([]byte, error)
+	Backlog(ctx context.Context) (*Backlog, error)
+	// ListEventTypes is the catalog of event types by name: the operator's, one for every tenant (the
+	// portal reads it, and changes nothing).
+	ListEventTypes(ctx context.Context) ([]types.EventType, error)
+	GetEventType(ctx context.Context, name string) (*types.EventType, error)
+	CreateEventType(ctx context.Context, t types.EventType) (*types.EventType, error)
+	// PatchEventType changes an event type by apply (a copy) in one read-modify-write.
+	PatchEventType(ctx context.Context, name string, apply func(cur *types.EventType) error) (*types.EventType, error)
 	DeleteEventType(ctx context.Context, name string) error
 	// Authenticate checks a portal token and returns its tenant.
 	Authenticate(token string) (tenant string, err error)
@@ -117,8 +130,9 @@ const (
 	KindExists                      // 409 exists: the name is taken (an event type's)
 )
 
-// errBadRequest marks a request parameter the API cannot use.
-var errBadRequest = errors.New("invalid request")
+// ErrBadRequest marks a request the API cannot use (a parameter, a body, a field it may not set); it
+// is answered 400 invalid_request with its message, without asking Classify.
+var ErrBadRequest = errors.New("invalid request")
 
 // NewHandler returns the operator's API: every route, every tenant.
 func NewHandler(b Backend, log *slog.Logger) http.Handler { return newRouter(b, log, false) }

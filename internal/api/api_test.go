@@ -2,102 +2,161 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
-// fakeBackend answers every read with its scope and fails with err when set; Classify reads the kind
-// out of a kindError.
-type fakeBackend struct{ err error }
+// fakeBackend records the scope of every call in seen (when set) and fails with err when set;
+// Classify reads the kind out of a kindError.
+type fakeBackend struct {
+	err  error
+	seen *scopes
+}
+
+// scopes are the scopes a fakeBackend was called in, the latest last.
+type scopes struct {
+	mu   sync.Mutex
+	list []Scope
+}
+
+// last is the scope of the latest call.
+func (s *scopes) last() Scope {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.list) == 0 {
+		return Scope{Tenant: "none seen"}
+	}
+	return s.list[len(s.list)-1]
+}
 
 type kindError struct{ kind Kind }
 
 func (e kindError) Error() string { return fmt.Sprintf("kind %d (detail 10.0.0.1)", e.kind) }
 
-func (f fakeBackend) answer(s Scope) ([]byte, error) {
-	if f.err != nil {
-		return nil, f.err
+// answer records s and returns v, or f.err.
+func answer[T any](f fakeBackend, s Scope, v T) (T, error) {
+	if f.seen != nil {
+		f.seen.mu.Lock()
+		f.seen.list = append(f.seen.list, s)
+		f.seen.mu.Unlock()
 	}
-	return fmt.Appendf(nil, `{"tenant":%q,"restricted":%t}`, s.Tenant, s.Restricted), nil
+	if f.err != nil {
+		var zero T
+		return zero, f.err
+	}
+	return v, nil
 }
 
-func (f fakeBackend) CreateWebhook(_ context.Context, s Scope, _ []byte) ([]byte, error) {
-	return f.answer(s)
+func webhookIn(s Scope) *types.Webhook {
+	return &types.Webhook{ID: "wh_1", Tenant: s.Tenant, URL: "https://example.com"}
 }
-func (f fakeBackend) ListWebhooks(_ context.Context, s Scope) ([]byte, error) { return f.answer(s) }
-func (f fakeBackend) GetWebhook(_ context.Context, s Scope, _ string) ([]byte, error) {
-	return f.answer(s)
+
+func (f fakeBackend) CreateWebhook(_ context.Context, w types.Webhook) (*types.Webhook, error) {
+	return answer(f, Scope{}, &w)
 }
-func (f fakeBackend) PatchWebhook(_ context.Context, s Scope, _ string, _ []byte) ([]byte, error) {
-	return f.answer(s)
+func (f fakeBackend) ListWebhooks(_ context.Context, s Scope) ([]*types.Webhook, error) {
+	return answer(f, s, []*types.Webhook{webhookIn(s)})
 }
-func (f fakeBackend) DeleteWebhook(context.Context, Scope, string) error { return f.err }
-func (f fakeBackend) ListEventTypes(context.Context) ([]byte, error) {
-	return []byte(`{"event_types":[{"name":"a.b","schema":{"type":"object"}}]}`), f.err
+func (f fakeBackend) GetWebhook(_ context.Context, s Scope, _ string) (*types.Webhook, error) {
+	return answer(f, s, webhookIn(s))
 }
-func (f fakeBackend) GetEventType(context.Context, string) ([]byte, error) { return f.answer(Scope{}) }
-func (f fakeBackend) CreateEventType(context.Context, []byte) ([]byte, error) {
-	return f.answer(Scope{})
+func (f fakeBackend) PatchWebhook(_ context.Context, s Scope, _ string, apply func(*types.Webhook) (types.Webhook, error)) (*types.Webhook, error) {
+	w, err := apply(webhookIn(s))
+	if err != nil {
+		return nil, err
+	}
+	return answer(f, s, &w)
 }
-func (f fakeBackend) PatchEventType(context.Context, string, []byte) ([]byte, error) {
-	return f.answer(Scope{})
+func (f fakeBackend) DeleteWebhook(_ context.Context, s Scope, _ string) error {
+	_, err := answer(f, s, 0)
+	return err
+}
+func (f fakeBackend) ListEventTypes(context.Context) ([]types.EventType, error) {
+	return []types.EventType{{Name: "a.b", Schema: json.RawMessage(`{"type":"object"}`)}}, f.err
+}
+func (f fakeBackend) GetEventType(_ context.Context, name string) (*types.EventType, error) {
+	return answer(f, Scope{}, &types.EventType{Name: name})
+}
+func (f fakeBackend) CreateEventType(_ context.Context, t types.EventType) (*types.EventType, error) {
+	return answer(f, Scope{}, &t)
+}
+func (f fakeBackend) PatchEventType(_ context.Context, name string, apply func(*types.EventType) error) (*types.EventType, error) {
+	t := &types.EventType{Name: name}
+	if err := apply(t); err != nil {
+		return nil, err
+	}
+	return answer(f, Scope{}, t)
 }
 func (f fakeBackend) DeleteEventType(context.Context, string) error { return f.err }
-func (f fakeBackend) SendTest(_ context.Context, s Scope, _ string) ([]byte, bool, error) {
-	b, err := f.answer(s)
-	return b, true, err
+func (f fakeBackend) SendTest(_ context.Context, s Scope, id string) (*types.Delivery, error) {
+	dl, err := answer(f, s, &types.Delivery{ID: "dlv_1", WebhookID: id, Status: types.StatusPending})
+	if err == nil {
+		err = fmt.Errorf("left to a worker: %w", types.ErrDeferred)
+	}
+	return dl, err
 }
-func (f fakeBackend) RotateSecret(_ context.Context, s Scope, _ string, _ time.Duration) ([]byte, error) {
-	return f.answer(s)
+func (f fakeBackend) RotateSecret(_ context.Context, s Scope, _ string, _ time.Duration) (*types.Webhook, error) {
+	return answer(f, s, webhookIn(s))
 }
-func (f fakeBackend) Secret(_ context.Context, s Scope, _ string) ([]byte, error) { return f.answer(s) }
-func (f fakeBackend) Health(_ context.Context, s Scope, _ string) ([]byte, error) { return f.answer(s) }
-func (f fakeBackend) Counts(_ context.Context, s Scope, _ string) ([]byte, error) { return f.answer(s) }
-func (f fakeBackend) Stats(_ context.Context, s Scope, _ string) ([]byte, error)  { return f.answer(s) }
-func (f fakeBackend) Deliveries(_ context.Context, s Scope, _ string, _ DeliveryQuery) ([]byte, error) {
-	return f.answer(s)
+func (f fakeBackend) Health(_ context.Context, s Scope, id string) (*types.Health, error) {
+	return answer(f, s, &types.Health{WebhookID: id, State: types.CircuitClosed})
 }
-func (f fakeBackend) Recover(context.Context, Scope, string, time.Time, time.Time, int) (int, error) {
-	return 2, f.err
+func (f fakeBackend) Counts(_ context.Context, s Scope, _ string) (Counts, error) {
+	return answer(f, s, Counts{})
 }
-func (f fakeBackend) Replay(context.Context, Scope, string, time.Time, string) (int, string, error) {
-	return 2, "", f.err
+func (f fakeBackend) Stats(_ context.Context, s Scope, _ string) ([]types.HourStats, error) {
+	return answer(f, s, []types.HourStats{})
 }
-func (f fakeBackend) Delivery(_ context.Context, s Scope, _ string) ([]byte, error) {
-	return f.answer(s)
+func (f fakeBackend) Deliveries(_ context.Context, s Scope, _ string, _ DeliveryQuery) (*DeliveryPage, error) {
+	return answer(f, s, &DeliveryPage{Deliveries: []DeliveryView{}})
 }
-func (f fakeBackend) Redeliver(_ context.Context, s Scope, _ string) ([]byte, bool, error) {
-	b, err := f.answer(s)
-	return b, false, err
+func (f fakeBackend) Recover(_ context.Context, s Scope, _ string, _, _ time.Time, _ int) (int, error) {
+	return answer(f, s, 2)
 }
-func (f fakeBackend) SearchDeliveries(_ context.Context, s Scope, _ DeliverySearch) ([]byte, error) {
-	return f.answer(s)
+func (f fakeBackend) Replay(_ context.Context, s Scope, _ string, _ time.Time, _ string) (int, string, error) {
+	n, err := answer(f, s, 2)
+	return n, "", err
 }
-func (f fakeBackend) RetryNow(_ context.Context, s Scope, _ string) ([]byte, error) {
-	return f.answer(s)
+func (f fakeBackend) Delivery(_ context.Context, s Scope, id string) (*DeliveryDetail, error) {
+	return answer(f, s, &DeliveryDetail{DeliveryView: DeliveryView{Delivery: &types.Delivery{ID: id}}})
 }
-func (f fakeBackend) ProbeNow(_ context.Context, s Scope, _ string) ([]byte, error) {
-	return f.answer(s)
+func (f fakeBackend) Redeliver(_ context.Context, s Scope, id string) (*types.Delivery, error) {
+	return answer(f, s, &types.Delivery{ID: id})
 }
-func (f fakeBackend) Request(_ context.Context, s Scope, _ string) ([]byte, error) {
-	return f.answer(s)
+func (f fakeBackend) SearchDeliveries(_ context.Context, s Scope, _ DeliverySearch) (*SearchPage, error) {
+	return answer(f, s, &SearchPage{Deliveries: []DeliveryView{}, Stopped: "end"})
 }
-func (f fakeBackend) OrderQueue(_ context.Context, s Scope, _ string) ([]byte, error) {
-	return f.answer(s)
+func (f fakeBackend) RetryNow(_ context.Context, s Scope, id string) (*types.Delivery, error) {
+	return answer(f, s, &types.Delivery{ID: id})
+}
+func (f fakeBackend) ProbeNow(_ context.Context, s Scope, id string) (*ProbeAnswer, error) {
+	return answer(f, s, &ProbeAnswer{Circuit: types.Health{WebhookID: id}})
+}
+func (f fakeBackend) Request(_ context.Context, s Scope, _ string) (*DeliveryRequest, error) {
+	return answer(f, s, &DeliveryRequest{Method: http.MethodPost})
+}
+func (f fakeBackend) OrderQueue(_ context.Context, s Scope, _ string) (*OrderQueue, error) {
+	return answer(f, s, &OrderQueue{Deliveries: []*types.Delivery{}})
 }
 func (f fakeBackend) Payload(_ context.Context, s Scope, _ string) ([]byte, error) {
-	return f.answer(s)
+	return answer(f, s, []byte(`{}`))
 }
-func (f fakeBackend) Backlog(context.Context) ([]byte, error) { return f.answer(Scope{}) }
+func (f fakeBackend) Backlog(context.Context) (*Backlog, error) {
+	return answer(f, Scope{}, &Backlog{})
+}
 func (fakeBackend) Authenticate(token string) (string, error) {
 	if t, ok := strings.CutPrefix(token, "good-"); ok {
 		return t, nil
@@ -175,12 +234,16 @@ func TestRequestBounds(t *testing.T) {
 func TestPortalScopes(t *testing.T) {
 	t.Parallel()
 	log := slog.New(slog.DiscardHandler)
-	op, portal := NewHandler(fakeBackend{}, log), NewPortal(fakeBackend{}, log)
-	body := func(rec *httptest.ResponseRecorder) string { b, _ := io.ReadAll(rec.Body); return string(b) }
-	assert.JSONEq(t, `{"tenant":"","restricted":false}`, body(serve(op, "GET", "/webhooks", "", "")))
-	assert.JSONEq(t, `{"tenant":"acme","restricted":true}`, body(serve(op, "GET", "/webhooks?tenant=acme", "", "")))
-	assert.JSONEq(t, `{"tenant":"acme","restricted":true}`, body(serve(portal, "GET", "/webhooks/x", "good-acme", "")))
-	assert.JSONEq(t, `{"tenant":"acme","restricted":true}`, body(serve(portal, "GET", "/webhooks?tenant=globex", "good-acme", "")),
+	seen := &scopes{}
+	op, portal := NewHandler(fakeBackend{seen: seen}, log), NewPortal(fakeBackend{seen: seen}, log)
+	scopeOf := func(rec *httptest.ResponseRecorder) Scope {
+		require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+		return seen.last()
+	}
+	assert.Equal(t, Scope{Tenant: "", Restricted: false}, scopeOf(serve(op, "GET", "/webhooks", "", "")))
+	assert.Equal(t, Scope{Tenant: "acme", Restricted: true}, scopeOf(serve(op, "GET", "/webhooks?tenant=acme", "", "")))
+	assert.Equal(t, Scope{Tenant: "acme", Restricted: true}, scopeOf(serve(portal, "GET", "/webhooks/x", "good-acme", "")))
+	assert.Equal(t, Scope{Tenant: "acme", Restricted: true}, scopeOf(serve(portal, "GET", "/webhooks?tenant=globex", "good-acme", "")),
 		"the portal's tenant is its token's")
 	for _, tok := range []string{"", "bad"} {
 		rec := serve(portal, "GET", "/webhooks", tok, "")

@@ -3,13 +3,15 @@ package api
 // The delivery routes (the root's Handler lists every route).
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 func (rt *router) listDeliveries(w http.ResponseWriter, r *http.Request) {
@@ -31,7 +33,7 @@ func positiveInt(s string) (int, error) {
 	}
 	n, err := strconv.Atoi(s)
 	if err != nil || n < 1 {
-		return 0, fmt.Errorf("%w: limit must be a positive integer", errBadRequest)
+		return 0, fmt.Errorf("%w: limit must be a positive integer", ErrBadRequest)
 	}
 	return n, nil
 }
@@ -43,7 +45,7 @@ func optionalTime(v url.Values, name string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339, v.Get(name))
 	if err != nil {
-		return time.Time{}, fmt.Errorf("%w: %s must be an RFC 3339 time", errBadRequest, name)
+		return time.Time{}, fmt.Errorf("%w: %s must be an RFC 3339 time", ErrBadRequest, name)
 	}
 	return t, nil
 }
@@ -51,7 +53,7 @@ func optionalTime(v url.Values, name string) (time.Time, error) {
 func (rt *router) recoverWebhook(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	if v.Get("since") == "" {
-		rt.fail(w, r, fmt.Errorf("%w: since is required (RFC 3339)", errBadRequest))
+		rt.fail(w, r, fmt.Errorf("%w: since is required (RFC 3339)", ErrBadRequest))
 		return
 	}
 	since, err := optionalTime(v, "since")
@@ -74,10 +76,9 @@ func (rt *router) recoverWebhook(w http.ResponseWriter, r *http.Request) {
 		rt.fail(w, r, err)
 		return
 	}
-	out, _ := json.Marshal(struct {
+	rt.answer(w, r, http.StatusOK, struct {
 		Redelivered int `json:"redelivered"`
-	}{n}) // an int always encodes
-	writeJSON(w, http.StatusOK, out)
+	}{n}, nil)
 }
 
 func (rt *router) getDelivery(w http.ResponseWriter, r *http.Request) {
@@ -86,8 +87,8 @@ func (rt *router) getDelivery(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rt *router) redeliver(w http.ResponseWriter, r *http.Request) {
-	out, deferred, err := rt.b.Redeliver(r.Context(), scopeOf(r), r.PathValue("id"))
-	rt.answer(w, r, deferredStatus(deferred, http.StatusOK), out, err)
+	dl, err := rt.b.Redeliver(r.Context(), scopeOf(r), r.PathValue("id"))
+	rt.answerDeferred(w, r, http.StatusOK, dl, err)
 }
 
 // searchDeliveries finds deliveries across the scope's webhooks: ?id= a delivery or event id, exact
@@ -104,7 +105,10 @@ func (rt *router) searchDeliveries(w http.ResponseWriter, r *http.Request) {
 		q.To, err = optionalTime(v, "to")
 	}
 	if err == nil && !q.From.IsZero() && !q.To.IsZero() && q.To.Before(q.From) {
-		err = fmt.Errorf("%w: to is before from", errBadRequest)
+		err = fmt.Errorf("%w: to is before from", ErrBadRequest)
+	}
+	if err == nil && !slices.Contains([]types.Status{"", types.StatusPending, types.StatusSuccess, types.StatusFailed}, types.Status(q.Status)) {
+		err = fmt.Errorf("%w: status must be pending, success or failed", ErrBadRequest)
 	}
 	if err != nil {
 		rt.fail(w, r, err)
@@ -119,7 +123,13 @@ func (rt *router) backlog(w http.ResponseWriter, r *http.Request) {
 	rt.answer(w, r, http.StatusOK, out, err)
 }
 
-// deliveryAction serves a read or an action on one delivery (its payload, retry now).
-func deliveryAction(act func(Backend, context.Context, Scope, string) ([]byte, error)) func(*router) http.HandlerFunc {
-	return webhookRead(act) // the same shape: the id in the path, the answer JSON
+// payload answers the body a delivery sends, {"payload": …}, null once expired.
+func (rt *router) payload(w http.ResponseWriter, r *http.Request) {
+	body, err := rt.b.Payload(r.Context(), scopeOf(r), r.PathValue("id"))
+	if !json.Valid(body) {
+		body = nil // expired (or not JSON): null
+	}
+	rt.answer(w, r, http.StatusOK, struct {
+		Payload json.RawMessage `json:"payload"`
+	}{body}, err)
 }

@@ -6,6 +6,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 
@@ -16,8 +17,8 @@ import (
 const catalogPattern = "GET /event-types/openapi.json"
 
 func (rt *router) listEventTypes(w http.ResponseWriter, r *http.Request) {
-	out, err := rt.b.ListEventTypes(r.Context())
-	rt.answer(w, r, http.StatusOK, out, err)
+	list, err := rt.b.ListEventTypes(r.Context())
+	rt.answer(w, r, http.StatusOK, eventTypeList{list}, err)
 }
 
 func (rt *router) getEventType(w http.ResponseWriter, r *http.Request) {
@@ -27,22 +28,84 @@ func (rt *router) getEventType(w http.ResponseWriter, r *http.Request) {
 
 func (rt *router) createEventType(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r, false)
+	var t types.EventType
+	if err == nil {
+		err = decodeEventType(body, &t)
+	}
 	if err != nil {
 		rt.fail(w, r, err)
 		return
 	}
-	out, err := rt.b.CreateEventType(r.Context(), body)
+	out, err := rt.b.CreateEventType(r.Context(), t)
 	rt.answer(w, r, http.StatusCreated, out, err)
 }
 
+// patchEventType replaces the fields the patch holds (description, schema, examples, deprecated; null
+// clears one) in one read-modify-write; a name, if given, must be the type's.
 func (rt *router) patchEventType(w http.ResponseWriter, r *http.Request) {
 	body, err := readBody(r, false)
+	var fields map[string]json.RawMessage
+	if err == nil && (json.Unmarshal(body, &fields) != nil || fields == nil) {
+		err = fmt.Errorf("%w: the body must be a JSON object", ErrBadRequest)
+	}
 	if err != nil {
 		rt.fail(w, r, err)
 		return
 	}
-	out, err := rt.b.PatchEventType(r.Context(), r.PathValue("name"), body)
+	name := r.PathValue("name")
+	out, err := rt.b.PatchEventType(r.Context(), name, func(cur *types.EventType) error {
+		return patchEventType(cur, name, fields)
+	})
 	rt.answer(w, r, http.StatusOK, out, err)
+}
+
+// patchEventType applies a PATCH's fields to cur, the type named name.
+func patchEventType(cur *types.EventType, name string, fields map[string]json.RawMessage) error {
+	merged, err := json.Marshal(cur)
+	if err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(merged, &all); err != nil {
+		return err
+	}
+	for k, v := range fields {
+		if k == "name" && !isJSONNull(v) {
+			var n string
+			if json.Unmarshal(v, &n) != nil || n != name {
+				return fmt.Errorf("%w: name cannot be changed", ErrBadRequest)
+			}
+		}
+		if isJSONNull(v) {
+			delete(all, k)
+		} else {
+			all[k] = v
+		}
+	}
+	all["name"], _ = json.Marshal(name) // a string always encodes
+	body, err := json.Marshal(all)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadRequest, err)
+	}
+	next := types.EventType{}
+	if err := decodeEventType(body, &next); err != nil {
+		return err
+	}
+	*cur = next
+	return nil
+}
+
+// isJSONNull reports whether v is the JSON null.
+func isJSONNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
+
+// decodeEventType decodes a request's event type: one JSON object of EventType's fields only.
+func decodeEventType(body []byte, t *types.EventType) error {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(t); err != nil || dec.More() {
+		return fmt.Errorf("%w: the body must be one JSON object of an event type's fields (name, description, schema, examples, deprecated)", ErrBadRequest)
+	}
+	return nil
 }
 
 func (rt *router) deleteEventType(w http.ResponseWriter, r *http.Request) {
@@ -60,18 +123,17 @@ type eventTypeList struct {
 
 // catalogDocument serves the catalog as an OpenAPI 3.1 document (CatalogDocument).
 func (rt *router) catalogDocument(w http.ResponseWriter, r *http.Request) {
-	raw, err := rt.b.ListEventTypes(r.Context())
+	list, err := rt.b.ListEventTypes(r.Context())
 	if err != nil {
 		rt.fail(w, r, err)
 		return
 	}
-	var list eventTypeList
-	if err := json.Unmarshal(raw, &list); err != nil {
+	out, err := CatalogDocument(list)
+	if err != nil {
 		rt.fail(w, r, err)
 		return
 	}
-	out, err := CatalogDocument(list.EventTypes)
-	rt.answer(w, r, http.StatusOK, out, err)
+	writeJSON(w, http.StatusOK, out)
 }
 
 // The Standard Webhooks headers every request carries, as the catalog documents them.

@@ -49,17 +49,17 @@ var routes = []route{
 	{pattern: "POST /webhooks/{id}/replay", handler: method((*router).replayWebhook)},
 	{pattern: "GET /deliveries/{id}", handler: method((*router).getDelivery)},
 	{pattern: "POST /deliveries/{id}/redeliver", handler: method((*router).redeliver)},
-	{pattern: "GET /webhooks/{id}/secret", handler: webhookRead(Backend.Secret)},
-	{pattern: "GET /webhooks/{id}/health", handler: webhookRead(Backend.Health)},
-	{pattern: "GET /webhooks/{id}/stats", handler: webhookRead(Backend.Stats)},
-	{pattern: "GET /webhooks/{id}/counts", handler: webhookRead(Backend.Counts)},
-	{pattern: "POST /deliveries/{id}/retry", handler: deliveryAction(Backend.RetryNow)},
-	{pattern: "GET /deliveries/{id}/payload", handler: deliveryAction(Backend.Payload)},
-	{pattern: "GET /deliveries/{id}/request", handler: deliveryAction(Backend.Request)},
-	{pattern: "GET /deliveries/{id}/queue", handler: deliveryAction(Backend.OrderQueue)},
+	{pattern: "GET /webhooks/{id}/secret", handler: method((*router).secret)},
+	{pattern: "GET /webhooks/{id}/health", handler: byID(Backend.Health)},
+	{pattern: "GET /webhooks/{id}/stats", handler: method((*router).stats)},
+	{pattern: "GET /webhooks/{id}/counts", handler: byID(Backend.Counts)},
+	{pattern: "POST /deliveries/{id}/retry", handler: byID(Backend.RetryNow)},
+	{pattern: "GET /deliveries/{id}/payload", handler: method((*router).payload)},
+	{pattern: "GET /deliveries/{id}/request", handler: byID(Backend.Request)},
+	{pattern: "GET /deliveries/{id}/queue", handler: byID(Backend.OrderQueue)},
 	{pattern: "GET /deliveries", handler: method((*router).searchDeliveries)},
 	{pattern: "GET /backlog", handler: method((*router).backlog), operatorOnly: true},
-	{pattern: "POST /webhooks/{id}/probe", handler: webhookRead(Backend.ProbeNow), operatorOnly: true},
+	{pattern: "POST /webhooks/{id}/probe", handler: byID(Backend.ProbeNow), operatorOnly: true},
 	{pattern: "GET /event-types", handler: method((*router).listEventTypes)},
 	{pattern: "GET /event-types/{name}", handler: method((*router).getEventType)},
 	{pattern: catalogPattern, handler: method((*router).catalogDocument)},
@@ -67,6 +67,17 @@ var routes = []route{
 	{pattern: "PATCH /event-types/{name}", handler: method((*router).patchEventType), operatorOnly: true},
 	{pattern: "DELETE /event-types/{name}", handler: method((*router).deleteEventType), operatorOnly: true},
 	{pattern: openAPIPattern, handler: method((*router).openAPI)},
+}
+
+// byID serves a read of one webhook's or delivery's data, or an action on it that takes no body: the
+// id in the path, Backend's answer as JSON.
+func byID[T any](read func(Backend, context.Context, Scope, string) (T, error)) func(*router) http.HandlerFunc {
+	return func(rt *router) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			out, err := read(rt.b, r.Context(), scopeOf(r), r.PathValue("id"))
+			rt.answer(w, r, http.StatusOK, out, err)
+		}
+	}
 }
 
 // method adapts a router method to the table.
@@ -166,7 +177,7 @@ func readBody(r *http.Request, optional bool) ([]byte, error) {
 		return nil, err
 	}
 	if len(b) == 0 && !optional {
-		return nil, fmt.Errorf("%w: the body must be a JSON object", errBadRequest)
+		return nil, fmt.Errorf("%w: the body must be a JSON object", ErrBadRequest)
 	}
 	return b, nil
 }
@@ -178,7 +189,7 @@ func (rt *router) classify(err error) (status int, code, message string) {
 	switch {
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, "too_large", fmt.Sprintf("the request body is larger than %d bytes", mbe.Limit)
-	case !errors.Is(err, errBadRequest):
+	case !errors.Is(err, ErrBadRequest):
 		kind = rt.b.Classify(err)
 	}
 	switch kind {
@@ -226,10 +237,15 @@ func (rt *router) fail(w http.ResponseWriter, r *http.Request, err error) {
 	writeError(w, status, code, message)
 }
 
-// answer writes body (JSON) with status, or the error.
-func (rt *router) answer(w http.ResponseWriter, r *http.Request, status int, body []byte, err error) {
+// answer writes v's JSON with status, or the error.
+func (rt *router) answer(w http.ResponseWriter, r *http.Request, status int, v any, err error) {
 	if err != nil {
 		rt.fail(w, r, err)
+		return
+	}
+	body, err := json.Marshal(v)
+	if err != nil {
+		rt.fail(w, r, fmt.Errorf("webhooks: encode response: %w", err))
 		return
 	}
 	writeJSON(w, status, body)

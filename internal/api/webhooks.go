@@ -4,11 +4,13 @@ package api
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 func (rt *router) createWebhook(w http.ResponseWriter, r *http.Request) {
@@ -17,8 +19,28 @@ func (rt *router) createWebhook(w http.ResponseWriter, r *http.Request) {
 		rt.fail(w, r, err)
 		return
 	}
-	out, err := rt.b.CreateWebhook(r.Context(), scopeOf(r), body)
-	rt.answer(w, r, http.StatusCreated, out, err)
+	wh, err := webhookFromCreate(body)
+	if s := scopeOf(r); err == nil && s.Restricted {
+		if wh.Tenant != "" {
+			err = fmt.Errorf("%w: tenant is set by the portal token", ErrBadRequest)
+		}
+		wh.Tenant = s.Tenant
+	}
+	if err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	out, err := rt.b.CreateWebhook(r.Context(), wh)
+	rt.answerWebhook(w, r, http.StatusCreated, out, true, err)
+}
+
+// answerWebhook writes a webhook as the API sends it (WebhookView), or the error.
+func (rt *router) answerWebhook(w http.ResponseWriter, r *http.Request, status int, wh *types.Webhook, withSecret bool, err error) {
+	if err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	rt.answer(w, r, status, WebhookView(wh, withSecret), nil)
 }
 
 // listWebhooks lists the scope's webhooks; the operator may restrict it to one tenant (?tenant=T, ""
@@ -28,13 +50,44 @@ func (rt *router) listWebhooks(w http.ResponseWriter, r *http.Request) {
 	if t, ok := r.URL.Query()["tenant"]; ok && !s.Restricted {
 		s = Scope{Tenant: t[0], Restricted: true}
 	}
-	out, err := rt.b.ListWebhooks(r.Context(), s)
-	rt.answer(w, r, http.StatusOK, out, err)
+	list, err := rt.b.ListWebhooks(r.Context(), s)
+	if err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	for i, wh := range list {
+		list[i] = WebhookView(wh, false)
+	}
+	rt.answer(w, r, http.StatusOK, struct {
+		Webhooks []*types.Webhook `json:"webhooks"`
+	}{list}, nil)
 }
 
 func (rt *router) getWebhook(w http.ResponseWriter, r *http.Request) {
 	out, err := rt.b.GetWebhook(r.Context(), scopeOf(r), r.PathValue("id"))
-	rt.answer(w, r, http.StatusOK, out, err)
+	rt.answerWebhook(w, r, http.StatusOK, out, false, err)
+}
+
+// secret answers a webhook's signing secret (and, for an ed25519 webhook, the key receivers verify
+// with).
+func (rt *router) secret(w http.ResponseWriter, r *http.Request) {
+	wh, err := rt.b.GetWebhook(r.Context(), scopeOf(r), r.PathValue("id"))
+	if err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	rt.answer(w, r, http.StatusOK, struct {
+		Secret    string `json:"secret"`
+		PublicKey string `json:"public_key,omitempty"`
+	}{wh.Secret, wh.PublicKey}, nil)
+}
+
+// stats answers a webhook's attempts per hour by outcome.
+func (rt *router) stats(w http.ResponseWriter, r *http.Request) {
+	hours, err := rt.b.Stats(r.Context(), scopeOf(r), r.PathValue("id"))
+	rt.answer(w, r, http.StatusOK, struct {
+		Hours []types.HourStats `json:"hours"`
+	}{hours}, err)
 }
 
 func (rt *router) patchWebhook(w http.ResponseWriter, r *http.Request) {
@@ -43,8 +96,8 @@ func (rt *router) patchWebhook(w http.ResponseWriter, r *http.Request) {
 		rt.fail(w, r, err)
 		return
 	}
-	out, err := rt.b.PatchWebhook(r.Context(), scopeOf(r), r.PathValue("id"), body)
-	rt.answer(w, r, http.StatusOK, out, err)
+	out, err := rt.b.PatchWebhook(r.Context(), scopeOf(r), r.PathValue("id"), webhookPatch(body))
+	rt.answerWebhook(w, r, http.StatusOK, out, false, err)
 }
 
 func (rt *router) deleteWebhook(w http.ResponseWriter, r *http.Request) {
@@ -56,16 +109,17 @@ func (rt *router) deleteWebhook(w http.ResponseWriter, r *http.Request) {
 }
 
 func (rt *router) testWebhook(w http.ResponseWriter, r *http.Request) {
-	out, deferred, err := rt.b.SendTest(r.Context(), scopeOf(r), r.PathValue("id"))
-	rt.answer(w, r, deferredStatus(deferred, http.StatusCreated), out, err)
+	dl, err := rt.b.SendTest(r.Context(), scopeOf(r), r.PathValue("id"))
+	rt.answerDeferred(w, r, http.StatusCreated, dl, err)
 }
 
-// deferredStatus is 202 when an attempt was left to the worker, else status.
-func deferredStatus(deferred bool, status int) int {
-	if deferred {
-		return http.StatusAccepted
+// answerDeferred writes a delivery with status, or with 202 when its attempt was left to a worker
+// (an error wrapping types.ErrDeferred, with the delivery), or the error.
+func (rt *router) answerDeferred(w http.ResponseWriter, r *http.Request, status int, dl *types.Delivery, err error) {
+	if errors.Is(err, types.ErrDeferred) && dl != nil {
+		status, err = http.StatusAccepted, nil // created or reset, and scheduled; a worker makes the attempt
 	}
-	return status
+	rt.answer(w, r, status, dl, err)
 }
 
 // rotateBody is the optional body of POST /webhooks/{id}/rotate-secret.
@@ -80,7 +134,7 @@ func (rt *router) rotateSecret(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out, err := rt.b.RotateSecret(r.Context(), scopeOf(r), r.PathValue("id"), grace)
-	rt.answer(w, r, http.StatusOK, out, err)
+	rt.answerWebhook(w, r, http.StatusOK, out, true, err)
 }
 
 // rotationGrace reads a rotate-secret request's grace period: DefaultRotationGrace unless the body
@@ -94,26 +148,15 @@ func rotationGrace(r *http.Request) (time.Duration, error) {
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&body); err != nil || dec.More() {
-		return 0, fmt.Errorf("%w: the body must be one JSON object {\"grace_seconds\": N}", errBadRequest)
+		return 0, fmt.Errorf("%w: the body must be one JSON object {\"grace_seconds\": N}", ErrBadRequest)
 	}
 	if body.GraceSeconds == nil {
 		return DefaultRotationGrace, nil
 	}
 	if s := *body.GraceSeconds; s < 0 || s > int64(MaxRotationGrace/time.Second) {
-		return 0, fmt.Errorf("%w: grace_seconds must be in [0, %d]", errBadRequest, int64(MaxRotationGrace/time.Second))
+		return 0, fmt.Errorf("%w: grace_seconds must be in [0, %d]", ErrBadRequest, int64(MaxRotationGrace/time.Second))
 	}
 	return time.Duration(*body.GraceSeconds) * time.Second, nil
-}
-
-// webhookRead serves a read of one webhook's data (its secret, health or stats), or an action on it
-// that takes no body (probe now).
-func webhookRead(read func(Backend, context.Context, Scope, string) ([]byte, error)) func(*router) http.HandlerFunc {
-	return func(rt *router) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			out, err := read(rt.b, r.Context(), scopeOf(r), r.PathValue("id"))
-			rt.answer(w, r, http.StatusOK, out, err)
-		}
-	}
 }
 
 // replayBody is the body of POST /webhooks/{id}/replay.
@@ -131,7 +174,7 @@ func (rt *router) replayWebhook(w http.ResponseWriter, r *http.Request) {
 		dec := json.NewDecoder(bytes.NewReader(b))
 		dec.DisallowUnknownFields()
 		if dec.Decode(&body) != nil || dec.More() || body.Since == nil {
-			err = fmt.Errorf("%w: the body must be one JSON object {\"since\": RFC 3339 time, \"cursor\": optional}", errBadRequest)
+			err = fmt.Errorf("%w: the body must be one JSON object {\"since\": RFC 3339 time, \"cursor\": optional}", ErrBadRequest)
 		}
 	}
 	if err != nil {
@@ -139,9 +182,8 @@ func (rt *router) replayWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	n, next, err := rt.b.Replay(r.Context(), scopeOf(r), r.PathValue("id"), *body.Since, body.Cursor)
-	out, _ := json.Marshal(struct {
+	rt.answer(w, r, http.StatusOK, struct {
 		Scheduled  int    `json:"scheduled"`
 		NextCursor string `json:"next_cursor,omitempty"`
-	}{n, next}) // always encodes
-	rt.answer(w, r, http.StatusOK, out, err)
+	}{n, next}, err)
 }

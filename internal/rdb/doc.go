@@ -3,4 +3,7 @@
 // script), the constants the scripts share with the Go code (consts.go), and the schema comment
 // (schema.go), the truth about every key the library writes, which a test of the root package checks
 // against the keys a workload leaves in Redis.
+//
+// WebhookRecord (webhook_record.go) is a webhook as the registry's hash stores it: its JSON, the
+// secret it rotates away from, its credentials sealed at rest.
 package rdb

@@ -37,7 +37,7 @@ package rdb
 //	{P:s}:blocked                          zset    "<webhook_id>:<order_key>" -> its list's expiry (ms), for lists with
 //	                                               deliveries waiting behind the head (Stats.BlockedKeys)
 //	{P:registry}:webhooks                  hash    webhook id -> webhook JSON (with secrets, sealed with
-//	                                               Options.SecretKeys; webhook_codec.go), the only copy of it
+//	                                               Options.SecretKeys; webhook_record.go), the only copy of it
 //	{P:registry}:sub:<pattern>             hash    webhook id -> "", enabled webhooks with no tenant subscribed to
 //	                                               pattern only
 //	{P:registry}:t:<tenant>:sub:<pattern>  hash    the same for one tenant's enabled webhooks (tenant.go)
