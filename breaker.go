@@ -64,9 +64,9 @@ func isDigits15(s string) bool {
 func circuitHealth(webhookID string, v any, now time.Time) Health {
 	s, _ := v.(string)
 	c, _ := decodeCircuit(s)
-	h := Health{WebhookID: webhookID, State: CircuitClosed, ConsecutiveFailures: int(c.failures), FailingSince: msTime(c.since)}
+	h := Health{WebhookID: webhookID, State: CircuitClosed, ConsecutiveFailures: int(c.failures), FailingSince: rdb.MilliTime(c.since)}
 	if c.openFor > 0 {
-		h.State, h.OpenUntil, h.OpenFor = CircuitOpen, msTime(c.openUntil), time.Duration(c.openFor)*time.Millisecond
+		h.State, h.OpenUntil, h.OpenFor = CircuitOpen, rdb.MilliTime(c.openUntil), time.Duration(c.openFor)*time.Millisecond
 	}
 	if c.openFor > 0 && c.probeUntil > now.UnixMilli() {
 		h.State = CircuitProbing

@@ -105,7 +105,7 @@ func (d *Dispatcher) releaseProbe(ctx context.Context, webhookID, token string, 
 
 // parkOutcome is the outcome of a delivery not attempted because its webhook's circuit is open: it
 // stays pending, due when the circuit may next be probed, with its retry step (its budget) unchanged.
-func parkOutcome(rec *record, until time.Time, h Health) outcome {
+func parkOutcome(rec *rdb.Record, until time.Time, h Health) outcome {
 	o := handBack(rec, until)
 	o.err = parkedReason(h, until)
 	return o
@@ -145,7 +145,7 @@ type attemptEnd struct {
 // countOutcomes is the circuit write for the outcomes settle records (those of idx), nil when none was
 // attempted. It is made with the breaker on or off: the circuit's run of failures is what disables a
 // webhook failing for DisableAfter (with the breaker off, the count never opens the circuit).
-func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*record, idx []int) *circuitCount {
+func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*rdb.Record, idx []int) *circuitCount {
 	cc := &circuitCount{now: now}
 	for _, i := range idx {
 		o := outcomes[i]
@@ -176,11 +176,11 @@ func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*re
 // record waits for others' to be written with it (a worker's outcomeBatch). The circuit's count is of
 // attempts in the order they end; an outcome held back by its batch would be counted behind attempts
 // that ended after it, and a run of failures could appear that no receiver answered.
-func (d *Dispatcher) countNow(ctx context.Context, rec *record, o *outcome) {
+func (d *Dispatcher) countNow(ctx context.Context, rec *rdb.Record, o *outcome) {
 	if !o.attempted {
 		return
 	}
-	cc := d.countOutcomes(d.now(), []outcome{*o}, []*record{rec}, []int{0})
+	cc := d.countOutcomes(d.now(), []outcome{*o}, []*rdb.Record{rec}, []int{0})
 	if cc == nil {
 		return
 	}

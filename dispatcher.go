@@ -340,7 +340,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 // notAttempted is the Result of a target this call makes no attempt for: a duplicate, a fresh
 // delivery left to the worker (with the plan's reason, wrapping ErrDeferred, when one was), or a
 // reply the claim script should not give.
-func (d *Dispatcher) notAttempted(eventID string, t *storedWebhook, rec *record, p targetPlan, item any) Result {
+func (d *Dispatcher) notAttempted(eventID string, t *storedWebhook, rec *rdb.Record, p targetPlan, item any) Result {
 	res := Result{WebhookID: t.ID}
 	switch item := item.(type) {
 	case int64:
@@ -350,10 +350,10 @@ func (d *Dispatcher) notAttempted(eventID string, t *storedWebhook, rec *record,
 		}
 	case string:
 		res.Duplicate = true
-		dup, err := parseRecord(rec.ID, item)
+		dup, err := rdb.ParseRecord(rec.ID, item)
 		if err != nil {
 			// Claimed all the same: the pair is recorded, only not readable.
-			dup = &record{Delivery: Delivery{ID: rec.ID, WebhookID: t.ID, EventID: eventID}}
+			dup = &rdb.Record{Delivery: Delivery{ID: rec.ID, WebhookID: t.ID, EventID: eventID}}
 			res.Err = err
 		}
 		res.Delivery = &dup.Delivery
@@ -443,19 +443,19 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 // newRecords builds the records a claim creates for the targets of one event, as planned: leased for
 // an inline first attempt, or due for the worker (parked ones saying why).
 // scoped is the event id as scoped by its tenant, which names the pair (scopedEventID).
-func (d *Dispatcher) newRecords(retention time.Duration, scoped, eventID, eventType string, targets []*storedWebhook, plans []targetPlan) []*record {
+func (d *Dispatcher) newRecords(retention time.Duration, scoped, eventID, eventType string, targets []*storedWebhook, plans []targetPlan) []*rdb.Record {
 	now := d.now()
-	recs := make([]*record, len(targets))
+	recs := make([]*rdb.Record, len(targets))
 	for i, t := range targets {
-		recs[i] = &record{Delivery: Delivery{ID: d.keys.DeliveryID(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
-			EventType: eventType, Status: StatusPending, NextAttemptAt: msTime(plans[i].due.UnixMilli()),
-			CreatedAt: msTime(now.UnixMilli()), UpdatedAt: msTime(now.UnixMilli()),
-			ExpiresAt: msTime(now.UnixMilli() + retention.Milliseconds())}}
+		recs[i] = &rdb.Record{Delivery: Delivery{ID: d.keys.DeliveryID(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
+			EventType: eventType, Status: StatusPending, NextAttemptAt: rdb.MilliTime(plans[i].due.UnixMilli()),
+			CreatedAt: rdb.MilliTime(now.UnixMilli()), UpdatedAt: rdb.MilliTime(now.UnixMilli()),
+			ExpiresAt: rdb.MilliTime(now.UnixMilli() + retention.Milliseconds())}}
 		token := randomHex(rdb.TokenLen / 2) // also tells this call's records from another call's
 		if plans[i].inline {
-			recs[i].holdLease(token, plans[i].due)
+			recs[i].HoldLease(token, plans[i].due)
 		} else {
-			recs[i].token, recs[i].leaseState = token, rdb.LeaseNone
+			recs[i].Token, recs[i].LeaseState = token, rdb.LeaseNone
 			if plans[i].parked {
 				recs[i].LastError = plans[i].reason
 			}

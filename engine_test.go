@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -94,7 +95,7 @@ func TestHungSubscriberOpensItsCircuit(t *testing.T) {
 	require.Len(t, parked, 5)
 	rec, err := d.deliveries.get(ctx, parked[0])
 	require.NoError(t, err)
-	assert.Zero(t, rec.step, "a parked delivery keeps its retry budget")
+	assert.Zero(t, rec.Step, "a parked delivery keeps its retry budget")
 
 	close(release) // the subscriber recovers
 	eventually(t, 10*time.Second, func() bool {
@@ -330,7 +331,7 @@ func TestParkingNeverOutlivesTheRecord(t *testing.T) {
 		assert.Contains(t, dl.LastError, "disabled")
 	}
 
-	rec := &record{Delivery: Delivery{ID: "dlv_x", Status: StatusPending, ExpiresAt: clock.Now().Add(30 * time.Second)}}
+	rec := &rdb.Record{Delivery: Delivery{ID: "dlv_x", Status: StatusPending, ExpiresAt: clock.Now().Add(30 * time.Second)}}
 	o := d.decide(rec, attemptResult{at: clock.Now(), code: 500, err: "HTTP 500"})
 	assert.Equal(t, StatusFailed, o.status, "a retry past the record's expiry fails now")
 	assert.Contains(t, o.err, "retention")

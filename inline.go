@@ -23,7 +23,7 @@ import (
 // due at their lease's end as they were: a worker's hinted scan or sweep of the ready zsets finds them
 // sooner than a sweep of the inline zsets would. Best effort: an entry left behind is found by the
 // sweep.
-func (d *Dispatcher) requeueInline(ctx context.Context, shard int, recs []*record) {
+func (d *Dispatcher) requeueInline(ctx context.Context, shard int, recs []*rdb.Record) {
 	keys := []string{d.keys.Ready(shard), d.keys.Inline(shard)}
 	args := []any{int64(math.MaxInt64)}
 	for _, r := range recs {

@@ -223,7 +223,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	retime := make([]bool, len(takes))
 	for i, tk := range takes {
 		if tk.local {
-			d.local.putBack(tk.shard, tk.id, hinted[i][len(ids[i]):], unixMilli(parked[tk.id]))
+			d.local.putBack(tk.shard, tk.id, hinted[i][len(ids[i]):], rdb.UnixMilli(parked[tk.id]))
 		}
 		retime[i] = exhausted[i] == len(ids[i])
 		if len(ids[i]) > 0 || retime[i] {
@@ -347,7 +347,7 @@ func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [
 			keys = append(keys, d.keys.Delivery(shard, id))
 			args = append(args, id, token, i+1)
 			l.cands = append(l.cands, leasedDelivery{shard: shard, probe: t.probe, retime: retime[i],
-				rec: &record{Delivery: Delivery{ID: id, WebhookID: t.id}, token: token}})
+				rec: &rdb.Record{Delivery: Delivery{ID: id, WebhookID: t.id}, Token: token}})
 		}
 	}
 	l.run = scriptRun{rdb.Lease, keys, args}
@@ -389,7 +389,7 @@ func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) 
 				errs = append(errs, err)
 				continue
 			}
-			rec.holdLease(c.rec.token, now.Add(d.lease))
+			rec.HoldLease(c.rec.Token, now.Add(d.lease))
 			c.rec = rec
 			out = append(out, c)
 		case int64:
@@ -405,8 +405,8 @@ func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) 
 
 // decodeLeased decodes a record just leased; one that cannot be decoded, or is not pending, is taken
 // off its queue and reported.
-func (d *Dispatcher) decodeLeased(ctx context.Context, shard int, c *record, raw string) (*record, error) {
-	rec, err := parseRecord(c.ID, raw)
+func (d *Dispatcher) decodeLeased(ctx context.Context, shard int, c *rdb.Record, raw string) (*rdb.Record, error) {
+	rec, err := rdb.ParseRecord(c.ID, raw)
 	if err == nil && rec.Status != StatusPending {
 		err = fmt.Errorf("%w: %s is scheduled but %s", ErrCorruptRecord, c.ID, rec.Status)
 	}
@@ -415,7 +415,7 @@ func (d *Dispatcher) decodeLeased(ctx context.Context, shard int, c *record, raw
 	}
 	d.log.Error("webhooks: skipping undecodable delivery", "delivery_id", c.ID, "error", err)
 	keys := []string{d.keys.Ready(shard), d.keys.Queue(shard, c.WebhookID), d.keys.Delivery(shard, c.ID)}
-	if _, uerr := rdb.Unschedule.Run(ctx, d.rdb, keys, c.ID, c.token, c.WebhookID).Result(); uerr != nil {
+	if _, uerr := rdb.Unschedule.Run(ctx, d.rdb, keys, c.ID, c.Token, c.WebhookID).Result(); uerr != nil {
 		err = errors.Join(err, fmt.Errorf("webhooks: unschedule %s: %w", c.ID, uerr))
 	}
 	return nil, err

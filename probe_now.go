@@ -79,7 +79,7 @@ func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, in
 	d.circuitCache.put(h, now)
 	// Parked deliveries are due at the end of the open period as it was (or a recheck later).
 	was, _ := reply[2].(int64)
-	until := later(msTime(was), now).Add(probeRecheck)
+	until := later(rdb.MilliTime(was), now).Add(probeRecheck)
 	n, err := d.wakeParked(ctx, webhookID, until, now.Add(probeNowDelay))
 	return h, n, err
 }

@@ -249,5 +249,5 @@ func (d *Dispatcher) knownDue(nowMs int64) time.Time {
 	if next == math.MaxInt64 {
 		return time.Time{}
 	}
-	return msTime(next)
+	return rdb.MilliTime(next)
 }

@@ -325,7 +325,7 @@ func (r *runSlots) start(l leasedReady) {
 	r.wg.Go(func() {
 		j, began := l.job, time.Now()
 		o, ok := handBack(j.rec, d.now()), false
-		if j.rec.leaseEnd.Sub(d.now()) >= d.leaseLeftToAttempt() { // else it waited too long for a slot: back
+		if j.rec.LeaseEnd.Sub(d.now()) >= d.leaseLeftToAttempt() { // else it waited too long for a slot: back
 			o, ok = d.waitRateSlot(actx, j)
 		}
 		if ok {
@@ -389,7 +389,7 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 			o.retime = j.retime
 			d.flights.release(j.rec.WebhookID)
 			freed()
-			done(d.settle(actx, j.shard, []*record{j.rec}, []outcome{o})[0])
+			done(d.settle(actx, j.shard, []*rdb.Record{j.rec}, []outcome{o})[0])
 		})
 	}
 }
@@ -424,7 +424,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 		}
 	}
 	if localNext > 0 && (next.IsZero() || localNext < next.UnixMilli()) {
-		next = msTime(localNext)
+		next = rdb.MilliTime(localNext)
 	}
 	due = d.withLocal(now, due, local)
 	if err != nil || len(due) == 0 {
@@ -525,7 +525,7 @@ func (d *Dispatcher) attemptLeased(ctx context.Context, j leasedDelivery, wh *st
 }
 
 // isTestDelivery reports whether a delivery was made by SendTest, which reaches disabled webhooks too.
-func isTestDelivery(rec *record) bool {
+func isTestDelivery(rec *rdb.Record) bool {
 	return rec.EventType == TestEventType && strings.HasPrefix(rec.EventID, "test_")
 }
 
@@ -561,8 +561,8 @@ func (d *Dispatcher) waitRateSlot(ctx context.Context, j leasedDelivery) (outcom
 
 // handBack is the outcome of a leased delivery not attempted that goes back to its queue, due at next,
 // its retry budget and last answer kept.
-func handBack(rec *record, next time.Time) outcome {
-	return outcome{id: rec.ID, token: rec.heldToken(), status: StatusPending, next: next, step: rec.step,
+func handBack(rec *rdb.Record, next time.Time) outcome {
+	return outcome{id: rec.ID, token: rec.HeldToken(), status: StatusPending, next: next, step: rec.Step,
 		code: rec.LastStatusCode, err: rec.LastError}
 }
 
