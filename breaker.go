@@ -129,10 +129,10 @@ const countStride = 5
 // place), so that the outcomes of concurrent settles sent together read and write each webhook's
 // circuit and hourly counters once; the merged call runs at the latest of their nows. split, called
 // once the batch's replies are in, gives each merged call its part of the reply (or the error).
-func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
-	var counts []*scriptCall
+func mergeCounts(batch []*rdb.ScriptCall) ([]*rdb.ScriptCall, func()) {
+	var counts []*rdb.ScriptCall
 	for _, c := range batch {
-		if c.script == rdb.Count {
+		if c.Script == rdb.Count {
 			counts = append(counts, c)
 		}
 	}
@@ -144,50 +144,50 @@ func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
 			return batch, func() {}
 		}
 	}
-	keys := []string{counts[0].keys[0]}
-	args := slices.Clone(counts[0].args[:4])
+	keys := []string{counts[0].Keys[0]}
+	args := slices.Clone(counts[0].Args[:4])
 	index := map[string]int{}
 	sizes := make([]int, len(counts))
 	for i, c := range counts {
-		args[0] = max(args[0].(int64), c.args[0].(int64))
-		for a := 4; a+countStride-1 < len(c.args); a += countStride {
-			hourly := c.keys[c.args[a+countStride-1].(int)]
+		args[0] = max(args[0].(int64), c.Args[0].(int64))
+		for a := 4; a+countStride-1 < len(c.Args); a += countStride {
+			hourly := c.Keys[c.Args[a+countStride-1].(int)]
 			k, ok := index[hourly]
 			if !ok {
 				keys = append(keys, hourly)
 				k = len(keys) - 1
 				index[hourly] = k
 			}
-			args = append(args, c.args[a:a+countStride-1]...)
+			args = append(args, c.Args[a:a+countStride-1]...)
 			args = append(args, k)
 			sizes[i]++
 		}
 	}
-	merged := &scriptCall{ctx: context.WithoutCancel(counts[0].ctx), script: rdb.Count, keys: keys, args: args}
-	out := make([]*scriptCall, 0, len(batch)-len(counts)+1)
+	merged := &rdb.ScriptCall{Ctx: context.WithoutCancel(counts[0].Ctx), Script: rdb.Count, Keys: keys, Args: args}
+	out := make([]*rdb.ScriptCall, 0, len(batch)-len(counts)+1)
 	for _, c := range batch {
 		switch {
 		case c == counts[0]:
 			out = append(out, merged)
-		case c.script != rdb.Count:
+		case c.Script != rdb.Count:
 			out = append(out, c)
 		}
 	}
 	return out, func() {
-		if merged.cmd == nil {
+		if merged.Cmd == nil {
 			return // not sent (a panic): the batch's callers get errBatchAborted
 		}
-		reply, err := merged.cmd.Slice()
+		reply, err := merged.Cmd.Slice()
 		if err == nil && len(reply) != 2*len(args[4:])/countStride {
 			err = fmt.Errorf("merged count: reply of %d items", len(reply))
 		}
 		for i, c := range counts {
-			c.cmd = redis.NewCmd(c.ctx)
+			c.Cmd = redis.NewCmd(c.Ctx)
 			if err != nil {
-				c.cmd.SetErr(err)
+				c.Cmd.SetErr(err)
 				continue
 			}
-			c.cmd.SetVal(reply[:2*sizes[i]])
+			c.Cmd.SetVal(reply[:2*sizes[i]])
 			reply = reply[2*sizes[i]:]
 		}
 	}
@@ -195,20 +195,20 @@ func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
 
 // countMergeable reports whether a rdb.Count call is as countArgs makes it, with first's key and
 // settings: only such calls are merged.
-func countMergeable(c, first *scriptCall) bool {
-	if len(c.keys) < 1 || c.keys[0] != first.keys[0] || len(c.args) < 4 || (len(c.args)-4)%countStride != 0 {
+func countMergeable(c, first *rdb.ScriptCall) bool {
+	if len(c.Keys) < 1 || c.Keys[0] != first.Keys[0] || len(c.Args) < 4 || (len(c.Args)-4)%countStride != 0 {
 		return false
 	}
-	if _, ok := c.args[0].(int64); !ok {
+	if _, ok := c.Args[0].(int64); !ok {
 		return false
 	}
 	for i := 1; i < 4; i++ {
-		if c.args[i] != first.args[i] {
+		if c.Args[i] != first.Args[i] {
 			return false
 		}
 	}
-	for a := 4 + countStride - 1; a < len(c.args); a += countStride {
-		if k, ok := c.args[a].(int); !ok || k < 1 || k >= len(c.keys) {
+	for a := 4 + countStride - 1; a < len(c.Args); a += countStride {
+		if k, ok := c.Args[a].(int); !ok || k < 1 || k >= len(c.Keys) {
 			return false
 		}
 	}

@@ -185,7 +185,7 @@ func (d *Dispatcher) countNow(ctx context.Context, rec *rdb.Record, o *outcome) 
 		return
 	}
 	o.counted = true
-	cc.cmd = d.counts.run(ctx, rdb.Count, cc.keys, cc.args...)
+	cc.cmd = d.counts.Run(ctx, rdb.Count, cc.keys, cc.args...)
 	d.afterCount(ctx, cc)
 }
 
@@ -214,10 +214,10 @@ func (d *Dispatcher) writeBesideCount(ctx context.Context, cc *circuitCount, scr
 		return d.writeAcked(ctx, script, keys, args...)
 	case d.opts.ReplicaAcks > 0:
 		w := d.writeAcked(ctx, script, keys, args...)
-		cc.cmd = d.scripts.run(ctx, rdb.Count, cc.keys, cc.args...)
+		cc.cmd = d.scripts.Run(ctx, rdb.Count, cc.keys, cc.args...)
 		return w
 	}
-	cmds := d.scripts.runTogether(ctx, scriptRun{script, keys, args}, scriptRun{rdb.Count, cc.keys, cc.args})
+	cmds := d.scripts.RunTogether(ctx, rdb.ScriptRun{Script: script, Keys: keys, Args: args}, rdb.ScriptRun{Script: rdb.Count, Keys: cc.keys, Args: cc.args})
 	cc.cmd = cmds[1]
 	return ackedWrite{Cmd: cmds[0]}
 }
@@ -234,7 +234,7 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 		d.flights.observe(o.webhookID, cc.ends[i].success, cc.ends[i].took)
 	}
 	if !cc.sent() { // not run, or lost in transport: once more, on its own
-		cc.cmd = d.scripts.run(ctx, rdb.Count, cc.keys, cc.args...)
+		cc.cmd = d.scripts.Run(ctx, rdb.Count, cc.keys, cc.args...)
 	}
 	events, err := countReply(cc.cmd, cc.now, cc.outs)
 	if err != nil {

@@ -32,7 +32,7 @@ func TestMergedCountEqualsItsCallsInOrder(t *testing.T) {
 			for round := range 5 {
 				// Each call at its own now; the merged call runs at the latest, so the calls run alone
 				// do too.
-				var mcalls, acalls []*scriptCall
+				var mcalls, acalls []*rdb.ScriptCall
 				n := 2 + rng.IntN(6)
 				latest := now.Add(time.Duration(round*10+n-1) * time.Millisecond)
 				for c := range n {
@@ -45,23 +45,23 @@ func TestMergedCountEqualsItsCallsInOrder(t *testing.T) {
 					}
 					mk, ma := sm.countArgs(now.Add(time.Duration(round*10+c)*time.Millisecond), 3, time.Minute, outs)
 					ak, aa := sa.countArgs(latest, 3, time.Minute, outs)
-					mcalls = append(mcalls, &scriptCall{ctx: ctx, script: rdb.Count, keys: mk, args: ma})
-					acalls = append(acalls, &scriptCall{ctx: ctx, script: rdb.Count, keys: ak, args: aa})
+					mcalls = append(mcalls, &rdb.ScriptCall{Ctx: ctx, Script: rdb.Count, Keys: mk, Args: ma})
+					acalls = append(acalls, &rdb.ScriptCall{Ctx: ctx, Script: rdb.Count, Keys: ak, Args: aa})
 				}
 				// A lease script between them stays as it is.
-				other := &scriptCall{ctx: ctx, script: rdb.Lease}
-				batch := append([]*scriptCall{mcalls[0], other}, mcalls[1:]...)
+				other := &rdb.ScriptCall{Ctx: ctx, Script: rdb.Lease}
+				batch := append([]*rdb.ScriptCall{mcalls[0], other}, mcalls[1:]...)
 				out, split := mergeCounts(batch)
 				require.Len(t, out, 2, "the counts merged into one, beside the other script")
 				require.Same(t, other, out[1])
-				require.Equal(t, latest.UnixMilli(), out[0].args[0], "the merged call runs at the latest now")
-				out[0].cmd = rdb.Count.Run(ctx, tr.rdb, out[0].keys, out[0].args...)
-				require.NoError(t, out[0].cmd.Err())
+				require.Equal(t, latest.UnixMilli(), out[0].Args[0], "the merged call runs at the latest now")
+				out[0].Cmd = rdb.Count.Run(ctx, tr.rdb, out[0].Keys, out[0].Args...)
+				require.NoError(t, out[0].Cmd.Err())
 				split()
 				for i, a := range acalls {
-					want, err := rdb.Count.Run(ctx, tr.rdb, a.keys, a.args...).Slice()
+					want, err := rdb.Count.Run(ctx, tr.rdb, a.Keys, a.Args...).Slice()
 					require.NoError(t, err)
-					got, err := mcalls[i].cmd.Slice()
+					got, err := mcalls[i].Cmd.Slice()
 					require.NoError(t, err)
 					assert.Equal(t, want, got, "round %d, call %d", round, i)
 				}
@@ -89,7 +89,7 @@ func TestCountsThroughTheBatcherAreAllCounted(t *testing.T) {
 	var wg sync.WaitGroup
 	for d := range dispatchers {
 		client := tr.newClient(t)
-		lanes, s := newLaneBatcher(client), newCircuitStore(client, keys)
+		lanes, s := rdb.NewLaneBatcher(client, mergeCounts), newCircuitStore(client, keys)
 		for g := range goroutines {
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(uint64(d), uint64(g)))
@@ -104,7 +104,7 @@ func TestCountsThroughTheBatcherAreAllCounted(t *testing.T) {
 					}
 					now := time.Now()
 					ks, args := s.countArgs(now, 0, time.Minute, outs) // breaker off: nothing opens
-					events, err := countReply(lanes.run(ctx, rdb.Count, ks, args...), now, outs)
+					events, err := countReply(lanes.Run(ctx, rdb.Count, ks, args...), now, outs)
 					if !assert.NoError(t, err) || !assert.Len(t, events, len(outs)) {
 						return
 					}

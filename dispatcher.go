@@ -35,8 +35,8 @@ type Dispatcher struct {
 	deliveries   *DeliveryRepo
 	eventTypes   *EventTypeRepo
 	now          func() time.Time
-	scripts      *laneBatcher
-	counts       *scriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
+	scripts      *rdb.LaneBatcher
+	counts       *rdb.ScriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
 	flights      *inFlight
 	circuits     *circuitStore
 	circuitCache *circuitCache
@@ -78,10 +78,10 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		scripts: newLaneBatcher(rdb), counts: &scriptBatcher{rdb: rdb},
 		circuits: newCircuitStore(rdb, keys), circuitCache: newCircuitCache(),
 		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: newLocalDue(max(1024, 16*opts.Concurrency)),
 		wake: make(chan struct{}, 1), redisDown: down}
+	d.scripts, d.counts = newBatchers(rdb)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
 	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
 	d.nextShard.Store(rand.Uint32())           // replicas start their scans at different shards

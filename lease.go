@@ -232,7 +232,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	}
 	// Every shard's script in one pipeline of its own, sent at once (not behind the claims' batches).
 	shardLeases := make([]*shardLease, 0, len(byShard))
-	runs := make([]scriptRun, 0, len(byShard))
+	runs := make([]rdb.ScriptRun, 0, len(byShard))
 	for shard, idx := range byShard {
 		st, sids, rt := make([]take, len(idx)), make([][]string, len(idx)), make([]bool, len(idx))
 		for k, i := range idx {
@@ -244,7 +244,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	var jobs []leasedDelivery
 	var errs []error
 	heads := map[dueKey]int64{}
-	for i, cmd := range d.scripts.runNow(ctx, runs...) {
+	for i, cmd := range d.scripts.RunNow(ctx, runs...) {
 		if cmd.Err() != nil {
 			// Not leased, as far as this worker knows: the local hint's ids of it are due again.
 			for k, tk := range shardLeases[i].takes {
@@ -324,7 +324,7 @@ type shardLease struct {
 	ids    [][]string // per take, its candidates (queue members)
 	retime []bool
 	cands  []leasedDelivery
-	run    scriptRun
+	run    rdb.ScriptRun
 }
 
 // newShardLease prepares the lease of the candidates of some webhooks of one shard; the webhooks
@@ -350,7 +350,7 @@ func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [
 				rec: &rdb.Record{Delivery: Delivery{ID: id, WebhookID: t.id}, Token: token}})
 		}
 	}
-	l.run = scriptRun{rdb.Lease, keys, args}
+	l.run = rdb.ScriptRun{Script: rdb.Lease, Keys: keys, Args: args}
 	return l
 }
 

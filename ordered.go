@@ -62,7 +62,7 @@ func waitingRecord(rec *rdb.Record) *rdb.Record {
 func (d *Dispatcher) reserveOrder(ctx context.Context, scoped, orderKey string) error {
 	marker := d.keys.Event(d.keys.ShardOf(scoped), scoped)
 	ttl := (d.opts.Retention + markerSlack).Milliseconds()
-	reply, err := d.scripts.run(ctx, rdb.ReserveOrder, []string{marker}, rdb.OrderMarker+orderKey, ttl).Result()
+	reply, err := d.scripts.Run(ctx, rdb.ReserveOrder, []string{marker}, rdb.OrderMarker+orderKey, ttl).Result()
 	if err != nil {
 		d.reloadOnTransport(err)
 		return err
