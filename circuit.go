@@ -231,7 +231,7 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 		return
 	}
 	for i, o := range cc.outs {
-		d.flights.observe(o.webhookID, cc.ends[i].success, cc.ends[i].took)
+		d.flights.Observe(o.webhookID, cc.ends[i].success, cc.ends[i].took)
 	}
 	if !cc.sent() { // not run, or lost in transport: once more, on its own
 		cc.cmd = d.scripts.Run(ctx, rdb.Count, cc.keys, cc.args...)

@@ -20,6 +20,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/egress"
 	"github.com/smartdrop/webhooks/internal/filter"
 	"github.com/smartdrop/webhooks/internal/sealed"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // Dispatcher delivers events to the webhooks that subscribe to them. It is safe for concurrent use, and
@@ -37,7 +38,7 @@ type Dispatcher struct {
 	now          func() time.Time
 	scripts      *rdb.LaneBatcher
 	counts       *rdb.ScriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
-	flights      *inFlight
+	flights      *worker.InFlight
 	circuits     *circuitStore
 	circuitCache *circuitCache
 	indexTTLs    *indexTTLs
@@ -83,7 +84,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		wake: make(chan struct{}, 1), redisDown: down}
 	d.scripts, d.counts = newBatchers(rdb)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
-	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
+	d.flights = worker.NewInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
 	d.nextShard.Store(rand.Uint32())           // replicas start their scans at different shards
 	ring, _ := sealed.NewRing(opts.SecretKeys) // checked by withDefaults
 	d.auth = newAuthenticator(d, ring)
@@ -318,7 +319,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	for _, i := range attempts {
 		t := targets[i]
 		wg.Go(func() {
-			defer d.flights.release(t.ID)
+			defer d.flights.Release(t.ID)
 			res := d.tracedAttempt(ctx, t, recs[i], body)
 			d.releaseConcurrencySlot(ctx, t.ID, plans[i].slot)
 			o := d.decide(recs[i], res)
@@ -376,7 +377,7 @@ type targetPlan struct {
 // made.
 func (p *targetPlan) cancel(ctx context.Context, d *Dispatcher, webhookID string) {
 	if p.inline {
-		d.flights.release(webhookID)
+		d.flights.Release(webhookID)
 	}
 	d.releaseConcurrencySlot(ctx, webhookID, p.slot)
 	p.inline, p.slot = false, ""
@@ -399,7 +400,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 	} else {
 		circuits = d.circuitCache.peek(now, ids)
 	}
-	waitFrom := d.flights.now() // a call waits for its in-flight slots Timeout at most, all webhooks together
+	waitFrom := d.flights.Now() // a call waits for its in-flight slots Timeout at most, all webhooks together
 	for i, t := range targets {
 		p := &plans[i]
 		p.due = now
@@ -408,7 +409,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 			p.due, p.parked = later(h.OpenUntil, now), true
 			p.reason = parkedReason(h, p.due)
 		case !inline:
-		case !d.flights.acquire(ctx, t.ID, waitFrom):
+		case !d.flights.Acquire(ctx, t.ID, waitFrom):
 			p.reason = "webhook at its in-flight cap (MaxInFlightPerWebhook): attempt left to the worker"
 		default:
 			p.inline, p.due = true, now.Add(d.lease)

@@ -41,7 +41,7 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 			d.log.Error("webhooks: webhook cannot be decoded: its deliveries wait", "webhook_id", id, "error", err)
 			continue
 		}
-		room := d.flights.room(id)
+		room := d.flights.Room(id)
 		if room <= 0 {
 			continue // at its cap: an ending attempt wakes the worker
 		}
@@ -168,7 +168,7 @@ func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebho
 		}
 		want = min(want, free)
 	}
-	return d.flights.take(id, want), parked
+	return d.flights.Take(id, want), parked
 }
 
 // leaseTakes reads the due ids of each take's queue, reserves in-flight slots for them within the
@@ -268,7 +268,7 @@ func (d *Dispatcher) giveBack(jobs []leasedDelivery, reserved map[string]int) {
 	}
 	for id, n := range reserved {
 		for range n {
-			d.flights.release(id)
+			d.flights.Release(id)
 		}
 	}
 }

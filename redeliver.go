@@ -76,11 +76,11 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	if s, ok := reply[1].(string); ok {
 		body = eventBody(s)
 	}
-	if d.flights.take(wh.ID, 1) == 0 {
+	if d.flights.Take(wh.ID, 1) == 0 {
 		return &rec.Delivery, true, fmt.Errorf("webhooks: redeliver %s: webhook at its in-flight cap, a worker attempts it after its lease: %w",
 			deliveryID, ErrDeferred)
 	}
-	defer d.flights.release(wh.ID)
+	defer d.flights.Release(wh.ID)
 	o := d.attemptLeased(ctx, leasedDelivery{shard: shard, rec: rec}, wh, body)
 	err = d.settle(ctx, shard, []*rdb.Record{rec}, []outcome{o})[0]
 	return &rec.Delivery, true, err

@@ -247,7 +247,7 @@ func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
 	if err != nil {
 		r.unclaim(claimed)
 		for _, j := range jobs {
-			r.d.flights.release(j.rec.WebhookID)
+			r.d.flights.Release(j.rec.WebhookID)
 		}
 		r.d.log.Warn("webhooks: worker attempts not made", "leased", len(jobs), "error", err)
 		return
@@ -340,7 +340,7 @@ func (r *runSlots) start(l leasedReady) {
 			d.releaseProbe(actx, j.rec.WebhookID, j.probe, j.shard) // not sent: the next pass may probe at once
 		}
 		o.retime = j.retime
-		d.flights.release(j.rec.WebhookID)
+		d.flights.Release(j.rec.WebhookID)
 		r.freed()
 		d.countNow(actx, j.rec, &o) // now, not when its batch is written
 		var err error
@@ -377,7 +377,7 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 		wg.Go(func() {
 			if err != nil {
 				// Nothing attempted: the lease expires and a later pass takes the delivery again.
-				d.flights.release(j.rec.WebhookID)
+				d.flights.Release(j.rec.WebhookID)
 				freed()
 				done(err)
 				return
@@ -387,7 +387,7 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 				o = d.attemptLeased(actx, j, j.webhook, bodies[i])
 			}
 			o.retime = j.retime
-			d.flights.release(j.rec.WebhookID)
+			d.flights.Release(j.rec.WebhookID)
 			freed()
 			done(d.settle(actx, j.shard, []*rdb.Record{j.rec}, []outcome{o})[0])
 		})
@@ -410,7 +410,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 	}
 	now := d.now()
 	local, localNext := d.local.due(now.UnixMilli())
-	if mode == scanHinted && d.local.takeable(d.flights.room) >= free {
+	if mode == scanHinted && d.local.takeable(d.flights.Room) >= free {
 		mode = scanSweep // the local hint has enough due to fill the pass: no read but the sweep
 	}
 	due, strays, read, next, err := d.scanReady(ctx, now, free+16, mode)
