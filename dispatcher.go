@@ -48,13 +48,13 @@ type Dispatcher struct {
 	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	turns        slotTurns     // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce    sync.Once
-	hintsPtr     *scanHints      // made by hints()
-	local        *localDue       // what this Dispatcher queued, for its worker (local_due.go)
-	running      atomic.Int32    // Runs going
-	idled        func()          // tests: called before Run waits with nothing due that it could take
-	auth         *authenticator  // endpoint authentication (endpoint_auth_send.go)
-	redisDown    *redisDownLog   // the worker's warnings while Redis fails it
-	pending      pendingOutcomes // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+	hintsPtr     *scanHints       // made by hints()
+	local        *worker.LocalDue // what this Dispatcher queued, for its worker (internal/worker)
+	running      atomic.Int32     // Runs going
+	idled        func()           // tests: called before Run waits with nothing due that it could take
+	auth         *authenticator   // endpoint authentication (endpoint_auth_send.go)
+	redisDown    *redisDownLog    // the worker's warnings while Redis fails it
+	pending      pendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -80,7 +80,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		circuits: newCircuitStore(rdb, keys), circuitCache: newCircuitCache(),
-		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: newLocalDue(max(1024, 16*opts.Concurrency)),
+		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: worker.NewLocalDue(max(1024, 16*opts.Concurrency)),
 		wake: make(chan struct{}, 1), redisDown: down}
 	d.scripts, d.counts = newBatchers(rdb)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.

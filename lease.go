@@ -14,6 +14,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // chooseTakes shares free worker slots among the webhooks found due, one slot at a time in turn, so a
@@ -176,7 +177,7 @@ func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebho
 // go out together). A webhook due in several shards gets no more than its share in all. It returns the
 // leased deliveries, the new ready scores of the webhooks it retimed (leaseShard), and the errors.
 // Slots reserved for what was not leased are given back.
-func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([]leasedDelivery, map[dueKey]int64, error) {
+func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([]leasedDelivery, map[worker.Queue]int64, error) {
 	ids, tats, err := d.candidates(ctx, now, takes, t)
 	if err != nil {
 		return nil, nil, err
@@ -223,7 +224,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	retime := make([]bool, len(takes))
 	for i, tk := range takes {
 		if tk.local {
-			d.local.putBack(tk.shard, tk.id, hinted[i][len(ids[i]):], rdb.UnixMilli(parked[tk.id]))
+			d.local.PutBack(tk.shard, tk.id, hinted[i][len(ids[i]):], rdb.UnixMilli(parked[tk.id]))
 		}
 		retime[i] = exhausted[i] == len(ids[i])
 		if len(ids[i]) > 0 || retime[i] {
@@ -243,13 +244,13 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	}
 	var jobs []leasedDelivery
 	var errs []error
-	heads := map[dueKey]int64{}
+	heads := map[worker.Queue]int64{}
 	for i, cmd := range d.scripts.RunNow(ctx, runs...) {
 		if cmd.Err() != nil {
 			// Not leased, as far as this worker knows: the local hint's ids of it are due again.
 			for k, tk := range shardLeases[i].takes {
 				if tk.local {
-					d.local.putBack(tk.shard, tk.id, shardLeases[i].ids[k], 0)
+					d.local.PutBack(tk.shard, tk.id, shardLeases[i].ids[k], 0)
 				}
 			}
 		}
@@ -283,7 +284,7 @@ func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take
 	rates := map[string]*redis.StringCmd{}
 	for i, tk := range takes {
 		if tk.local {
-			ids[i] = d.local.take(tk.shard, tk.id, tk.n)
+			ids[i] = d.local.Take(tk.shard, tk.id, tk.n)
 		} else {
 			cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.Queue(tk.shard, tk.id), ByScore: true,
 				Start: "-inf", Stop: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(tk.n)})
@@ -296,7 +297,7 @@ func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			for i, tk := range takes {
 				if tk.local {
-					d.local.putBack(tk.shard, tk.id, ids[i], 0)
+					d.local.PutBack(tk.shard, tk.id, ids[i], 0)
 				}
 			}
 			return nil, nil, fmt.Errorf("webhooks: read queues: %w", err)
@@ -305,7 +306,7 @@ func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take
 	for i, c := range cmds {
 		if c != nil {
 			ids[i] = c.Val()
-			d.local.forget(takes[i].shard, takes[i].id, ids[i]) // leased now: a hint of them is stale
+			d.local.Forget(takes[i].shard, takes[i].id, ids[i]) // leased now: a hint of them is stale
 		}
 	}
 	tats := make(map[string]string, len(rates))
@@ -355,7 +356,7 @@ func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [
 }
 
 // leased reads a shard lease's reply: the deliveries it leased, their records decoded, and the new ready scores of the webhooks it retimed (0 when one left the ready zset).
-func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) ([]leasedDelivery, map[dueKey]int64, error) {
+func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) ([]leasedDelivery, map[worker.Queue]int64, error) {
 	shard, now, cands := l.shard, l.now, l.cands
 	retimed := 0
 	for _, r := range l.retime {
@@ -368,13 +369,13 @@ func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("webhooks: lease shard %d: %w", shard, err)
 	}
-	heads := make(map[dueKey]int64, retimed)
+	heads := make(map[worker.Queue]int64, retimed)
 	k := len(cands)
 	for i, t := range l.takes {
 		if l.retime[i] {
 			v, _ := reply[k].(string)
 			f, _ := strconv.ParseFloat(v, 64)
-			heads[dueKey{shard, t.id}] = int64(f)
+			heads[worker.Queue{Shard: shard, Webhook: t.id}] = int64(f)
 			k++
 		}
 	}

@@ -83,7 +83,7 @@ func (d *Dispatcher) park(ctx context.Context, due []dueWebhook, until time.Time
 		return
 	}
 	for _, w := range due {
-		d.local.delay(w.shard, w.id, until.UnixMilli()) // the local hint's ids of it wait as long
+		d.local.Delay(w.shard, w.id, until.UnixMilli()) // the local hint's ids of it wait as long
 	}
 	pipe := d.rdb.Pipeline()
 	for _, w := range due {

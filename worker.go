@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // dueTargets are the webhooks a worker found due, as the registry holds them now.
@@ -59,7 +60,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	d.running.Add(1)
 	defer func() {
 		if d.running.Add(-1) == 0 {
-			d.local.clear()
+			d.local.Clear()
 		}
 	}()
 	d.warnIfEvicting(ctx)
@@ -409,8 +410,8 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 		return nil, time.Time{}, false, err
 	}
 	now := d.now()
-	local, localNext := d.local.due(now.UnixMilli())
-	if mode == scanHinted && d.local.takeable(d.flights.Room) >= free {
+	local, localNext := d.local.Due(now.UnixMilli())
+	if mode == scanHinted && d.local.Takeable(d.flights.Room) >= free {
 		mode = scanSweep // the local hint has enough due to fill the pass: no read but the sweep
 	}
 	due, strays, read, next, err := d.scanReady(ctx, now, free+16, mode)
@@ -441,10 +442,10 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 	jobs, heads, err := d.leaseTakes(ctx, now, takes, targets)
 	d.releaseUnusedProbes(ctx, takes, jobs)
 	if err == nil {
-		local := map[dueKey]bool{}
+		local := map[worker.Queue]bool{}
 		for _, w := range due {
 			if w.local {
-				local[dueKey{w.shard, w.id}] = true
+				local[worker.Queue{Shard: w.shard, Webhook: w.id}] = true
 			}
 		}
 		d.afterLease(now, read, heads, local)
@@ -459,20 +460,19 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 
 // withLocal adds to the webhooks a scan found due those the local hint holds due ids of, and marks
 // the ones found by both that the hint serves (localDue.serves): their queues are not read.
-func (d *Dispatcher) withLocal(now time.Time, scanned, local []dueWebhook) []dueWebhook {
+func (d *Dispatcher) withLocal(now time.Time, scanned []dueWebhook, local []worker.Queue) []dueWebhook {
 	if len(local) == 0 {
 		return scanned
 	}
-	seen := make(map[dueKey]bool, len(scanned))
+	seen := make(map[worker.Queue]bool, len(scanned))
 	for i, w := range scanned {
-		k := dueKey{w.shard, w.id}
+		k := worker.Queue{Shard: w.shard, Webhook: w.id}
 		seen[k] = true
-		scanned[i].local = d.local.serves(k, now.UnixMilli())
+		scanned[i].local = d.local.Serves(k, now.UnixMilli())
 	}
-	for _, w := range local {
-		if !seen[dueKey{w.shard, w.id}] {
-			w.local = true
-			scanned = append(scanned, w)
+	for _, q := range local {
+		if !seen[q] {
+			scanned = append(scanned, dueWebhook{shard: q.Shard, id: q.Webhook, local: true})
 		}
 	}
 	return scanned
