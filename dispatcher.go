@@ -53,7 +53,7 @@ type Dispatcher struct {
 	running      atomic.Int32     // Runs going
 	idled        func()           // tests: called before Run waits with nothing due that it could take
 	auth         *authenticator   // endpoint authentication (endpoint_auth_send.go)
-	redisDown    *redisDownLog    // the worker's warnings while Redis fails it
+	redisDown    *worker.RedisLog // the worker's warnings while Redis fails it
 	pending      pendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
 }
 
@@ -66,7 +66,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOptions)
 	}
-	down := &redisDownLog{log: opts.Logger} // nil: slog.Default()
+	down := worker.NewRedisLog(opts.Logger) // nil: slog.Default()
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err

@@ -63,7 +63,9 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.local.Clear()
 		}
 	}()
-	d.warnIfEvicting(ctx)
+	if policy, err := rdb.MaxmemoryPolicy(ctx, d.rdb); err == nil {
+		d.redisDown.MayEvict(policy)
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: 2 * d.opts.Concurrency, batch: max(1, d.opts.Concurrency/8),
@@ -97,7 +99,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 	for ctx.Err() == nil {
 		if d.pending.isDown() { // after an outage: lease nothing until Redis answers, then wait the grace
 			if err := d.rdb.Ping(ctx).Err(); err != nil {
-				d.redisDown.warn(time.Now(), "webhooks: worker could not reach Redis", "error", err)
+				d.redisDown.Down(time.Now(), "webhooks: worker could not reach Redis", "error", err)
 				d.sleep(ctx, outagePing) // not a backoff: the kept outcomes go out within the grace
 				continue
 			}
@@ -120,7 +122,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		switch {
 		case err != nil && len(jobs) == 0:
 			d.reloadOnTransport(err)
-			d.redisDown.warn(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
+			d.redisDown.Down(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
 			if retryable(err) {
 				d.pending.passFailed()
 			}
