@@ -51,7 +51,6 @@ type Dispatcher struct {
 	hintsPtr     *scanHints       // made by hints()
 	local        *worker.LocalDue // what this Dispatcher queued, for its worker (internal/worker)
 	running      atomic.Int32     // Runs going
-	idled        func()           // tests: called before Run waits with nothing due that it could take
 	auth         *authenticator   // endpoint authentication (endpoint_auth_send.go)
 	redisDown    *worker.RedisLog // the worker's warnings while Redis fails it
 	pending      pendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)

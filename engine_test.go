@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -241,10 +242,11 @@ func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 	tr := newTestRedis(t)
 	rc := newReceiver(t)
 	var ds []*Dispatcher
+	var runHooks []worker.Hooks
 	var idle atomic.Int32
 	for range 3 {
 		d := newTestDispatcherOn(t, tr.newClient(t), tr, Options{Concurrency: 8, MaxInFlightPerWebhook: 8})
-		d.idled = func() {
+		runHooks = append(runHooks, worker.Hooks{Idled: func() {
 			now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 			ids, err := tr.rdb.HKeys(ctx, d.keys.Webhooks()).Result()
 			assert.NoError(t, err)
@@ -256,7 +258,7 @@ func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 					}
 				}
 			}
-		}
+		}})
 		ds = append(ds, d)
 	}
 	for range hooks {
@@ -268,8 +270,8 @@ func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, d := range ds {
-		wg.Go(func() { assert.NoError(t, d.Run(runCtx)) })
+	for i, d := range ds {
+		wg.Go(func() { assert.NoError(t, runWorker(runCtx, d, runHooks[i])) })
 	}
 	eventually(t, 20*time.Second, func() bool { return rc.count() >= events*hooks }, "the backlog is drained")
 	stop()

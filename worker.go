@@ -56,7 +56,10 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // polls (1.25s with the default 64 shards; scan.go). Any number of replicas may run it at once; each
 // due attempt is made by one of them. It backs off (up to 5s) only when Redis fails it. It returns nil
 // when ctx ends, after the attempts in flight have finished and been recorded.
-func (d *Dispatcher) Run(ctx context.Context) error {
+func (d *Dispatcher) Run(ctx context.Context) error { return runWorker(ctx, d, worker.Hooks{}) }
+
+// runWorker is Dispatcher.Run, making the calls of hooks.
+func runWorker(ctx context.Context, d *Dispatcher, hooks worker.Hooks) error {
 	d.running.Add(1)
 	defer func() {
 		if d.running.Add(-1) == 0 {
@@ -69,7 +72,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: 2 * d.opts.Concurrency, batch: max(1, d.opts.Concurrency/8),
-		budget: d.lease - d.leaseLeftToAttempt()}
+		budget: d.lease - d.leaseLeftToAttempt(), hooks: hooks}
 	var lanes sync.WaitGroup
 	for i := range leaseLanes {
 		lanes.Go(func() { run.lane(ctx, i == 0) })
@@ -150,8 +153,8 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		if !known.IsZero() {
 			wait = min(wait, max(known.Sub(d.now()), minWait))
 		}
-		if d.idled != nil {
-			d.idled()
+		if r.hooks.Idled != nil {
+			r.hooks.Idled()
 		}
 		// Woken by a poke, or at a due time it knows of: read what may be due; else an idle poll.
 		if !d.sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
@@ -206,6 +209,7 @@ type runSlots struct {
 	ahead  int           // 2 × Concurrency: the most deliveries leased ahead
 	batch  int           // Concurrency/8: while deliveries wait, a pass leases no fewer
 	budget time.Duration // how long a delivery leased ahead may wait for its slot: lease − leaseLeftToAttempt
+	hooks  worker.Hooks
 
 	mu      sync.Mutex
 	busy    int           // attempts started and not over
