@@ -44,10 +44,10 @@ func (d *Dispatcher) leaseLeftToAttempt() time.Duration {
 // attempt sends one signed request for a leased delivery. It is made only if a whole attempt
 // (Options.Timeout) still ends with a margin before the lease does, so a worker that takes the
 // delivery over after the lease can never overlap it.
-func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *record, body []byte) attemptResult {
+func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *rdb.Record, body []byte) attemptResult {
 	start := d.now()
 	res := attemptResult{at: start}
-	if rec.leaseEnd.Sub(start) < d.leaseLeftToAttempt() {
+	if rec.LeaseEnd.Sub(start) < d.leaseLeftToAttempt() {
 		// A whole attempt no longer fits in the lease (the claim's reply, or the pass before it, was
 		// slow): leave it to a worker after the lease rather than cut it short.
 		res.err, res.canceled = "too little of the lease was left to attempt it", true
@@ -150,11 +150,26 @@ func (o outcome) scheduleMode() string {
 	return rdb.ScheduleQueued
 }
 
+// applyOutcome updates an in-memory record as settle records o at now.
+func applyOutcome(r *rdb.Record, o outcome, now time.Time) {
+	if o.attempted {
+		r.Attempts++
+		r.History = append(r.History, o.attempt)
+		if len(r.History) > rdb.MaxHistory {
+			r.History = r.History[len(r.History)-rdb.MaxHistory:]
+		}
+	}
+	r.Status, r.Step, r.LastStatusCode, r.LastError = o.status, o.step, o.code, o.err
+	r.NextAttemptAt = rdb.MilliTime(rdb.UnixMilli(o.next)) // as stored: whole milliseconds, no monotonic reading
+	r.UpdatedAt = rdb.MilliTime(now.UnixMilli())
+	r.Token, r.LeaseState = o.token, rdb.LeaseSettled
+}
+
 // decide turns an attempt into the record's next state, by the retry schedule.
-func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
-	o := outcome{id: rec.ID, token: rec.heldToken(), code: res.code, err: res.err, attempted: true, step: rec.step,
+func (d *Dispatcher) decide(rec *rdb.Record, res attemptResult) outcome {
+	o := outcome{id: rec.ID, token: rec.HeldToken(), code: res.code, err: res.err, attempted: true, step: rec.Step,
 		unrecorded: res.canceled, answered: res.answered,
-		attempt: Attempt{At: msTime(res.at.UnixMilli()), Duration: res.dur.Truncate(time.Microsecond), StatusCode: res.code,
+		attempt: Attempt{At: rdb.MilliTime(res.at.UnixMilli()), Duration: res.dur.Truncate(time.Microsecond), StatusCode: res.code,
 			Error: res.err, Response: res.body}}
 	switch {
 	case res.code >= 200 && res.code < 300 && res.err == "":
@@ -162,12 +177,12 @@ func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
 	case res.code == http.StatusGone:
 		o.status, o.disable = StatusFailed, true
 		o.err = "HTTP 410 Gone: the webhook was disabled"
-	case rec.step < len(d.opts.RetrySchedule):
-		delay := jitter(d.opts.RetrySchedule[rec.step])
+	case rec.Step < len(d.opts.RetrySchedule):
+		delay := jitter(d.opts.RetrySchedule[rec.Step])
 		if res.retryAfter > delay {
 			delay = min(res.retryAfter, MaxRetryAfter)
 		}
-		o.status, o.next, o.step = StatusPending, d.now().Add(delay), rec.step+1
+		o.status, o.next, o.step = StatusPending, d.now().Add(delay), rec.Step+1
 		if !rec.ExpiresAt.IsZero() && o.next.Add(d.lease).After(rec.ExpiresAt) {
 			// Its record (its claim) would expire before the retry ends: fail it now, visibly,
 			// rather than let it vanish.
@@ -181,8 +196,8 @@ func (d *Dispatcher) decide(rec *record, res attemptResult) outcome {
 }
 
 // refuse is the outcome of a due delivery that is not attempted: it fails for the given reason.
-func refuse(rec *record, reason string) outcome {
-	return outcome{id: rec.ID, token: rec.heldToken(), status: StatusFailed, step: rec.step, code: rec.LastStatusCode,
+func refuse(rec *rdb.Record, reason string) outcome {
+	return outcome{id: rec.ID, token: rec.HeldToken(), status: StatusFailed, step: rec.Step, code: rec.LastStatusCode,
 		err: reason}
 }
 
@@ -192,10 +207,10 @@ func jitter(d time.Duration) time.Duration {
 
 // earliestLeaseEnd is when the first of the outcomes' leases ends (at most a lease from now): how long
 // settle may retry their write.
-func (d *Dispatcher) earliestLeaseEnd(now time.Time, recs []*record, idx []int) time.Time {
+func (d *Dispatcher) earliestLeaseEnd(now time.Time, recs []*rdb.Record, idx []int) time.Time {
 	leaseEnd := now.Add(d.lease)
 	for _, i := range idx {
-		if e := recs[i].leaseEnd; !e.IsZero() && e.Before(leaseEnd) {
+		if e := recs[i].LeaseEnd; !e.IsZero() && e.Before(leaseEnd) {
 			leaseEnd = e
 		}
 	}
@@ -204,7 +219,7 @@ func (d *Dispatcher) earliestLeaseEnd(now time.Time, recs []*record, idx []int) 
 
 // applyRecorded applies each outcome the script recorded (reply, or err for the whole write) to its
 // in-memory record and runs its hooks, and sets errs for the others.
-func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*record, outcomes []outcome, idx []int,
+func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*rdb.Record, outcomes []outcome, idx []int,
 	reply []int64, err error, now time.Time, errs []error) {
 	for j, i := range idx {
 		switch {
@@ -213,7 +228,7 @@ func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*recor
 		case reply[j] != rdb.OutcomeRecorded:
 			errs[i] = fmt.Errorf("webhooks: record outcome of %s: %w", outcomes[i].id, ErrLeaseLost)
 		default:
-			recs[i].apply(outcomes[i], now)
+			applyOutcome(recs[i], outcomes[i], now)
 			if outcomes[i].status == StatusPending {
 				d.queueLocal(shard, recs[i].WebhookID, recs[i].ID, outcomes[i].next) // a retry for this worker
 			}
@@ -225,7 +240,7 @@ func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*recor
 // settle records the outcomes of attempts on deliveries of one shard in one round trip, applies each
 // recorded outcome to its in-memory record and runs the hooks. It returns one error per outcome, nil
 // when recorded. An outcome whose attempt the caller abandoned is left to its lease.
-func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outcomes []outcome) []error {
+func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, outcomes []outcome) []error {
 	errs := make([]error, len(outcomes))
 	keys := []string{d.keys.Ready(shard), d.keys.Inline(shard)}
 	now := d.now()
@@ -239,10 +254,10 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*record, outc
 		}
 		next := *recs[i] // the record as the outcome leaves it; applied in memory once recorded
 		next.History = slices.Clip(next.History)
-		next.apply(o, now)
+		applyOutcome(&next, o, now)
 		keys = append(keys, d.keys.Delivery(shard, o.id), d.keys.Queue(shard, recs[i].WebhookID))
-		args = append(args, recs[i].ID, o.token, string(o.status), unixMilli(o.next), recs[i].WebhookID, o.scheduleMode())
-		values = append(values, next.encode())
+		args = append(args, recs[i].ID, o.token, string(o.status), rdb.UnixMilli(o.next), recs[i].WebhookID, o.scheduleMode())
+		values = append(values, next.Encode())
 		idx = append(idx, i)
 	}
 	if len(idx) == 0 {

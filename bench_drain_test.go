@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"github.com/smartdrop/webhooks/internal/worker"
 	"os"
 	"strconv"
 	"testing"
@@ -37,7 +38,7 @@ func BenchmarkBacklogDrain(b *testing.B) {
 				b.ReportMetric(rate/(float64(DefaultConcurrency)/delay.Seconds()), "of-ceiling")
 				return
 			}
-			e.d.flights = newInFlight(benchInlineCap, e.d.opts.Timeout, e.d.now)
+			e.d.flights = worker.NewInFlight(benchInlineCap, e.d.opts.Timeout, e.d.now)
 			start := time.Now()
 			e.dispatchAll(b, "pool.created", "in-", events, 64, StatusSuccess)
 			inline := float64(events*w) / time.Since(start).Seconds()

@@ -64,7 +64,7 @@ func (d *Dispatcher) releaseProbe(ctx context.Context, webhookID, token string, 
 
 // parkOutcome is the outcome of a delivery not attempted because its webhook's circuit is open: it
 // stays pending, due when the circuit may next be probed, with its retry step (its budget) unchanged.
-func parkOutcome(rec *record, until time.Time, h Health) outcome {
+func parkOutcome(rec *rdb.Record, until time.Time, h Health) outcome {
 	o := handBack(rec, until)
 	o.err = breaker.ParkedReason(h, until)
 	return o
@@ -92,7 +92,7 @@ type attemptEnd struct {
 // countOutcomes is the circuit write for the outcomes settle records (those of idx), nil when none was
 // attempted. It is made with the breaker on or off: the circuit's run of failures is what disables a
 // webhook failing for DisableAfter (with the breaker off, the count never opens the circuit).
-func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*record, idx []int) *circuitCount {
+func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*rdb.Record, idx []int) *circuitCount {
 	cc := &circuitCount{now: now}
 	for _, i := range idx {
 		o := outcomes[i]
@@ -117,16 +117,16 @@ func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*re
 // record waits for others' to be written with it (a worker's outcomeBatch). The circuit's count is of
 // attempts in the order they end; an outcome held back by its batch would be counted behind attempts
 // that ended after it, and a run of failures could appear that no receiver answered.
-func (d *Dispatcher) countNow(ctx context.Context, rec *record, o *outcome) {
+func (d *Dispatcher) countNow(ctx context.Context, rec *rdb.Record, o *outcome) {
 	if !o.attempted {
 		return
 	}
-	cc := d.countOutcomes(d.now(), []outcome{*o}, []*record{rec}, []int{0})
+	cc := d.countOutcomes(d.now(), []outcome{*o}, []*rdb.Record{rec}, []int{0})
 	if cc == nil {
 		return
 	}
 	o.counted = true
-	cc.cmd = d.counts.run(ctx, rdb.Count, cc.keys, cc.args...)
+	cc.cmd = d.counts.Run(ctx, rdb.Count, cc.keys, cc.args...)
 	d.afterCount(ctx, cc)
 }
 
@@ -144,10 +144,10 @@ func (d *Dispatcher) writeBesideCount(ctx context.Context, cc *circuitCount, scr
 		return d.writeAcked(ctx, script, keys, args...)
 	case d.opts.ReplicaAcks > 0:
 		w := d.writeAcked(ctx, script, keys, args...)
-		cc.cmd = d.scripts.run(ctx, rdb.Count, cc.keys, cc.args...)
+		cc.cmd = d.scripts.Run(ctx, rdb.Count, cc.keys, cc.args...)
 		return w
 	}
-	cmds := d.scripts.runTogether(ctx, scriptRun{script, keys, args}, scriptRun{rdb.Count, cc.keys, cc.args})
+	cmds := d.scripts.RunTogether(ctx, rdb.ScriptRun{Script: script, Keys: keys, Args: args}, rdb.ScriptRun{Script: rdb.Count, Keys: cc.keys, Args: cc.args})
 	cc.cmd = cmds[1]
 	return ackedWrite{Cmd: cmds[0]}
 }
@@ -161,10 +161,10 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 		return
 	}
 	for i, o := range cc.outs {
-		d.flights.observe(o.WebhookID, cc.ends[i].success, cc.ends[i].took)
+		d.flights.Observe(o.WebhookID, cc.ends[i].success, cc.ends[i].took)
 	}
 	if !cc.sent() { // not run, or lost in transport: once more, on its own
-		cc.cmd = d.scripts.run(ctx, rdb.Count, cc.keys, cc.args...)
+		cc.cmd = d.scripts.Run(ctx, rdb.Count, cc.keys, cc.args...)
 	}
 	events, err := d.breaker.Counted(cc.cmd, cc.now, cc.outs)
 	if err != nil {
@@ -224,51 +224,4 @@ func later(a, b time.Time) time.Time {
 func newBreaker(client redis.UniversalClient, d *Dispatcher) *breaker.Breaker {
 	return breaker.New(breaker.Config{Client: client, Keys: d.keys, BreakAfter: d.opts.BreakAfter, BreakFor: d.opts.BreakFor,
 		ProbeHold: d.lease, Now: func() time.Time { return d.now() }, Log: d.log})
-}
-
-// mergeCounts returns batch with its rdb.Count calls merged into one (breaker.MergeCounts), in the
-// first's place, so that the outcomes of concurrent settles sent together read and write each
-// webhook's circuit and hourly counters once. split, called once the batch's replies are in, gives
-// each merged call its part of the reply (or the error).
-func mergeCounts(batch []*scriptCall) ([]*scriptCall, func()) {
-	var counts []*scriptCall
-	var calls []breaker.CountCall
-	for _, c := range batch {
-		if c.script == rdb.Count {
-			counts = append(counts, c)
-			calls = append(calls, breaker.CountCall{Keys: c.keys, Args: c.args})
-		}
-	}
-	m, parts, ok := breaker.MergeCounts(calls)
-	if !ok {
-		return batch, func() {}
-	}
-	merged := &scriptCall{ctx: context.WithoutCancel(counts[0].ctx), script: rdb.Count, keys: m.Keys, args: m.Args}
-	out := make([]*scriptCall, 0, len(batch)-len(counts)+1)
-	for _, c := range batch {
-		switch {
-		case c == counts[0]:
-			out = append(out, merged)
-		case c.script != rdb.Count:
-			out = append(out, c)
-		}
-	}
-	return out, func() {
-		if merged.cmd == nil {
-			return // not sent (a panic): the batch's callers get errBatchAborted
-		}
-		reply, err := merged.cmd.Slice()
-		var each [][]any
-		if err == nil {
-			each, err = parts(reply)
-		}
-		for i, c := range counts {
-			c.cmd = redis.NewCmd(c.ctx)
-			if err != nil {
-				c.cmd.SetErr(err)
-				continue
-			}
-			c.cmd.SetVal(each[i])
-		}
-	}
 }

@@ -15,20 +15,20 @@ import (
 // claim runs the claim script for new records of one event (its id scoped by its tenant) and returns its reply: {body stored
 // earlier or nil, then per record rdb.ClaimCreated or the existing record}. A reply lost in transport is
 // asked for again: the script recognises its own run and reports the pairs it created as created.
-func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
+func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*rdb.Record, plans []targetPlan) ([]any, error) {
 	keys := make([]string, 3, 4+3*len(recs))
 	keys[0], keys[1], keys[2] = d.keys.Event(shard, eventID), d.keys.Ready(shard), d.keys.Inline(shard)
 	args := make([]any, 3, 5+7*len(recs))
 	now := d.now()
 	args[0], args[1], args[2] = now.UnixMilli(), recordRetention(recs, d.opts.Retention).Milliseconds(), storedEvent(fingerprint, body)
 	if len(recs) > 0 {
-		args[0] = unixMilli(recs[0].CreatedAt)
+		args[0] = rdb.UnixMilli(recs[0].CreatedAt)
 	}
 	checks := make([]any, len(recs))
 	for i, r := range recs {
 		index := d.keys.Index(shard, r.WebhookID)
 		keys = append(keys, d.keys.Delivery(shard, r.ID), index, d.keys.Queue(shard, r.WebhookID))
-		args = append(args, r.ID, rdb.IndexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
+		args = append(args, r.ID, rdb.IndexedHash(r.ID), r.Encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	args = append(args, checks...)
@@ -125,7 +125,7 @@ func (x *indexTTLs) checked(key string, now time.Time) {
 
 // recordRetention is how long the records of a claim are kept (their expiry less their creation: a test
 // send's are kept less long), or def for a claim of no record.
-func recordRetention(recs []*record, def time.Duration) time.Duration {
+func recordRetention(recs []*rdb.Record, def time.Duration) time.Duration {
 	if len(recs) == 0 {
 		return def
 	}

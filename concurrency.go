@@ -48,7 +48,7 @@ func (d *Dispatcher) releaseConcurrencySlot(ctx context.Context, webhookID, toke
 
 // waitForSlot is the outcome of a leased delivery not attempted because its webhook's MaxConcurrency
 // slots were all held: back to its queue, due again soon, its retry budget kept.
-func waitForSlot(rec *record, next time.Time) outcome {
+func waitForSlot(rec *rdb.Record, next time.Time) outcome {
 	o := handBack(rec, next)
 	o.err = atMaxConcurrency
 	return o

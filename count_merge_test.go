@@ -26,20 +26,20 @@ func TestMergeCountsInABatch(t *testing.T) {
 	tr := newTestRedis(t)
 	b := breaker.New(breaker.Config{Client: tr.rdb, Keys: newKeyspace(tr.prefix), BreakAfter: 3, BreakFor: time.Minute})
 	now := time.UnixMilli(1_800_000_000_000)
-	var counts []*scriptCall
+	var counts []*rdb.ScriptCall
 	for i := range 3 {
 		ks, args := b.CountArgs(now.Add(time.Duration(i)*time.Millisecond), []breaker.Outcome{{WebhookID: "wh_" + strconv.Itoa(i%2), Kind: rdb.CountFailure}})
-		counts = append(counts, &scriptCall{ctx: ctx, script: rdb.Count, keys: ks, args: args})
+		counts = append(counts, &rdb.ScriptCall{Ctx: ctx, Script: rdb.Count, Keys: ks, Args: args})
 	}
-	other := &scriptCall{ctx: ctx, script: rdb.Lease}
-	out, split := mergeCounts([]*scriptCall{counts[0], other, counts[1], counts[2]})
+	other := &rdb.ScriptCall{Ctx: ctx, Script: rdb.Lease}
+	out, split := mergeCounts([]*rdb.ScriptCall{counts[0], other, counts[1], counts[2]})
 	require.Len(t, out, 2, "the counts merged into one, beside the other script")
 	require.Same(t, other, out[1])
-	out[0].cmd = rdb.Count.Run(ctx, tr.rdb, out[0].keys, out[0].args...)
-	require.NoError(t, out[0].cmd.Err())
+	out[0].Cmd = rdb.Count.Run(ctx, tr.rdb, out[0].Keys, out[0].Args...)
+	require.NoError(t, out[0].Cmd.Err())
 	split()
 	for i, c := range counts {
-		reply, err := c.cmd.Slice()
+		reply, err := c.Cmd.Slice()
 		require.NoError(t, err)
 		require.Len(t, reply, 2, "call %d: its one outcome's reply", i)
 	}
@@ -49,13 +49,13 @@ func TestMergeCountsInABatch(t *testing.T) {
 	assert.Equal(t, 1, failures["wh_1"].ConsecutiveFailures)
 
 	// A merged call that failed fails every call it carried.
-	out, split = mergeCounts([]*scriptCall{counts[0], counts[1]})
+	out, split = mergeCounts([]*rdb.ScriptCall{counts[0], counts[1]})
 	require.Len(t, out, 1)
-	out[0].cmd = redis.NewCmd(ctx)
-	out[0].cmd.SetErr(errors.New("lost"))
+	out[0].Cmd = redis.NewCmd(ctx)
+	out[0].Cmd.SetErr(errors.New("lost"))
 	split()
 	for _, c := range counts[:2] {
-		require.ErrorContains(t, c.cmd.Err(), "lost")
+		require.ErrorContains(t, c.Cmd.Err(), "lost")
 	}
 }
 
@@ -74,7 +74,7 @@ func TestCountsThroughTheBatcherAreAllCounted(t *testing.T) {
 	for d := range dispatchers {
 		client := tr.newClient(t)
 		// BreakAfter 0: the breaker is off, nothing opens.
-		lanes, b := newLaneBatcher(client), breaker.New(breaker.Config{Client: client, Keys: keys, BreakFor: time.Minute})
+		lanes, b := rdb.NewLaneBatcher(client, mergeCounts), breaker.New(breaker.Config{Client: client, Keys: keys, BreakFor: time.Minute})
 		for g := range goroutines {
 			wg.Go(func() {
 				rng := rand.New(rand.NewPCG(uint64(d), uint64(g)))
@@ -89,7 +89,7 @@ func TestCountsThroughTheBatcherAreAllCounted(t *testing.T) {
 					}
 					now := time.Now()
 					ks, args := b.CountArgs(now, outs)
-					events, err := b.Counted(lanes.run(ctx, rdb.Count, ks, args...), now, outs)
+					events, err := b.Counted(lanes.Run(ctx, rdb.Count, ks, args...), now, outs)
 					if !assert.NoError(t, err) || !assert.Len(t, events, len(outs)) {
 						return
 					}

@@ -349,7 +349,7 @@ func indexEntry(shard int, m redis.XMessage) (pageEntry, bool) {
 // fetchPage reads the records of index entries in one round trip; an entry that has expired, whose
 // record is gone, cannot be decoded, belongs to another webhook or was indexed again by a later
 // Redeliver maps to nil.
-func (r *DeliveryRepo) fetchPage(ctx context.Context, webhookID string, entries []pageEntry) ([]*record, error) {
+func (r *DeliveryRepo) fetchPage(ctx context.Context, webhookID string, entries []pageEntry) ([]*rdb.Record, error) {
 	pipe := r.rdb.Pipeline()
 	gets := make([]*redis.StringCmd, len(entries))
 	now := time.Now().UnixMilli()
@@ -361,7 +361,7 @@ func (r *DeliveryRepo) fetchPage(ctx context.Context, webhookID string, entries 
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("webhooks: page deliveries of %s: %w", webhookID, err)
 	}
-	out := make([]*record, len(entries))
+	out := make([]*rdb.Record, len(entries))
 	for i, e := range entries {
 		if gets[i] == nil {
 			continue // expired
@@ -370,7 +370,7 @@ func (r *DeliveryRepo) fetchPage(ctx context.Context, webhookID string, entries 
 		if err != nil {
 			continue // gone (redis.Nil), or not a record
 		}
-		if rec, err := parseRecord(e.id, raw); err == nil && rec.WebhookID == webhookID && unixMilli(rec.ExpiresAt) == e.expiry {
+		if rec, err := rdb.ParseRecord(e.id, raw); err == nil && rec.WebhookID == webhookID && rdb.UnixMilli(rec.ExpiresAt) == e.expiry {
 			out[i] = rec
 		}
 	}

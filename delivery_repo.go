@@ -11,8 +11,6 @@ import (
 )
 
 const (
-	// maxHistory is how many attempts a record keeps.
-	maxHistory = 10
 	// maxHistoryBody is how much of a response body an attempt keeps.
 	maxHistoryBody = 1 << 10
 )
@@ -35,7 +33,7 @@ func (r *DeliveryRepo) Get(ctx context.Context, id string) (*Delivery, error) {
 	return &rec.Delivery, nil
 }
 
-func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
+func (r *DeliveryRepo) get(ctx context.Context, id string) (*rdb.Record, error) {
 	if err := loadKeys(ctx, r.keys, r.rdb); err != nil {
 		return nil, err
 	}
@@ -50,7 +48,7 @@ func (r *DeliveryRepo) get(ctx context.Context, id string) (*record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: read delivery %s: %w", id, err)
 	}
-	return parseRecord(id, raw)
+	return rdb.ParseRecord(id, raw)
 }
 
 // Find returns the delivery of a (webhook, event) pair, or an error wrapping ErrNotFound. The event id

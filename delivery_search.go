@@ -312,8 +312,8 @@ func (d *Dispatcher) searchRecords(ctx context.Context, q searchQuery, entries [
 				continue
 			}
 			e := entries[i]
-			rec, err := parseRecord(e.id, raw)
-			if err != nil || rec.WebhookID != e.webhookID || unixMilli(rec.ExpiresAt) != e.expiry || !q.keeps(&rec.Delivery) {
+			rec, err := rdb.ParseRecord(e.id, raw)
+			if err != nil || rec.WebhookID != e.webhookID || rdb.UnixMilli(rec.ExpiresAt) != e.expiry || !q.keeps(&rec.Delivery) {
 				continue
 			}
 			rec.History = nil // GET /deliveries/{id} has it

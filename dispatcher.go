@@ -21,6 +21,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/egress"
 	"github.com/smartdrop/webhooks/internal/filter"
 	"github.com/smartdrop/webhooks/internal/sealed"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // Dispatcher delivers events to the webhooks that subscribe to them. It is safe for concurrent use, and
@@ -36,9 +37,9 @@ type Dispatcher struct {
 	deliveries *DeliveryRepo
 	eventTypes *EventTypeRepo
 	now        func() time.Time
-	scripts    *laneBatcher
-	counts     *scriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
-	flights    *inFlight
+	scripts    *rdb.LaneBatcher
+	counts     *rdb.ScriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
+	flights    *worker.InFlight
 	breaker    *breaker.Breaker
 	indexTTLs  *indexTTLs
 	bodies     *recentBodies // of events this Dispatcher left to its worker lately (bodies.go)
@@ -47,13 +48,12 @@ type Dispatcher struct {
 	nextShard  atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	turns      slotTurns     // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce  sync.Once
-	hintsPtr   *scanHints      // made by hints()
-	local      *localDue       // what this Dispatcher queued, for its worker (local_due.go)
-	running    atomic.Int32    // Runs going
-	idled      func()          // tests: called before Run waits with nothing due that it could take
-	auth       *authenticator  // endpoint authentication (endpoint_auth_send.go)
-	redisDown  *redisDownLog   // the worker's warnings while Redis fails it
-	pending    pendingOutcomes // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+	hintsPtr   *scanHints       // made by hints()
+	local      *worker.LocalDue // what this Dispatcher queued, for its worker (internal/worker)
+	running    atomic.Int32     // Runs going
+	auth       *authenticator   // endpoint authentication (endpoint_auth_send.go)
+	redisDown  *worker.RedisLog // the worker's warnings while Redis fails it
+	pending    pendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -65,7 +65,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	if rdb == nil {
 		return nil, fmt.Errorf("%w: nil Redis client", ErrInvalidOptions)
 	}
-	down := &redisDownLog{log: opts.Logger} // nil: slog.Default()
+	down := worker.NewRedisLog(opts.Logger) // nil: slog.Default()
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
@@ -78,12 +78,12 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		scripts: newLaneBatcher(rdb), counts: &scriptBatcher{rdb: rdb},
-		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: newLocalDue(max(1024, 16*opts.Concurrency)),
+		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: worker.NewLocalDue(max(1024, 16*opts.Concurrency)),
 		wake: make(chan struct{}, 1), redisDown: down}
+	d.scripts, d.counts = newBatchers(rdb)
 	d.breaker = newBreaker(rdb, d)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
-	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
+	d.flights = worker.NewInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
 	d.nextShard.Store(rand.Uint32())           // replicas start their scans at different shards
 	ring, _ := sealed.NewRing(opts.SecretKeys) // checked by withDefaults
 	d.auth = newAuthenticator(d, ring)
@@ -319,7 +319,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	for _, i := range attempts {
 		t := targets[i]
 		wg.Go(func() {
-			defer d.flights.release(t.ID)
+			defer d.flights.Release(t.ID)
 			// A MaxConcurrency slot is taken once the claim has leased a fresh pair: a duplicate
 			// costs nothing here, and one refused goes back to its queue with its outcome.
 			slot, ok := d.takeConcurrencySlot(ctx, t)
@@ -355,7 +355,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 // notAttempted is the Result of a target this call makes no attempt for: a duplicate, a fresh
 // delivery left to the worker (with the plan's reason, wrapping ErrDeferred, when one was), or a
 // reply the claim script should not give.
-func (d *Dispatcher) notAttempted(eventID string, t *storedWebhook, rec *record, p targetPlan, item any) Result {
+func (d *Dispatcher) notAttempted(eventID string, t *storedWebhook, rec *rdb.Record, p targetPlan, item any) Result {
 	res := Result{WebhookID: t.ID}
 	switch item := item.(type) {
 	case int64:
@@ -365,10 +365,10 @@ func (d *Dispatcher) notAttempted(eventID string, t *storedWebhook, rec *record,
 		}
 	case string:
 		res.Duplicate = true
-		dup, err := parseRecord(rec.ID, item)
+		dup, err := rdb.ParseRecord(rec.ID, item)
 		if err != nil {
 			// Claimed all the same: the pair is recorded, only not readable.
-			dup = &record{Delivery: Delivery{ID: rec.ID, WebhookID: t.ID, EventID: eventID}}
+			dup = &rdb.Record{Delivery: Delivery{ID: rec.ID, WebhookID: t.ID, EventID: eventID}}
 			res.Err = err
 		}
 		res.Delivery = &dup.Delivery
@@ -389,7 +389,7 @@ type targetPlan struct {
 // cancel gives back the in-flight slot of a plan whose attempt will not be made.
 func (p *targetPlan) cancel(d *Dispatcher, webhookID string) {
 	if p.inline {
-		d.flights.release(webhookID)
+		d.flights.Release(webhookID)
 	}
 	p.inline = false
 }
@@ -411,7 +411,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 	} else {
 		circuits = d.breaker.Cached(now, ids)
 	}
-	waitFrom := d.flights.now() // a call waits for its in-flight slots Timeout at most, all webhooks together
+	waitFrom := d.flights.Now() // a call waits for its in-flight slots Timeout at most, all webhooks together
 	for i, t := range targets {
 		p := &plans[i]
 		p.due = now
@@ -420,7 +420,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 			p.due, p.parked = later(h.OpenUntil, now), true
 			p.reason = breaker.ParkedReason(h, p.due)
 		case !inline:
-		case !d.flights.acquire(ctx, t.ID, waitFrom):
+		case !d.flights.Acquire(ctx, t.ID, waitFrom):
 			p.reason = "webhook at its in-flight cap (MaxInFlightPerWebhook): attempt left to the worker"
 		default:
 			p.inline, p.due = true, now.Add(d.lease)
@@ -447,19 +447,19 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 // newRecords builds the records a claim creates for the targets of one event, as planned: leased for
 // an inline first attempt, or due for the worker (parked ones saying why).
 // scoped is the event id as scoped by its tenant, which names the pair (scopedEventID).
-func (d *Dispatcher) newRecords(retention time.Duration, scoped, eventID, eventType string, targets []*storedWebhook, plans []targetPlan) []*record {
+func (d *Dispatcher) newRecords(retention time.Duration, scoped, eventID, eventType string, targets []*storedWebhook, plans []targetPlan) []*rdb.Record {
 	now := d.now()
-	recs := make([]*record, len(targets))
+	recs := make([]*rdb.Record, len(targets))
 	for i, t := range targets {
-		recs[i] = &record{Delivery: Delivery{ID: d.keys.DeliveryID(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
-			EventType: eventType, Status: StatusPending, NextAttemptAt: msTime(plans[i].due.UnixMilli()),
-			CreatedAt: msTime(now.UnixMilli()), UpdatedAt: msTime(now.UnixMilli()),
-			ExpiresAt: msTime(now.UnixMilli() + retention.Milliseconds())}}
+		recs[i] = &rdb.Record{Delivery: Delivery{ID: d.keys.DeliveryID(t.ID, scoped), WebhookID: t.ID, EventID: eventID,
+			EventType: eventType, Status: StatusPending, NextAttemptAt: rdb.MilliTime(plans[i].due.UnixMilli()),
+			CreatedAt: rdb.MilliTime(now.UnixMilli()), UpdatedAt: rdb.MilliTime(now.UnixMilli()),
+			ExpiresAt: rdb.MilliTime(now.UnixMilli() + retention.Milliseconds())}}
 		token := randomHex(rdb.TokenLen / 2) // also tells this call's records from another call's
 		if plans[i].inline {
-			recs[i].holdLease(token, plans[i].due)
+			recs[i].HoldLease(token, plans[i].due)
 		} else {
-			recs[i].token, recs[i].leaseState = token, rdb.LeaseNone
+			recs[i].Token, recs[i].LeaseState = token, rdb.LeaseNone
 			if plans[i].parked {
 				recs[i].LastError = plans[i].reason
 			}

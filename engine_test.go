@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -95,7 +97,7 @@ func TestHungSubscriberOpensItsCircuit(t *testing.T) {
 	require.Len(t, parked, 5)
 	rec, err := d.deliveries.get(ctx, parked[0])
 	require.NoError(t, err)
-	assert.Zero(t, rec.step, "a parked delivery keeps its retry budget")
+	assert.Zero(t, rec.Step, "a parked delivery keeps its retry budget")
 
 	close(release) // the subscriber recovers
 	eventually(t, 10*time.Second, func() bool {
@@ -241,10 +243,11 @@ func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 	tr := newTestRedis(t)
 	rc := newReceiver(t)
 	var ds []*Dispatcher
+	var runHooks []worker.Hooks
 	var idle atomic.Int32
 	for range 3 {
 		d := newTestDispatcherOn(t, tr.newClient(t), tr, Options{Concurrency: 8, MaxInFlightPerWebhook: 8})
-		d.idled = func() {
+		runHooks = append(runHooks, worker.Hooks{Idled: func() {
 			now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 			ids, err := tr.rdb.HKeys(ctx, d.keys.Webhooks()).Result()
 			assert.NoError(t, err)
@@ -256,7 +259,7 @@ func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 					}
 				}
 			}
-		}
+		}})
 		ds = append(ds, d)
 	}
 	for range hooks {
@@ -268,8 +271,8 @@ func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 	}
 	runCtx, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
-	for _, d := range ds {
-		wg.Go(func() { assert.NoError(t, d.Run(runCtx)) })
+	for i, d := range ds {
+		wg.Go(func() { assert.NoError(t, runWorker(runCtx, d, runHooks[i])) })
 	}
 	eventually(t, 20*time.Second, func() bool { return rc.count() >= events*hooks }, "the backlog is drained")
 	stop()
@@ -331,7 +334,7 @@ func TestParkingNeverOutlivesTheRecord(t *testing.T) {
 		assert.Contains(t, dl.LastError, "disabled")
 	}
 
-	rec := &record{Delivery: Delivery{ID: "dlv_x", Status: StatusPending, ExpiresAt: clock.Now().Add(30 * time.Second)}}
+	rec := &rdb.Record{Delivery: Delivery{ID: "dlv_x", Status: StatusPending, ExpiresAt: clock.Now().Add(30 * time.Second)}}
 	o := d.decide(rec, attemptResult{at: clock.Now(), code: 500, err: "HTTP 500"})
 	assert.Equal(t, StatusFailed, o.status, "a retry past the record's expiry fails now")
 	assert.Contains(t, o.err, "retention")

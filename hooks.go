@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"log/slog"
 	"runtime/debug"
 	"time"
@@ -73,7 +74,7 @@ func (d *Dispatcher) runHook(name string, f func()) {
 
 // afterOutcome runs the hooks for a recorded outcome, and disables the webhook when the outcome says
 // so (410 Gone). The circuit's part (its hooks, DisableAfter) follows the circuit count (afterCount).
-func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome) {
+func (d *Dispatcher) afterOutcome(ctx context.Context, rec *rdb.Record, o outcome) {
 	h := d.opts.Hooks
 	d.logOutcome(ctx, rec, o)
 	if o.attempted && h.AttemptFinished != nil {
@@ -97,7 +98,7 @@ func (d *Dispatcher) afterOutcome(ctx context.Context, rec *record, o outcome) {
 // logOutcome logs a recorded outcome with the delivery's ids and attempt number: a success at debug
 // level, a failed attempt at info, a delivery failed for good at warn. Secrets and bodies are never
 // logged.
-func (d *Dispatcher) logOutcome(ctx context.Context, rec *record, o outcome) {
+func (d *Dispatcher) logOutcome(ctx context.Context, rec *rdb.Record, o outcome) {
 	level, msg := slog.LevelInfo, "webhooks: attempt failed"
 	switch {
 	case rec.Status == StatusSuccess:

@@ -23,14 +23,14 @@ import (
 // due at their lease's end as they were: a worker's hinted scan or sweep of the ready zsets finds them
 // sooner than a sweep of the inline zsets would. Best effort: an entry left behind is found by the
 // sweep.
-func (d *Dispatcher) requeueInline(ctx context.Context, shard int, recs []*record) {
+func (d *Dispatcher) requeueInline(ctx context.Context, shard int, recs []*rdb.Record) {
 	keys := []string{d.keys.Ready(shard), d.keys.Inline(shard)}
 	args := []any{int64(math.MaxInt64)}
 	for _, r := range recs {
 		keys = append(keys, d.keys.Queue(shard, r.WebhookID))
 		args = append(args, r.ID, r.WebhookID)
 	}
-	if err := d.scripts.run(context.WithoutCancel(ctx), rdb.Adopt, keys, args...).Err(); err != nil {
+	if err := d.scripts.Run(context.WithoutCancel(ctx), rdb.Adopt, keys, args...).Err(); err != nil {
 		d.log.Warn("webhooks: give back inline attempts", "shard", shard, "error", err)
 	}
 	d.markShard(shard)
@@ -62,7 +62,7 @@ func (d *Dispatcher) adopt(ctx context.Context, now time.Time, strays []stray) (
 			args = append(args, s.id, s.webhookID)
 		}
 		go func() {
-			n, err := d.scripts.run(ctx, rdb.Adopt, keys, args...).Int64()
+			n, err := d.scripts.Run(ctx, rdb.Adopt, keys, args...).Int64()
 			results <- result{n, err}
 		}()
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // chooseTakes shares free worker slots among the webhooks found due, one slot at a time in turn, so a
@@ -41,7 +42,7 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 			d.log.Error("webhooks: webhook cannot be decoded: its deliveries wait", "webhook_id", id, "error", err)
 			continue
 		}
-		room := d.flights.room(id)
+		room := d.flights.Room(id)
 		if room <= 0 {
 			continue // at its cap: an ending attempt wakes the worker
 		}
@@ -168,7 +169,7 @@ func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebho
 		}
 		want = min(want, free)
 	}
-	return d.flights.take(id, want), parked
+	return d.flights.Take(id, want), parked
 }
 
 // leaseTakes reads the due ids of each take's queue, reserves in-flight slots for them within the
@@ -176,7 +177,7 @@ func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebho
 // go out together). A webhook due in several shards gets no more than its share in all. It returns the
 // leased deliveries, the new ready scores of the webhooks it retimed (leaseShard), and the errors.
 // Slots reserved for what was not leased are given back.
-func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([]leasedDelivery, map[dueKey]int64, error) {
+func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([]leasedDelivery, map[worker.Queue]int64, error) {
 	ids, tats, err := d.candidates(ctx, now, takes, t)
 	if err != nil {
 		return nil, nil, err
@@ -223,7 +224,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	retime := make([]bool, len(takes))
 	for i, tk := range takes {
 		if tk.local {
-			d.local.putBack(tk.shard, tk.id, hinted[i][len(ids[i]):], unixMilli(parked[tk.id]))
+			d.local.PutBack(tk.shard, tk.id, hinted[i][len(ids[i]):], rdb.UnixMilli(parked[tk.id]))
 		}
 		retime[i] = exhausted[i] == len(ids[i])
 		if len(ids[i]) > 0 || retime[i] {
@@ -232,7 +233,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	}
 	// Every shard's script in one pipeline of its own, sent at once (not behind the claims' batches).
 	shardLeases := make([]*shardLease, 0, len(byShard))
-	runs := make([]scriptRun, 0, len(byShard))
+	runs := make([]rdb.ScriptRun, 0, len(byShard))
 	for shard, idx := range byShard {
 		st, sids, rt := make([]take, len(idx)), make([][]string, len(idx)), make([]bool, len(idx))
 		for k, i := range idx {
@@ -243,13 +244,13 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	}
 	var jobs []leasedDelivery
 	var errs []error
-	heads := map[dueKey]int64{}
-	for i, cmd := range d.scripts.runNow(ctx, runs...) {
+	heads := map[worker.Queue]int64{}
+	for i, cmd := range d.scripts.RunNow(ctx, runs...) {
 		if cmd.Err() != nil {
 			// Not leased, as far as this worker knows: the local hint's ids of it are due again.
 			for k, tk := range shardLeases[i].takes {
 				if tk.local {
-					d.local.putBack(tk.shard, tk.id, shardLeases[i].ids[k], 0)
+					d.local.PutBack(tk.shard, tk.id, shardLeases[i].ids[k], 0)
 				}
 			}
 		}
@@ -268,7 +269,7 @@ func (d *Dispatcher) giveBack(jobs []leasedDelivery, reserved map[string]int) {
 	}
 	for id, n := range reserved {
 		for range n {
-			d.flights.release(id)
+			d.flights.Release(id)
 		}
 	}
 }
@@ -283,7 +284,7 @@ func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take
 	rates := map[string]*redis.StringCmd{}
 	for i, tk := range takes {
 		if tk.local {
-			ids[i] = d.local.take(tk.shard, tk.id, tk.n)
+			ids[i] = d.local.Take(tk.shard, tk.id, tk.n)
 		} else {
 			cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.Queue(tk.shard, tk.id), ByScore: true,
 				Start: "-inf", Stop: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(tk.n)})
@@ -296,7 +297,7 @@ func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take
 		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			for i, tk := range takes {
 				if tk.local {
-					d.local.putBack(tk.shard, tk.id, ids[i], 0)
+					d.local.PutBack(tk.shard, tk.id, ids[i], 0)
 				}
 			}
 			return nil, nil, fmt.Errorf("webhooks: read queues: %w", err)
@@ -305,7 +306,7 @@ func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take
 	for i, c := range cmds {
 		if c != nil {
 			ids[i] = c.Val()
-			d.local.forget(takes[i].shard, takes[i].id, ids[i]) // leased now: a hint of them is stale
+			d.local.Forget(takes[i].shard, takes[i].id, ids[i]) // leased now: a hint of them is stale
 		}
 	}
 	tats := make(map[string]string, len(rates))
@@ -324,7 +325,7 @@ type shardLease struct {
 	ids    [][]string // per take, its candidates (queue members)
 	retime []bool
 	cands  []leasedDelivery
-	run    scriptRun
+	run    rdb.ScriptRun
 }
 
 // newShardLease prepares the lease of the candidates of some webhooks of one shard; the webhooks
@@ -347,15 +348,15 @@ func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [
 			keys = append(keys, d.keys.Delivery(shard, id))
 			args = append(args, id, token, i+1)
 			l.cands = append(l.cands, leasedDelivery{shard: shard, probe: t.probe, retime: retime[i],
-				rec: &record{Delivery: Delivery{ID: id, WebhookID: t.id}, token: token}})
+				rec: &rdb.Record{Delivery: Delivery{ID: id, WebhookID: t.id}, Token: token}})
 		}
 	}
-	l.run = scriptRun{rdb.Lease, keys, args}
+	l.run = rdb.ScriptRun{Script: rdb.Lease, Keys: keys, Args: args}
 	return l
 }
 
 // leased reads a shard lease's reply: the deliveries it leased, their records decoded, and the new ready scores of the webhooks it retimed (0 when one left the ready zset).
-func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) ([]leasedDelivery, map[dueKey]int64, error) {
+func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) ([]leasedDelivery, map[worker.Queue]int64, error) {
 	shard, now, cands := l.shard, l.now, l.cands
 	retimed := 0
 	for _, r := range l.retime {
@@ -368,13 +369,13 @@ func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) 
 	if err != nil {
 		return nil, nil, fmt.Errorf("webhooks: lease shard %d: %w", shard, err)
 	}
-	heads := make(map[dueKey]int64, retimed)
+	heads := make(map[worker.Queue]int64, retimed)
 	k := len(cands)
 	for i, t := range l.takes {
 		if l.retime[i] {
 			v, _ := reply[k].(string)
 			f, _ := strconv.ParseFloat(v, 64)
-			heads[dueKey{shard, t.id}] = int64(f)
+			heads[worker.Queue{Shard: shard, Webhook: t.id}] = int64(f)
 			k++
 		}
 	}
@@ -389,7 +390,7 @@ func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) 
 				errs = append(errs, err)
 				continue
 			}
-			rec.holdLease(c.rec.token, now.Add(d.lease))
+			rec.HoldLease(c.rec.Token, now.Add(d.lease))
 			c.rec = rec
 			out = append(out, c)
 		case int64:
@@ -405,8 +406,8 @@ func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) 
 
 // decodeLeased decodes a record just leased; one that cannot be decoded, or is not pending, is taken
 // off its queue and reported.
-func (d *Dispatcher) decodeLeased(ctx context.Context, shard int, c *record, raw string) (*record, error) {
-	rec, err := parseRecord(c.ID, raw)
+func (d *Dispatcher) decodeLeased(ctx context.Context, shard int, c *rdb.Record, raw string) (*rdb.Record, error) {
+	rec, err := rdb.ParseRecord(c.ID, raw)
 	if err == nil && rec.Status != StatusPending {
 		err = fmt.Errorf("%w: %s is scheduled but %s", ErrCorruptRecord, c.ID, rec.Status)
 	}
@@ -415,7 +416,7 @@ func (d *Dispatcher) decodeLeased(ctx context.Context, shard int, c *record, raw
 	}
 	d.log.Error("webhooks: skipping undecodable delivery", "delivery_id", c.ID, "error", err)
 	keys := []string{d.keys.Ready(shard), d.keys.Queue(shard, c.WebhookID), d.keys.Delivery(shard, c.ID)}
-	if _, uerr := rdb.Unschedule.Run(ctx, d.rdb, keys, c.ID, c.token, c.WebhookID).Result(); uerr != nil {
+	if _, uerr := rdb.Unschedule.Run(ctx, d.rdb, keys, c.ID, c.Token, c.WebhookID).Result(); uerr != nil {
 		err = errors.Join(err, fmt.Errorf("webhooks: unschedule %s: %w", c.ID, uerr))
 	}
 	return nil, err

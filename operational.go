@@ -7,6 +7,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"slices"
 	"strconv"
 	"sync"
@@ -131,7 +132,7 @@ func (d *Dispatcher) warnIfFailing(ctx context.Context, id string, h Health) {
 // deliveryFailed sends delivery.failed about a delivery that failed for good, unless it delivered an
 // operational event itself: a failing operational delivery tells no one, so two failing webhooks
 // subscribed to delivery.failed cannot feed each other for ever.
-func (d *Dispatcher) deliveryFailed(ctx context.Context, rec *record) {
+func (d *Dispatcher) deliveryFailed(ctx context.Context, rec *rdb.Record) {
 	if !d.opts.OperationalEvents || IsOperationalEventType(rec.EventType) {
 		return
 	}
@@ -145,7 +146,7 @@ func runKey(h Health) string { return strconv.FormatInt(h.FailingSince.UnixMilli
 
 // writeKey names a delivery's final write in an operational event id: its id and its update time (ms),
 // which Redeliver and a new final outcome change.
-func writeKey(rec *record) string {
+func writeKey(rec *rdb.Record) string {
 	return rec.ID + ":" + strconv.FormatInt(rec.UpdatedAt.UnixMilli(), 10)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks/internal/api"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // orderQueueShown bounds the deliveries GET /deliveries/{id}/queue returns: the head and those next.
@@ -51,7 +52,7 @@ func (d *Dispatcher) orderQueueOf(ctx context.Context, dl *Delivery) (*api.Order
 		if err != nil {
 			continue // expired meanwhile
 		}
-		if rec, err := parseRecord(id, raw); err == nil {
+		if rec, err := rdb.ParseRecord(id, raw); err == nil {
 			rec.History = nil
 			q.Deliveries = append(q.Deliveries, &rec.Delivery)
 		}

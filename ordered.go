@@ -51,9 +51,9 @@ import (
 func blockedMember(webhookID, orderKey string) string { return webhookID + ":" + orderKey }
 
 // waitingRecord is rec as created behind its key's head: pending, not leased, no next attempt.
-func waitingRecord(rec *record) *record {
+func waitingRecord(rec *rdb.Record) *rdb.Record {
 	w := *rec
-	w.leaseState, w.leaseEnd, w.NextAttemptAt = rdb.LeaseNone, msTime(0), msTime(0)
+	w.LeaseState, w.LeaseEnd, w.NextAttemptAt = rdb.LeaseNone, rdb.MilliTime(0), rdb.MilliTime(0)
 	return &w
 }
 
@@ -62,7 +62,7 @@ func waitingRecord(rec *record) *record {
 func (d *Dispatcher) reserveOrder(ctx context.Context, scoped, orderKey string) error {
 	marker := d.keys.Event(d.keys.ShardOf(scoped), scoped)
 	ttl := (d.opts.Retention + markerSlack).Milliseconds()
-	reply, err := d.scripts.run(ctx, rdb.ReserveOrder, []string{marker}, rdb.OrderMarker+orderKey, ttl).Result()
+	reply, err := d.scripts.Run(ctx, rdb.ReserveOrder, []string{marker}, rdb.OrderMarker+orderKey, ttl).Result()
 	if err != nil {
 		d.reloadOnTransport(err)
 		return err
@@ -87,7 +87,7 @@ func describeMarker(v string) string {
 
 // claimOrdered claims the pairs of an ordered event (reserveOrder, then rdb.OrderedClaim). A pair
 // created behind its key's head has its record switched, in memory, to the waiting one.
-func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderKey, fingerprint string, body []byte, recs []*record, plans []targetPlan) ([]any, error) {
+func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderKey, fingerprint string, body []byte, recs []*rdb.Record, plans []targetPlan) ([]any, error) {
 	if err := d.reserveOrder(ctx, scoped, orderKey); err != nil {
 		return nil, fmt.Errorf("webhooks: claim event %s: %w", scoped, err)
 	}
@@ -95,16 +95,16 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 	keys[0], keys[1] = d.keys.OrderedEvent(shard, scoped), d.keys.Ready(shard)
 	keys[2], keys[3] = d.keys.Inline(shard), d.keys.Blocked(shard)
 	args := make([]any, 3, 3+9*len(recs))
-	args[0], args[1], args[2] = unixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
+	args[0], args[1], args[2] = rdb.UnixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
 	now := d.now()
-	waiting, checks := make([]*record, len(recs)), make([]any, len(recs))
+	waiting, checks := make([]*rdb.Record, len(recs)), make([]any, len(recs))
 	for i, r := range recs {
 		waiting[i] = waitingRecord(r)
 		index := d.keys.Index(shard, r.WebhookID)
 		keys = append(keys, d.keys.Delivery(shard, r.ID), index, d.keys.Queue(shard, r.WebhookID),
 			d.keys.Seq(shard, r.WebhookID, orderKey))
-		args = append(args, r.ID, rdb.IndexedHash(r.ID), r.encode(), plans[i].due.UnixMilli(), r.WebhookID,
-			waiting[i].encode(), blockedMember(r.WebhookID, orderKey), flag(plans[i].inline))
+		args = append(args, r.ID, rdb.IndexedHash(r.ID), r.Encode(), plans[i].due.UnixMilli(), r.WebhookID,
+			waiting[i].Encode(), blockedMember(r.WebhookID, orderKey), flag(plans[i].inline))
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	reply, err := d.runClaim(ctx, rdb.OrderedClaim, scoped, len(recs), keys, append(args, checks...))
@@ -124,7 +124,7 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 
 // claimEvent claims the pairs of one event (claim, or claimOrdered when orderKey is set) and returns
 // the claim's reply and the key of the event's stored body.
-func (d *Dispatcher) claimEvent(ctx context.Context, shard int, scoped, orderKey, eventType string, body []byte, recs []*record, plans []targetPlan) ([]any, string, error) {
+func (d *Dispatcher) claimEvent(ctx context.Context, shard int, scoped, orderKey, eventType string, body []byte, recs []*rdb.Record, plans []targetPlan) ([]any, string, error) {
 	fingerprint := eventFingerprint(eventType, body)
 	if orderKey == "" {
 		reply, err := d.claim(ctx, shard, scoped, fingerprint, body, recs, plans)
@@ -145,7 +145,7 @@ func (p *targetPlan) queuedBehind(item int64) {
 
 // orderRecords makes the new records of an ordered event: their ids in the key's shard, their key
 // set.
-func (d *Dispatcher) orderRecords(shard int, scoped, orderKey string, recs []*record) {
+func (d *Dispatcher) orderRecords(shard int, scoped, orderKey string, recs []*rdb.Record) {
 	for _, r := range recs {
 		r.ID, r.OrderKey = d.keys.OrderedDeliveryID(shard, r.WebhookID, scoped), orderKey
 	}

@@ -13,7 +13,7 @@ import (
 // keys and its records' arguments, with its keys and those arguments, and how many reply items it
 // gives beyond one per outcome: rdb.Outcome's (0), or rdb.OrderedOutcome's when one of them is of
 // an ordered delivery (1: how many deliveries it queued).
-func (d *Dispatcher) outcomeScriptFor(shard int, recs []*record, idx []int, keys []string, values []any) (*redis.Script, []string, []any, int) {
+func (d *Dispatcher) outcomeScriptFor(shard int, recs []*rdb.Record, idx []int, keys []string, values []any) (*redis.Script, []string, []any, int) {
 	ordered := false
 	for _, i := range idx {
 		ordered = ordered || recs[i].OrderKey != ""
@@ -27,7 +27,7 @@ func (d *Dispatcher) outcomeScriptFor(shard int, recs []*record, idx []int, keys
 
 // orderedOutcomes returns the keys and arguments rdb.OrderedOutcome takes beyond rdb.Outcome's
 // for the outcomes idx of recs.
-func (d *Dispatcher) orderedOutcomes(shard int, recs []*record, idx []int) ([]string, []any) {
+func (d *Dispatcher) orderedOutcomes(shard int, recs []*rdb.Record, idx []int) ([]string, []any) {
 	mode := rdb.OrderOnFinal
 	if d.opts.BlockKeyOnFailure {
 		mode = rdb.OrderOnSuccess
@@ -49,13 +49,13 @@ func (d *Dispatcher) orderedOutcomes(shard int, recs []*record, idx []int) ([]st
 // redeliverScriptFor returns the script, keys and arguments that reset rec (rdb.Redeliver's keys
 // and arguments given): rdb.OrderedRedeliver's for an ordered delivery, rdb.Redeliver's for
 // another.
-func (d *Dispatcher) redeliverScriptFor(shard int, wh *storedWebhook, rec *record, renewed *record, keys []string, args []any) (*redis.Script, []string, []any) {
+func (d *Dispatcher) redeliverScriptFor(shard int, wh *storedWebhook, rec *rdb.Record, renewed *rdb.Record, keys []string, args []any) (*redis.Script, []string, []any) {
 	if rec.OrderKey == "" {
 		return rdb.Redeliver, keys, args
 	}
 	keys[2] = d.keys.OrderedEvent(shard, rdb.ScopedEventID(wh.Tenant, rec.EventID))
 	keys = append(keys, d.keys.Seq(shard, rec.WebhookID, rec.OrderKey), d.keys.Blocked(shard), d.keys.Inline(shard))
-	args = append(args, waitingRecord(renewed).encode(), blockedMember(rec.WebhookID, rec.OrderKey))
+	args = append(args, waitingRecord(renewed).Encode(), blockedMember(rec.WebhookID, rec.OrderKey))
 	return rdb.OrderedRedeliver, keys, args
 }
 
@@ -63,7 +63,7 @@ func (d *Dispatcher) redeliverScriptFor(shard int, wh *storedWebhook, rec *recor
 // attempt now: nil when it did not reset it at all, else (an ordered delivery reset behind its key's
 // head, rdb.RedeliverWaiting) one wrapping ErrDeferred, once the event's marker is extended as the
 // reset extended its record.
-func (d *Dispatcher) redeliveredBehind(ctx context.Context, tenant string, rec *record, reset int64) error {
+func (d *Dispatcher) redeliveredBehind(ctx context.Context, tenant string, rec *rdb.Record, reset int64) error {
 	if reset != rdb.RedeliverWaiting {
 		return nil
 	}
@@ -74,7 +74,7 @@ func (d *Dispatcher) redeliveredBehind(ctx context.Context, tenant string, rec *
 // extendOrderMarker keeps an ordered event's marker at least as long as its records once one was
 // redelivered (best effort: a marker that expires early only lets the id be dispatched again with
 // another key).
-func (d *Dispatcher) extendOrderMarker(ctx context.Context, tenant string, rec *record) {
+func (d *Dispatcher) extendOrderMarker(ctx context.Context, tenant string, rec *rdb.Record) {
 	if rec.OrderKey == "" {
 		return
 	}

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"slices"
 	"sync"
 	"time"
@@ -42,13 +43,13 @@ type pendingOutcomes struct {
 // pendingGroup is one settle's outcomes that Redis did not take.
 type pendingGroup struct {
 	shard    int
-	recs     []*record
+	recs     []*rdb.Record
 	outcomes []outcome
 }
 
 // keep adds outcomes (of one shard, at least one) unless MaxPendingOutcomes are kept; it reports
 // whether it did. Their pendingSince is set if it is not.
-func (p *pendingOutcomes) keep(shard int, recs []*record, outcomes []outcome, now time.Time) bool {
+func (p *pendingOutcomes) keep(shard int, recs []*rdb.Record, outcomes []outcome, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.n+len(outcomes) > MaxPendingOutcomes {
@@ -105,12 +106,12 @@ func (p *pendingOutcomes) graceLeft(now time.Time) time.Duration {
 
 // keepPending keeps, for Run to write, copies of the outcomes of idx and their records (the callers
 // keep theirs), marked counted when their circuit count ran; and notes the outage.
-func (d *Dispatcher) keepPending(shard int, recs []*record, outcomes []outcome, idx []int, count *circuitCount) {
+func (d *Dispatcher) keepPending(shard int, recs []*rdb.Record, outcomes []outcome, idx []int, count *circuitCount) {
 	if len(idx) == 0 {
 		return
 	}
 	d.pending.passFailed()
-	kr, ko := make([]*record, len(idx)), make([]outcome, len(idx))
+	kr, ko := make([]*rdb.Record, len(idx)), make([]outcome, len(idx))
 	for j, i := range idx {
 		r := *recs[i]
 		r.History = slices.Clone(r.History)

@@ -80,7 +80,7 @@ func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, in
 	d.breaker.Put(h, now)
 	// Parked deliveries are due at the end of the open period as it was (or a recheck later).
 	was, _ := reply[2].(int64)
-	until := later(msTime(was), now).Add(probeRecheck)
+	until := later(rdb.MilliTime(was), now).Add(probeRecheck)
 	n, err := d.wakeParked(ctx, webhookID, until, now.Add(probeNowDelay))
 	return h, n, err
 }
@@ -101,7 +101,7 @@ func (d *Dispatcher) wakeParked(ctx context.Context, webhookID string, until, du
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return 0, fmt.Errorf("webhooks: read the parked deliveries of %s: %w", webhookID, err)
 	}
-	var runs []scriptRun
+	var runs []rdb.ScriptRun
 	var shards []int
 	for s, cmd := range reads {
 		ids := cmd.Val()
@@ -113,14 +113,14 @@ func (d *Dispatcher) wakeParked(ctx context.Context, webhookID string, until, du
 		for _, member := range ids {
 			keys, args = append(keys, d.keys.Delivery(s, member)), append(args, member)
 		}
-		runs, shards = append(runs, scriptRun{rdb.WakeParked, keys, args}), append(shards, s)
+		runs, shards = append(runs, rdb.ScriptRun{Script: rdb.WakeParked, Keys: keys, Args: args}), append(shards, s)
 	}
 	if len(runs) == 0 {
 		return 0, nil
 	}
 	total := 0
 	var errs []error
-	for i, cmd := range d.scripts.runTogether(ctx, runs...) {
+	for i, cmd := range d.scripts.RunTogether(ctx, runs...) {
 		n, err := cmd.Int()
 		if err != nil {
 			errs = append(errs, err)

@@ -140,8 +140,8 @@ func TestProbeNowLeavesAttemptsInFlight(t *testing.T) {
 	require.NoError(t, err)
 	shard, _ := deliveryShard(d.keys, ids[1])
 	end := clock.Now().Add(time.Minute)
-	rec.holdLease(randomHex(rdb.TokenLen/2), end)
-	require.NoError(t, tr.rdb.Set(ctx, d.keys.Delivery(shard, ids[1]), rec.encode(), 0).Err())
+	rec.HoldLease(randomHex(rdb.TokenLen/2), end)
+	require.NoError(t, tr.rdb.Set(ctx, d.keys.Delivery(shard, ids[1]), rec.Encode(), 0).Err())
 	// The lease ends before the open period: the probe-now read finds it among the parked.
 	member, _, ok := queued(t, tr, d, shard, wh.ID, ids[1])
 	require.True(t, ok, "parked in its queue")

@@ -45,15 +45,15 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	shard, _ := deliveryShard(d.keys, deliveryID)
 	now := d.now()
 	renewed := *rec
-	renewed.Status, renewed.step, renewed.NextAttemptAt = StatusPending, 0, msTime(now.Add(d.lease).UnixMilli())
-	renewed.UpdatedAt = msTime(now.UnixMilli())
-	renewed.ExpiresAt = msTime(max(now.UnixMilli()+d.opts.Retention.Milliseconds(), unixMilli(rec.ExpiresAt)+1))
+	renewed.Status, renewed.Step, renewed.NextAttemptAt = StatusPending, 0, rdb.MilliTime(now.Add(d.lease).UnixMilli())
+	renewed.UpdatedAt = rdb.MilliTime(now.UnixMilli())
+	renewed.ExpiresAt = rdb.MilliTime(max(now.UnixMilli()+d.opts.Retention.Milliseconds(), rdb.UnixMilli(rec.ExpiresAt)+1))
 	token := randomHex(rdb.TokenLen / 2)
-	renewed.holdLease(token, now.Add(d.lease))
+	renewed.HoldLease(token, now.Add(d.lease))
 	keys := []string{d.keys.Delivery(shard, deliveryID), d.keys.Ready(shard),
 		d.keys.Event(shard, rdb.ScopedEventID(wh.Tenant, rec.EventID)), d.keys.Index(shard, rec.WebhookID), d.keys.Queue(shard, rec.WebhookID)}
 	args := []any{now.UnixMilli(), d.opts.Retention.Milliseconds(), now.Add(d.lease).UnixMilli(), deliveryID, token,
-		rec.raw, renewed.encode(), rdb.IndexedHash(deliveryID), unixMilli(renewed.ExpiresAt), rec.WebhookID}
+		rec.Raw, renewed.Encode(), rdb.IndexedHash(deliveryID), rdb.UnixMilli(renewed.ExpiresAt), rec.WebhookID}
 	script, keys, args := d.redeliverScriptFor(shard, wh, rec, &renewed, keys, args)
 	reply, err := script.Run(ctx, d.rdb, keys, args...).Slice()
 	if err != nil {
@@ -63,7 +63,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 		return nil, false, fmt.Errorf("%w: delivery %q", ErrNotFound, deliveryID)
 	}
 	raw, _ := reply[2].(string)
-	rec, err = parseRecord(deliveryID, raw)
+	rec, err = rdb.ParseRecord(deliveryID, raw)
 	if err != nil {
 		return nil, false, err
 	}
@@ -71,17 +71,17 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 		return &rec.Delivery, reset == rdb.RedeliverWaiting, d.redeliveredBehind(ctx, wh.Tenant, rec, reset)
 	}
 	d.extendOrderMarker(ctx, wh.Tenant, rec)
-	rec.holdLease(token, now.Add(d.lease))
+	rec.HoldLease(token, now.Add(d.lease))
 	var body []byte
 	if s, ok := reply[1].(string); ok {
 		body = eventBody(s)
 	}
-	if d.flights.take(wh.ID, 1) == 0 {
+	if d.flights.Take(wh.ID, 1) == 0 {
 		return &rec.Delivery, true, fmt.Errorf("webhooks: redeliver %s: webhook at its in-flight cap, a worker attempts it after its lease: %w",
 			deliveryID, ErrDeferred)
 	}
-	defer d.flights.release(wh.ID)
+	defer d.flights.Release(wh.ID)
 	o := d.attemptLeased(ctx, leasedDelivery{shard: shard, rec: rec}, wh, body)
-	err = d.settle(ctx, shard, []*record{rec}, []outcome{o})[0]
+	err = d.settle(ctx, shard, []*rdb.Record{rec}, []outcome{o})[0]
 	return &rec.Delivery, true, err
 }

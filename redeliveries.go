@@ -34,13 +34,13 @@ func (d *Dispatcher) redeliveries(ctx context.Context, dl *Delivery) ([]time.Tim
 	if err != nil {
 		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, dl.ID)
 	}
-	created := unixMilli(dl.CreatedAt)
+	created := rdb.UnixMilli(dl.CreatedAt)
 	type window struct{ lo, hi int64 } // ms, both inclusive
 	var windows []window
 	lo := created + 1 // the creation's own entry is not a redelivery
 	for _, a := range dl.History {
-		windows = append(windows, window{lo, unixMilli(a.At)})
-		lo = max(lo, unixMilli(a.At.Add(a.Duration)))
+		windows = append(windows, window{lo, rdb.UnixMilli(a.At)})
+		lo = max(lo, rdb.UnixMilli(a.At.Add(a.Duration)))
 	}
 	windows = append(windows, window{lo, d.now().UnixMilli()})
 	key, hash := d.keys.Index(shard, dl.WebhookID), rdb.IndexedHash(dl.ID)
@@ -65,7 +65,7 @@ func (d *Dispatcher) redeliveries(ctx context.Context, dl *Delivery) ([]time.Tim
 			ms, _, ok := parseStreamID(msgs[j].ID)
 			if h, _ := msgs[j].Values["d"].(string); ok && h == hash && ms > created && !seen[ms] {
 				seen[ms] = true
-				out = append(out, msTime(ms))
+				out = append(out, rdb.MilliTime(ms))
 			}
 		}
 	}

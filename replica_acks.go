@@ -32,7 +32,7 @@ type ackedWrite struct {
 // replicas on the master that took it, on the same connection.
 func (d *Dispatcher) writeAcked(ctx context.Context, script *redis.Script, keys []string, args ...any) ackedWrite {
 	if d.opts.ReplicaAcks <= 0 {
-		return ackedWrite{Cmd: d.scripts.run(ctx, script, keys, args...)}
+		return ackedWrite{Cmd: d.scripts.Run(ctx, script, keys, args...)}
 	}
 	var node redis.Cmdable = d.rdb
 	switch c := d.rdb.(type) {

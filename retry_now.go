@@ -31,7 +31,7 @@ func (d *Dispatcher) RetryNow(ctx context.Context, deliveryID string) (*Delivery
 // retryNow makes a pending delivery due now, for the next worker to attempt. A delivery that is not
 // pending, in flight, held back, or whose webhook's circuit is open (a probe decides) is refused with
 // an error wrapping ErrNotRetryable.
-func (d *Dispatcher) retryNow(ctx context.Context, rec *record) error {
+func (d *Dispatcher) retryNow(ctx context.Context, rec *rdb.Record) error {
 	if _, _, err := d.webhooks.load(ctx, rec.WebhookID); err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // idleScanShards bounds the keys a sweep reads: an idle worker costs Redis at most idleScanShards
@@ -87,6 +88,15 @@ func (d *Dispatcher) hints() *scanHints {
 
 // markShard tells the worker that this Dispatcher wrote a shard's schedule: its next scan reads it.
 func (d *Dispatcher) markShard(shard int) { d.hints().dirty[shard].Store(true) }
+
+// queueLocal tells this Dispatcher's worker, while Run is going, that delivery id of webhook is due in
+// shard at at: it leases it by id (worker.LocalDue); with no Run going, or the hint full, the worker's next
+// scan reads the shard instead.
+func (d *Dispatcher) queueLocal(shard int, webhook, id string, at time.Time) {
+	if d.running.Load() == 0 || !d.local.Add(shard, webhook, id, at.UnixMilli(), d.now().UnixMilli()) {
+		d.markShard(shard)
+	}
+}
 
 // scanRead is what a scan read of the ready zsets: per shard read, its entries (at most limit+1);
 // left is set when shards its hints said to read were left for the next pass (scanShardsPerPass).
@@ -177,17 +187,17 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 // replica queued there (localDue.serves). So a shard whose due webhooks were all taken is not read
 // again until its next due time, though the claims of this Dispatcher's own deliveries keep lowering
 // its ready scores.
-func (d *Dispatcher) afterLease(now time.Time, read scanRead, heads map[dueKey]int64, local map[dueKey]bool) {
+func (d *Dispatcher) afterLease(now time.Time, read scanRead, heads map[worker.Queue]int64, local map[worker.Queue]bool) {
 	h := d.hints()
 	for s, entries := range read.entries {
 		next := int64(math.MaxInt64)
 		for _, z := range entries {
 			score := int64(z.Score)
 			if id, _ := z.Member.(string); id != "" {
-				if head, ok := heads[dueKey{s, id}]; ok {
+				if head, ok := heads[worker.Queue{Shard: s, Webhook: id}]; ok {
 					score = head
-				} else if local[dueKey{s, id}] {
-					score = max(score, now.UnixMilli()+localReadEvery)
+				} else if local[worker.Queue{Shard: s, Webhook: id}] {
+					score = max(score, now.UnixMilli()+worker.LocalReadEvery)
 				}
 			}
 			if score > 0 {
@@ -249,5 +259,5 @@ func (d *Dispatcher) knownDue(nowMs int64) time.Time {
 	if next == math.MaxInt64 {
 		return time.Time{}
 	}
-	return msTime(next)
+	return rdb.MilliTime(next)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // The schedule has two levels per shard, so that leasing is fair across webhooks. A single zset of
@@ -67,7 +68,7 @@ type take struct {
 // leasedDelivery is a due delivery this worker holds the lease of.
 type leasedDelivery struct {
 	shard   int
-	rec     *record
+	rec     *rdb.Record
 	probe   string         // the probe token, when this attempt is its circuit's probe
 	webhook *storedWebhook // nil when deleted
 	retime  bool           // its lease read its queue to the last due entry (outcome.retime)
@@ -82,7 +83,7 @@ func (d *Dispatcher) park(ctx context.Context, due []dueWebhook, until time.Time
 		return
 	}
 	for _, w := range due {
-		d.local.delay(w.shard, w.id, until.UnixMilli()) // the local hint's ids of it wait as long
+		d.local.Delay(w.shard, w.id, until.UnixMilli()) // the local hint's ids of it wait as long
 	}
 	pipe := d.rdb.Pipeline()
 	for _, w := range due {

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"sync"
 	"time"
 )
@@ -25,7 +26,7 @@ type outcomeBatch struct {
 
 // endedAttempt is an outcome waiting to be recorded, and where its Result's error goes.
 type endedAttempt struct {
-	rec *record
+	rec *rdb.Record
 	o   outcome
 	err *error
 }
@@ -45,7 +46,7 @@ func (d *Dispatcher) settleLinger() time.Duration {
 // ended records an attempt's outcome, with others of the call, and sets *err to its settle error. The
 // attempt that ends last records every outcome waiting; the first to wait while others run records
 // what has ended after the linger.
-func (b *outcomeBatch) ended(ctx context.Context, rec *record, o outcome, err *error) {
+func (b *outcomeBatch) ended(ctx context.Context, rec *rdb.Record, o outcome, err *error) {
 	b.mu.Lock()
 	b.waiting = append(b.waiting, endedAttempt{rec: rec, o: o, err: err})
 	b.running--
@@ -73,8 +74,8 @@ func (b *outcomeBatch) ended(ctx context.Context, rec *record, o outcome, err *e
 	if len(batch) == 0 {
 		return // the last attempt recorded them
 	}
-	recs, outcomes := make([]*record, len(batch)), make([]outcome, len(batch))
-	var unrecorded []*record
+	recs, outcomes := make([]*rdb.Record, len(batch)), make([]outcome, len(batch))
+	var unrecorded []*rdb.Record
 	for i, e := range batch {
 		recs[i], outcomes[i] = e.rec, e.o
 		if e.o.unrecorded && e.o.inline {

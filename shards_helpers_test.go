@@ -36,7 +36,8 @@ func deliveryIDFor(webhookID, eventID string) string {
 // useClient points a Dispatcher at another client of the same Redis (made after New, which needs
 // Redis to answer, so that a test can break the client).
 func useClient(d *Dispatcher, rdb redis.UniversalClient) {
-	d.rdb, d.scripts, d.counts = rdb, newLaneBatcher(rdb), &scriptBatcher{rdb: rdb}
+	d.rdb = rdb
+	d.scripts, d.counts = newBatchers(rdb)
 	d.breaker = newBreaker(rdb, d)
 	d.webhooks.circuits, d.webhooks.rdb, d.deliveries.rdb = d.breaker, rdb, rdb
 	d.eventTypes.rdb, d.eventTypes.cache.rdb = rdb, rdb

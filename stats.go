@@ -161,7 +161,7 @@ func (c inlineStats) count(sh *ShardStats) {
 	sh.Leased += c.all.Val() - c.ended.Val()
 	sh.Due += c.ended.Val()
 	if first := c.first.Val(); c.ended.Val() > 0 && len(first) == 1 {
-		sh.OldestDueAt = msTime(int64(first[0].Score))
+		sh.OldestDueAt = rdb.MilliTime(int64(first[0].Score))
 	}
 }
 
@@ -204,7 +204,7 @@ func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, 
 		// the queues examined count only when they hold a delivery.
 		sh.Webhooks -= sh.Examined - held
 		if oldest > 0 && (sh.OldestDueAt.IsZero() || oldest < sh.OldestDueAt.UnixMilli()) {
-			sh.OldestDueAt = msTime(oldest)
+			sh.OldestDueAt = rdb.MilliTime(oldest)
 		}
 		if len(reply) == 5 {
 			continue

@@ -57,7 +57,7 @@ func TestStatsKnownBacklog(t *testing.T) {
 	assert.True(t, st.OldestDueAt.IsZero())
 	assert.Len(t, st.Shards, shardCount)
 
-	start := msTime(clock.Now().UnixMilli())
+	start := rdb.MilliTime(clock.Now().UnixMilli())
 	shards := map[int]bool{}
 	for i := range 10 {
 		id := fmt.Sprintf("evt_%d", i)

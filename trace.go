@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"net/http"
 	"net/url"
 	"time"
@@ -121,20 +122,20 @@ func (d *Dispatcher) startCall(ctx context.Context, op string, evt Event) (conte
 }
 
 // stampTrace stores the traceparent of the call's context in the records it is about to create.
-func (d *Dispatcher) stampTrace(ctx context.Context, recs []*record) {
+func (d *Dispatcher) stampTrace(ctx context.Context, recs []*rdb.Record) {
 	if tp := d.traceparent(ctx); tp != "" {
 		for _, r := range recs {
-			r.traceparent = tp
+			r.Traceparent = tp
 		}
 	}
 }
 
 // tracedAttempt is attempt within the Tracer's attempt span, when there is a Tracer.
-func (d *Dispatcher) tracedAttempt(ctx context.Context, wh *storedWebhook, rec *record, body []byte) attemptResult {
+func (d *Dispatcher) tracedAttempt(ctx context.Context, wh *storedWebhook, rec *rdb.Record, body []byte) attemptResult {
 	if d.opts.Tracer == nil {
 		return d.attempt(ctx, wh, rec, body)
 	}
-	actx, end := d.opts.Tracer.StartAttempt(ctx, rec.traceparent, AttemptStart{DeliveryID: rec.ID,
+	actx, end := d.opts.Tracer.StartAttempt(ctx, rec.Traceparent, AttemptStart{DeliveryID: rec.ID,
 		WebhookID: rec.WebhookID, EventID: rec.EventID, EventType: rec.EventType, Attempt: rec.Attempts + 1,
 		Method: http.MethodPost, URL: redactURL(wh.URL)})
 	if actx == nil {
@@ -149,13 +150,13 @@ func (d *Dispatcher) tracedAttempt(ctx context.Context, wh *storedWebhook, rec *
 
 // setTraceparent puts the attempt's traceparent on its request: that of the attempt's context, or
 // else the one stored with the delivery.
-func (d *Dispatcher) setTraceparent(ctx context.Context, h http.Header, rec *record) {
+func (d *Dispatcher) setTraceparent(ctx context.Context, h http.Header, rec *rdb.Record) {
 	if d.opts.Tracer == nil {
 		return
 	}
 	tp := d.traceparent(ctx)
 	if tp == "" {
-		tp = rec.traceparent
+		tp = rec.Traceparent
 	}
 	if tp != "" {
 		h.Set(traceparentHeader, tp)

@@ -14,45 +14,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// v1Record is a record as the format before traceparents (version '1') wrote it.
-const v1Record = "0123456789abcdef+p1\x02\x02\xc0\x99\x8e\xc2\xeee\xe8\a\x80\xf0\x86\xc2\xeee\x80\xf0\x86\xc2\xeee\x80\xaa\xbe\xc5\xeee\x04wh_1\x05evt_1\norder.paid\bHTTP 500\x01\x80\xf0\x86\xc2\xeee\xb8\x17\xe8\a\bHTTP 500\x02no"
-
-func TestRecordOfVersion1StillDecodes(t *testing.T) {
-	got, err := parseRecord("dlv_x", v1Record)
-	require.NoError(t, err)
-	at := time.UnixMilli(1750000000000)
-	assert.Equal(t, "wh_1", got.WebhookID)
-	assert.Equal(t, "evt_1", got.EventID)
-	assert.Equal(t, "order.paid", got.EventType)
-	assert.Equal(t, StatusPending, got.Status)
-	assert.Equal(t, at.Add(time.Minute), got.NextAttemptAt)
-	assert.Equal(t, 1, got.step)
-	require.Len(t, got.History, 1)
-	assert.Equal(t, "no", got.History[0].Response)
-	assert.Empty(t, got.traceparent)
-	assert.Equal(t, v1Record, got.encode(), "a record with no traceparent is still written in version '1'")
-}
-
-func TestRecordTraceparentRoundTrip(t *testing.T) {
-	want := sampleRecordWith(rdb.LeaseSettled)
-	want.traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
-	raw := want.encode()
-	assert.Equal(t, byte(rdb.RecordVersionTraced), raw[rdb.RecordHeadLen-1])
-	got, err := parseRecord("dlv_x", raw)
-	require.NoError(t, err)
-	want.raw = raw
-	assert.Equal(t, want, got)
-
-	// A version-2 record without its traceparent, or with bytes after it, is corrupt.
-	plain := sampleRecordWith(rdb.LeaseSettled).encode()
-	_, err = parseRecord("dlv_x", plain[:rdb.RecordHeadLen-1]+"2"+plain[rdb.RecordHeadLen:])
-	assert.ErrorIs(t, err, ErrCorruptRecord)
-	_, err = parseRecord("dlv_x", raw+"x")
-	assert.ErrorIs(t, err, ErrCorruptRecord)
-	_, err = parseRecord("dlv_x", plain[:rdb.RecordHeadLen-1]+"3"+plain[rdb.RecordHeadLen:])
-	assert.ErrorIs(t, err, ErrCorruptRecord)
-}
-
 // fakeTracer records what the library tells a Tracer. A context's "span" is a traceparent under
 // tpKey; each attempt gets a span of its own, a child of the stored one.
 type fakeTracer struct {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // dueTargets are the webhooks a worker found due, as the registry holds them now.
@@ -55,18 +56,23 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // polls (1.25s with the default 64 shards; scan.go). Any number of replicas may run it at once; each
 // due attempt is made by one of them. It backs off (up to 5s) only when Redis fails it. It returns nil
 // when ctx ends, after the attempts in flight have finished and been recorded.
-func (d *Dispatcher) Run(ctx context.Context) error {
+func (d *Dispatcher) Run(ctx context.Context) error { return runWorker(ctx, d, worker.Hooks{}) }
+
+// runWorker is Dispatcher.Run, making the calls of hooks.
+func runWorker(ctx context.Context, d *Dispatcher, hooks worker.Hooks) error {
 	d.running.Add(1)
 	defer func() {
 		if d.running.Add(-1) == 0 {
-			d.local.clear()
+			d.local.Clear()
 		}
 	}()
-	d.warnIfEvicting(ctx)
+	if policy, err := rdb.MaxmemoryPolicy(ctx, d.rdb); err == nil {
+		d.redisDown.MayEvict(policy)
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: 2 * d.opts.Concurrency, batch: max(1, d.opts.Concurrency/8),
-		budget: d.lease - d.leaseLeftToAttempt()}
+		budget: d.lease - d.leaseLeftToAttempt(), hooks: hooks}
 	var lanes sync.WaitGroup
 	for i := range leaseLanes {
 		lanes.Go(func() { run.lane(ctx, i == 0) })
@@ -96,7 +102,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 	for ctx.Err() == nil {
 		if d.pending.isDown() { // after an outage: lease nothing until Redis answers, then wait the grace
 			if err := d.rdb.Ping(ctx).Err(); err != nil {
-				d.redisDown.warn(time.Now(), "webhooks: worker could not reach Redis", "error", err)
+				d.redisDown.Down(time.Now(), "webhooks: worker could not reach Redis", "error", err)
 				d.sleep(ctx, outagePing) // not a backoff: the kept outcomes go out within the grace
 				continue
 			}
@@ -119,7 +125,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		switch {
 		case err != nil && len(jobs) == 0:
 			d.reloadOnTransport(err)
-			d.redisDown.warn(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
+			d.redisDown.Down(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
 			if retryable(err) {
 				d.pending.passFailed()
 			}
@@ -147,8 +153,8 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		if !known.IsZero() {
 			wait = min(wait, max(known.Sub(d.now()), minWait))
 		}
-		if d.idled != nil {
-			d.idled()
+		if r.hooks.Idled != nil {
+			r.hooks.Idled()
 		}
 		// Woken by a poke, or at a due time it knows of: read what may be due; else an idle poll.
 		if !d.sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
@@ -203,6 +209,7 @@ type runSlots struct {
 	ahead  int           // 2 × Concurrency: the most deliveries leased ahead
 	batch  int           // Concurrency/8: while deliveries wait, a pass leases no fewer
 	budget time.Duration // how long a delivery leased ahead may wait for its slot: lease − leaseLeftToAttempt
+	hooks  worker.Hooks
 
 	mu      sync.Mutex
 	busy    int           // attempts started and not over
@@ -247,7 +254,7 @@ func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
 	if err != nil {
 		r.unclaim(claimed)
 		for _, j := range jobs {
-			r.d.flights.release(j.rec.WebhookID)
+			r.d.flights.Release(j.rec.WebhookID)
 		}
 		r.d.log.Warn("webhooks: worker attempts not made", "leased", len(jobs), "error", err)
 		return
@@ -325,7 +332,7 @@ func (r *runSlots) start(l leasedReady) {
 	r.wg.Go(func() {
 		j, began := l.job, time.Now()
 		o, ok := handBack(j.rec, d.now()), false
-		if j.rec.leaseEnd.Sub(d.now()) >= d.leaseLeftToAttempt() { // else it waited too long for a slot: back
+		if j.rec.LeaseEnd.Sub(d.now()) >= d.leaseLeftToAttempt() { // else it waited too long for a slot: back
 			o, ok = d.waitRateSlot(actx, j)
 		}
 		if ok {
@@ -340,7 +347,7 @@ func (r *runSlots) start(l leasedReady) {
 			d.releaseProbe(actx, j.rec.WebhookID, j.probe, j.shard) // not sent: the next pass may probe at once
 		}
 		o.retime = j.retime
-		d.flights.release(j.rec.WebhookID)
+		d.flights.Release(j.rec.WebhookID)
 		r.freed()
 		d.countNow(actx, j.rec, &o) // now, not when its batch is written
 		var err error
@@ -377,7 +384,7 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 		wg.Go(func() {
 			if err != nil {
 				// Nothing attempted: the lease expires and a later pass takes the delivery again.
-				d.flights.release(j.rec.WebhookID)
+				d.flights.Release(j.rec.WebhookID)
 				freed()
 				done(err)
 				return
@@ -387,9 +394,9 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 				o = d.attemptLeased(actx, j, j.webhook, bodies[i])
 			}
 			o.retime = j.retime
-			d.flights.release(j.rec.WebhookID)
+			d.flights.Release(j.rec.WebhookID)
 			freed()
-			done(d.settle(actx, j.shard, []*record{j.rec}, []outcome{o})[0])
+			done(d.settle(actx, j.shard, []*rdb.Record{j.rec}, []outcome{o})[0])
 		})
 	}
 }
@@ -409,8 +416,8 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 		return nil, time.Time{}, false, err
 	}
 	now := d.now()
-	local, localNext := d.local.due(now.UnixMilli())
-	if mode == scanHinted && d.local.takeable(d.flights.room) >= free {
+	local, localNext := d.local.Due(now.UnixMilli())
+	if mode == scanHinted && d.local.Takeable(d.flights.Room) >= free {
 		mode = scanSweep // the local hint has enough due to fill the pass: no read but the sweep
 	}
 	due, strays, read, next, err := d.scanReady(ctx, now, free+16, mode)
@@ -424,7 +431,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 		}
 	}
 	if localNext > 0 && (next.IsZero() || localNext < next.UnixMilli()) {
-		next = msTime(localNext)
+		next = rdb.MilliTime(localNext)
 	}
 	due = d.withLocal(now, due, local)
 	if err != nil || len(due) == 0 {
@@ -441,10 +448,10 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 	jobs, heads, err := d.leaseTakes(ctx, now, takes, targets)
 	d.releaseUnusedProbes(ctx, takes, jobs)
 	if err == nil {
-		local := map[dueKey]bool{}
+		local := map[worker.Queue]bool{}
 		for _, w := range due {
 			if w.local {
-				local[dueKey{w.shard, w.id}] = true
+				local[worker.Queue{Shard: w.shard, Webhook: w.id}] = true
 			}
 		}
 		d.afterLease(now, read, heads, local)
@@ -459,20 +466,19 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 
 // withLocal adds to the webhooks a scan found due those the local hint holds due ids of, and marks
 // the ones found by both that the hint serves (localDue.serves): their queues are not read.
-func (d *Dispatcher) withLocal(now time.Time, scanned, local []dueWebhook) []dueWebhook {
+func (d *Dispatcher) withLocal(now time.Time, scanned []dueWebhook, local []worker.Queue) []dueWebhook {
 	if len(local) == 0 {
 		return scanned
 	}
-	seen := make(map[dueKey]bool, len(scanned))
+	seen := make(map[worker.Queue]bool, len(scanned))
 	for i, w := range scanned {
-		k := dueKey{w.shard, w.id}
+		k := worker.Queue{Shard: w.shard, Webhook: w.id}
 		seen[k] = true
-		scanned[i].local = d.local.serves(k, now.UnixMilli())
+		scanned[i].local = d.local.Serves(k, now.UnixMilli())
 	}
-	for _, w := range local {
-		if !seen[dueKey{w.shard, w.id}] {
-			w.local = true
-			scanned = append(scanned, w)
+	for _, q := range local {
+		if !seen[q] {
+			scanned = append(scanned, dueWebhook{shard: q.Shard, id: q.Webhook, local: true})
 		}
 	}
 	return scanned
@@ -525,7 +531,7 @@ func (d *Dispatcher) attemptLeased(ctx context.Context, j leasedDelivery, wh *st
 }
 
 // isTestDelivery reports whether a delivery was made by SendTest, which reaches disabled webhooks too.
-func isTestDelivery(rec *record) bool {
+func isTestDelivery(rec *rdb.Record) bool {
 	return rec.EventType == TestEventType && strings.HasPrefix(rec.EventID, "test_")
 }
 
@@ -561,8 +567,8 @@ func (d *Dispatcher) waitRateSlot(ctx context.Context, j leasedDelivery) (outcom
 
 // handBack is the outcome of a leased delivery not attempted that goes back to its queue, due at next,
 // its retry budget and last answer kept.
-func handBack(rec *record, next time.Time) outcome {
-	return outcome{id: rec.ID, token: rec.heldToken(), status: StatusPending, next: next, step: rec.step,
+func handBack(rec *rdb.Record, next time.Time) outcome {
+	return outcome{id: rec.ID, token: rec.HeldToken(), status: StatusPending, next: next, step: rec.Step,
 		code: rec.LastStatusCode, err: rec.LastError}
 }
 

@@ -1,9 +1,8 @@
-package webhooks
+package rdb
 
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,45 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var echoScript = redis.NewScript(`return ARGV[1]`)
-
-// roundTrips counts the client's round trips (a pipeline is one), and can hold them.
-type roundTrips struct {
-	passHook
-	n    atomic.Int32
-	hold atomic.Pointer[chan struct{}]
-}
-
-// isHandshake reports whether a command is part of go-redis's setup of a new connection (HELLO,
-// CLIENT SETINFO), which a call pays only when the pool grows.
-func isHandshake(c redis.Cmder) bool { return c.Name() == "hello" || c.Name() == "client" }
-
-func (h *roundTrips) wait() {
-	if c := h.hold.Load(); c != nil {
-		<-*c
-	}
-}
-func (h *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		if isHandshake(cmd) {
-			return next(ctx, cmd) // a new pool connection's setup, not a round trip of the call
-		}
-		h.n.Add(1)
-		h.wait()
-		return next(ctx, cmd)
-	}
-}
-func (h *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		if len(cmds) > 0 && !slices.ContainsFunc(cmds, func(c redis.Cmder) bool { return !isHandshake(c) }) {
-			return next(ctx, cmds)
-		}
-		h.n.Add(1)
-		h.wait()
-		return next(ctx, cmds)
-	}
-}
-
 // TestScriptBatcherCoalescesConcurrentCalls: 64 concurrent calls, each answered with its own reply,
 // in far fewer round trips than calls, also when the server has lost its scripts.
 func TestScriptBatcherCoalescesConcurrentCalls(t *testing.T) {
@@ -62,7 +22,7 @@ func TestScriptBatcherCoalescesConcurrentCalls(t *testing.T) {
 	client := tr.newClient(t)
 	rt := &roundTrips{}
 	client.AddHook(rt)
-	b := &scriptBatcher{rdb: client}
+	b := NewScriptBatcher(client, nil)
 	for _, flush := range []bool{false, true} {
 		if flush {
 			require.NoError(t, tr.rdb.ScriptFlush(ctx).Err())
@@ -74,16 +34,16 @@ func TestScriptBatcherCoalescesConcurrentCalls(t *testing.T) {
 		var wg sync.WaitGroup
 		for i := range 64 {
 			wg.Go(func() {
-				got, err := b.run(ctx, echoScript, []string{"{" + tr.prefix + ":0}:k"}, fmt.Sprint(i)).Text()
+				got, err := b.Run(ctx, echoScript, []string{"{" + tr.prefix + ":0}:k"}, fmt.Sprint(i)).Text()
 				assert.NoError(t, err)
 				assert.Equal(t, fmt.Sprint(i), got, "each caller gets its own reply")
 			})
 		}
-		eventually(t, 5*time.Second, func() bool {
+		require.Eventually(t, func() bool {
 			b.mu.Lock()
 			defer b.mu.Unlock()
 			return len(b.queue) >= 63
-		}, "callers queue behind the one in flight")
+		}, 5*time.Second, 10*time.Millisecond, "callers queue behind the one in flight")
 		rt.hold.Store(nil)
 		close(gate)
 		wg.Wait()
@@ -101,25 +61,25 @@ func TestScriptBatcherWaiterGivesUp(t *testing.T) {
 	client := tr.newClient(t)
 	rt := &roundTrips{}
 	client.AddHook(rt)
-	b := &scriptBatcher{rdb: client}
+	b := NewScriptBatcher(client, nil)
 	gate := make(chan struct{})
 	rt.hold.Store(&gate)
 	key := []string{"{" + tr.prefix + ":0}:k"}
 
 	first := make(chan error, 1)
-	go func() { first <- b.run(ctx, echoScript, key, "first").Err() }()
-	eventually(t, 5*time.Second, func() bool { return rt.n.Load() == 1 }, "the first call is in flight")
+	go func() { first <- b.Run(ctx, echoScript, key, "first").Err() }()
+	require.Eventually(t, func() bool { return rt.n.Load() == 1 }, 5*time.Second, 10*time.Millisecond, "the first call is in flight")
 
 	cctx, cancel := context.WithCancel(ctx)
 	quitter := make(chan error, 1)
-	go func() { quitter <- b.run(cctx, echoScript, key, "quitter").Err() }()
+	go func() { quitter <- b.Run(cctx, echoScript, key, "quitter").Err() }()
 	stayer := make(chan error, 1)
-	go func() { stayer <- b.run(ctx, echoScript, key, "stayer").Err() }()
-	eventually(t, 5*time.Second, func() bool {
+	go func() { stayer <- b.Run(ctx, echoScript, key, "stayer").Err() }()
+	require.Eventually(t, func() bool {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		return len(b.queue) == 2
-	}, "two callers queue")
+	}, 5*time.Second, 10*time.Millisecond, "two callers queue")
 	cancel()
 	require.ErrorIs(t, <-quitter, context.Canceled, "the quitter returns without waiting for the batch")
 	rt.hold.Store(nil)
@@ -155,15 +115,15 @@ func TestScriptBatcherSurvivesAPanic(t *testing.T) {
 	tr := newTestRedis(t)
 	client := tr.newClient(t)
 	client.AddHook(&panicOnce{})
-	b := &scriptBatcher{rdb: client}
+	b := NewScriptBatcher(client, nil)
 	key := []string{"{" + tr.prefix + ":0}:k"}
 	func() {
 		defer func() { assert.Equal(t, "hook exploded", recover()) }()
-		b.run(ctx, echoScript, key, "boom")
+		b.Run(ctx, echoScript, key, "boom")
 	}()
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	got, err := b.run(cctx, echoScript, key, "after").Text()
+	got, err := b.Run(cctx, echoScript, key, "after").Text()
 	require.NoError(t, err, "the batcher is not wedged")
 	assert.Equal(t, "after", got)
 }
@@ -178,11 +138,11 @@ func TestScriptBatcherRunsTogether(t *testing.T) {
 	client := tr.newClient(t)
 	rt := &roundTrips{}
 	client.AddHook(rt)
-	b := &scriptBatcher{rdb: client}
+	b := NewScriptBatcher(client, nil)
 	key := []string{"{" + tr.prefix + ":0}:k"}
 	require.NoError(t, echoScript.Load(ctx, client).Err())
 	rt.n.Store(0)
-	cmds := b.runTogether(ctx, []scriptRun{{echoScript, key, []any{"a"}}, {echoScript, key, []any{"b"}}})
+	cmds := b.RunTogether(ctx, []ScriptRun{{Script: echoScript, Keys: key, Args: []any{"a"}}, {Script: echoScript, Keys: key, Args: []any{"b"}}})
 	require.Len(t, cmds, 2)
 	assert.Equal(t, "a", cmds[0].Val())
 	assert.Equal(t, "b", cmds[1].Val())
@@ -195,20 +155,20 @@ func TestScriptBatcherRunsTogether(t *testing.T) {
 		return func() bool { b.mu.Lock(); defer b.mu.Unlock(); return len(b.queue) >= n }
 	}
 	for i := range 2 { // one call in flight (held), then one queued: the pairs behind it straddle batches
-		wg.Go(func() { assert.Equal(t, fmt.Sprint(i), b.run(ctx, echoScript, key, fmt.Sprint(i)).Val()) })
+		wg.Go(func() { assert.Equal(t, fmt.Sprint(i), b.Run(ctx, echoScript, key, fmt.Sprint(i)).Val()) })
 		if i == 0 {
-			eventually(t, 5*time.Second, func() bool { return rt.n.Load() == 2 }, "the first call is in flight")
+			require.Eventually(t, func() bool { return rt.n.Load() == 2 }, 5*time.Second, 10*time.Millisecond, "the first call is in flight")
 		}
 	}
-	eventually(t, 5*time.Second, queued(1), "the second call queues")
+	require.Eventually(t, queued(1), 5*time.Second, 10*time.Millisecond, "the second call queues")
 	for i := range 2 * maxScriptBatch {
 		wg.Go(func() {
-			cmds := b.runTogether(ctx, []scriptRun{{echoScript, key, []any{fmt.Sprint(i, "a")}}, {echoScript, key, []any{fmt.Sprint(i, "b")}}})
+			cmds := b.RunTogether(ctx, []ScriptRun{{Script: echoScript, Keys: key, Args: []any{fmt.Sprint(i, "a")}}, {Script: echoScript, Keys: key, Args: []any{fmt.Sprint(i, "b")}}})
 			assert.Equal(t, fmt.Sprint(i, "a"), cmds[0].Val())
 			assert.Equal(t, fmt.Sprint(i, "b"), cmds[1].Val())
 		})
 	}
-	eventually(t, 5*time.Second, queued(1+4*maxScriptBatch), "callers queue behind the one in flight")
+	require.Eventually(t, queued(1+4*maxScriptBatch), 5*time.Second, 10*time.Millisecond, "callers queue behind the one in flight")
 	rt.hold.Store(nil)
 	close(gate)
 	wg.Wait()

@@ -1,4 +1,4 @@
-package webhooks
+package rdb
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// scriptBatcher coalesces script calls made concurrently (by many goroutines calling Dispatch at once)
+// ScriptBatcher coalesces script calls made concurrently (by many goroutines calling Dispatch at once)
 // into pipelines: one write and one read for the whole batch instead of one round trip each, on the
 // client and on the Redis server alike. It needs no goroutine of its own: the first caller to find no
 // batch in flight sends the calls waiting at that moment (its own among them) and, when done, hands the
@@ -18,23 +18,34 @@ import (
 // adds no latency; under load, batches grow to the number of concurrent callers.
 //
 // Each call is still one script run, atomic on its own; a batch is not a transaction.
-type scriptBatcher struct {
-	rdb redis.UniversalClient
+type ScriptBatcher struct {
+	client redis.UniversalClient
+	merge  MergeFunc // nil for none
 
 	mu      sync.Mutex
-	queue   []*scriptCall
+	queue   []*ScriptCall
 	sending bool // a batch is in flight; whoever queues now waits to be sent or to lead
 }
 
-// scriptCall is one queued script run.
-type scriptCall struct {
-	ctx    context.Context
-	script *redis.Script
-	keys   []string
-	args   []any
-	cmd    *redis.Cmd
+// MergeFunc rewrites a batch about to be sent, merging calls that can run as one (the root passes the
+// circuit counts' merge): it returns the calls to send and split, which the batcher calls once the sent
+// calls have their replies (or were not sent: a Cmd left nil), to give each merged call its own Cmd.
+type MergeFunc func(batch []*ScriptCall) (sent []*ScriptCall, split func())
+
+// NewScriptBatcher is a batcher of calls to client, its batches rewritten by merge (nil for none).
+func NewScriptBatcher(client redis.UniversalClient, merge MergeFunc) *ScriptBatcher {
+	return &ScriptBatcher{client: client, merge: merge}
+}
+
+// ScriptCall is one queued script run.
+type ScriptCall struct {
+	Ctx    context.Context
+	Script *redis.Script
+	Keys   []string
+	Args   []any
+	Cmd    *redis.Cmd
 	// lead and result are guarded by the batcher's mu and set as wake is closed: the caller is to
-	// send the next batch, or cmd holds its reply.
+	// send the next batch, or Cmd holds its reply.
 	lead, result bool
 	wake         chan struct{}
 }
@@ -46,63 +57,64 @@ const maxScriptBatch = 128
 // while the client encodes the next and decodes the last.
 const scriptLanes = 4
 
-// laneBatcher spreads calls over several batchers, round robin.
-type laneBatcher struct {
-	lanes [scriptLanes]scriptBatcher
+// LaneBatcher spreads calls over several batchers, round robin.
+type LaneBatcher struct {
+	lanes [scriptLanes]ScriptBatcher
 	next  atomic.Uint32
 }
 
-func newLaneBatcher(rdb redis.UniversalClient) *laneBatcher {
-	l := &laneBatcher{}
+// NewLaneBatcher is a LaneBatcher of calls to client, its batches rewritten by merge (nil for none).
+func NewLaneBatcher(client redis.UniversalClient, merge MergeFunc) *LaneBatcher {
+	l := &LaneBatcher{}
 	for i := range l.lanes {
-		l.lanes[i].rdb = rdb
+		l.lanes[i].client, l.lanes[i].merge = client, merge
 	}
 	return l
 }
 
-// run runs script on the next lane.
-func (l *laneBatcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	return l.lanes[l.next.Add(1)%scriptLanes].run(ctx, script, keys, args...)
+// Run runs script on the next lane.
+func (l *LaneBatcher) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	return l.lanes[l.next.Add(1)%scriptLanes].Run(ctx, script, keys, args...)
 }
 
-// scriptRun is one script call for runTogether.
-type scriptRun struct {
-	script *redis.Script
-	keys   []string
-	args   []any
+// ScriptRun is one script call for RunTogether and RunNow.
+type ScriptRun struct {
+	Script *redis.Script
+	Keys   []string
+	Args   []any
 }
 
-// runNow runs several scripts in one pipeline of its own, at once: for a caller that would otherwise
+// RunNow runs several scripts in one pipeline of its own, at once: for a caller that would otherwise
 // queue behind the batches in flight (the worker's leases, behind a burst of claims). It returns their
 // replies in order.
-func (l *laneBatcher) runNow(ctx context.Context, runs ...scriptRun) []*redis.Cmd {
+func (l *LaneBatcher) RunNow(ctx context.Context, runs ...ScriptRun) []*redis.Cmd {
 	if len(runs) == 0 {
 		return nil
 	}
-	calls := make([]*scriptCall, len(runs))
+	calls := make([]*ScriptCall, len(runs))
 	ctx = context.WithoutCancel(ctx) // sent: its reply is read whatever the caller's context does now
 	for i, r := range runs {
-		calls[i] = &scriptCall{ctx: ctx, script: r.script, keys: r.keys, args: r.args}
+		calls[i] = &ScriptCall{Ctx: ctx, Script: r.Script, Keys: r.Keys, Args: r.Args}
 	}
 	l.lanes[0].send(calls)
 	out := make([]*redis.Cmd, len(calls))
 	for i, c := range calls {
-		out[i] = c.cmd
+		out[i] = c.Cmd
 	}
 	return out
 }
 
-// runTogether runs several scripts as run does, queued together on one lane so that they go out in
+// RunTogether runs several scripts as Run does, queued together on one lane so that they go out in
 // one pipeline (unless a batch is cut at maxScriptBatch between them). It returns their replies in order.
-func (l *laneBatcher) runTogether(ctx context.Context, runs ...scriptRun) []*redis.Cmd {
-	return l.lanes[l.next.Add(1)%scriptLanes].runTogether(ctx, runs)
+func (l *LaneBatcher) RunTogether(ctx context.Context, runs ...ScriptRun) []*redis.Cmd {
+	return l.lanes[l.next.Add(1)%scriptLanes].RunTogether(ctx, runs)
 }
 
-// runTogether queues runs at once and waits for each reply, leading a batch whenever it is handed one.
-func (b *scriptBatcher) runTogether(ctx context.Context, runs []scriptRun) []*redis.Cmd {
-	calls := make([]*scriptCall, len(runs))
+// RunTogether queues runs at once and waits for each reply, leading a batch whenever it is handed one.
+func (b *ScriptBatcher) RunTogether(ctx context.Context, runs []ScriptRun) []*redis.Cmd {
+	calls := make([]*ScriptCall, len(runs))
 	for i, r := range runs {
-		calls[i] = &scriptCall{ctx: ctx, script: r.script, keys: r.keys, args: r.args, wake: make(chan struct{})}
+		calls[i] = &ScriptCall{Ctx: ctx, Script: r.Script, Keys: r.Keys, Args: r.Args, wake: make(chan struct{})}
 	}
 	b.mu.Lock()
 	b.queue = append(b.queue, calls...)
@@ -115,20 +127,20 @@ func (b *scriptBatcher) runTogether(ctx context.Context, runs []scriptRun) []*re
 		case i == 0 && lead:
 			b.lead(c)
 		case !b.wait(ctx, c):
-			c.cmd = redis.NewCmd(ctx)
-			c.cmd.SetErr(ctx.Err())
+			c.Cmd = redis.NewCmd(ctx)
+			c.Cmd.SetErr(ctx.Err())
 		case !c.result:
 			b.lead(c)
 		}
-		out[i] = c.cmd
+		out[i] = c.Cmd
 	}
 	return out
 }
 
-// run runs script as script.Run would, batched with concurrent calls. The reply is read from the
+// Run runs script as script.Run would, batched with concurrent calls. The reply is read from the
 // returned *redis.Cmd.
-func (b *scriptBatcher) run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
-	c := &scriptCall{ctx: ctx, script: script, keys: keys, args: args, wake: make(chan struct{})}
+func (b *ScriptBatcher) Run(ctx context.Context, script *redis.Script, keys []string, args ...any) *redis.Cmd {
+	c := &ScriptCall{Ctx: ctx, Script: script, Keys: keys, Args: args, wake: make(chan struct{})}
 	b.mu.Lock()
 	b.queue = append(b.queue, c)
 	lead := !b.sending
@@ -141,16 +153,16 @@ func (b *scriptBatcher) run(ctx context.Context, script *redis.Script, keys []st
 			return cmd
 		}
 		if c.result {
-			return c.cmd
+			return c.Cmd
 		}
 	}
 	b.lead(c)
-	return c.cmd
+	return c.Cmd
 }
 
 // wait waits until c has its reply or is to lead. It reports false when ctx ended first; c is then
 // withdrawn from the queue (or, already in flight, left to finish unheard).
-func (b *scriptBatcher) wait(ctx context.Context, c *scriptCall) bool {
+func (b *ScriptBatcher) wait(ctx context.Context, c *ScriptCall) bool {
 	select {
 	case <-c.wake:
 		return true
@@ -174,7 +186,7 @@ var errBatchAborted = errors.New("webhooks: script batch aborted")
 // lead sends the calls queued now, c (the head of the queue) among them, then wakes their callers and
 // hands the lead to the first caller that queued meanwhile. It does so even if sending panics, so that
 // no caller waits for ever; the panic then goes on up the leader's stack.
-func (b *scriptBatcher) lead(c *scriptCall) {
+func (b *ScriptBatcher) lead(c *ScriptCall) {
 	b.mu.Lock()
 	n := min(len(b.queue), maxScriptBatch)
 	batch := slices.Clone(b.queue[:n])
@@ -184,9 +196,9 @@ func (b *scriptBatcher) lead(c *scriptCall) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		for _, x := range batch {
-			if x.cmd == nil {
-				x.cmd = redis.NewCmd(x.ctx)
-				x.cmd.SetErr(errBatchAborted)
+			if x.Cmd == nil {
+				x.Cmd = redis.NewCmd(x.Ctx)
+				x.Cmd.SetErr(errBatchAborted)
 			}
 			x.result = true
 			if x != c {
@@ -206,34 +218,37 @@ func (b *scriptBatcher) lead(c *scriptCall) {
 
 // send runs a batch as one pipeline of EVALSHA, falling back to EVAL for the scripts the server
 // does not have (after a restart, a failover or SCRIPT FLUSH).
-func (b *scriptBatcher) send(batch []*scriptCall) {
-	batch, split := mergeCounts(batch)
-	defer split()
+func (b *ScriptBatcher) send(batch []*ScriptCall) {
+	if b.merge != nil {
+		var split func()
+		batch, split = b.merge(batch)
+		defer split()
+	}
 	if len(batch) == 1 {
 		c := batch[0]
-		c.cmd = c.script.Run(c.ctx, b.rdb, c.keys, c.args...)
+		c.Cmd = c.Script.Run(c.Ctx, b.client, c.Keys, c.Args...)
 		return
 	}
 	// The pipeline carries several callers' calls: one caller's context ending must not fail the
 	// others. Each call is bounded by the client's own timeouts.
-	ctx := context.WithoutCancel(batch[0].ctx)
-	pipe := b.rdb.Pipeline()
+	ctx := context.WithoutCancel(batch[0].Ctx)
+	pipe := b.client.Pipeline()
 	for _, c := range batch {
-		c.cmd = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+		c.Cmd = c.Script.EvalSha(ctx, pipe, c.Keys, c.Args...)
 	}
 	_, _ = pipe.Exec(ctx) // errors are per command
-	var missing []*scriptCall
+	var missing []*ScriptCall
 	for _, c := range batch {
-		if err := c.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		if err := c.Cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 			missing = append(missing, c)
 		}
 	}
 	if len(missing) == 0 {
 		return
 	}
-	pipe = b.rdb.Pipeline()
+	pipe = b.client.Pipeline()
 	for _, c := range missing {
-		c.cmd = c.script.Eval(ctx, pipe, c.keys, c.args...)
+		c.Cmd = c.Script.Eval(ctx, pipe, c.Keys, c.Args...)
 	}
 	_, _ = pipe.Exec(ctx)
 }

@@ -1,4 +1,4 @@
-package webhooks
+package worker
 
 import (
 	"context"
@@ -7,11 +7,11 @@ import (
 	"time"
 )
 
-// inFlight counts one Dispatcher's attempts per webhook, inline and worker alike, and bounds them by a
+// InFlight counts one Dispatcher's attempts per webhook, inline and worker alike, and bounds them by a
 // limit per webhook that follows its health (additive increase, multiplicative decrease, as TCP's
 // congestion window and Netflix's concurrency-limits AIMD do):
 //
-//   - A webhook's limit starts at Options.MaxInFlightPerWebhook (the cap), its floor.
+//   - A webhook's limit starts at the root's Options.MaxInFlightPerWebhook (the cap), its floor.
 //   - A recorded attempt that succeeded within Timeout/4 (fast) raises it by one, up to
 //     fastInFlightFactor × the cap, when the webhook has held at least half its limit at once since
 //     the limit last changed: the limit grows only as far as the webhook uses it, to at most twice the
@@ -21,7 +21,7 @@ import (
 //   - A webhook that holds attempts and has freed no slot for Timeout/2 is stalled: its limit drops to
 //     the cap at once.
 //
-// A caller that finds its webhook at its limit (acquire) waits in turn, first come first served: each
+// A caller that finds its webhook at its limit (Acquire) waits in turn, first come first served: each
 // slot freed, or added by a raise of the limit, goes to the caller that has waited longest. It waits as
 // long as the webhook keeps ending attempts: it gives up (the attempt goes to the worker) once the
 // webhook is stalled, or once Timeout has passed since the call began to wait for its slots (all its
@@ -36,7 +36,7 @@ import (
 // cap, and at most twice the most attempts it held at once while it was fast, plus one; and it starts
 // new attempts only until Timeout/2 after its last ended attempt, when it is stalled and held to the cap
 // (its hung attempts end with Timeout, each failure lowering the limit).
-type inFlight struct {
+type InFlight struct {
 	mu      sync.Mutex
 	hooks   map[string]*flight
 	max     int           // Options.MaxInFlightPerWebhook: every limit's floor
@@ -56,29 +56,43 @@ type flight struct {
 	waiters  []*slotWaiter
 }
 
-// slotWaiter is a caller waiting for a slot; granted is set (under inFlight.mu) as ready is closed.
+// slotWaiter is a caller waiting for a slot; granted is set (under InFlight.mu) as ready is closed.
 type slotWaiter struct {
 	granted bool
 	ready   chan struct{}
 }
 
-// fastInFlightFactor is how many times MaxInFlightPerWebhook a webhook's limit may grow to.
-const fastInFlightFactor = 16
+// FastInFlightFactor is how many times MaxInFlightPerWebhook a webhook's limit may grow to.
+const FastInFlightFactor = 16
 
-// newInFlight bounds attempts by MaxInFlightPerWebhook limit for attempts of timeout, on the clock now
+// NewInFlight bounds attempts by MaxInFlightPerWebhook limit for attempts of timeout, on the clock now
 // (the wall clock in a Dispatcher: waiting is real time).
-func newInFlight(limit int, timeout time.Duration, now func() time.Time) *inFlight {
-	return &inFlight{hooks: map[string]*flight{}, max: limit, ceiling: limit * fastInFlightFactor,
+func NewInFlight(limit int, timeout time.Duration, now func() time.Time) *InFlight {
+	return &InFlight{hooks: map[string]*flight{}, max: limit, ceiling: limit * FastInFlightFactor,
 		fast: timeout / 4, stall: timeout / 2, maxWait: timeout, now: now}
 }
 
+// Now is the time on the slots' clock.
+func (f *InFlight) Now() time.Time { return f.now() }
+
+// Held is how many slots a webhook holds and its limit now.
+func (f *InFlight) Held(webhookID string) (n, limit int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	w := f.hooks[webhookID]
+	if w == nil {
+		return 0, f.max
+	}
+	return w.n, f.limitOf(w, f.now())
+}
+
 // stalled reports whether w holds attempts and has freed no slot for f.stall; f.mu is held.
-func (f *inFlight) stalled(w *flight, now time.Time) bool {
+func (f *InFlight) stalled(w *flight, now time.Time) bool {
 	return w.n > 0 && now.Sub(w.progress) >= f.stall
 }
 
 // limitOf is w's limit at now: the cap once it is stalled; f.mu is held.
-func (f *inFlight) limitOf(w *flight, now time.Time) int {
+func (f *InFlight) limitOf(w *flight, now time.Time) int {
 	if f.stalled(w, now) && w.limit > f.max {
 		w.limit, w.busy = f.max, false
 	}
@@ -86,7 +100,7 @@ func (f *inFlight) limitOf(w *flight, now time.Time) int {
 }
 
 // get returns a webhook's entry, made if missing; f.mu is held.
-func (f *inFlight) get(webhookID string) *flight {
+func (f *InFlight) get(webhookID string) *flight {
 	w := f.hooks[webhookID]
 	if w == nil {
 		w = &flight{limit: f.max}
@@ -96,7 +110,7 @@ func (f *inFlight) get(webhookID string) *flight {
 }
 
 // hold gives w one more slot; f.mu is held.
-func (f *inFlight) hold(w *flight, now time.Time) {
+func (f *InFlight) hold(w *flight, now time.Time) {
 	if w.n <= 0 {
 		w.progress = now
 	}
@@ -104,9 +118,9 @@ func (f *inFlight) hold(w *flight, now time.Time) {
 	w.busy = w.busy || 2*w.n >= w.limit
 }
 
-// take takes up to want slots of a webhook without waiting, and returns how many it took. Callers
-// waiting for a slot (acquire) come first.
-func (f *inFlight) take(webhookID string, want int) int {
+// Take takes up to want slots of a webhook without waiting, and returns how many it took. Callers
+// waiting for a slot (Acquire) come first.
+func (f *InFlight) Take(webhookID string, want int) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	now := f.now()
@@ -122,11 +136,11 @@ func (f *inFlight) take(webhookID string, want int) int {
 	return got
 }
 
-// acquire takes one slot of a webhook, waiting in turn while the webhook is at its limit. since is when
+// Acquire takes one slot of a webhook, waiting in turn while the webhook is at its limit. since is when
 // the call began to wait for slots (on f.now's clock; a call taking several webhooks' slots passes the
 // same since to each). It gives up (false) once the webhook is stalled (it has freed no slot for
 // Timeout/2), once Timeout has passed since since, or when ctx ends.
-func (f *inFlight) acquire(ctx context.Context, webhookID string, since time.Time) bool {
+func (f *InFlight) Acquire(ctx context.Context, webhookID string, since time.Time) bool {
 	f.mu.Lock()
 	now := f.now()
 	w := f.get(webhookID)
@@ -172,7 +186,7 @@ func (f *inFlight) acquire(ctx context.Context, webhookID string, since time.Tim
 }
 
 // leave withdraws a waiter that was not granted a slot; f.mu is held.
-func (f *inFlight) leave(webhookID string, w *flight, me *slotWaiter) {
+func (f *InFlight) leave(webhookID string, w *flight, me *slotWaiter) {
 	if i := slices.Index(w.waiters, me); i >= 0 {
 		w.waiters = slices.Delete(w.waiters, i, i+1)
 	}
@@ -180,7 +194,7 @@ func (f *inFlight) leave(webhookID string, w *flight, me *slotWaiter) {
 }
 
 // grant gives the slots w has free to its waiters, longest waiting first; f.mu is held.
-func (f *inFlight) grant(w *flight, now time.Time) {
+func (f *InFlight) grant(w *flight, now time.Time) {
 	for len(w.waiters) > 0 && w.n < f.limitOf(w, now) {
 		next := w.waiters[0]
 		w.waiters = slices.Delete(w.waiters, 0, 1)
@@ -190,8 +204,8 @@ func (f *inFlight) grant(w *flight, now time.Time) {
 	}
 }
 
-// room is how many more attempts a webhook may start now.
-func (f *inFlight) room(webhookID string) int {
+// Room is how many more attempts a webhook may start now.
+func (f *InFlight) Room(webhookID string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w := f.hooks[webhookID]
@@ -201,8 +215,8 @@ func (f *inFlight) room(webhookID string) int {
 	return f.limitOf(w, f.now()) - w.n
 }
 
-// release gives back one slot of a webhook: to the caller that has waited longest, if any.
-func (f *inFlight) release(webhookID string) {
+// Release gives back one slot of a webhook: to the caller that has waited longest, if any.
+func (f *InFlight) Release(webhookID string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if w := f.hooks[webhookID]; w != nil {
@@ -211,7 +225,7 @@ func (f *inFlight) release(webhookID string) {
 }
 
 // free gives back one slot of w; f.mu is held.
-func (f *inFlight) free(webhookID string, w *flight) {
+func (f *InFlight) free(webhookID string, w *flight) {
 	now := f.now()
 	w.n--
 	w.progress = now
@@ -219,10 +233,10 @@ func (f *inFlight) free(webhookID string, w *flight) {
 	f.drop(webhookID, w)
 }
 
-// observe notes a recorded attempt of a webhook: a success within Timeout/4 (fast) raises its limit by
+// Observe notes a recorded attempt of a webhook: a success within Timeout/4 (fast) raises its limit by
 // one when it has held at least half of it since it last changed; a failure or a slow success lowers it
 // by a tenth (at least one), not below the cap.
-func (f *inFlight) observe(webhookID string, success bool, took time.Duration) {
+func (f *InFlight) Observe(webhookID string, success bool, took time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w := f.hooks[webhookID]
@@ -250,7 +264,7 @@ func (f *inFlight) observe(webhookID string, success bool, took time.Duration) {
 // drop forgets a webhook's entry once it holds no slot, has no waiter, and its limit is the cap with
 // no raise pending (busy: a fast success after its slots were freed still raises it), and forgets the
 // other idle webhooks (their limits too) when the map grows large; f.mu is held.
-func (f *inFlight) drop(webhookID string, w *flight) {
+func (f *InFlight) drop(webhookID string, w *flight) {
 	idle := func(w *flight) bool { return w.n <= 0 && len(w.waiters) == 0 }
 	if idle(w) && w.limit == f.max && !w.busy {
 		delete(f.hooks, webhookID)

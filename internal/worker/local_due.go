@@ -1,53 +1,53 @@
-package webhooks
+package worker
 
 import (
 	"container/heap"
 	"sync"
-	"time"
 )
 
-// localDue is what this Dispatcher's own writes queued for the worker: the ids of the deliveries its
+// LocalDue is what this Dispatcher's own writes queued for the worker: the ids of the deliveries its
 // claims left to the worker and of the retries its outcomes scheduled, by shard and webhook, with when
 // each is due. Its worker leases them by id, without reading the ready zsets or the queues to find
 // them (the lease script checks each id against its queue, so an id another replica took meanwhile
 // costs one ZSCORE). It is a hint, never the truth: what it does not hold (other replicas' writes, ids
-// dropped when it is full) the worker finds by reading the schedule (scan.go). It holds at most max
+// dropped when it is full) the worker finds by reading the schedule (the root's scan.go). It holds at most max
 // ids; an id that does not fit marks its shard for the worker's next scan instead.
-type localDue struct {
+type LocalDue struct {
 	mu    sync.Mutex
 	max   int
 	n     int
-	now   map[dueKey][]string // due ids in the order they were added
-	later laterHeap           // ids not yet due, earliest first
-	ids   map[string]bool     // every id held, to drop the ones a scan's read leased
-	read  map[dueKey]int64    // when the worker last read each queue it holds ids of (ms)
+	now   map[Queue][]string // due ids in the order they were added
+	later laterHeap          // ids not yet due, earliest first
+	ids   map[string]bool    // every id held, to drop the ones a scan's read leased
+	read  map[Queue]int64    // when the worker last read each queue it holds ids of (ms)
 }
 
-// localReadEvery is how often the worker reads a queue the local hint holds due ids of, when a scan
+// LocalReadEvery is how often the worker reads a queue the local hint holds due ids of, when a scan
 // finds it due: between reads it leases the hint's ids, and a read takes the queue's earliest due
 // ids, whoever queued them, so another replica's deliveries in a queue this Dispatcher keeps feeding
 // wait no more than this (and the hint's own ids stay in the queue's order).
-const localReadEvery = 100 // ms
+const LocalReadEvery = 100 // ms
 
-// dueKey is a webhook's queue in a shard.
-type dueKey struct {
-	shard int
-	id    string
+// Queue is a webhook's queue in a shard.
+type Queue struct {
+	Shard   int
+	Webhook string
 }
 
 // laterID is an id due at ms.
 type laterID struct {
-	key dueKey
+	key Queue
 	id  string
 	at  int64
 }
 
-func newLocalDue(max int) *localDue {
-	return &localDue{max: max, now: map[dueKey][]string{}, ids: map[string]bool{}, read: map[dueKey]int64{}}
+// NewLocalDue is an empty LocalDue that holds at most max ids.
+func NewLocalDue(max int) *LocalDue {
+	return &LocalDue{max: max, now: map[Queue][]string{}, ids: map[string]bool{}, read: map[Queue]int64{}}
 }
 
-// add holds delivery id of webhook in shard, due at ms; it reports false when full (not held).
-func (l *localDue) add(shard int, webhook, id string, at, nowMs int64) bool {
+// Add holds delivery id of webhook in shard, due at ms; it reports false when full (not held).
+func (l *LocalDue) Add(shard int, webhook, id string, at, nowMs int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ids[id] {
@@ -58,7 +58,7 @@ func (l *localDue) add(shard int, webhook, id string, at, nowMs int64) bool {
 	}
 	l.n++
 	l.ids[id] = true
-	k := dueKey{shard, webhook}
+	k := Queue{shard, webhook}
 	if at <= nowMs {
 		l.now[k] = append(l.now[k], id)
 	} else {
@@ -67,18 +67,18 @@ func (l *localDue) add(shard int, webhook, id string, at, nowMs int64) bool {
 	return true
 }
 
-// due returns the webhooks' queues with ids due at nowMs (moving the ids that have come due first),
+// Due returns the webhooks' queues with ids due at nowMs (moving the ids that have come due first),
 // and the earliest due time of the others (0 if none).
-func (l *localDue) due(nowMs int64) ([]dueWebhook, int64) {
+func (l *LocalDue) Due(nowMs int64) ([]Queue, int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for len(l.later) > 0 && l.later[0].at <= nowMs {
 		x := heap.Pop(&l.later).(laterID)
 		l.now[x.key] = append(l.now[x.key], x.id)
 	}
-	out := make([]dueWebhook, 0, len(l.now))
+	out := make([]Queue, 0, len(l.now))
 	for k := range l.now {
-		out = append(out, dueWebhook{shard: k.shard, id: k.id})
+		out = append(out, k)
 	}
 	var next int64
 	if len(l.later) > 0 {
@@ -87,13 +87,13 @@ func (l *localDue) due(nowMs int64) ([]dueWebhook, int64) {
 	return out, next
 }
 
-// serves reports whether the worker should lease a queue a scan found due from the hint's ids rather
-// than read it: the hint holds due ids of it, and it was read less than localReadEvery ago. When not,
+// Serves reports whether the worker should lease a queue a scan found due from the hint's ids rather
+// than read it: the hint holds due ids of it, and it was read less than LocalReadEvery ago. When not,
 // it notes the read the caller makes now.
-func (l *localDue) serves(k dueKey, nowMs int64) bool {
+func (l *LocalDue) Serves(k Queue, nowMs int64) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if len(l.now[k]) > 0 && nowMs-l.read[k] < localReadEvery && nowMs >= l.read[k] {
+	if len(l.now[k]) > 0 && nowMs-l.read[k] < LocalReadEvery && nowMs >= l.read[k] {
 		return true
 	}
 	if len(l.now[k]) > 0 || len(l.read) < 2*l.max {
@@ -102,14 +102,14 @@ func (l *localDue) serves(k dueKey, nowMs int64) bool {
 	return false
 }
 
-// takeable is how many of its due ids (as of the last call of due) a pass could lease, room(webhook)
+// Takeable is how many of its due ids (as of the last call of Due) a pass could lease, room(webhook)
 // being how many more attempts a webhook may start.
-func (l *localDue) takeable(room func(webhook string) int) int {
+func (l *LocalDue) Takeable(room func(webhook string) int) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	byWebhook := map[string]int{}
 	for k, ids := range l.now {
-		byWebhook[k.id] += len(ids)
+		byWebhook[k.Webhook] += len(ids)
 	}
 	n := 0
 	for id, ids := range byWebhook {
@@ -118,23 +118,23 @@ func (l *localDue) takeable(room func(webhook string) int) int {
 	return n
 }
 
-// delay holds a webhook's due ids in a shard until at: its webhook was parked (an open circuit, its
+// Delay holds a webhook's due ids in a shard until at: its webhook was parked (an open circuit, its
 // rate limit), and a pass would take them only to park it again.
-func (l *localDue) delay(shard int, webhook string, at int64) {
+func (l *LocalDue) Delay(shard int, webhook string, at int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := dueKey{shard, webhook}
+	k := Queue{shard, webhook}
 	for _, id := range l.now[k] {
 		heap.Push(&l.later, laterID{key: k, id: id, at: at})
 	}
 	delete(l.now, k)
 }
 
-// take removes and returns up to n due ids of a webhook's queue in a shard.
-func (l *localDue) take(shard int, webhook string, n int) []string {
+// Take removes and returns up to n due ids of a webhook's queue in a shard.
+func (l *LocalDue) Take(shard int, webhook string, n int) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := dueKey{shard, webhook}
+	k := Queue{shard, webhook}
 	ids := l.now[k]
 	n = min(n, len(ids))
 	out := ids[:n:n]
@@ -151,15 +151,15 @@ func (l *localDue) take(shard int, webhook string, n int) []string {
 	return out
 }
 
-// putBack gives back ids that take returned but were not leased: due again at once, ahead of the
+// PutBack gives back ids that Take returned but were not leased: due again at once, ahead of the
 // others, or at at (ms) when it is not 0 (their webhook was parked until then).
-func (l *localDue) putBack(shard int, webhook string, ids []string, at int64) {
+func (l *LocalDue) PutBack(shard int, webhook string, ids []string, at int64) {
 	if len(ids) == 0 {
 		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := dueKey{shard, webhook}
+	k := Queue{shard, webhook}
 	back := make([]string, 0, len(ids)+len(l.now[k]))
 	for _, id := range ids {
 		if !l.ids[id] {
@@ -177,19 +177,19 @@ func (l *localDue) putBack(shard int, webhook string, ids []string, at int64) {
 	l.now[k] = append(back, l.now[k]...)
 }
 
-// clear drops every id (Run ended: nothing leases them here any more).
-func (l *localDue) clear() {
+// Clear drops every id (Run ended: nothing leases them here any more).
+func (l *LocalDue) Clear() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.n, l.now, l.later, l.ids, l.read = 0, map[dueKey][]string{}, nil, map[string]bool{}, map[dueKey]int64{}
+	l.n, l.now, l.later, l.ids, l.read = 0, map[Queue][]string{}, nil, map[string]bool{}, map[Queue]int64{}
 }
 
-// forget drops ids that were leased some other way (a scan's read): their hint is stale. Ids it holds
+// Forget drops ids that were leased some other way (a scan's read): their hint is stale. Ids it holds
 // later are dropped as they come due.
-func (l *localDue) forget(shard int, webhook string, ids []string) {
+func (l *LocalDue) Forget(shard int, webhook string, ids []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	k := dueKey{shard, webhook}
+	k := Queue{shard, webhook}
 	held := l.now[k]
 	if len(held) == 0 {
 		return
@@ -231,13 +231,4 @@ func (h *laterHeap) Pop() any {
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return x
-}
-
-// queueLocal tells this Dispatcher's worker, while Run is going, that delivery id of webhook is due in
-// shard at at: it leases it by id (localDue); with no Run going, or the hint full, the worker's next
-// scan reads the shard instead.
-func (d *Dispatcher) queueLocal(shard int, webhook, id string, at time.Time) {
-	if d.running.Load() == 0 || !d.local.add(shard, webhook, id, at.UnixMilli(), d.now().UnixMilli()) {
-		d.markShard(shard)
-	}
 }
