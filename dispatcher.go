@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 
@@ -51,9 +52,10 @@ type Dispatcher struct {
 	local        *localDue       // what this Dispatcher queued, for its worker (local_due.go)
 	running      atomic.Int32    // Runs going
 	idled        func()          // tests: called before Run waits with nothing due that it could take
-	auth         *authenticator  // endpoint authentication (endpoint_auth_send.go)
 	redisDown    *redisDownLog   // the worker's warnings while Redis fails it
 	pending      pendingOutcomes // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+
+	auth *endpoint.Authenticator // endpoint authentication (internal/endpoint)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -72,7 +74,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	lease := leaseFor(opts.Timeout)
 	policy := egress.Policy{AllowPrivate: opts.AllowPrivateNetworks, Allowed: opts.AllowedNetworks}
-	client, err := newHTTPClient(opts.HTTPClient, opts.Timeout, policy)
+	client, err := endpoint.NewClient(opts.HTTPClient, opts.Timeout, policy)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +88,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	d.flights = newInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
 	d.nextShard.Store(rand.Uint32())           // replicas start their scans at different shards
 	ring, _ := sealed.NewRing(opts.SecretKeys) // checked by withDefaults
-	d.auth = newAuthenticator(d, ring)
+	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: keys, Ring: ring, Client: client,
+		Timeout: opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy, ring: ring,
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.circuits,
 		quota: opts.MaxWebhooksPerTenant}
@@ -99,7 +102,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 // clean shutdown (a Dispatcher holds no other resource; the Redis client is the caller's).
 func (d *Dispatcher) CloseIdleConnections() {
 	d.client.CloseIdleConnections()
-	d.auth.certs.CloseIdleConnections()
+	d.auth.CloseIdleConnections()
 }
 
 // Webhooks returns the webhook registry.

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/sealed"
 	"github.com/smartdrop/webhooks/internal/types"
 )
@@ -85,7 +86,7 @@ func (s *storedWebhook) open(ring *sealed.Ring) {
 // sealedCopy is s with its sealed fields sealed under ring's first key (s itself unchanged).
 func (s *storedWebhook) sealedCopy(ring *sealed.Ring) (*storedWebhook, error) {
 	c := *s
-	c.Auth = authClone(s.Auth)
+	c.Auth = endpoint.Clone(s.Auth)
 	for name, f := range c.sealedFields() {
 		v, err := ring.Seal(*f, sealedAAD(c.ID, name))
 		if err != nil {
@@ -122,7 +123,7 @@ func decodeStored(raw string, ring *sealed.Ring) (*storedWebhook, error) {
 func normalizeWebhook(w *Webhook) {
 	w.CreatedAt, w.UpdatedAt = w.CreatedAt.UTC().Truncate(time.Millisecond), w.UpdatedAt.UTC().Truncate(time.Millisecond)
 	w.DisabledAt = w.DisabledAt.UTC().Truncate(time.Millisecond)
-	w.Events, w.Headers, w.Filter = compactPatterns(w.Events), canonicalHeaders(w.Headers), compactFilter(w.Filter)
+	w.Events, w.Headers, w.Filter = compactPatterns(w.Events), endpoint.CanonicalHeaders(w.Headers), compactFilter(w.Filter)
 	w.PublicKey, w.Asymmetric = "", false
 	if w.Auth != nil && len(types.AuthKinds(w.Auth)) > 0 {
 		w.Auth.Type, w.Auth.Set = "", false
@@ -154,7 +155,7 @@ func serverSetFields(w *Webhook) string {
 func (s *storedWebhook) webhook() *Webhook {
 	w := s.Webhook
 	w.Events, w.Headers, w.Filter = slices.Clone(s.Events), maps.Clone(s.Headers), slices.Clone(s.Filter)
-	w.Auth = authClone(s.Auth)
+	w.Auth = endpoint.Clone(s.Auth)
 	if pk, err := PublicKey(s.Secret); err == nil {
 		w.PublicKey = pk
 	}
@@ -276,7 +277,7 @@ func applyPatch(cur *Webhook, patch []byte) (Webhook, error) {
 			errBadRequest)
 	}
 	if kept.URL != cur.URL {
-		if _, named := fields["auth"]; !named || authIsView(kept.Auth) {
+		if _, named := fields["auth"]; !named || endpoint.IsView(kept.Auth) {
 			if named {
 				return Webhook{}, inField("auth", fmt.Errorf("%w: auth: the URL changes, so its credentials are not kept: give them again, or null",
 					ErrInvalidWebhook))
@@ -293,12 +294,12 @@ func applyPatch(cur *Webhook, patch []byte) (Webhook, error) {
 			}
 		}
 	}
-	if authIsView(kept.Auth) { // the API's view sent back: keep the credentials
-		if authView(cur.Auth) == nil || *kept.Auth != *authView(cur.Auth) {
+	if endpoint.IsView(kept.Auth) { // the API's view sent back: keep the credentials
+		if endpoint.View(cur.Auth) == nil || *kept.Auth != *endpoint.View(cur.Auth) {
 			return Webhook{}, fmt.Errorf("%w: auth: give the credentials of one method, or send back the webhook's own view of it",
 				ErrInvalidWebhook)
 		}
-		kept.Auth = authClone(cur.Auth)
+		kept.Auth = endpoint.Clone(cur.Auth)
 	}
 	for name, v := range kept.Headers {
 		if v != "" {
@@ -324,7 +325,7 @@ func encodeWebhook(w *Webhook) []byte {
 // secret only when withSecret (create and rotate-secret).
 func apiView(w *Webhook, withSecret bool) *Webhook {
 	v := *w
-	v.Auth = authView(w.Auth)
+	v.Auth = endpoint.View(w.Auth)
 	if !withSecret {
 		v.Secret = ""
 	}

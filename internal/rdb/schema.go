@@ -61,7 +61,7 @@ package rdb
 //	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,
 //	                                               Redis time) (ratelimit.go)  TTL 1 s after that slot
 //	{P:oauth:<webhook_id>}                 string  the webhook's OAuth2 token, "<expiry ms> <credentials fingerprint>
-//	                                               <token>", sealed with Options.SecretKeys (oauth2_token.go)  TTL
+//	                                               <token>", sealed with Options.SecretKeys (internal/endpoint)  TTL
 //	                                               until shortly before the token expires
 //	{P:oauth:<webhook_id>}:lock            string  a random token, held while one replica fetches the webhook's OAuth2
 //	                                               token (SET NX PX)  TTL Options.Timeout, deleted by its holder
