@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/endpoint"
+	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 
@@ -94,7 +95,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.circuits,
 		quota: opts.MaxWebhooksPerTenant}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys, webhooks: d.webhooks}
-	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: newEventTypeCache(rdb, keys)}
+	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
 	return d, nil
 }
 

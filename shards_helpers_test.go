@@ -7,6 +7,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
@@ -38,7 +39,7 @@ func deliveryIDFor(webhookID, eventID string) string {
 func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.rdb, d.scripts, d.counts = rdb, newLaneBatcher(rdb), &scriptBatcher{rdb: rdb}
 	d.circuits.rdb, d.webhooks.rdb, d.deliveries.rdb = rdb, rdb, rdb
-	d.eventTypes.rdb, d.eventTypes.cache.rdb = rdb, rdb
+	d.eventTypes.rdb, d.eventTypes.cache = rdb, eventtypes.New(rdb, d.keys, eventTypeCacheTTL)
 }
 
 // queued finds a delivery in its webhook's queue in a shard: its member and score, ok false when it

@@ -52,7 +52,7 @@ package rdb
 //	{P:registry}:event_types               hash    event type name -> its JSON (EventType): the catalog, the operator's,
 //	                                               one for every tenant (event_types.go); no TTL
 //	{P:registry}:event_types:version       string  a random token replaced by every change of the catalog, which each
-//	                                               process's cache compares (event_type_cache.go); no TTL
+//	                                               process's cache compares (internal/eventtypes); no TTL
 //	{P:tests:<scope>}                      string  a test-send limiter (SendTest), scope "webhook:<id>" or "tenant:<tenant>":
 //	                                               the start of its next free slot (µs, Redis time)  TTL 1 s after that slot
 //	{P:concurrency:<webhook_id>}           zset    the attempts holding a slot of the webhook's MaxConcurrency: token ->
