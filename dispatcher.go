@@ -14,6 +14,7 @@ import (
 
 	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/eventtypes"
+	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 
@@ -417,7 +418,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 		default:
 			p.inline, p.due = true, now.Add(d.lease)
 			if t.RateLimit > 0 {
-				if delays, retryIn, err := takeRateSlots(ctx, d.rdb, d.keys.Rate(t.ID), t.RateLimit, 1, 0); err != nil || len(delays) == 0 {
+				if delays, retryIn, err := ratelimit.Take(ctx, d.rdb, d.keys.Rate(t.ID), t.RateLimit, 1, 0); err != nil || len(delays) == 0 {
 					p.cancel(ctx, d, t.ID)
 					p.due, p.reason = now.Add(retryIn), "webhook over its rate limit: attempt left to the worker"
 				}

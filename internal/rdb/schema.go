@@ -59,7 +59,7 @@ package rdb
 //	                                               the end of its lease (ms, Redis time) (concurrency.go)  TTL the
 //	                                               last lease taken
 //	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,
-//	                                               Redis time) (ratelimit.go)  TTL 1 s after that slot
+//	                                               Redis time) (internal/ratelimit)  TTL 1 s after that slot
 //	{P:oauth:<webhook_id>}                 string  the webhook's OAuth2 token, "<expiry ms> <credentials fingerprint>
 //	                                               <token>", sealed with Options.SecretKeys (internal/endpoint)  TTL
 //	                                               until shortly before the token expires
