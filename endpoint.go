@@ -15,8 +15,11 @@ const (
 	MaxHeaderValueLen = endpoint.MaxHeaderValueLen
 )
 
-// ReservedHeaders are the header names (canonical form) a webhook's custom Headers may not set
-// (endpoint.ReservedHeaders says which and why). Authorization is allowed.
+// ReservedHeaders are the header names (canonical form) a webhook's custom Headers may not set: the
+// Standard Webhooks headers and the others the library sends (Content-Type, User-Agent, the W3C trace
+// context), and those that describe the message or the connection rather than the event (Host,
+// Content-Length, Transfer-Encoding and the hop-by-hop headers). Authorization is allowed: receivers
+// often check a token of their own.
 var ReservedHeaders = endpoint.ReservedHeaders
 
 // Bounds of Webhook.Auth.

@@ -23,11 +23,8 @@ const (
 	MaxHeaderValueLen = 1024
 )
 
-// ReservedHeaders are the header names (canonical form) a webhook's custom Headers may not set: the
-// Standard Webhooks headers and the others the library sends (Content-Type, User-Agent, the W3C trace
-// context), and those that describe the message or the connection rather than the event (Host,
-// Content-Length, Transfer-Encoding and the hop-by-hop headers). Authorization is allowed: receivers
-// often check a token of their own.
+// ReservedHeaders are the header names (canonical form) a webhook's custom Headers may not set (the
+// root's ReservedHeaders, which is this slice, says why).
 var ReservedHeaders = []string{
 	"Webhook-Id", "Webhook-Timestamp", "Webhook-Signature", "Content-Type", "Content-Length", "Content-Encoding",
 	"Host", "User-Agent", "Traceparent", "Tracestate", "Connection", "Keep-Alive", "Proxy-Authenticate",
