@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/smartdrop/webhooks/internal/signing"
@@ -67,11 +68,11 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *rdb.Re
 		return res
 	}
 	req.Header = make(http.Header, 6+len(wh.Headers))
-	setCustomHeaders(req.Header, wh.Headers) // first: the library's own headers cannot be overridden
+	endpoint.SetHeaders(req.Header, wh.Headers) // first: the library's own headers cannot be overridden
 	req.Header["Content-Type"], req.Header["User-Agent"] = []string{"application/json"}, []string{userAgent}
 	signing.SetHeaders(req.Header, rec.ID, start, body, secrets...)
 	d.setTraceparent(ctx, req.Header, rec)
-	resp, err := d.send(ctx, req, wh) // with the webhook's endpoint authentication
+	resp, err := d.auth.Send(ctx, req, wh.ID, wh.Auth) // with the webhook's endpoint authentication
 	res.answered = d.now()
 	res.dur = res.answered.Sub(start)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
@@ -176,13 +177,9 @@ func pinSubscribers(t *testing.T, d *Dispatcher, evtType string, want int) {
 	d.webhooks.mu.Lock()
 	d.webhooks.cache[evtType] = subscriberEntry{at: time.Now().Add(time.Hour), list: subs}
 	d.webhooks.mu.Unlock()
-	cat, err := d.eventTypes.cache.get(context.Background(), false)
+	d.eventTypes.cache = eventtypes.New(d.rdb, d.keys, time.Hour)
+	_, err = d.eventTypes.cache.Get(context.Background(), false)
 	require.NoError(t, err)
-	pinned := *cat
-	pinned.at = time.Now().Add(time.Hour)
-	d.eventTypes.cache.mu.Lock()
-	d.eventTypes.cache.cat = &pinned
-	d.eventTypes.cache.mu.Unlock()
 }
 
 // requireNotAccepted checks the contract of a Dispatch none of whose targets could be claimed.

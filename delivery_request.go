@@ -43,7 +43,7 @@ func (d *Dispatcher) rebuildRequest(dl *Delivery, wh *Webhook) *api.DeliveryRequ
 	}
 	names := make([]string, 0, len(wh.Headers))
 	for name := range wh.Headers {
-		names = append(names, name) // sent as spelled (setCustomHeaders)
+		names = append(names, name) // sent as spelled (endpoint.SetHeaders)
 	}
 	slices.Sort(names)
 	for _, name := range names {

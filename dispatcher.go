@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/breaker"
+	"github.com/smartdrop/webhooks/internal/endpoint"
+	"github.com/smartdrop/webhooks/internal/eventtypes"
+	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 
@@ -48,12 +51,12 @@ type Dispatcher struct {
 	nextShard  atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
 	turns      slotTurns     // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce  sync.Once
-	hintsPtr   *scanHints       // made by hints()
-	local      *worker.LocalDue // what this Dispatcher queued, for its worker (internal/worker)
-	running    atomic.Int32     // Runs going
-	auth       *authenticator   // endpoint authentication (endpoint_auth_send.go)
-	redisDown  *worker.RedisLog // the worker's warnings while Redis fails it
-	pending    pendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+	hintsPtr   *scanHints              // made by hints()
+	local      *worker.LocalDue        // what this Dispatcher queued, for its worker (internal/worker)
+	running    atomic.Int32            // Runs going
+	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)
+	redisDown  *worker.RedisLog        // the worker's warnings while Redis fails it
+	pending    pendingOutcomes         // outcomes Redis could not take, for Run to write (pending_outcomes.go)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -72,7 +75,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	lease := leaseFor(opts.Timeout)
 	policy := egress.Policy{AllowPrivate: opts.AllowPrivateNetworks, Allowed: opts.AllowedNetworks}
-	client, err := newHTTPClient(opts.HTTPClient, opts.Timeout, policy)
+	client, err := endpoint.NewClient(opts.HTTPClient, opts.Timeout, policy)
 	if err != nil {
 		return nil, err
 	}
@@ -86,12 +89,13 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	d.flights = worker.NewInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
 	d.nextShard.Store(rand.Uint32())           // replicas start their scans at different shards
 	ring, _ := sealed.NewRing(opts.SecretKeys) // checked by withDefaults
-	d.auth = newAuthenticator(d, ring)
+	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: keys, Ring: ring, Client: client,
+		Timeout: opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
 	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy, ring: ring,
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.breaker,
 		quota: opts.MaxWebhooksPerTenant}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys, webhooks: d.webhooks}
-	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: newEventTypeCache(rdb, keys)}
+	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
 	return d, nil
 }
 
@@ -99,7 +103,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 // clean shutdown (a Dispatcher holds no other resource; the Redis client is the caller's).
 func (d *Dispatcher) CloseIdleConnections() {
 	d.client.CloseIdleConnections()
-	d.auth.certs.CloseIdleConnections()
+	d.auth.CloseIdleConnections()
 }
 
 // Webhooks returns the webhook registry.
@@ -425,7 +429,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 		default:
 			p.inline, p.due = true, now.Add(d.lease)
 			if t.RateLimit > 0 {
-				if delays, retryIn, err := takeRateSlots(ctx, d.rdb, d.keys.Rate(t.ID), t.RateLimit, 1, 0); err != nil || len(delays) == 0 {
+				if delays, retryIn, err := ratelimit.Take(ctx, d.rdb, d.keys.Rate(t.ID), t.RateLimit, 1, 0); err != nil || len(delays) == 0 {
 					p.cancel(d, t.ID)
 					p.due, p.reason = now.Add(retryIn), "webhook over its rate limit: attempt left to the worker"
 				}

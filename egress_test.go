@@ -2,9 +2,7 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"net/http"
-	"net/url"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,30 +46,4 @@ func TestEgressNewRefusesUnguardableTransport(t *testing.T) {
 	_, err = New(tr.rdb, Options{KeyPrefix: tr.prefix, HTTPClient: &http.Client{Transport: rt}, AllowPrivateNetworks: true})
 	require.NoError(t, err)
 	assert.Same(t, egress.ErrBlocked, ErrBlockedAddress, "callers match the root sentinel")
-}
-
-// FuzzValidateWebhookURL: the URL rule never panics, refuses only with ErrInvalidWebhook, and
-// accepts only absolute http(s) URLs with a host and without user info (internal/egress's
-// FuzzCheckURL also checks the host against the deny list).
-func FuzzValidateWebhookURL(f *testing.F) {
-	for _, s := range []string{
-		"https://example.com/hooks", "http://127.1/", "http://[::ffff:127.0.0.1]:80/", "http://0x7f000001/",
-		"https://user@host/", "http://localhost./", "ftp://x/", "//x", "", "http://127\u30020\u30020\u30021/",
-	} {
-		f.Add(s, false)
-	}
-	f.Fuzz(func(t *testing.T, raw string, https bool) {
-		err := validateWebhookURL(raw, https, egress.Policy{})
-		if err != nil {
-			if !errors.Is(err, ErrInvalidWebhook) {
-				t.Fatalf("%q: error %v does not wrap ErrInvalidWebhook", raw, err)
-			}
-			return
-		}
-		u, perr := url.Parse(raw)
-		if perr != nil || len(raw) > egress.MaxURLLen || u.User != nil || u.Hostname() == "" ||
-			(u.Scheme != "https" && (https || u.Scheme != "http")) {
-			t.Fatalf("%q accepted", raw)
-		}
-	})
 }

@@ -2,7 +2,7 @@ package webhooks
 
 // The catalog of event types: one for every tenant, the operator's (tenants read it through the
 // portal). Each type is stored once, as JSON, in one registry hash; every change also replaces the
-// catalog's version, which each process's cache compares (event_type_cache.go).
+// catalog's version, which each process's cache compares (internal/eventtypes).
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/schema"
 )
@@ -33,6 +34,10 @@ const (
 // /event-types/openapi.json): no type may take it.
 const catalogDocumentName = "openapi.json"
 
+// eventTypeCacheTTL bounds how long a process uses the catalog it read: a change made by any replica is
+// enforced by every replica's Dispatch within this time (at once by the replica that made it).
+const eventTypeCacheTTL = subscriberCacheTTL
+
 // EventTypeRepo is the catalog of event types, stored in Redis: what subscribers may expect of each
 // type, and the JSON Schema Dispatch and Enqueue hold each event's data to. The catalog is one for
 // every tenant, written by the operator (this repo, Handler); tenants read it (Portal). A change is
@@ -40,7 +45,7 @@ const catalogDocumentName = "openapi.json"
 type EventTypeRepo struct {
 	rdb   redis.UniversalClient
 	keys  rdb.Keys
-	cache *eventTypeCache
+	cache *eventtypes.Cache
 }
 
 // Create adds a type to the catalog. Its name must be a valid event type, its schema must compile
@@ -153,7 +158,7 @@ func (r *EventTypeRepo) load(ctx context.Context, name string) (*EventType, stri
 // save writes a type's JSON (raw, "" to delete) if the stored one is still old ("" for none), and
 // makes this process's cache read the catalog again. A stored JSON other than old wraps ErrConflict.
 func (r *EventTypeRepo) save(ctx context.Context, name, old, raw string) error {
-	defer r.cache.invalidate() // whatever the outcome: a write that timed out may have been applied
+	defer r.cache.Invalidate() // whatever the outcome: a write that timed out may have been applied
 	res, err := rdb.SaveEventType.Run(ctx, r.rdb, []string{r.keys.EventTypes(), r.keys.EventTypesVersion()},
 		name, old, raw, randomHex(8), MaxEventTypes).Int()
 	switch {

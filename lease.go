@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
@@ -162,7 +163,7 @@ func shareSlots(rooms []int, free int) []int {
 func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebhook, id, tat string, want int, due []dueWebhook) (int, time.Time) {
 	var parked time.Time
 	if wh != nil && wh.RateLimit > 0 {
-		free, wait := freeRateSlots(tat, now, wh.RateLimit, rateHorizon)
+		free, wait := ratelimit.Free(tat, now, wh.RateLimit, rateHorizon)
 		if free == 0 {
 			parked = now.Add(max(wait, minWait))
 			d.park(ctx, due, parked)

@@ -3,10 +3,13 @@ package webhooks
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/smartdrop/webhooks/internal/endpoint"
+	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
@@ -40,7 +43,9 @@ func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.scripts, d.counts = newBatchers(rdb)
 	d.breaker = newBreaker(rdb, d)
 	d.webhooks.circuits, d.webhooks.rdb, d.deliveries.rdb = d.breaker, rdb, rdb
-	d.eventTypes.rdb, d.eventTypes.cache.rdb = rdb, rdb
+	d.eventTypes.rdb, d.eventTypes.cache = rdb, eventtypes.New(rdb, d.keys, eventTypeCacheTTL)
+	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: d.keys, Ring: d.webhooks.ring, Client: d.client,
+		Timeout: d.opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
 }
 
 // queued finds a delivery in its webhook's queue in a shard: its member and score, ok false when it

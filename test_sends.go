@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/ratelimit"
 )
 
 // Bounds of SendTest: a test send costs a claim, an attempt and a record, so a portal user cannot make
@@ -35,7 +37,7 @@ func (d *Dispatcher) takeTestSend(ctx context.Context, s *storedWebhook) error {
 		{d.keys.TestSends("webhook:" + s.ID), TestSendsPerWebhook, "webhook " + s.ID},
 		{d.keys.TestSends("tenant:" + s.Tenant), TestSendsPerTenant, "its tenant"},
 	} {
-		delays, retryIn, err := takeRateSlots(ctx, d.rdb, l.key, l.limit, 1, TestSendsBurst)
+		delays, retryIn, err := ratelimit.Take(ctx, d.rdb, l.key, l.limit, 1, TestSendsBurst)
 		if err != nil {
 			return fmt.Errorf("%w: test send: %w", ErrNotAccepted, err)
 		}

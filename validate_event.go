@@ -3,6 +3,8 @@ package webhooks
 import (
 	"context"
 	"fmt"
+
+	"github.com/smartdrop/webhooks/internal/eventtypes"
 )
 
 // ValidateEvent runs the checks Dispatch and Enqueue make on evt before anything is claimed, and
@@ -45,28 +47,28 @@ func (d *Dispatcher) validateAndEncode(ctx context.Context, evt Event, strict bo
 // checkEventType holds an event (its encoded body) to the catalog of event types: its data to its
 // type's schema, and under Options.RequireEventTypes its type to the catalog.
 func (d *Dispatcher) checkEventType(ctx context.Context, id, typ string, body []byte, strict bool) error {
-	cat, err := d.eventTypes.cache.get(ctx, !strict)
+	cat, err := d.eventTypes.cache.Get(ctx, !strict)
 	if cat == nil {
 		if err != nil && strict {
 			return fmt.Errorf("%w: event %s: %w", ErrNotAccepted, id, err)
 		}
 		return nil
 	}
-	e := cat.types[typ]
+	e := cat.Type(typ)
 	if e == nil {
 		if d.opts.RequireEventTypes {
 			return fmt.Errorf("%w: type %q is not in the catalog of event types (Options.RequireEventTypes)", ErrInvalidEvent, typ)
 		}
 		return nil
 	}
-	v, err := e.validator()
+	v, err := e.Validator()
 	if err != nil {
 		return fmt.Errorf("%w: type %s: its schema cannot be used: %w", ErrInvalidEvent, typ, err)
 	}
 	if v == nil {
 		return nil
 	}
-	if err := v.Validate(eventData(body)); err != nil {
+	if err := v.Validate(eventtypes.Data(body)); err != nil {
 		return fmt.Errorf("%w: data of %s fails its schema %w", ErrInvalidEvent, typ, err)
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 )
@@ -23,7 +24,7 @@ type storedWebhook = rdb.WebhookRecord
 func normalizeWebhook(w *Webhook) {
 	w.CreatedAt, w.UpdatedAt = w.CreatedAt.UTC().Truncate(time.Millisecond), w.UpdatedAt.UTC().Truncate(time.Millisecond)
 	w.DisabledAt = w.DisabledAt.UTC().Truncate(time.Millisecond)
-	w.Events, w.Headers, w.Filter = compactPatterns(w.Events), canonicalHeaders(w.Headers), compactFilter(w.Filter)
+	w.Events, w.Headers, w.Filter = compactPatterns(w.Events), endpoint.CanonicalHeaders(w.Headers), compactFilter(w.Filter)
 	w.PublicKey, w.Asymmetric = "", false
 	if w.Auth != nil && len(types.AuthKinds(w.Auth)) > 0 {
 		w.Auth.Type, w.Auth.Set = "", false

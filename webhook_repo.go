@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/smartdrop/webhooks/internal/breaker"
+	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
@@ -89,7 +90,7 @@ type WebhookRepo struct {
 const maxSaveTries = 8
 
 func (r *WebhookRepo) validate(w *storedWebhook) error {
-	if err := validateWebhookURL(w.URL, r.https, r.policy); err != nil {
+	if err := endpoint.CheckURL(w.URL, r.https, r.policy); err != nil {
 		return inField("url", err)
 	}
 	if err := validatePatterns(w.Events); err != nil {
@@ -110,13 +111,13 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 	if err := validateTenant(w.Tenant); err != nil {
 		return inField("tenant", err)
 	}
-	if err := validateHeaders(w.Headers); err != nil {
+	if err := endpoint.ValidateHeaders(w.Headers); err != nil {
 		return inField("headers", err)
 	}
 	if _, err := parseFilter(w.Filter); err != nil {
 		return inField("filter", err)
 	}
-	return r.validateAuth(w.Auth, w.Headers)
+	return endpoint.ValidateAuth(w.Auth, w.Headers, r.https, r.policy)
 }
 
 // Create registers a webhook. It fills ID, Secret (unless one is given), CreatedAt and UpdatedAt and

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/worker"
 )
@@ -543,16 +544,16 @@ func (d *Dispatcher) waitRateSlot(ctx context.Context, j leasedDelivery) (outcom
 		return outcome{}, true
 	}
 	key, limit := d.keys.Rate(j.webhook.ID), j.webhook.RateLimit
-	delays, retryIn, err := takeRateSlots(ctx, d.rdb, key, limit, 1, rateHorizon)
+	delays, retryIn, err := ratelimit.Take(ctx, d.rdb, key, limit, 1, rateHorizon)
 	// A process stalled past its slot (GC, a busy CPU) would send late, next to the slots granted after
 	// it: take a new slot instead, a few times at most.
 	for try := 0; err == nil && len(delays) > 0 && try < 3; try++ {
 		at := time.Now().Add(delays[0])
 		time.Sleep(delays[0])
-		if time.Since(at) < time.Duration(rateInterval(limit))*time.Microsecond/4 {
+		if time.Since(at) < ratelimit.Interval(limit)/4 {
 			return outcome{}, true
 		}
-		delays, retryIn, err = takeRateSlots(ctx, d.rdb, key, limit, 1, rateHorizon)
+		delays, retryIn, err = ratelimit.Take(ctx, d.rdb, key, limit, 1, rateHorizon)
 	}
 	if err != nil || len(delays) == 0 {
 		if err != nil {

@@ -52,16 +52,16 @@ package rdb
 //	{P:registry}:event_types               hash    event type name -> its JSON (EventType): the catalog, the operator's,
 //	                                               one for every tenant (event_types.go); no TTL
 //	{P:registry}:event_types:version       string  a random token replaced by every change of the catalog, which each
-//	                                               process's cache compares (event_type_cache.go); no TTL
+//	                                               process's cache compares (internal/eventtypes); no TTL
 //	{P:tests:<scope>}                      string  a test-send limiter (SendTest), scope "webhook:<id>" or "tenant:<tenant>":
 //	                                               the start of its next free slot (µs, Redis time)  TTL 1 s after that slot
 //	{P:concurrency:<webhook_id>}           zset    the attempts holding a slot of the webhook's MaxConcurrency: token ->
 //	                                               the end of its lease (ms, Redis time) (concurrency.go)  TTL the
 //	                                               last lease taken
 //	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,
-//	                                               Redis time) (ratelimit.go)  TTL 1 s after that slot
+//	                                               Redis time) (internal/ratelimit)  TTL 1 s after that slot
 //	{P:oauth:<webhook_id>}                 string  the webhook's OAuth2 token, "<expiry ms> <credentials fingerprint>
-//	                                               <token>", sealed with Options.SecretKeys (oauth2_token.go)  TTL
+//	                                               <token>", sealed with Options.SecretKeys (internal/endpoint)  TTL
 //	                                               until shortly before the token expires
 //	{P:oauth:<webhook_id>}:lock            string  a random token, held while one replica fetches the webhook's OAuth2
 //	                                               token (SET NX PX)  TTL Options.Timeout, deleted by its holder

@@ -1,4 +1,4 @@
-package webhooks
+package endpoint
 
 // Endpoint authentication: what a webhook's Auth may hold, how Create checks it, and how the API shows
 // it (as set / not set, never its credentials).
@@ -8,10 +8,10 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net/url"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
+	"github.com/smartdrop/webhooks/internal/egress"
 	"github.com/smartdrop/webhooks/internal/types"
 )
 
@@ -26,103 +26,64 @@ const (
 	MaxPEMLen = 16 << 10
 )
 
-// authSetsAuthorization reports whether a sends the Authorization header.
-func authSetsAuthorization(a *EndpointAuth) bool {
+// setsAuthorization reports whether a sends the Authorization header.
+func setsAuthorization(a *types.EndpointAuth) bool {
 	return a != nil && (a.Basic != nil || a.Bearer != "" || a.OAuth2 != nil)
 }
 
-// authIsView reports whether a is only the API's view (Type and Set, no credentials).
-func authIsView(a *EndpointAuth) bool {
-	return a != nil && len(types.AuthKinds(a)) == 0 && (a.Type != "" || a.Set)
-}
-
-// authView is a as the API shows it: its Type, and Set.
-func authView(a *EndpointAuth) *EndpointAuth {
-	if a == nil {
-		return nil
-	}
-	k := types.AuthKinds(a)
-	if len(k) == 0 {
-		return nil
-	}
-	return &EndpointAuth{Type: k[0], Set: true}
-}
-
-// authClone is a deep copy of a.
-func authClone(a *EndpointAuth) *EndpointAuth {
-	if a == nil {
-		return nil
-	}
-	c := *a
-	if a.Basic != nil {
-		b := *a.Basic
-		c.Basic = &b
-	}
-	if a.OAuth2 != nil {
-		o := *a.OAuth2
-		o.Scopes = slices.Clone(a.OAuth2.Scopes)
-		c.OAuth2 = &o
-	}
-	if a.TLSClientCert != nil {
-		t := *a.TLSClientCert
-		c.TLSClientCert = &t
-	}
-	return &c
-}
-
-// validateAuth checks a webhook's Auth: one method, well-formed credentials (a client certificate that
-// parses, a token URL the egress guard accepts), and no custom Authorization header beside a method
-// that sets it.
-func (r *WebhookRepo) validateAuth(a *EndpointAuth, headers map[string]string) error {
+// ValidateAuth checks a webhook's Auth: one method, well-formed credentials (a client certificate that
+// parses, a token URL that CheckURL accepts under requireHTTPS and p), and no custom Authorization
+// header among headers beside a method that sets it. Errors wrap types.ErrInvalidWebhook.
+func ValidateAuth(a *types.EndpointAuth, headers map[string]string, requireHTTPS bool, p egress.Policy) error {
 	if a == nil {
 		return nil
 	}
 	switch k := types.AuthKinds(a); {
 	case a.Type != "" || a.Set:
 		return fmt.Errorf("%w: auth: type and set are shown by the API, not set (give the credentials of one method)",
-			ErrInvalidWebhook)
+			types.ErrInvalidWebhook)
 	case len(k) != 1:
-		return fmt.Errorf("%w: auth: exactly one of basic, bearer, oauth2, tls_client_cert, not %d", ErrInvalidWebhook, len(k))
+		return fmt.Errorf("%w: auth: exactly one of basic, bearer, oauth2, tls_client_cert, not %d", types.ErrInvalidWebhook, len(k))
 	}
-	if authSetsAuthorization(a) {
+	if setsAuthorization(a) {
 		for name := range headers {
 			if headerAlias(name) == "Authorization" {
-				return fmt.Errorf("%w: header %s: the webhook's auth sets Authorization", ErrInvalidWebhook, name)
+				return fmt.Errorf("%w: header %s: the webhook's auth sets Authorization", types.ErrInvalidWebhook, name)
 			}
 		}
 	}
 	switch {
 	case a.Basic != nil:
 		if strings.Contains(a.Basic.User, ":") {
-			return fmt.Errorf("%w: auth.basic.user may not contain ':'", ErrInvalidWebhook)
+			return fmt.Errorf("%w: auth.basic.user may not contain ':'", types.ErrInvalidWebhook)
 		}
 		return checkAuthValues(map[string]string{"basic.user": a.Basic.User, "basic.password": a.Basic.Password})
 	case a.Bearer != "":
 		if strings.ContainsAny(a.Bearer, " \t") {
-			return fmt.Errorf("%w: auth.bearer may not contain spaces", ErrInvalidWebhook)
+			return fmt.Errorf("%w: auth.bearer may not contain spaces", types.ErrInvalidWebhook)
 		}
 		return checkAuthValues(map[string]string{"bearer": a.Bearer})
 	case a.OAuth2 != nil:
-		return r.validateOAuth2(a.OAuth2)
+		return validateOAuth2(a.OAuth2, requireHTTPS, p)
 	default:
 		return validateClientCert(a.TLSClientCert)
 	}
 }
 
-func (r *WebhookRepo) validateOAuth2(o *OAuth2ClientCredentials) error {
-	if err := validateWebhookURL(o.TokenURL, r.https, r.policy); err != nil {
+func validateOAuth2(o *types.OAuth2ClientCredentials, requireHTTPS bool, p egress.Policy) error {
+	if err := CheckURL(o.TokenURL, requireHTTPS, p); err != nil {
 		return fmt.Errorf("auth.oauth2.token_url: %w", err)
 	}
 	if u, _ := url.Parse(o.TokenURL); u != nil && u.User != nil {
-		return fmt.Errorf("%w: auth.oauth2.token_url may not carry credentials", ErrInvalidWebhook)
+		return fmt.Errorf("%w: auth.oauth2.token_url may not carry credentials", types.ErrInvalidWebhook)
 	}
 	vals := map[string]string{"oauth2.client_id": o.ClientID, "oauth2.client_secret": o.ClientSecret}
 	if len(o.Scopes) > MaxOAuth2Scopes {
-		return fmt.Errorf("%w: auth.oauth2.scopes: %d scopes, at most %d", ErrInvalidWebhook, len(o.Scopes), MaxOAuth2Scopes)
+		return fmt.Errorf("%w: auth.oauth2.scopes: %d scopes, at most %d", types.ErrInvalidWebhook, len(o.Scopes), MaxOAuth2Scopes)
 	}
 	for _, s := range o.Scopes {
 		if s == "" || strings.ContainsAny(s, " \t") {
-			return fmt.Errorf("%w: auth.oauth2.scopes: %.40q is not one scope", ErrInvalidWebhook, s)
+			return fmt.Errorf("%w: auth.oauth2.scopes: %.40q is not one scope", types.ErrInvalidWebhook, s)
 		}
 	}
 	if len(o.Scopes) > 0 {
@@ -140,7 +101,7 @@ func checkAuthValues(vals map[string]string) error {
 	for name, v := range vals {
 		if v == "" || len(v) > MaxAuthValueLen || !utf8.ValidString(v) ||
 			strings.IndexFunc(v, func(c rune) bool { return c < ' ' || c == 0x7f }) >= 0 {
-			return fmt.Errorf("%w: auth.%s must be 1 to %d bytes of text without control characters", ErrInvalidWebhook,
+			return fmt.Errorf("%w: auth.%s must be 1 to %d bytes of text without control characters", types.ErrInvalidWebhook,
 				name, MaxAuthValueLen)
 		}
 	}
@@ -148,16 +109,16 @@ func checkAuthValues(vals map[string]string) error {
 }
 
 // validateClientCert checks that a client certificate and its key parse as a pair, and its CA.
-func validateClientCert(c *ClientCert) error {
+func validateClientCert(c *types.ClientCert) error {
 	if len(c.Cert)+len(c.Key)+len(c.CACert) > MaxPEMLen {
-		return fmt.Errorf("%w: auth.tls_client_cert: cert, key and ca_cert of %d bytes together at most", ErrInvalidWebhook,
+		return fmt.Errorf("%w: auth.tls_client_cert: cert, key and ca_cert of %d bytes together at most", types.ErrInvalidWebhook,
 			MaxPEMLen)
 	}
 	if _, err := tls.X509KeyPair([]byte(c.Cert), []byte(c.Key)); err != nil {
-		return fmt.Errorf("%w: auth.tls_client_cert: the certificate and key are not a pair: %w", ErrInvalidWebhook, err)
+		return fmt.Errorf("%w: auth.tls_client_cert: the certificate and key are not a pair: %w", types.ErrInvalidWebhook, err)
 	}
 	if c.CACert != "" && !x509.NewCertPool().AppendCertsFromPEM([]byte(c.CACert)) {
-		return fmt.Errorf("%w: auth.tls_client_cert.ca_cert holds no PEM certificate", ErrInvalidWebhook)
+		return fmt.Errorf("%w: auth.tls_client_cert.ca_cert holds no PEM certificate", types.ErrInvalidWebhook)
 	}
 	return nil
 }

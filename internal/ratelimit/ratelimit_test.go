@@ -1,4 +1,4 @@
-package webhooks
+package ratelimit
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// takeTimed calls takeRateSlots and reports the client's clock just before and just after the call:
+// takeTimed calls Take and reports the client's clock just before and just after the call:
 // the server ran the script in between.
 func takeTimed(t *testing.T, tr *testRedis, key string, perSecond, want int, horizon time.Duration) (delays []time.Duration, retryIn time.Duration, before, after time.Time) {
 	t.Helper()
 	before = time.Now()
-	delays, retryIn, err := takeRateSlots(context.Background(), tr.rdb, key, perSecond, want, horizon)
+	delays, retryIn, err := Take(context.Background(), tr.rdb, key, perSecond, want, horizon)
 	after = time.Now()
 	require.NoError(t, err)
 	return delays, retryIn, before, after
@@ -32,7 +32,7 @@ func requireDelayAfter(t *testing.T, got, want time.Duration, before1, after1, b
 func TestRateLimitSlotsSpacedExactly(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	key := newKeyspace(tr.prefix).Rate("wh_1")
+	key := tr.key
 
 	d1, retry, b1, a1 := takeTimed(t, tr, key, 50, 10, time.Second)
 	require.Len(t, d1, 10)
@@ -53,7 +53,7 @@ func TestRateLimitSlotsSpacedExactly(t *testing.T) {
 func TestRateLimitHorizonBoundsGrant(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	key := newKeyspace(tr.prefix).Rate("wh_1")
+	key := tr.key
 
 	d1, _, b1, a1 := takeTimed(t, tr, key, 10, 100, 250*time.Millisecond)
 	require.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, d1)
@@ -66,7 +66,7 @@ func TestRateLimitHorizonBoundsGrant(t *testing.T) {
 func TestRateLimitSharedAcrossClients(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	key := newKeyspace(tr.prefix).Rate("wh_1")
+	key := tr.key
 	const perSecond, interval, horizon = 50, 20 * time.Millisecond, 100 * time.Millisecond
 
 	// A slot's true start lies in [lo, hi]: the call's start and end plus the slot's delay.
@@ -82,7 +82,7 @@ func TestRateLimitSharedAcrossClients(t *testing.T) {
 		wg.Go(func() {
 			for i := 0; i < 1000 && time.Since(start) < 1500*time.Millisecond; i++ {
 				before := time.Now()
-				delays, retryIn, err := takeRateSlots(context.Background(), rdb, key, perSecond, 3, horizon)
+				delays, retryIn, err := Take(context.Background(), rdb, key, perSecond, 3, horizon)
 				after := time.Now()
 				if !assertNoError(t, err) {
 					return
@@ -129,7 +129,7 @@ func assertNoError(t *testing.T, err error) bool {
 func TestRateLimitKeyExpires(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	key := newKeyspace(tr.prefix).Rate("wh_1")
+	key := tr.key
 	const horizon = 100 * time.Millisecond
 
 	delays, _, _, _ := takeTimed(t, tr, key, 50, 10, horizon)
@@ -147,13 +147,13 @@ func TestRateLimitKeyExpires(t *testing.T) {
 func TestRateLimitRefusesInvalidArguments(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
-	key := newKeyspace(tr.prefix).Rate("wh_1")
+	key := tr.key
 	for _, c := range []struct {
 		perSecond, want int
 		horizon         time.Duration
 	}{{0, 1, 0}, {-1, 1, time.Second}, {10, 0, time.Second}, {10, -1, time.Second}, {10, 1, -time.Millisecond}} {
-		delays, retryIn, err := takeRateSlots(context.Background(), tr.rdb, key, c.perSecond, c.want, c.horizon)
-		require.ErrorIs(t, err, errRateArgs, "%+v", c)
+		delays, retryIn, err := Take(context.Background(), tr.rdb, key, c.perSecond, c.want, c.horizon)
+		require.ErrorIs(t, err, ErrInvalidArgs, "%+v", c)
 		require.Nil(t, delays)
 		require.Zero(t, retryIn)
 	}

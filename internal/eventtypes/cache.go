@@ -1,11 +1,12 @@
-package webhooks
-
-// The catalog of event types as a process sees it: read whole, at most once per eventTypeCacheTTL, by
-// a script that answers only the catalog's version while it is unchanged; each type's schema compiled
-// once per version of it, on the first event that needs it. A Dispatch pays no round trip for the
-// catalog but the one read per eventTypeCacheTTL, whether or not any type is registered.
+// Package eventtypes is a process's copy of the catalog of event types (the root's EventTypeRepo
+// stores it): read whole, at most once per TTL, by a script that answers only the catalog's version
+// while it is unchanged; each type's schema compiled once per version of it, on the first event that
+// needs it. A Dispatch pays no round trip for the catalog but the one read per TTL, whether or not any
+// type is registered.
+package eventtypes
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,40 +18,44 @@ import (
 
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/schema"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
-// eventTypeCacheTTL bounds how long a process uses the catalog it read: a change made by any replica is
-// enforced by every replica's Dispatch within this time (at once by the replica that made it).
-const eventTypeCacheTTL = subscriberCacheTTL
-
-// eventTypeCache is a process's copy of the catalog.
-type eventTypeCache struct {
+// Cache is a process's copy of the catalog.
+type Cache struct {
 	rdb  redis.UniversalClient
 	keys rdb.Keys
+	ttl  time.Duration // how long a read catalog is used
 	sem  chan struct{} // held by the one read in progress
 
 	mu     sync.Mutex
-	cat    *catalog  // nil: never read
+	cat    *Catalog  // nil: never read
 	gen    uint64    // bumped by every change of the catalog this process makes
 	failed time.Time // when the last read failed
 }
 
-// eventTypeLenientWait bounds how long a lenient get (ValidateEvent's) waits for Redis.
-const eventTypeLenientWait = 250 * time.Millisecond
+// lenientWait bounds how long a lenient Get (ValidateEvent's) waits for Redis.
+const lenientWait = 250 * time.Millisecond
 
-func newEventTypeCache(c redis.UniversalClient, keys rdb.Keys) *eventTypeCache {
-	return &eventTypeCache{rdb: c, keys: keys, sem: make(chan struct{}, 1)}
+// New returns the cache of the catalog stored under keys in c, which uses a catalog read for ttl: a
+// change made by any replica is enforced by every replica within ttl (at once by the replica that
+// made it, which calls Invalidate).
+func New(c redis.UniversalClient, keys rdb.Keys, ttl time.Duration) *Cache {
+	return &Cache{rdb: c, keys: keys, ttl: ttl, sem: make(chan struct{}, 1)}
 }
 
-// catalog is the catalog as read at a time. It is never changed once built.
-type catalog struct {
+// Catalog is the catalog as read at a time. It is never changed once built.
+type Catalog struct {
 	version string
 	at      time.Time
-	types   map[string]*catalogEntry
+	types   map[string]*Entry
 }
 
-// catalogEntry is one type as stored, its schema compiled on first use.
-type catalogEntry struct {
+// Type is the entry of the type named name, nil when the catalog holds none.
+func (c *Catalog) Type(name string) *Entry { return c.types[name] }
+
+// Entry is one type as stored, its schema compiled on first use.
+type Entry struct {
 	raw    string
 	schema json.RawMessage // nil: no schema
 	bad    error           // the stored JSON does not decode
@@ -61,19 +66,19 @@ type catalogEntry struct {
 	err      error
 }
 
-func newCatalogEntry(name, raw string) *catalogEntry {
-	e := &catalogEntry{raw: raw, name: name}
-	var t EventType
+func newEntry(name, raw string) *Entry {
+	e := &Entry{raw: raw, name: name}
+	var t types.EventType
 	if err := json.Unmarshal([]byte(raw), &t); err != nil {
 		e.bad = fmt.Errorf("the stored type does not decode: %w", err)
-	} else if len(t.Schema) > 0 && !isJSONNull(t.Schema) {
+	} else if len(t.Schema) > 0 && !bytes.Equal(bytes.TrimSpace(t.Schema), []byte("null")) {
 		e.schema = t.Schema
 	}
 	return e
 }
 
-// validator is the entry's compiled schema (nil when it has none), compiled by the first caller.
-func (e *catalogEntry) validator() (*schema.Schema, error) {
+// Validator is the entry's compiled schema (nil when it has none), compiled by the first caller.
+func (e *Entry) Validator() (*schema.Schema, error) {
 	if e.bad != nil {
 		return nil, e.bad
 	}
@@ -84,8 +89,8 @@ func (e *catalogEntry) validator() (*schema.Schema, error) {
 	return e.compiled, e.err
 }
 
-// invalidate makes the next get read the catalog: this process changed it.
-func (c *eventTypeCache) invalidate() {
+// Invalidate makes the next Get read the catalog: this process changed it.
+func (c *Cache) Invalidate() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.gen++
@@ -96,23 +101,23 @@ func (c *eventTypeCache) invalidate() {
 	}
 }
 
-// get returns the catalog, read again when the copy held is eventTypeCacheTTL old. When Redis cannot
+// Get returns the catalog, read again once the copy held is as old as the ttl. When Redis cannot
 // answer, it returns the copy held (nil if none was ever read) with the error. A lenient get (for
-// ValidateEvent, which must answer while Redis is down) waits at most eventTypeLenientWait, and does
-// not try Redis again within eventTypeCacheTTL of a failed read.
-func (c *eventTypeCache) get(ctx context.Context, lenient bool) (*catalog, error) {
+// ValidateEvent, which must answer while Redis is down) waits at most lenientWait, and does not try
+// Redis again within the ttl of a failed read.
+func (c *Cache) Get(ctx context.Context, lenient bool) (*Catalog, error) {
 	c.mu.Lock()
 	cat, failed := c.cat, c.failed
 	c.mu.Unlock()
-	if cat != nil && time.Since(cat.at) < eventTypeCacheTTL {
+	if cat != nil && time.Since(cat.at) < c.ttl {
 		return cat, nil
 	}
 	if lenient {
-		if time.Since(failed) < eventTypeCacheTTL {
+		if time.Since(failed) < c.ttl {
 			return cat, errors.New("webhooks: read the event types: failed lately")
 		}
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, eventTypeLenientWait)
+		ctx, cancel = context.WithTimeout(ctx, lenientWait)
 		defer cancel()
 	}
 	select {
@@ -124,7 +129,7 @@ func (c *eventTypeCache) get(ctx context.Context, lenient bool) (*catalog, error
 	c.mu.Lock()
 	cat, gen := c.cat, c.gen
 	c.mu.Unlock()
-	if cat != nil && time.Since(cat.at) < eventTypeCacheTTL {
+	if cat != nil && time.Since(cat.at) < c.ttl {
 		return cat, nil // read by the call this one waited for
 	}
 	held := ""
@@ -142,18 +147,18 @@ func (c *eventTypeCache) get(ctx context.Context, lenient bool) (*catalog, error
 		c.mu.Unlock()
 		return cat, fmt.Errorf("webhooks: read the event types: %w", err)
 	}
-	next := &catalog{version: reply[0], at: now}
+	next := &Catalog{version: reply[0], at: now}
 	if len(reply) == 1 && cat != nil && held != "" && reply[0] == held {
 		next.types = cat.types
 	} else {
-		next.types = make(map[string]*catalogEntry, (len(reply)-1)/2)
+		next.types = make(map[string]*Entry, (len(reply)-1)/2)
 		for i := 1; i+1 < len(reply); i += 2 {
 			name, raw := reply[i], reply[i+1]
 			if cat != nil && cat.types[name] != nil && cat.types[name].raw == raw {
 				next.types[name] = cat.types[name] // compiled once per version of the type
 				continue
 			}
-			next.types[name] = newCatalogEntry(name, raw)
+			next.types[name] = newEntry(name, raw)
 		}
 	}
 	c.mu.Lock()

@@ -1,9 +1,10 @@
-package webhooks
+package endpoint
 
 // OAuth2 client-credentials tokens, fetched by one replica at a time and shared by all through Redis.
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -16,11 +17,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/smartdrop/webhooks/internal/rdb"
-
 	"github.com/redis/go-redis/v9"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/sealed"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 const (
@@ -36,103 +37,108 @@ const (
 	maxTokenResponse = 64 << 10
 )
 
-// tokenStore fetches and caches OAuth2 tokens.
-type tokenStore struct {
-	d    *Dispatcher
-	ring *sealed.Ring
+// Tokens fetches OAuth2 tokens and caches them in Redis, sealed, for every replica.
+type Tokens struct {
+	redis     redis.UniversalClient
+	keys      rdb.Keys
+	ring      *sealed.Ring
+	client    *http.Client
+	timeout   time.Duration
+	now       func() time.Time
+	userAgent string
 }
 
-// cachedToken is a token as read from Redis, with the stored value it was read from.
-type cachedToken struct {
-	token string
+// Token is a token as read from Redis, with the stored value it was read from.
+type Token struct {
+	// Value is the access token.
+	Value string
 	raw   string
 }
 
-// get returns the webhook's token: the cached one while it is valid, else one fetched by this replica
-// under the lock, or by another that holds it (read again until it appears, within Options.Timeout).
-func (s *tokenStore) get(ctx context.Context, wh *storedWebhook) (cachedToken, error) {
-	client, keys := s.d.rdb, s.d.keys
-	deadline := time.Now().Add(s.d.opts.Timeout)
+// Get returns the webhook's token: the cached one while it is valid, else one fetched by this replica
+// under the lock, or by another that holds it (read again until it appears, within the timeout).
+func (s *Tokens) Get(ctx context.Context, webhookID string, o *types.OAuth2ClientCredentials) (Token, error) {
+	deadline := time.Now().Add(s.timeout)
 	for {
-		tok, ok, err := s.cached(ctx, wh)
+		tok, ok, err := s.cached(ctx, webhookID, o)
 		if err != nil || ok {
 			return tok, err
 		}
-		lock := randomHex(8)
-		won, err := client.SetNX(ctx, keys.TokenLock(wh.ID), lock, s.d.opts.Timeout).Result()
+		lock := rand.Text()
+		won, err := s.redis.SetNX(ctx, s.keys.TokenLock(webhookID), lock, s.timeout).Result()
 		if err != nil {
-			return cachedToken{}, fmt.Errorf("oauth2 token lock: %w", err)
+			return Token{}, fmt.Errorf("oauth2 token lock: %w", err)
 		}
 		if won {
-			tok, err := s.fetchLocked(ctx, wh)
-			_ = rdb.DelIfEqual.Run(context.WithoutCancel(ctx), client, []string{keys.TokenLock(wh.ID)}, lock).Err()
+			tok, err := s.fetchLocked(ctx, webhookID, o)
+			_ = rdb.DelIfEqual.Run(context.WithoutCancel(ctx), s.redis, []string{s.keys.TokenLock(webhookID)}, lock).Err()
 			return tok, err
 		}
 		if time.Now().After(deadline) {
-			return cachedToken{}, errors.New("oauth2 token: another replica's fetch did not end in time")
+			return Token{}, errors.New("oauth2 token: another replica's fetch did not end in time")
 		}
 		select {
 		case <-ctx.Done():
-			return cachedToken{}, ctx.Err()
+			return Token{}, ctx.Err()
 		case <-time.After(tokenPoll):
 		}
 	}
 }
 
 // fetchLocked fetches the token under the lock, unless a replica stored one just before it was taken.
-func (s *tokenStore) fetchLocked(ctx context.Context, wh *storedWebhook) (cachedToken, error) {
-	if tok, ok, err := s.cached(ctx, wh); err != nil || ok {
+func (s *Tokens) fetchLocked(ctx context.Context, webhookID string, o *types.OAuth2ClientCredentials) (Token, error) {
+	if tok, ok, err := s.cached(ctx, webhookID, o); err != nil || ok {
 		return tok, err
 	}
-	token, life, err := s.fetch(ctx, wh.Auth.OAuth2)
+	token, life, err := s.fetch(ctx, o)
 	if err != nil {
-		return cachedToken{}, err
+		return Token{}, err
 	}
 	ttl := life - min(life/10, maxTokenMargin)
-	plain := strconv.FormatInt(s.d.now().Add(ttl).UnixMilli(), 10) + " " + fingerprint(wh.Auth.OAuth2) + " " + token
-	raw, err := s.ring.Seal(plain, "oauth/"+wh.ID)
+	plain := strconv.FormatInt(s.now().Add(ttl).UnixMilli(), 10) + " " + fingerprint(o) + " " + token
+	raw, err := s.ring.Seal(plain, "oauth/"+webhookID)
 	if err != nil {
-		return cachedToken{}, err
+		return Token{}, err
 	}
-	if err := s.d.rdb.Set(ctx, s.d.keys.Token(wh.ID), raw, ttl).Err(); err != nil {
-		return cachedToken{}, fmt.Errorf("oauth2 token store: %w", err)
+	if err := s.redis.Set(ctx, s.keys.Token(webhookID), raw, ttl).Err(); err != nil {
+		return Token{}, fmt.Errorf("oauth2 token store: %w", err)
 	}
-	return cachedToken{token: token, raw: raw}, nil
+	return Token{Value: token, raw: raw}, nil
 }
 
 // cached reads the webhook's token; ok is false when none is stored, it has expired, it was fetched
 // with other credentials, or it is sealed under a key no longer configured.
-func (s *tokenStore) cached(ctx context.Context, wh *storedWebhook) (cachedToken, bool, error) {
-	raw, err := s.d.rdb.Get(ctx, s.d.keys.Token(wh.ID)).Result()
+func (s *Tokens) cached(ctx context.Context, webhookID string, o *types.OAuth2ClientCredentials) (Token, bool, error) {
+	raw, err := s.redis.Get(ctx, s.keys.Token(webhookID)).Result()
 	if errors.Is(err, redis.Nil) {
-		return cachedToken{}, false, nil
+		return Token{}, false, nil
 	}
 	if err != nil {
-		return cachedToken{}, false, fmt.Errorf("oauth2 token read: %w", err)
+		return Token{}, false, fmt.Errorf("oauth2 token read: %w", err)
 	}
-	plain, err := s.ring.Open(raw, "oauth/"+wh.ID)
+	plain, err := s.ring.Open(raw, "oauth/"+webhookID)
 	if err != nil { // sealed under a key since dropped: a cache, so fetched again
-		return cachedToken{}, false, nil
+		return Token{}, false, nil
 	}
 	exp, rest, _ := strings.Cut(plain, " ")
 	fp, token, _ := strings.Cut(rest, " ")
 	ms, _ := strconv.ParseInt(exp, 10, 64)
-	if token == "" || fp != fingerprint(wh.Auth.OAuth2) || s.d.now().UnixMilli() >= ms {
-		return cachedToken{}, false, nil
+	if token == "" || fp != fingerprint(o) || s.now().UnixMilli() >= ms {
+		return Token{}, false, nil
 	}
-	return cachedToken{token: token, raw: raw}, true, nil
+	return Token{Value: token, raw: raw}, true, nil
 }
 
-// drop removes a token the endpoint refused, unless another replica has already replaced it.
-func (s *tokenStore) drop(ctx context.Context, wh *storedWebhook, tok cachedToken) error {
-	if err := rdb.DelIfEqual.Run(ctx, s.d.rdb, []string{s.d.keys.Token(wh.ID)}, tok.raw).Err(); err != nil {
+// Drop removes a token the endpoint refused, unless another replica has already replaced it.
+func (s *Tokens) Drop(ctx context.Context, webhookID string, tok Token) error {
+	if err := rdb.DelIfEqual.Run(ctx, s.redis, []string{s.keys.Token(webhookID)}, tok.raw).Err(); err != nil {
 		return fmt.Errorf("oauth2 token drop: %w", err)
 	}
 	return nil
 }
 
 // fingerprint names the credentials a token was fetched with, so a token outlives no change of them.
-func fingerprint(o *OAuth2ClientCredentials) string {
+func fingerprint(o *types.OAuth2ClientCredentials) string {
 	sum := sha256.Sum256([]byte(strings.Join([]string{o.TokenURL, o.ClientID, o.ClientSecret,
 		strings.Join(o.Scopes, " "), o.Audience}, "\x00")))
 	return hex.EncodeToString(sum[:8])
@@ -140,7 +146,7 @@ func fingerprint(o *OAuth2ClientCredentials) string {
 
 // fetch runs the client-credentials grant through the guarded client: the client authenticates with
 // HTTP basic (RFC 6749 §2.3.1). Errors name the status, never a credential.
-func (s *tokenStore) fetch(ctx context.Context, o *OAuth2ClientCredentials) (string, time.Duration, error) {
+func (s *Tokens) fetch(ctx context.Context, o *types.OAuth2ClientCredentials) (string, time.Duration, error) {
 	form := url.Values{"grant_type": {"client_credentials"}}
 	if len(o.Scopes) > 0 {
 		form.Set("scope", strings.Join(o.Scopes, " "))
@@ -153,9 +159,9 @@ func (s *tokenStore) fetch(ctx context.Context, o *OAuth2ClientCredentials) (str
 		return "", 0, errors.New("oauth2 token: bad token URL")
 	}
 	req.Header["Content-Type"], req.Header["Accept"] = []string{"application/x-www-form-urlencoded"}, []string{"application/json"}
-	req.Header["User-Agent"] = []string{userAgent}
+	req.Header["User-Agent"] = []string{s.userAgent}
 	req.SetBasicAuth(url.QueryEscape(o.ClientID), url.QueryEscape(o.ClientSecret))
-	resp, err := s.d.client.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		var ue *url.Error
 		if errors.As(err, &ue) {

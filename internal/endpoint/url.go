@@ -1,0 +1,31 @@
+package endpoint
+
+// The egress guard (internal/egress) as webhooks use it: the URL rule of Create and Update, and the
+// guarded HTTP client of New, their errors wrapping the library's sentinels.
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/smartdrop/webhooks/internal/egress"
+	"github.com/smartdrop/webhooks/internal/types"
+)
+
+// CheckURL is egress.Policy.CheckURL, its error wrapping types.ErrInvalidWebhook (and
+// types.ErrBlockedAddress for a blocked host).
+func CheckURL(raw string, requireHTTPS bool, p egress.Policy) error {
+	if err := p.CheckURL(raw, requireHTTPS); err != nil {
+		return fmt.Errorf("%w: %w", types.ErrInvalidWebhook, err)
+	}
+	return nil
+}
+
+// NewClient is egress.Policy.Client, its error wrapping types.ErrInvalidOptions.
+func NewClient(user *http.Client, timeout time.Duration, p egress.Policy) (*http.Client, error) {
+	c, err := p.Client(user, timeout)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", types.ErrInvalidOptions, err)
+	}
+	return c, nil
+}
