@@ -131,14 +131,18 @@ type backlogView struct {
 	Webhooks     int64     `json:"webhooks"`
 	OpenCircuits int       `json:"open_circuits"`
 	Truncated    bool      `json:"truncated"`
+	// Held are the webhooks whose due deliveries no worker will attempt now (counted in Due), and why.
+	Held []heldQueue `json:"held"`
 }
 
-// Backlog is Stats, without the figures per shard.
+// Backlog is Stats, without the figures per shard, and what holds due deliveries.
 func (b adminBackend) Backlog(ctx context.Context) ([]byte, error) {
 	st, err := b.d.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
+	held, err := b.d.heldDue(ctx, st.At)
 	return encode(backlogView{At: st.At, Due: st.Due, Scheduled: st.Scheduled, Leased: st.Leased, OldestDueAt: st.OldestDueAt,
-		OldestDueAge: st.OldestDueAge.Milliseconds(), Webhooks: st.Webhooks, OpenCircuits: st.OpenCircuits, Truncated: st.Truncated}, nil)
+		OldestDueAge: st.OldestDueAge.Milliseconds(), Webhooks: st.Webhooks, OpenCircuits: st.OpenCircuits, Truncated: st.Truncated,
+		Held: held}, err)
 }

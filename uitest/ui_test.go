@@ -90,6 +90,8 @@ type env struct {
 	issues []string // console errors, exceptions and CSP violations
 	// slowList, when set, makes the operator's GET /webhooks answer 400 ms late (the render race).
 	slowList atomic.Bool
+	// stopWorker stops the Dispatcher's Run and waits for it to return (once; again is a no-op).
+	stopWorker func()
 }
 
 // slowList delays the operator's GET /webhooks while slow is set.
@@ -136,7 +138,8 @@ func newEnvWith(t *testing.T, tune func(*webhooks.Options)) *env {
 	wctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = d.Run(wctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	e.stopWorker = func() { stop(); <-done }
+	t.Cleanup(e.stopWorker)
 
 	bopts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),
