@@ -453,8 +453,10 @@
       el('section', { class: 'card' }, el('h2', { text: 'Attempts per hour, last 24 hours' }), chart(stats.hours)),
       el('section', { class: 'card' }, el('h2', { text: 'Recover' }),
         el('p', { class: 'muted', text: 'Send again every failed delivery created in a time window (e.g. after an outage).' }), recover),
-      el('section', { class: 'card' }, el('h2', { text: 'Replay' }),
-        el('p', { class: 'muted', text: 'Send this endpoint the events it subscribes to that it never received, accepted since a time (needs Options.ReplayIndex).' }), replay));
+      counts.replay_available ? el('section', { class: 'card' }, el('h2', { text: 'Replay' }),
+        el('p', { class: 'muted', text: 'Send this endpoint the events it subscribes to that it never received, accepted since a time.' }), replay)
+        : mode === 'operator' ? el('section', { class: 'card' }, el('h2', { text: 'Replay' }),
+          el('p', { class: 'muted', id: 'replay-off', text: 'Replaying missed events needs Options.ReplayIndex, which is off: only events accepted while it is on can be replayed.' })) : null);
     const box = main.querySelector('.chart-scroll');
     box.scrollLeft = box.scrollWidth; // on a narrow screen the chart scrolls: show the latest hours
   }
