@@ -107,12 +107,17 @@ func (b adminBackend) findDeliveries(ctx context.Context, s api.Scope, id string
 	return found, nil
 }
 
-// Backlog is Stats, without the figures per shard.
+// Backlog is Stats, without the figures per shard, and what holds due deliveries.
 func (b adminBackend) Backlog(ctx context.Context) (*api.Backlog, error) {
 	st, err := b.d.Stats(ctx)
 	if err != nil {
 		return nil, err
 	}
+	held, err := b.d.heldDue(ctx, st.At)
+	if err != nil {
+		return nil, err
+	}
 	return &api.Backlog{At: st.At, Due: st.Due, Scheduled: st.Scheduled, Leased: st.Leased, OldestDueAt: st.OldestDueAt,
-		OldestDueAge: st.OldestDueAge.Milliseconds(), Webhooks: st.Webhooks, OpenCircuits: st.OpenCircuits, Truncated: st.Truncated}, nil
+		OldestDueAge: st.OldestDueAge.Milliseconds(), Webhooks: st.Webhooks, OpenCircuits: st.OpenCircuits, Truncated: st.Truncated,
+		Held: held}, nil
 }

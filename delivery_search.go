@@ -1,7 +1,8 @@
 package webhooks
 
 // The search of deliveries across webhooks (GET /deliveries without an id): the webhooks' indexes
-// walked newest first, merged by time, under a budget of Redis commands per call.
+// walked newest first, merged by time, under a budget of Redis commands per call, counted as the
+// server counts them (INFO commandstats): each command sent, and each command a script calls.
 
 import (
 	"context"
@@ -17,16 +18,21 @@ import (
 
 // Bounds of one search of deliveries across webhooks (GET /deliveries without an id).
 const (
-	// SearchCommandBudget is the most Redis commands one search sends, each script one command (the
-	// scope's webhooks read included): a search that has not found its Limit of deliveries by then
-	// stops with a cursor where it stopped, and says it stopped for the budget.
-	SearchCommandBudget = 1000
+	// SearchCommandBudget is the most Redis commands one search costs the server, as INFO
+	// commandstats counts them: each command sent and each command a script calls (the index reads of
+	// rdb.Search), the scope's webhooks read included. A search that has not found its Limit of
+	// deliveries by then stops with a cursor where it stopped, and says it stopped for the budget. Its
+	// first round reads each of the scope's indexes in each shard at least once whatever the budget,
+	// so that repeating it with its cursor makes progress: with more (webhook, shard) indexes than
+	// about the budget, that round costs more.
+	SearchCommandBudget = 1800
 	// SearchExamineBudget is the most index entries one search examines (the delivery records it
 	// reads), whatever their filters; the entries of one index millisecond are examined together, so a
 	// search may examine a few more.
-	SearchExamineBudget = 4096
-	// searchSetupCommands are the commands a search spends besides its rounds, at most: the shard
-	// count, the scope's webhooks and, for the answer, their circuits (viewDeliveries).
+	SearchExamineBudget = 2048
+	// searchSetupCommands are the commands a search costs the server besides its rounds, at most: the
+	// shard count, the scope's webhooks (their ids, then their records) and, for the answer, their
+	// circuits (viewDeliveries).
 	searchSetupCommands = 5
 )
 
@@ -68,7 +74,7 @@ type searchPage struct {
 	deliveries []*Delivery
 	stopped    string
 	next       string
-	commands   int // Redis commands sent, each script one
+	commands   int // Redis commands the server ran: each sent, and each a script called
 	examined   int // index entries examined
 }
 
@@ -114,7 +120,10 @@ func (d *Dispatcher) searchDeliveries(ctx context.Context, q searchQuery) (*sear
 	shards := make([]searchShard, d.keys.Shards)
 	for s := range shards {
 		shards[s].from = "+"
-		if start != nil {
+		switch {
+		case start != nil && start.id == "": // every entry of its stream id was examined: after it
+			shards[s].from = "(" + start.streamID()
+		case start != nil:
 			shards[s].from = start.streamID() // inclusive; what is not after start is dropped below
 		}
 	}
@@ -130,17 +139,21 @@ func (d *Dispatcher) searchDeliveries(ctx context.Context, q searchQuery) (*sear
 		if active == 0 {
 			break
 		}
-		if page.commands+2*active > SearchCommandBudget || examineLeft < active {
+		// A round costs per shard a script, its index reads (each index at least once) and an MGET.
+		reads := (SearchCommandBudget - page.commands - 2*active) / active
+		first := page.commands == searchSetupCommands
+		if !first && (reads < len(q.hooks)+1 || examineLeft < active) {
 			return page.stop(SearchStoppedBudget, searchFrontier(shards)), nil
 		}
-		// Enough for the deliveries still wanted when every entry is kept; a filtered search reads its
-		// whole budget at once: a round reads each webhook's index in each shard at least once, more
-		// work than its entries.
+		reads = max(reads, len(q.hooks)+1)
+		// Enough for the deliveries still wanted when every entry is kept, and at least two entries of
+		// each index (a round reads each index at least once anyway: more work than its entries); a
+		// filtered search reads its whole budget at once.
 		want := examineLeft / active
 		if !q.filtered() {
-			want = min(want, (q.limit-len(page.deliveries))/active+2)
+			want = min(want, max((q.limit-len(page.deliveries))/active+2, 2*len(q.hooks)))
 		}
-		found, err := d.searchRound(ctx, q, shards, start, want, page)
+		found, err := d.searchRound(ctx, q, shards, start, max(want, 1), reads, page)
 		if err != nil {
 			return nil, err
 		}
@@ -204,9 +217,9 @@ func comparePos(a, b pagePos) int {
 }
 
 // searchRound runs one round of a search: up to want entries of each shard not done, examined from
-// where the shard stopped; it updates the shards and page's costs and returns the deliveries kept of
-// the entries after start.
-func (d *Dispatcher) searchRound(ctx context.Context, q searchQuery, shards []searchShard, start *pagePos, want int, page *searchPage) ([]searchFound, error) {
+// where the shard stopped with at most reads index reads; it updates the shards and page's costs and
+// returns the deliveries kept of the entries after start.
+func (d *Dispatcher) searchRound(ctx context.Context, q searchQuery, shards []searchShard, start *pagePos, want, reads int, page *searchPage) ([]searchFound, error) {
 	calls := make([]statsCall, 0, len(shards))
 	for s, sh := range shards {
 		if sh.done {
@@ -216,7 +229,7 @@ func (d *Dispatcher) searchRound(ctx context.Context, q searchQuery, shards []se
 		for i, wh := range q.hooks {
 			keys[i] = d.keys.Index(s, wh.ID)
 		}
-		calls = append(calls, statsCall{shard: s, script: rdb.Search, keys: keys, args: []any{sh.from, want}})
+		calls = append(calls, statsCall{shard: s, script: rdb.Search, keys: keys, args: []any{sh.from, want, reads}})
 	}
 	if err := d.evalAll(ctx, calls); err != nil {
 		return nil, fmt.Errorf("webhooks: search deliveries: %w", err)
@@ -227,10 +240,11 @@ func (d *Dispatcher) searchRound(ctx context.Context, q searchQuery, shards []se
 		if len(c.cmd.Args()) > 0 && c.cmd.Args()[0] == "eval" {
 			page.commands++ // the server lacked the script: EVALSHA, then EVAL
 		}
-		got, err := searchReply(c, q.hooks, start, q.from, &shards[c.shard])
+		got, called, err := searchReply(c, q.hooks, start, q.from, &shards[c.shard])
 		if err != nil {
 			return nil, err
 		}
+		page.commands += called
 		entries = append(entries, got...)
 	}
 	return d.searchRecords(ctx, q, entries, page)
@@ -243,20 +257,21 @@ type searchEntry struct {
 }
 
 // searchReply reads a shard's script reply: it moves the shard on (a shard examined to before from is
-// done) and returns its entries after start.
-func searchReply(c statsCall, hooks []*Webhook, start *pagePos, from time.Time, sh *searchShard) ([]searchEntry, error) {
+// done) and returns its entries after start, and how many commands the script called.
+func searchReply(c statsCall, hooks []*Webhook, start *pagePos, from time.Time, sh *searchShard) ([]searchEntry, int, error) {
 	reply, err := c.cmd.Slice()
 	if err != nil {
-		return nil, fmt.Errorf("webhooks: search deliveries in shard %d: %w", c.shard, err)
+		return nil, 0, fmt.Errorf("webhooks: search deliveries in shard %d: %w", c.shard, err)
 	}
-	if len(reply) < 3 || (len(reply)-3)%4 != 0 {
-		return nil, fmt.Errorf("webhooks: search deliveries in shard %d: a reply of %d values", c.shard, len(reply))
+	if len(reply) < 4 || (len(reply)-4)%4 != 0 {
+		return nil, 0, fmt.Errorf("webhooks: search deliveries in shard %d: a reply of %d values", c.shard, len(reply))
 	}
 	more, _ := reply[0].(int64)
 	ms, _ := reply[1].(int64)
 	seq, _ := reply[2].(int64)
+	called, _ := reply[3].(int64)
 	var out []searchEntry
-	for i := 3; i < len(reply); i += 4 {
+	for i := 4; i < len(reply); i += 4 {
 		k, _ := reply[i].(int64)
 		id, _ := reply[i+1].(string)
 		hash, _ := reply[i+2].(string)
@@ -272,7 +287,7 @@ func searchReply(c statsCall, hooks []*Webhook, start *pagePos, from time.Time, 
 	}
 	// An entry indexed before from was created before it too: the shard has nothing more to keep.
 	sh.done = more == 0 || !from.IsZero() && ms < from.UnixMilli()
-	return out, nil
+	return out, int(called), nil
 }
 
 // searchRecords reads the records of a round's entries, with one MGET per shard, and returns the

@@ -6,10 +6,13 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -218,6 +221,109 @@ func TestSearchPagesExactly(t *testing.T) {
 			if limit >= tc.n {
 				assert.NotContains(t, q, "cursor", "%s, limit %d: one page ends the search", tc.name, limit)
 			}
+		}
+	}
+}
+
+// TestSearchServerCostUnderBudget: on a redis-server of the test's own (no other traffic), one GET
+// /deliveries on 20 webhooks × 300 deliveries (64 shards) costs the server at most 2,000 commands as
+// INFO commandstats counts them (each command a script calls included) for limit 500, status=failed
+// and unfiltered; following next_cursor makes progress at every request and finds every failed
+// delivery exactly once, newest first. It runs in the real-Redis pass only.
+func TestSearchServerCostUnderBudget(t *testing.T) {
+	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" {
+		t.Skip("runs with the real-Redis pass (WEBHOOKS_REDIS_ADDR)")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not on PATH")
+	}
+	t.Parallel()
+	ctx := context.Background()
+	addr, _ := startRedis(t, t.TempDir(), sparePort(t))
+	admin := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = admin.Close() })
+	rdb := redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	d, err := New(rdb, Options{KeyPrefix: "cost", AllowPrivateNetworks: true, RetrySchedule: []time.Duration{}})
+	require.NoError(t, err)
+	rc := newReceiver(t)
+	const hooks, events = 20, 300
+	for range hooks {
+		_, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"t.*"}})
+		require.NoError(t, err)
+	}
+	failed := map[string]bool{}
+	for i := range events {
+		evt := Event{ID: fmt.Sprintf("e%03d", i), Type: "t.x"}
+		if i%30 != 7 {
+			_, err := d.Enqueue(ctx, evt) // pending: no worker runs
+			require.NoError(t, err)
+			continue
+		}
+		rc.status.Store(http.StatusInternalServerError) // no retries: failed at the first attempt
+		res, err := d.Dispatch(ctx, evt)
+		require.NoError(t, err)
+		for _, r := range res {
+			failed[r.Delivery.ID] = true
+		}
+		rc.status.Store(0)
+	}
+	for id := range failed { // a Dispatch attempts some of its deliveries at once, and leaves the others to the worker
+		dl, err := d.Deliveries().Get(ctx, id)
+		require.NoError(t, err)
+		if dl.Status != StatusFailed {
+			delete(failed, id)
+		}
+	}
+	require.NotEmpty(t, failed)
+
+	// served is the server's count of commands run, INFO's own excluded.
+	served := func() int {
+		info, err := admin.Info(ctx, "commandstats").Result()
+		require.NoError(t, err)
+		n := 0
+		for line := range strings.Lines(info) {
+			name, stats, ok := strings.Cut(strings.TrimSpace(line), ":calls=")
+			if !ok || name == "cmdstat_info" {
+				continue
+			}
+			calls, _, _ := strings.Cut(stats, ",")
+			n += int(atoiOr(calls))
+		}
+		return n
+	}
+	h := d.Handler()
+	for _, query := range []url.Values{{"limit": {"500"}, "status": {"failed"}}, {"limit": {"500"}}} {
+		var found []*Delivery
+		last := ""
+		for req := 0; ; req++ {
+			require.Less(t, req, 200, "the search ends (%s)", query.Encode())
+			before := served()
+			ans := searchOnce(t, h, "", query)
+			cost := served() - before
+			assert.LessOrEqual(t, cost, 2000, "commands the server ran for one search (%s, request %d)", query.Encode(), req)
+			t.Logf("%s: request %d cost the server %d commands, found %d, stopped %s", query.Encode(), req, cost, len(ans.Deliveries), ans.Stopped)
+			found = append(found, ans.Deliveries...)
+			if ans.NextCursor == "" {
+				break
+			}
+			require.NotEqual(t, last, ans.NextCursor, "repeating with the cursor makes progress")
+			last = ans.NextCursor
+			query.Set("cursor", ans.NextCursor)
+		}
+		if query.Get("status") == "failed" {
+			require.Len(t, found, len(failed))
+			seen := map[string]bool{}
+			for i, dl := range found {
+				assert.True(t, failed[dl.ID], "found %s, not a failed delivery", dl.ID)
+				assert.False(t, seen[dl.ID], "found %s twice", dl.ID)
+				seen[dl.ID] = true
+				if i > 0 {
+					assert.False(t, found[i-1].CreatedAt.Before(dl.CreatedAt), "newest first")
+				}
+			}
+		} else {
+			assert.Len(t, found, hooks*events)
 		}
 	}
 }

@@ -5,7 +5,8 @@ package webhooks
 // open circuit, and how many of its newest deliveries failed. Read like Stats, from what the write
 // paths keep anyway (the webhook's queue in each shard, its index of deliveries), at a cost bounded
 // whatever the backlog: three round trips of at most 2 × Shards + 1 commands and countsRecent record
-// reads. Nothing is maintained for it.
+// reads. Nothing is maintained for it. The answer also says whether the endpoint page's Replay can
+// work (Options.ReplayIndex), so that the page offers it only then.
 
 import (
 	"context"
@@ -26,7 +27,7 @@ const countsRecent = 100
 // queue (ZCARD, and ZCOUNT up to the probe's time while the circuit is open) and newest index entries,
 // then the records of the newest countsRecent of them.
 func (d *Dispatcher) endpointCounts(ctx context.Context, webhookID string) (api.Counts, error) {
-	var out api.Counts
+	out := api.Counts{ReplayAvailable: d.opts.ReplayIndex}
 	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return out, err
 	}

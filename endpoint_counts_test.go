@@ -82,3 +82,28 @@ func dispatchN(t *testing.T, d *Dispatcher, prefix string, n int) {
 		require.NoError(t, err)
 	}
 }
+
+// TestEndpointCountsSayWhetherReplayWorks: the counts answer says whether the endpoint's replay can
+// work, and it is true to POST /webhooks/{id}/replay: available with Options.ReplayIndex, else not,
+// and the replay is then refused.
+func TestEndpointCountsSayWhetherReplayWorks(t *testing.T) {
+	t.Parallel()
+	for _, on := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ReplayIndex %v", on), func(t *testing.T) {
+			t.Parallel()
+			d := newTestDispatcher(t, newTestRedis(t), Options{ReplayIndex: on})
+			wh, err := d.Webhooks().Create(context.Background(), Webhook{URL: "https://example.com/hook", Events: []string{"*"}})
+			require.NoError(t, err)
+			rec := call(d.Handler(), "GET", "/webhooks/"+wh.ID+"/counts", "")
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			var got struct {
+				ReplayAvailable *bool `json:"replay_available"`
+			}
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
+			require.NotNil(t, got.ReplayAvailable, "the answer says whether replay works: %s", rec.Body.String())
+			assert.Equal(t, on, *got.ReplayAvailable)
+			replay := callWith(d.Handler(), "POST", "/webhooks/"+wh.ID+"/replay", "", `{"since":"2026-01-01T00:00:00Z"}`)
+			assert.Equal(t, on, replay.Code == http.StatusOK, "replay answered %d: %s", replay.Code, replay.Body.String())
+		})
+	}
+}

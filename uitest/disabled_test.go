@@ -14,7 +14,7 @@ import (
 // since when, in UTC, and that nothing is delivered (not a circuit's "delivering" or "next try");
 // enabling it from the page takes the reason away.
 func TestUIDisabledEndpointSaysWhy(t *testing.T) {
-	e := newEnv(t)
+	e := newEnvWith(t, func(o *webhooks.Options) { o.ReplayIndex = true }) // the Replay form is offered
 	ctx := context.Background()
 	w, err := e.d.Webhooks().Create(ctx, webhooks.Webhook{URL: e.rcURL + "/off", Events: []string{"invoice.*"}})
 	if err != nil {

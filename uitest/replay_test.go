@@ -3,7 +3,9 @@ package uitest
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -46,5 +48,38 @@ func TestUIReplay(t *testing.T) {
 	e.page("endpoint")
 	e.do("replay again", chromedp.Click(chromedp.CSS("#replay")))
 	e.waitFor("nothing more", `document.querySelector('#flash').innerText.includes('Replay: 0 missed events scheduled')`)
+	e.noIssues()
+}
+
+// TestUIReplayOffNotOffered: without Options.ReplayIndex the endpoint page offers no Replay form (it
+// could only fail): the operator reads why; the portal shows nothing of it.
+func TestUIReplayOffNotOffered(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	wh, err := e.d.Webhooks().Create(ctx, webhooks.Webhook{URL: e.rcURL + "/ok", Events: []string{"invoice.*"}, Tenant: "acme"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.do("the endpoint", chromedp.Navigate(e.srv.URL+"/ui/#/webhooks/"+wh.ID))
+	e.page("endpoint")
+	if e.eval(`String(!!document.querySelector('#replay-form, #replay'))`) != "false" {
+		t.Error("the Replay form is offered with Options.ReplayIndex off")
+	}
+	if s, want := e.text("#replay-off"), "Replaying missed events needs Options.ReplayIndex, which is off: only events accepted while it is on can be replayed."; s != want {
+		t.Errorf("the operator's note: %q, want %q", s, want)
+	}
+	if e.eval(`String(!!document.querySelector('#recover-form'))`) != "true" {
+		t.Error("the Recover form is not offered")
+	}
+	e.shot("45-endpoint-replay-off")
+	token, err := e.d.PortalToken("acme", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.do("the portal's endpoint", chromedp.Navigate(e.srv.URL+"/portal/ui/#token="+token), chromedp.Navigate(e.srv.URL+"/portal/ui/#/webhooks/"+wh.ID))
+	e.page("endpoint")
+	if s := e.text("main"); strings.Contains(s, "Replay") || strings.Contains(s, "ReplayIndex") {
+		t.Errorf("the portal's endpoint page mentions Replay: %q", s)
+	}
 	e.noIssues()
 }

@@ -19,6 +19,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -60,16 +61,43 @@ func artifactsDir(t *testing.T) string {
 	return t.TempDir()
 }
 
-// receiver answers webhooks on loopback: /ok always 200, /flaky 500 while failing is set.
+// receiver answers webhooks on loopback: /ok always 200, /flaky 500 while failing is set (and to the
+// next failNext requests). It keeps each request's webhook-id, in order.
 type receiver struct {
-	failing atomic.Bool
-	count   atomic.Int64
+	failing  atomic.Bool
+	failNext atomic.Int64
+	count    atomic.Int64
+	mu       sync.Mutex
+	ids      []string
+}
+
+// webhookIDs are the webhook-id headers received so far, in order.
+func (rc *receiver) webhookIDs() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.ids)
+}
+
+// fails reports whether a request to /flaky fails now, taking one of failNext.
+func (rc *receiver) fails() bool {
+	for {
+		n := rc.failNext.Load()
+		if n <= 0 {
+			return rc.failing.Load()
+		}
+		if rc.failNext.CompareAndSwap(n, n-1) {
+			return true
+		}
+	}
 }
 
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.Copy(io.Discard, r.Body)
 	rc.count.Add(1)
-	if r.URL.Path == "/flaky" && rc.failing.Load() {
+	rc.mu.Lock()
+	rc.ids = append(rc.ids, r.Header.Get("Webhook-Id"))
+	rc.mu.Unlock()
+	if r.URL.Path == "/flaky" && rc.fails() {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(`{"error":"database is down"}`))
 		return
@@ -90,6 +118,8 @@ type env struct {
 	issues []string // console errors, exceptions and CSP violations
 	// slowList, when set, makes the operator's GET /webhooks answer 400 ms late (the render race).
 	slowList atomic.Bool
+	// stopWorker stops the Dispatcher's Run and waits for it to return (once; again is a no-op).
+	stopWorker func()
 }
 
 // slowList delays the operator's GET /webhooks while slow is set.
@@ -136,7 +166,8 @@ func newEnvWith(t *testing.T, tune func(*webhooks.Options)) *env {
 	wctx, stop := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = d.Run(wctx) }()
-	t.Cleanup(func() { stop(); <-done })
+	e.stopWorker = func() { stop(); <-done }
+	t.Cleanup(e.stopWorker)
 
 	bopts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(path),

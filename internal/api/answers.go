@@ -91,6 +91,8 @@ type Counts struct {
 	// last Redeliver) have failed for good.
 	Failed   int `json:"failed"`
 	Examined int `json:"examined"`
+	// ReplayAvailable is whether POST /webhooks/{id}/replay can work: Options.ReplayIndex is on.
+	ReplayAvailable bool `json:"replay_available"`
 }
 
 // Backlog is the delivery backlog of every tenant (GET /backlog): the root's Stats without the
@@ -105,6 +107,23 @@ type Backlog struct {
 	Webhooks     int64     `json:"webhooks"`
 	OpenCircuits int       `json:"open_circuits"`
 	Truncated    bool      `json:"truncated"`
+	// Held are the webhooks whose due deliveries no worker will attempt now (counted in Due), and why.
+	Held []HeldQueue `json:"held"`
+}
+
+// HeldQueue is a webhook whose due deliveries no worker will attempt now, and why.
+type HeldQueue struct {
+	WebhookID string `json:"webhook_id"`
+	URL       string `json:"url"`
+	// Due is how many of its deliveries are due now, in every shard.
+	Due int64  `json:"due"`
+	Why string `json:"why"` // "paused", "disabled" or "at_max_concurrency"
+	// OpenUntil and Failures are its circuit's, when paused; DisabledReason why it is disabled;
+	// MaxConcurrency its cap, when at it.
+	OpenUntil      time.Time `json:"open_until,omitzero"`
+	Failures       int       `json:"failures,omitempty"`
+	DisabledReason string    `json:"disabled_reason,omitempty"`
+	MaxConcurrency int       `json:"max_concurrency,omitempty"`
 }
 
 // ProbeAnswer is the answer of POST /webhooks/{id}/probe: the circuit after the probe was made due,

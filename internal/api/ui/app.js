@@ -399,6 +399,7 @@
             (until.value ? '&until=' + enc(new Date(until.value).toISOString().replace(/\.\d+Z$/, 'Z')) : '');
           const r = await api('POST', '/webhooks/' + enc(id) + '/recover' + q);
           flash('Recover: ' + r.redelivered + ' failed deliveries sent again.');
+          if (r.redelivered) await followCounts(id);
         } catch (e) { showError(e); }
       },
     }, el('label', { for: 'r-since', text: 'From (' + localZone() + ')' }), since, el('label', { for: 'r-until', text: 'to (empty: now)' }), until,
@@ -452,8 +453,10 @@
       el('section', { class: 'card' }, el('h2', { text: 'Attempts per hour, last 24 hours' }), chart(stats.hours)),
       el('section', { class: 'card' }, el('h2', { text: 'Recover' }),
         el('p', { class: 'muted', text: 'Send again every failed delivery created in a time window (e.g. after an outage).' }), recover),
-      el('section', { class: 'card' }, el('h2', { text: 'Replay' }),
-        el('p', { class: 'muted', text: 'Send this endpoint the events it subscribes to that it never received, accepted since a time (needs Options.ReplayIndex).' }), replay));
+      counts.replay_available ? el('section', { class: 'card' }, el('h2', { text: 'Replay' }),
+        el('p', { class: 'muted', text: 'Send this endpoint the events it subscribes to that it never received, accepted since a time.' }), replay)
+        : mode === 'operator' ? el('section', { class: 'card' }, el('h2', { text: 'Replay' }),
+          el('p', { class: 'muted', id: 'replay-off', text: 'Replaying missed events needs Options.ReplayIndex, which is off: only events accepted while it is on can be replayed.' })) : null);
     const box = main.querySelector('.chart-scroll');
     box.scrollLeft = box.scrollWidth; // on a narrow screen the chart scrolls: show the latest hours
   }
@@ -471,6 +474,19 @@
         route();
         return;
       }
+    }
+  }
+  // followCounts shows an endpoint's delivery counts while deliveries sent again are decided: it reads
+  // them at once, then every half second, at most 60 times, until none is pending; it stops when the
+  // user leaves the page. Then the page is shown afresh (its chart and state too).
+  async function followCounts(id) {
+    for (let i = 0; i < 60; i++) {
+      if (i) await new Promise((ok) => setTimeout(ok, 500));
+      const out = document.getElementById('delivery-counts');
+      if (!out) return;
+      const c = await api('GET', '/webhooks/' + enc(id) + '/counts');
+      out.textContent = fmt.counts(c);
+      if (!c.pending) { route(); return; }
     }
   }
   // localZone labels the browser's time zone, in which the date-time inputs are read: "your time, UTC+01:00".

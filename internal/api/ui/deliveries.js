@@ -102,16 +102,25 @@ window.webhooksDeliveryPages = function (ui) {
         ' are searched, newest first, 50 at a time. A delivery sent again later is listed by when it was sent again.' }));
   }
 
-  // backlogPage is the delivery backlog (operator only).
+  // backlogPage is the delivery backlog (operator only): the deliveries due now are those waiting for a
+  // worker and those their endpoint holds (paused, disabled, at its MaxConcurrency), each said so.
   async function backlogPage() {
     const b = await api('GET', '/backlog');
+    const held = b.held || [];
+    const heldDue = held.reduce((n, h) => n + h.due, 0);
+    const waiting = Math.max(b.due - heldDue, 0);
     const age = b.oldest_due_age_ms >= 1000 ? (b.oldest_due_age_ms / 1000).toFixed(1) + ' s' : b.oldest_due_age_ms + ' ms';
+    const oldest = !waiting ? (b.due ? 'nothing waits for a worker' : 'nothing is due') :
+      fmtTime(b.oldest_due_at) + ' (' + age + ' behind' + (heldDue ? ', held deliveries included' : '') + ')';
     render('Backlog',
       el('section', { class: 'card', id: 'backlog' }, dl([
-        ['Due now, waiting for a worker', el('strong', { id: 'backlog-due', text: String(b.due) })],
+        ['Due now, waiting for a worker', el('strong', { id: 'backlog-due', text: String(waiting) })],
+        heldDue && ['Due now, held by their endpoint', el('div', {}, el('strong', { id: 'backlog-held-due', text: String(heldDue) }),
+          el('ul', { id: 'backlog-held' }, held.map((h) => el('li', { 'data-id': h.webhook_id },
+            h.due + ' for ', el('a', { href: '#/webhooks/' + enc(h.webhook_id) }, h.url), ' held: ' + window.webhooksFormat.held(h)))))],
         ['Scheduled (a retry, or a paused endpoint\'s next try)', el('span', { id: 'backlog-scheduled', text: String(b.scheduled) })],
         ['In flight', String(b.leased)],
-        ['Oldest due', b.due ? fmtTime(b.oldest_due_at) + ' (' + age + ' behind)' : 'nothing is due'],
+        ['Oldest due', el('span', { id: 'backlog-oldest', text: oldest })],
         ['Paused endpoints (open circuits)', el('span', { id: 'backlog-open', text: String(b.open_circuits) })],
         ['Queues holding deliveries', String(b.webhooks)],
         ['Counted at', fmtTime(b.at)],

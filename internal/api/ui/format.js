@@ -62,5 +62,16 @@
     else parts.push((c.failed || 'none') + ' of the latest ' + c.examined + ' deliveries failed for good');
     return parts.join(' · ');
   }
-  window.webhooksFormat = { time, clock, soon, duration, success, circuit, counts };
+  // held is what holds an endpoint's due deliveries (an entry of GET /backlog's held) in words: "the
+  // endpoint is paused until 18:17:11 UTC (circuit open after 5 failures)", "the endpoint is disabled:
+  // why", "the endpoint's 2 attempts in flight are its MaxConcurrency".
+  function held(h) {
+    if (h.why === 'disabled') return 'the endpoint is disabled' + (h.disabled_reason ? ': ' + h.disabled_reason : '');
+    if (h.why === 'at_max_concurrency') return 'the endpoint\'s ' + plural(h.max_concurrency, 'attempt') + ' in flight are its MaxConcurrency';
+    const after = ' (circuit open after ' + plural(h.failures || 0, 'failure') + ')';
+    const at = h.open_until ? new Date(h.open_until) : null;
+    if (!at || at <= new Date()) return 'the endpoint is paused, its next try any moment' + after;
+    return 'the endpoint is paused until ' + soon(h.open_until) + after;
+  }
+  window.webhooksFormat = { time, clock, soon, duration, success, circuit, counts, held };
 })();

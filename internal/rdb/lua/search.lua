@@ -1,30 +1,40 @@
 -- search.lua reads one shard's index entries of several webhooks, newest first, merged by stream id:
 -- at least ARGV[2] entries from a place (while there are so many), and then every entry whose stream
 -- id equals the last one's, so that a stream id is never split between two calls (the caller orders
--- the entries of one stream id by delivery id). It reads each stream lazily, a few entries at a time.
+-- the entries of one stream id by delivery id). It reads each stream lazily, a few entries at a time,
+-- with at most ARGV[3] XREVRANGE calls: once they are spent, it stops where a stream it may not read
+-- on would be needed (after the entries of the last stream id examined), and says there is more.
 --
 -- KEYS[i] -> {P:s}:list:<webhook i>, one shard's
 -- ARGV[1] -> where to start: "+" (the newest), "<ms>-<seq>" (that stream id and after) or
 --            "(<ms>-<seq>" (after that stream id)
--- ARGV[2] -> how many entries to examine, at least (n >= 1)
--- returns {more, last ms, last seq, i, id, d, x, ...}: more is 1 when some stream has entries after
--- the last examined; last ms and seq are the last examined stream id (0 0 for none); then, for every
+-- ARGV[2] -> how many entries to examine, at least (n >= 1), unless the reads run out first
+-- ARGV[3] -> how many XREVRANGE calls to make, at most (>= #KEYS: each stream is read once first)
+-- returns {more, last ms, last seq, calls, i, id, d, x, ...}: more is 1 when some stream has (or may
+-- have) entries after the last examined; last ms and seq are the last examined stream id (0 0 for
+-- none); calls the XREVRANGE calls made; then, for every
 -- entry examined that has the fields d and x, the index i of its key, its stream id, d and x, newest
 -- first.
-local start, want = ARGV[1], tonumber(ARGV[2])
+local start, want, budget = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
 local chunk = math.max(2, math.min(want, math.ceil(2 * want / #KEYS)))
 local bufs, at, full = {}, {}, {}
+local calls, cut = 0, false -- cut: a stream was left unread for the budget
 
 local function fill(i, from)
+  calls = calls + 1
   local r = redis.call('XREVRANGE', KEYS[i], from, '-', 'COUNT', chunk)
   bufs[i], at[i], full[i] = r, 1, #r == chunk
 end
 
 -- head is key i's next entry as a heap node {ms, seq, i}, reading more of its stream when its
--- buffer is used up; nil when the stream has no more.
+-- buffer is used up; nil when the stream has no more, or when the budget leaves it unread (cut).
 local function head(i)
   if at[i] > #bufs[i] then
     if not full[i] then return nil end
+    if calls >= budget then
+      cut = true
+      return nil
+    end
     fill(i, '(' .. bufs[i][#bufs[i]][1])
     if #bufs[i] == 0 then return nil end
   end
@@ -67,10 +77,12 @@ for i = 1, #KEYS do
   local h = head(i)
   if h then push(h) end
 end
-local out, n, lastMs, lastSeq = {0, 0, 0}, 0, 0, 0
+local out, n, lastMs, lastSeq = {0, 0, 0, 0}, 0, 0, 0
 while #heap > 0 do
   local top = heap[1]
-  if n >= want and (top[1] ~= lastMs or top[2] ~= lastSeq) then break end
+  -- Once cut, a stream left unread may hold entries just after the last stream id (never one equal
+  -- to it: a stream's ids only go down), so the merge stops after that stream id.
+  if (n >= want or cut) and (top[1] ~= lastMs or top[2] ~= lastSeq) then break end
   pop()
   local i = top[3]
   local e = bufs[i][at[i]]
@@ -88,6 +100,6 @@ while #heap > 0 do
   local h = head(i)
   if h then push(h) end
 end
-if #heap > 0 then out[1] = 1 end
-out[2], out[3] = lastMs, lastSeq
+if #heap > 0 or cut then out[1] = 1 end
+out[2], out[3], out[4] = lastMs, lastSeq, calls
 return out
