@@ -15,6 +15,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // searchAnswerOf is GET /deliveries's answer as a client reads it.
@@ -326,4 +328,59 @@ func TestSearchServerCostUnderBudget(t *testing.T) {
 			assert.Len(t, found, hooks*events)
 		}
 	}
+}
+
+// TestSearchScriptKeepsItsReadBudget: rdb.Search on streams whose entries share stream ids (and one
+// stream newer than the others, which it reads on and on), given one read more than its streams, makes at most that many reads per call, and walked with its own
+// "(last" cursor returns every entry exactly once, newest first, a stream id never split between calls,
+// and the cursor moving on at every call.
+func TestSearchScriptKeepsItsReadBudget(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	c := tr.newClient(t)
+	ctx := context.Background()
+	const streams = 5
+	keys := make([]string, streams)
+	want := map[string]int{} // "stream id/key index" -> 1
+	for i := range streams {
+		keys[i] = "{" + tr.prefix + ":s0}:list:w" + fmt.Sprint(i)
+		first := 900 // the first stream's entries are all newer than the others': it is read on and on
+		if i == 0 {
+			first = 1000
+		}
+		for ms := first; ms < first+40; ms++ {
+			if i > 0 && (ms+i)%3 == 0 { // not every stream has every id
+				continue
+			}
+			id := fmt.Sprintf("%d-0", ms)
+			require.NoError(t, c.XAdd(ctx, &redis.XAddArgs{Stream: keys[i], ID: id, Values: []any{"d", "h", "x", "1"}}).Err())
+			want[fmt.Sprintf("%s/%d", id, i+1)] = 1
+		}
+	}
+	got := map[string]int{}
+	from, lastMs := "+", int64(1<<62)
+	for call := 0; ; call++ {
+		require.Less(t, call, 200, "the walk ends")
+		reply, err := rdb.Search.Run(ctx, c, keys, from, 10, streams+1).Slice()
+		require.NoError(t, err)
+		more, ms, seq, calls := reply[0].(int64), reply[1].(int64), reply[2].(int64), reply[3].(int64)
+		assert.LessOrEqual(t, calls, int64(streams+1), "reads of one call")
+		ids, prev := map[string]bool{}, int64(1<<62)
+		for j := 4; j < len(reply); j += 4 {
+			got[fmt.Sprintf("%s/%d", reply[j+1], reply[j])]++
+			ids[reply[j+1].(string)] = true
+			var at int64
+			_, _ = fmt.Sscanf(reply[j+1].(string), "%d-", &at)
+			assert.LessOrEqual(t, at, prev, "newest first")
+			prev = at
+		}
+		if more == 0 {
+			break
+		}
+		require.Less(t, ms, lastMs, "the cursor moves on")
+		lastMs = ms
+		require.True(t, ids[fmt.Sprintf("%d-%d", ms, seq)], "the last stream id is among the entries")
+		from = fmt.Sprintf("(%d-%d", ms, seq)
+	}
+	assert.Equal(t, want, got, "every entry once")
 }
