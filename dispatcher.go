@@ -42,11 +42,11 @@ type Dispatcher struct {
 	circuits     *circuitStore
 	circuitCache *circuitCache
 	indexTTLs    *indexTTLs
-	bodies       *recentBodies // of events this Dispatcher left to its worker lately (bodies.go)
-	failing      failingMemo   // the runs of failures this replica sent webhook.failing for (operational.go)
-	wake         chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
-	nextShard    atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
-	turns        slotTurns     // where a pass starts sharing its slots among the webhooks due (lease.go)
+	bodies       *worker.Bodies // of events this Dispatcher left to its worker lately (internal/worker)
+	failing      failingMemo    // the runs of failures this replica sent webhook.failing for (operational.go)
+	wake         chan struct{}  // pokes a sleeping worker: Enqueue, an ending attempt
+	nextShard    atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
+	turns        slotTurns      // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce    sync.Once
 	hintsPtr     *scanHints       // made by hints()
 	local        *worker.LocalDue // what this Dispatcher queued, for its worker (internal/worker)
@@ -79,7 +79,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		circuits: newCircuitStore(rdb, keys), circuitCache: newCircuitCache(),
-		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: worker.NewLocalDue(max(1024, 16*opts.Concurrency)),
+		indexTTLs: newIndexTTLs(opts.Retention), bodies: worker.NewBodies(), local: worker.NewLocalDue(max(1024, 16*opts.Concurrency)),
 		wake: make(chan struct{}, 1), redisDown: down}
 	d.scripts, d.counts = newBatchers(rdb)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
@@ -330,7 +330,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		})
 	}
 	if queued {
-		d.bodies.put(bodyKey, body, time.Now())
+		d.bodies.Put(bodyKey, body, time.Now())
 		d.poke()
 	}
 	wg.Wait()
