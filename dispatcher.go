@@ -243,7 +243,7 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 func (d *Dispatcher) targets(ctx context.Context, evt Event, body []byte) ([]*storedWebhook, error) {
 	all, err := d.webhooks.subscribers(ctx, evt.Tenant, evt.Type)
 	if err != nil {
-		d.reloadOnTransport(err)
+		rdb.ReloadOnTransport(d.rdb, err)
 		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
 	var doc *filter.Document // one for all the webhooks: it decodes the data once, if a filter reads it

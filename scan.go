@@ -167,7 +167,7 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 	}
 	gen := h.gen.Add(1) // before the read: a read sent later is newer
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		d.reloadOnTransport(err)
+		rdb.ReloadOnTransport(d.rdb, err)
 		for s, c := range heads {
 			if c != nil {
 				h.dirty[s].Store(true) // not read: read it again

@@ -124,9 +124,9 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		r.add(jobs, free)
 		switch {
 		case err != nil && len(jobs) == 0:
-			d.reloadOnTransport(err)
+			rdb.ReloadOnTransport(d.rdb, err)
 			d.redisDown.Down(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
-			if retryable(err) {
+			if rdb.Retryable(err) {
 				d.pending.passFailed()
 			}
 			d.sleep(ctx, backoff)
