@@ -290,7 +290,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, 
 	d.applyRecorded(ctx, shard, recs, outcomes, idx, reply, err, now, errs)
 	if extra == 1 && err == nil && reply[len(reply)-1] > 0 {
 		d.markShard(shard) // a final head queued its key's next delivery: send it at once
-		d.poke()
+		d.wake.Poke()
 	}
 	return errs
 }

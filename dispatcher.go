@@ -44,7 +44,7 @@ type Dispatcher struct {
 	indexTTLs    *indexTTLs
 	bodies       *worker.Bodies // of events this Dispatcher left to its worker lately (internal/worker)
 	failing      failingMemo    // the runs of failures this replica sent webhook.failing for (operational.go)
-	wake         chan struct{}  // pokes a sleeping worker: Enqueue, an ending attempt
+	wake         *worker.Wake   // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard    atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
 	turns        slotTurns      // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce    sync.Once
@@ -80,7 +80,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		circuits: newCircuitStore(rdb, keys), circuitCache: newCircuitCache(),
 		indexTTLs: newIndexTTLs(opts.Retention), bodies: worker.NewBodies(), local: worker.NewLocalDue(max(1024, 16*opts.Concurrency)),
-		wake: make(chan struct{}, 1), redisDown: down}
+		wake: worker.NewWake(), redisDown: down}
 	d.scripts, d.counts = newBatchers(rdb)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
 	d.flights = worker.NewInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
@@ -331,7 +331,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	}
 	if queued {
 		d.bodies.Put(bodyKey, body, time.Now())
-		d.poke()
+		d.wake.Poke()
 	}
 	wg.Wait()
 	return results

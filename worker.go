@@ -97,13 +97,13 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 	var known time.Time // the earliest due time the scans know of
 	dry := 0            // passes in a row that leased nothing though more may be due
 	if !first {
-		d.waitForPoke(ctx) // the first lane makes the first scan
+		d.wake.Wait(ctx) // the first lane makes the first scan
 	}
 	for ctx.Err() == nil {
 		if d.pending.isDown() { // after an outage: lease nothing until Redis answers, then wait the grace
 			if err := d.rdb.Ping(ctx).Err(); err != nil {
 				d.redisDown.Down(time.Now(), "webhooks: worker could not reach Redis", "error", err)
-				d.sleep(ctx, outagePing) // not a backoff: the kept outcomes go out within the grace
+				d.wake.Sleep(ctx, outagePing) // not a backoff: the kept outcomes go out within the grace
 				continue
 			}
 			d.pending.reached(time.Now())
@@ -111,12 +111,12 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		}
 		d.writePending(ctx)
 		if wait := d.pending.graceLeft(time.Now()); wait > 0 {
-			d.sleep(ctx, wait)
+			d.wake.Sleep(ctx, wait)
 			continue
 		}
 		free := r.claim()
 		if free <= 0 {
-			d.sleep(ctx, idleWait) // an ending attempt pokes
+			d.wake.Sleep(ctx, idleWait) // an ending attempt pokes
 			continue
 		}
 		jobs, next, more, err := d.leaseDueScan(ctx, free, mode)
@@ -129,7 +129,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 			if rdb.Retryable(err) {
 				d.pending.passFailed()
 			}
-			d.sleep(ctx, backoff)
+			d.wake.Sleep(ctx, backoff)
 			backoff = min(2*backoff, maxErrorBackoff)
 			continue
 		case err != nil:
@@ -146,7 +146,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		}
 		dry = 0
 		if !first {
-			d.waitForPoke(ctx)
+			d.wake.Wait(ctx)
 			continue
 		}
 		wait := idleWait
@@ -157,42 +157,14 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 			r.hooks.Idled()
 		}
 		// Woken by a poke, or at a due time it knows of: read what may be due; else an idle poll.
-		if !d.sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
+		if !d.wake.Sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
 			mode = scanIdle
 		}
 	}
 }
 
-// waitForPoke waits for a poke of the worker (Enqueue, an ending attempt) or ctx's end.
-func (d *Dispatcher) waitForPoke(ctx context.Context) {
-	for ctx.Err() == nil && !d.sleep(ctx, idleWait) {
-	}
-}
-
 // minBackoff is Run's first wait after Redis failed it.
 const minBackoff = 100 * time.Millisecond
-
-// sleep waits for wait, the context's end or a poke, whichever comes first, and reports whether a
-// poke (or the context's end) cut it short.
-func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-		return false
-	case <-d.wake:
-	}
-	return true
-}
-
-// poke wakes a sleeping worker of this Dispatcher.
-func (d *Dispatcher) poke() {
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-}
 
 // runSlots are Run's attempt slots: at most Options.Concurrency attempts at once, and deliveries leased
 // ahead, their bodies read, each started as soon as a slot frees, in about the order they were leased:
@@ -367,7 +339,7 @@ func (r *runSlots) freed() {
 		r.busy--
 	}
 	r.mu.Unlock()
-	r.d.poke()
+	r.d.wake.Poke()
 }
 
 // startJobs attempts leased deliveries, each on its own goroutine tracked by wg. It calls freed as
