@@ -100,17 +100,17 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		d.wake.Wait(ctx) // the first lane makes the first scan
 	}
 	for ctx.Err() == nil {
-		if d.pending.isDown() { // after an outage: lease nothing until Redis answers, then wait the grace
+		if d.pending.IsDown() { // after an outage: lease nothing until Redis answers, then wait the grace
 			if err := d.rdb.Ping(ctx).Err(); err != nil {
 				d.redisDown.Down(time.Now(), "webhooks: worker could not reach Redis", "error", err)
-				d.wake.Sleep(ctx, outagePing) // not a backoff: the kept outcomes go out within the grace
+				d.wake.Sleep(ctx, worker.OutagePing) // not a backoff: the kept outcomes go out within the grace
 				continue
 			}
-			d.pending.reached(time.Now())
+			d.pending.Reached(time.Now())
 			backoff = minBackoff
 		}
 		d.writePending(ctx)
-		if wait := d.pending.graceLeft(time.Now()); wait > 0 {
+		if wait := d.pending.GraceLeft(time.Now()); wait > 0 {
 			d.wake.Sleep(ctx, wait)
 			continue
 		}
@@ -127,7 +127,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 			rdb.ReloadOnTransport(d.rdb, err)
 			d.redisDown.Down(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
 			if rdb.Retryable(err) {
-				d.pending.passFailed()
+				d.pending.PassFailed()
 			}
 			d.wake.Sleep(ctx, backoff)
 			backoff = min(2*backoff, maxErrorBackoff)
