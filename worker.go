@@ -49,7 +49,7 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // Two passes may lease at once, each for the slots freed while the other waits for Redis. When nothing
 // is due it waits until the next due time, at most 250ms, or until Enqueue in this process or an
 // ending attempt wakes it. The deliveries this Dispatcher queued itself (Enqueue, a retry its outcome
-// scheduled) it leases by id, without reading the schedule to find them (local_due.go); beyond those,
+// scheduled) it leases by id, without reading the schedule to find them (worker.LocalDue); beyond those,
 // it reads only the shards whose schedule may hold something due (as it last read them), a few at a
 // time, and sweeps the others in turn: an idle poll reads at most 16 keys (64 commands/s per idle
 // worker, whatever Options.Shards), so a delivery another replica makes due is seen within Shards/14
@@ -437,7 +437,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 }
 
 // withLocal adds to the webhooks a scan found due those the local hint holds due ids of, and marks
-// the ones found by both that the hint serves (localDue.serves): their queues are not read.
+// the ones found by both that the hint serves (worker.LocalDue.Serves): their queues are not read.
 func (d *Dispatcher) withLocal(now time.Time, scanned []dueWebhook, local []worker.Queue) []dueWebhook {
 	if len(local) == 0 {
 		return scanned
