@@ -277,12 +277,12 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, 
 	err := d.retryWithinLease(ctx, leaseEnd, func(ctx context.Context) error {
 		w := d.writeBesideCount(ctx, count, script, keys, append(args, values...)...)
 		var err error
-		if reply, err = w.Int64Slice(); err == nil && w.ackErr != nil {
-			d.log.Warn("webhooks: outcome recorded but not acknowledged by its replicas", "shard", shard, "error", w.ackErr)
+		if reply, err = w.Int64Slice(); err == nil && w.AckErr != nil {
+			d.log.Warn("webhooks: outcome recorded but not acknowledged by its replicas", "shard", shard, "error", w.AckErr)
 		}
 		return err
 	})
-	if err != nil && retryable(err) {
+	if err != nil && rdb.Retryable(err) {
 		kept = idx
 	}
 	if err == nil && len(reply) != len(idx)+extra {
@@ -291,7 +291,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, 
 	d.applyRecorded(ctx, shard, recs, outcomes, idx, reply, err, now, errs)
 	if extra == 1 && err == nil && reply[len(reply)-1] > 0 {
 		d.markShard(shard) // a final head queued its key's next delivery: send it at once
-		d.poke()
+		d.wake.Poke()
 	}
 	return errs
 }

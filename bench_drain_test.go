@@ -2,11 +2,12 @@ package webhooks
 
 import (
 	"context"
-	"github.com/smartdrop/webhooks/internal/worker"
 	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // BenchmarkBacklogDrain: how fast Run drains a backlog. One op is one delivery of a backlog of b.N

@@ -132,13 +132,13 @@ func (d *Dispatcher) countNow(ctx context.Context, rec *rdb.Record, o *outcome) 
 
 // sent reports whether the count ran (or failed for a reason another try would not change).
 func (cc *circuitCount) sent() bool {
-	return cc == nil || (cc.cmd != nil && !retryable(cc.cmd.Err()))
+	return cc == nil || (cc.cmd != nil && !rdb.Retryable(cc.cmd.Err()))
 }
 
 // writeBesideCount runs an outcome write as writeAcked does and, until it has been sent, the circuit
 // count cc in the same pipeline. Under ReplicaAcks the outcome write has a pipeline of its own (with its
 // WAIT), and the count follows it.
-func (d *Dispatcher) writeBesideCount(ctx context.Context, cc *circuitCount, script *redis.Script, keys []string, args ...any) ackedWrite {
+func (d *Dispatcher) writeBesideCount(ctx context.Context, cc *circuitCount, script *redis.Script, keys []string, args ...any) rdb.AckedWrite {
 	switch {
 	case cc.sent():
 		return d.writeAcked(ctx, script, keys, args...)
@@ -149,7 +149,7 @@ func (d *Dispatcher) writeBesideCount(ctx context.Context, cc *circuitCount, scr
 	}
 	cmds := d.scripts.RunTogether(ctx, rdb.ScriptRun{Script: script, Keys: keys, Args: args}, rdb.ScriptRun{Script: rdb.Count, Keys: cc.keys, Args: cc.args})
 	cc.cmd = cmds[1]
-	return ackedWrite{Cmd: cmds[0]}
+	return rdb.AckedWrite{Cmd: cmds[0]}
 }
 
 // afterCount applies a circuit count's reply: it caches each circuit as the count left it, runs

@@ -56,16 +56,16 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 func (d *Dispatcher) runClaim(ctx context.Context, script *redis.Script, eventID string, n int, keys []string, args []any) ([]any, error) {
 	w := d.writeAcked(ctx, script, keys, args...)
 	reply, err := w.Slice()
-	if err != nil && retryable(err) && ctx.Err() == nil {
-		d.reloadOnTransport(err)
+	if err != nil && rdb.Retryable(err) && ctx.Err() == nil {
+		rdb.ReloadOnTransport(d.rdb, err)
 		w = d.writeAcked(ctx, script, keys, args...)
 		reply, err = w.Slice()
 	}
 	if err != nil && strings.Contains(err.Error(), rdb.OrderConflictReply) {
 		err = fmt.Errorf("%w: it was dispatched with an order key", ErrOrderKeyConflict)
 	}
-	if err == nil && w.ackErr != nil {
-		err = w.ackErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
+	if err == nil && w.AckErr != nil {
+		err = w.AckErr // kept, but not known to survive a failover: not accepted (ReplicaAcks)
 	}
 	if err == nil && len(reply) == 1 && reply[0] == int64(rdb.ClaimConflict) {
 		return nil, fmt.Errorf("%w: %w: event %s was accepted before with another type or data", ErrInvalidEvent, ErrEventConflict, eventID)

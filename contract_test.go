@@ -277,7 +277,7 @@ func TestRedisFailsMidDispatchNotAccepted(t *testing.T) {
 				if tc.cause != nil {
 					assert.ErrorIs(t, r.Err, tc.cause)
 				} else {
-					assert.True(t, isTransient(r.Err), "a transport error: %v", r.Err)
+					assert.True(t, rdb.IsTransient(r.Err), "a transport error: %v", r.Err)
 				}
 			}
 			assert.Equal(t, 0, rc.count(), "nothing is sent without a claim")

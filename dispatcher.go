@@ -45,11 +45,11 @@ type Dispatcher struct {
 	flights    *worker.InFlight
 	breaker    *breaker.Breaker
 	indexTTLs  *indexTTLs
-	bodies     *recentBodies // of events this Dispatcher left to its worker lately (bodies.go)
-	failing    failingMemo   // the runs of failures this replica sent webhook.failing for (operational.go)
-	wake       chan struct{} // pokes a sleeping worker: Enqueue, an ending attempt
-	nextShard  atomic.Uint32 // where the first sweep of the schedule starts (scan.go)
-	turns      slotTurns     // where a pass starts sharing its slots among the webhooks due (lease.go)
+	bodies     *worker.Bodies // of events this Dispatcher left to its worker lately (internal/worker)
+	failing    failingMemo    // the runs of failures this replica sent webhook.failing for (operational.go)
+	wake       *worker.Wake   // pokes a sleeping worker: Enqueue, an ending attempt
+	nextShard  atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
+	turns      slotTurns      // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce  sync.Once
 	hintsPtr   *scanHints              // made by hints()
 	local      *worker.LocalDue        // what this Dispatcher queued, for its worker (internal/worker)
@@ -81,8 +81,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		indexTTLs: newIndexTTLs(opts.Retention), bodies: newRecentBodies(), local: worker.NewLocalDue(max(1024, 16*opts.Concurrency)),
-		wake: make(chan struct{}, 1), redisDown: down}
+		indexTTLs: newIndexTTLs(opts.Retention), bodies: worker.NewBodies(), local: worker.NewLocalDue(max(1024, 16*opts.Concurrency)),
+		wake: worker.NewWake(), redisDown: down}
 	d.scripts, d.counts = newBatchers(rdb)
 	d.breaker = newBreaker(rdb, d)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
@@ -247,7 +247,7 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 func (d *Dispatcher) targets(ctx context.Context, evt Event, body []byte) ([]*storedWebhook, error) {
 	all, err := d.webhooks.subscribers(ctx, evt.Tenant, evt.Type)
 	if err != nil {
-		d.reloadOnTransport(err)
+		rdb.ReloadOnTransport(d.rdb, err)
 		return nil, fmt.Errorf("%w: event %s: %w", ErrNotAccepted, evt.ID, err)
 	}
 	var doc *filter.Document // one for all the webhooks: it decodes the data once, if a filter reads it
@@ -344,8 +344,8 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		})
 	}
 	if queued {
-		d.bodies.put(bodyKey, body, time.Now())
-		d.poke()
+		d.bodies.Put(bodyKey, body, time.Now())
+		d.wake.Poke()
 	}
 	wg.Wait()
 	for i, w := range waited {

@@ -1,14 +1,7 @@
 package webhooks
 
-// Failover: what the library does when Redis fails in transport.
-//
-// go-redis's ClusterClient learns a new slot map on a MOVED or ASK reply, or every minute; a
-// connection error (a master killed, its replica being promoted) triggers neither, so on its own it
-// would go on sending a failed-over shard's commands to the dead master for up to a minute. Every
-// transport error the library sees against a *redis.ClusterClient therefore asks go-redis to reload
-// the slot map (ReloadState: one CLUSTER SLOTS, at most one per 200ms), so commands reach the
-// promoted replica as soon as the cluster has promoted it (cluster-node-timeout plus an election,
-// about 3s with cluster-node-timeout 2000).
+// Failover (internal/rdb/failover.go says how a Redis failure is told and a cluster's slot map
+// reloaded): settle's retries of an outcome write.
 //
 // An outcome write that fails in transport may or may not have run; the outcome script is idempotent
 // by the lease token (it recognises its own earlier run), so settle runs it again, with backoff, for as
@@ -18,54 +11,10 @@ package webhooks
 
 import (
 	"context"
-	"errors"
-	"io"
-	"net"
-	"os"
-	"syscall"
 	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
-
-// isTransient reports whether a Redis call failed in transport (a timeout, a dropped connection), so
-// that it may or may not have run.
-func isTransient(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, syscall.ECONNRESET)
-}
-
-// reloadOnTransport asks a cluster client to reload its slot map after a transport error, or after
-// a redirect its caller could not follow (a node client's MOVED or ASK).
-func (d *Dispatcher) reloadOnTransport(err error) {
-	if err == nil {
-		return
-	}
-	if c, ok := d.rdb.(*redis.ClusterClient); ok && (isTransient(err) || isRedirect(err)) {
-		c.ReloadState(context.Background())
-	}
-}
-
-// isRedirect reports whether err is a cluster redirect (MOVED, ASK) or a node's refusal while the
-// cluster changes (CLUSTERDOWN, TRYAGAIN).
-func isRedirect(err error) bool {
-	return redis.HasErrorPrefix(err, "MOVED") || redis.HasErrorPrefix(err, "ASK") ||
-		redis.HasErrorPrefix(err, "CLUSTERDOWN") || redis.HasErrorPrefix(err, "TRYAGAIN")
-}
-
-// retryable reports whether a write that failed with err may be run again to the same effect: it
-// failed in transport, the cluster was changing, or Redis refused it for now (isRefusedForNow).
-func retryable(err error) bool { return isTransient(err) || isRedirect(err) || isRefusedForNow(err) }
-
-// isRefusedForNow reports whether Redis refused a command for a reason that passes: it is out of
-// memory under maxmemory-policy noeviction (OOM) or still loading its dataset after a restart
-// (LOADING). A plain command wrote nothing; a script stops at its first command that adds data, and
-// every script that writes may be run again to the same effect (by lease token or by the record it
-// read), so the same write may be sent again later.
-func isRefusedForNow(err error) bool {
-	return redis.HasErrorPrefix(err, "OOM") || redis.HasErrorPrefix(err, "LOADING")
-}
 
 // Bounds of settle's retries of an outcome write.
 const (
@@ -84,8 +33,8 @@ func (d *Dispatcher) retryWithinLease(ctx context.Context, leaseEnd time.Time, w
 	tctx, cancel := context.WithTimeout(ctx, d.lease)
 	err := write(tctx)
 	cancel()
-	for backoff := settleFirstBackoff; err != nil && retryable(err) && ctx.Err() == nil; backoff = min(2*backoff, settleMaxBackoff) {
-		d.reloadOnTransport(err)
+	for backoff := settleFirstBackoff; err != nil && rdb.Retryable(err) && ctx.Err() == nil; backoff = min(2*backoff, settleMaxBackoff) {
+		rdb.ReloadOnTransport(d.rdb, err)
 		if time.Now().Add(backoff).After(until) {
 			break
 		}

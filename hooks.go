@@ -3,10 +3,11 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"github.com/smartdrop/webhooks/internal/rdb"
 	"log/slog"
 	"runtime/debug"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // Hooks are callbacks on delivery outcomes, for metrics and alerts. Every field is optional. A hook

@@ -276,7 +276,7 @@ func (d *Dispatcher) giveBack(jobs []leasedDelivery, reserved map[string]int) {
 }
 
 // candidates returns the ids of up to t.n due deliveries of each take's queue — a local take's from
-// the local hint (localDue), the others' read in one round trip, with the rate limiter of each
+// the local hint (worker.LocalDue), the others' read in one round trip, with the rate limiter of each
 // rate-limited webhook among them (its TAT, "" when none).
 func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([][]string, map[string]string, error) {
 	pipe := d.rdb.Pipeline()

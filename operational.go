@@ -7,11 +7,12 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"github.com/smartdrop/webhooks/internal/rdb"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // The operational event types (Options.OperationalEvents). Their data is an OperationalData.

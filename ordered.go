@@ -64,7 +64,7 @@ func (d *Dispatcher) reserveOrder(ctx context.Context, scoped, orderKey string) 
 	ttl := (d.opts.Retention + markerSlack).Milliseconds()
 	reply, err := d.scripts.Run(ctx, rdb.ReserveOrder, []string{marker}, rdb.OrderMarker+orderKey, ttl).Result()
 	if err != nil {
-		d.reloadOnTransport(err)
+		rdb.ReloadOnTransport(d.rdb, err)
 		return err
 	}
 	if held, ok := reply.(string); ok {

@@ -2,19 +2,20 @@ package webhooks
 
 import (
 	"context"
-	"github.com/smartdrop/webhooks/internal/rdb"
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // Outcomes that Redis could not take. An attempt whose outcome write fails in transport for its whole
 // lease (Redis restarting, paused, unreachable) is kept here and written by Run once Redis answers:
 // the write is conditional on the attempt's lease token, so it lands only if no other attempt of the
 // delivery has leased it since, and the request is not repeated. After a pass of the worker fails, Run
-// waits outageGrace once Redis answers again before it leases anything, writing what it kept first; so
-// does every replica's Run that saw the outage, so none re-leases a delivery whose outcome another is
-// about to write.
+// waits worker.OutageGrace once Redis answers again before it leases anything, writing what it kept
+// first (worker.Outage).
 
 const (
 	// MaxPendingOutcomes bounds the outcomes a Dispatcher keeps for Redis to take; more are dropped
@@ -22,22 +23,15 @@ const (
 	MaxPendingOutcomes = 10000
 	// MaxPendingOutcomeAge is how long a kept outcome is tried; then it is dropped.
 	MaxPendingOutcomeAge = 5 * time.Minute
-	// outageGrace is how long Run waits, once Redis answers after failing one of its passes, before it
-	// leases again: the time every replica has to write the outcomes it kept.
-	outageGrace = time.Second
-	// outagePing is how often Run asks whether Redis answers again after an outage: a fraction of the
-	// grace, so every replica's kept outcomes go out before any replica's grace ends.
-	outagePing = 100 * time.Millisecond
 )
 
 // pendingOutcomes are the outcomes a Dispatcher keeps for Redis to take, and its worker's view of an
 // outage. Safe for concurrent use.
 type pendingOutcomes struct {
-	mu       sync.Mutex
-	groups   []pendingGroup
-	n        int       // outcomes in groups
-	down     bool      // a worker pass failed, and none has succeeded since
-	resumeAt time.Time // when the worker may lease again after an outage
+	worker.Outage
+	mu     sync.Mutex
+	groups []pendingGroup
+	n      int // outcomes in groups
 }
 
 // pendingGroup is one settle's outcomes that Redis did not take.
@@ -74,43 +68,13 @@ func (p *pendingOutcomes) take() []pendingGroup {
 	return g
 }
 
-// passFailed notes that a worker pass could not reach Redis.
-func (p *pendingOutcomes) passFailed() {
-	p.mu.Lock()
-	p.down = true
-	p.mu.Unlock()
-}
-
-// isDown reports whether a pass failed and none has reached Redis since.
-func (p *pendingOutcomes) isDown() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.down
-}
-
-// reached notes that Redis answered the worker at now: after an outage, it starts the grace.
-func (p *pendingOutcomes) reached(now time.Time) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.down {
-		p.down, p.resumeAt = false, now.Add(outageGrace)
-	}
-}
-
-// graceLeft is how long the worker must still wait at now before it leases again.
-func (p *pendingOutcomes) graceLeft(now time.Time) time.Duration {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.resumeAt.Sub(now)
-}
-
 // keepPending keeps, for Run to write, copies of the outcomes of idx and their records (the callers
 // keep theirs), marked counted when their circuit count ran; and notes the outage.
 func (d *Dispatcher) keepPending(shard int, recs []*rdb.Record, outcomes []outcome, idx []int, count *circuitCount) {
 	if len(idx) == 0 {
 		return
 	}
-	d.pending.passFailed()
+	d.pending.PassFailed()
 	kr, ko := make([]*rdb.Record, len(idx)), make([]outcome, len(idx))
 	for j, i := range idx {
 		r := *recs[i]

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/worker"
+
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -51,7 +53,7 @@ func TestOutcomesSurviveAnOutageLongerThanTheLease(t *testing.T) {
 	res, err := ds[0].Dispatch(ctx, Event{Type: "o.x", ID: "inline"})
 	require.NoError(t, err, "the claim came before the outage")
 	require.Len(t, res, targets)
-	time.Sleep(outage + 2*outageGrace) // Redis is back, the kept outcomes written
+	time.Sleep(outage + 2*worker.OutageGrace) // Redis is back, the kept outcomes written
 	armed.Store(true)
 	_, err = ds[1].Enqueue(ctx, Event{Type: "o.x", ID: "worker"})
 	require.NoError(t, err)
@@ -71,7 +73,7 @@ func TestOutcomesSurviveAnOutageLongerThanTheLease(t *testing.T) {
 		}, "event "+id+" recorded as sent to every webhook")
 		ids = append(ids, found...)
 	}
-	time.Sleep(ds[0].lease + outageGrace) // a repeat would come after a lease
+	time.Sleep(ds[0].lease + worker.OutageGrace) // a repeat would come after a lease
 	per := rc.perDelivery()
 	t.Logf("requests %d for %d deliveries", requests.Load(), len(ids))
 	for _, id := range ids {

@@ -129,7 +129,7 @@ func (d *Dispatcher) wakeParked(ctx context.Context, webhookID string, until, du
 		total += n
 		d.markShard(shards[i])
 	}
-	d.poke()
+	d.wake.Poke()
 	if err := errors.Join(errs...); err != nil {
 		return total, fmt.Errorf("webhooks: make the parked deliveries of %s due: %w", webhookID, err)
 	}

@@ -167,7 +167,7 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 	}
 	gen := h.gen.Add(1) // before the read: a read sent later is newer
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		d.reloadOnTransport(err)
+		rdb.ReloadOnTransport(d.rdb, err)
 		for s, c := range heads {
 			if c != nil {
 				h.dirty[s].Store(true) // not read: read it again
@@ -184,7 +184,7 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 // it: the entries read, with the scores of the webhooks the lease retimed (heads; 0 when one left the
 // ready zset) in place of those read, and the webhooks whose due deliveries the local hint served
 // (local) counted as due localReadEvery after now, when their queue is read again for what another
-// replica queued there (localDue.serves). So a shard whose due webhooks were all taken is not read
+// replica queued there (worker.LocalDue.Serves). So a shard whose due webhooks were all taken is not read
 // again until its next due time, though the claims of this Dispatcher's own deliveries keep lowering
 // its ready scores.
 func (d *Dispatcher) afterLease(now time.Time, read scanRead, heads map[worker.Queue]int64, local map[worker.Queue]bool) {

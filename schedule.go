@@ -55,7 +55,7 @@ const (
 type dueWebhook struct {
 	shard int
 	id    string
-	local bool // found in the local hint only (localDue): its due ids are known, its queue is not read
+	local bool // found in the local hint only (worker.LocalDue): its due ids are known, its queue is not read
 }
 
 // take is how many due deliveries of one webhook in one shard a worker leases, and how.

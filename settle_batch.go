@@ -2,9 +2,10 @@ package webhooks
 
 import (
 	"context"
-	"github.com/smartdrop/webhooks/internal/rdb"
 	"sync"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // outcomeBatch gathers the outcomes of one call's inline attempts (all of one event, so of one shard)

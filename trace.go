@@ -2,10 +2,11 @@ package webhooks
 
 import (
 	"context"
-	"github.com/smartdrop/webhooks/internal/rdb"
 	"net/http"
 	"net/url"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // Tracer is the hook point for distributed tracing, set in Options.Tracer; the library itself depends

@@ -50,7 +50,7 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // Two passes may lease at once, each for the slots freed while the other waits for Redis. When nothing
 // is due it waits until the next due time, at most 250ms, or until Enqueue in this process or an
 // ending attempt wakes it. The deliveries this Dispatcher queued itself (Enqueue, a retry its outcome
-// scheduled) it leases by id, without reading the schedule to find them (local_due.go); beyond those,
+// scheduled) it leases by id, without reading the schedule to find them (worker.LocalDue); beyond those,
 // it reads only the shards whose schedule may hold something due (as it last read them), a few at a
 // time, and sweeps the others in turn: an idle poll reads at most 16 keys (64 commands/s per idle
 // worker, whatever Options.Shards), so a delivery another replica makes due is seen within Shards/14
@@ -98,26 +98,26 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 	var known time.Time // the earliest due time the scans know of
 	dry := 0            // passes in a row that leased nothing though more may be due
 	if !first {
-		d.waitForPoke(ctx) // the first lane makes the first scan
+		d.wake.Wait(ctx) // the first lane makes the first scan
 	}
 	for ctx.Err() == nil {
-		if d.pending.isDown() { // after an outage: lease nothing until Redis answers, then wait the grace
+		if d.pending.IsDown() { // after an outage: lease nothing until Redis answers, then wait the grace
 			if err := d.rdb.Ping(ctx).Err(); err != nil {
 				d.redisDown.Down(time.Now(), "webhooks: worker could not reach Redis", "error", err)
-				d.sleep(ctx, outagePing) // not a backoff: the kept outcomes go out within the grace
+				d.wake.Sleep(ctx, worker.OutagePing) // not a backoff: the kept outcomes go out within the grace
 				continue
 			}
-			d.pending.reached(time.Now())
+			d.pending.Reached(time.Now())
 			backoff = minBackoff
 		}
 		d.writePending(ctx)
-		if wait := d.pending.graceLeft(time.Now()); wait > 0 {
-			d.sleep(ctx, wait)
+		if wait := d.pending.GraceLeft(time.Now()); wait > 0 {
+			d.wake.Sleep(ctx, wait)
 			continue
 		}
 		free := r.claim()
 		if free <= 0 {
-			d.sleep(ctx, idleWait) // an ending attempt pokes
+			d.wake.Sleep(ctx, idleWait) // an ending attempt pokes
 			continue
 		}
 		jobs, next, more, err := d.leaseDueScan(ctx, free, mode)
@@ -125,12 +125,12 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		r.add(jobs, free)
 		switch {
 		case err != nil && len(jobs) == 0:
-			d.reloadOnTransport(err)
+			rdb.ReloadOnTransport(d.rdb, err)
 			d.redisDown.Down(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
-			if retryable(err) {
-				d.pending.passFailed()
+			if rdb.Retryable(err) {
+				d.pending.PassFailed()
 			}
-			d.sleep(ctx, backoff)
+			d.wake.Sleep(ctx, backoff)
 			backoff = min(2*backoff, maxErrorBackoff)
 			continue
 		case err != nil:
@@ -147,7 +147,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		}
 		dry = 0
 		if !first {
-			d.waitForPoke(ctx)
+			d.wake.Wait(ctx)
 			continue
 		}
 		wait := idleWait
@@ -158,42 +158,14 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 			r.hooks.Idled()
 		}
 		// Woken by a poke, or at a due time it knows of: read what may be due; else an idle poll.
-		if !d.sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
+		if !d.wake.Sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
 			mode = scanIdle
 		}
 	}
 }
 
-// waitForPoke waits for a poke of the worker (Enqueue, an ending attempt) or ctx's end.
-func (d *Dispatcher) waitForPoke(ctx context.Context) {
-	for ctx.Err() == nil && !d.sleep(ctx, idleWait) {
-	}
-}
-
 // minBackoff is Run's first wait after Redis failed it.
 const minBackoff = 100 * time.Millisecond
-
-// sleep waits for wait, the context's end or a poke, whichever comes first, and reports whether a
-// poke (or the context's end) cut it short.
-func (d *Dispatcher) sleep(ctx context.Context, wait time.Duration) bool {
-	t := time.NewTimer(wait)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-		return false
-	case <-d.wake:
-	}
-	return true
-}
-
-// poke wakes a sleeping worker of this Dispatcher.
-func (d *Dispatcher) poke() {
-	select {
-	case d.wake <- struct{}{}:
-	default:
-	}
-}
 
 // runSlots are Run's attempt slots: at most Options.Concurrency attempts at once, and deliveries leased
 // ahead, their bodies read, each started as soon as a slot frees, in about the order they were leased:
@@ -368,7 +340,7 @@ func (r *runSlots) freed() {
 		r.busy--
 	}
 	r.mu.Unlock()
-	r.d.poke()
+	r.d.wake.Poke()
 }
 
 // startJobs attempts leased deliveries, each on its own goroutine tracked by wg. It calls freed as
@@ -466,7 +438,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 }
 
 // withLocal adds to the webhooks a scan found due those the local hint holds due ids of, and marks
-// the ones found by both that the hint serves (localDue.serves): their queues are not read.
+// the ones found by both that the hint serves (worker.LocalDue.Serves): their queues are not read.
 func (d *Dispatcher) withLocal(now time.Time, scanned []dueWebhook, local []worker.Queue) []dueWebhook {
 	if len(local) == 0 {
 		return scanned
