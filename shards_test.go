@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -142,9 +144,17 @@ func TestIdleWorkerCostIsBounded(t *testing.T) {
 		}
 		d := newTestDispatcherOn(t, c, &trs, Options{Shards: shards})
 		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); _ = d.Run(ctx) }()
-		time.Sleep(300 * time.Millisecond) // the first, full scan
+		done, idle := make(chan struct{}), make(chan struct{})
+		var once sync.Once
+		go func() {
+			defer close(done)
+			_ = runWorker(ctx, d, worker.Hooks{Idled: func() { once.Do(func() { close(idle) }) }})
+		}()
+		select { // the first, full scan ends before the worker first waits idle
+		case <-idle:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the worker never idled")
+		}
 		before, start := count.n.Load(), time.Now()
 		time.Sleep(2 * time.Second)
 		n, took := count.n.Load()-before, time.Since(start)
