@@ -381,10 +381,12 @@ func TestCircuitCountCostsNoRoundTrip(t *testing.T) {
 	c.AddHook(rt)
 	var script atomic.Int32
 	d := newTestDispatcherOn(t, c, tr, Options{BreakAfter: DefaultBreakAfter})
+	d.now = newTestClock().Now // the circuit cached below stays cached however slow the machine
 	rc := newReceiver(t)
 	w := mustCreate(t, d, rc, "x")
 	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "warm"}) // caches the subscribers and the circuit, loads the scripts
 	require.NoError(t, err)
+	pinSubscribers(t, d, "x", 1)
 	c.AddHook(scriptCounter{sha: rdb.Count.Hash(), n: &script})
 	rt.n.Store(0)
 	res, err := d.Dispatch(ctx, Event{Type: "x", ID: "fresh"})

@@ -175,7 +175,7 @@ func pinSubscribers(t *testing.T, d *Dispatcher, evtType string, want int) {
 	require.NoError(t, err)
 	require.Len(t, subs, want)
 	d.webhooks.mu.Lock()
-	d.webhooks.cache[evtType] = subscriberEntry{at: time.Now().Add(time.Hour), list: subs}
+	d.webhooks.cache["\x00"+evtType] = subscriberEntry{at: time.Now().Add(time.Hour), list: subs} // the key of tenant "" (registry_cache.go)
 	d.webhooks.mu.Unlock()
 	d.eventTypes.cache = eventtypes.New(d.rdb, d.keys, time.Hour)
 	_, err = d.eventTypes.cache.Get(context.Background(), false)
