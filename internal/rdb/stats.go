@@ -1,15 +1,65 @@
 package rdb
 
-// The reads of Stats past the schedules (ReadSchedules): the queues of the webhooks examined and the
+// The reads of Stats: the schedules (ReadSchedules), then the queues of the webhooks examined and the
 // lease byte of the deliveries within a lease from now, one read-only script per shard each.
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 )
+
+// ShardSchedule is what ReadSchedules reads of one shard.
+type ShardSchedule struct {
+	// Webhooks is the size of the ready zset (Keys.Ready); Heads its first webhooks.
+	Webhooks int64
+	Heads    []string
+	// BlockedKeys is how many order keys have deliveries waiting behind their head (Keys.Blocked).
+	BlockedKeys int64
+	// InlineAll is how many deliveries the inline zset holds (Keys.Inline), InlineEnded how many of them
+	// have a lease that ended by now, InlineFirst the earliest lease end (zero for none).
+	InlineAll, InlineEnded int64
+	InlineFirst            time.Time
+}
+
+// ReadSchedules reads, in one round trip of 5 × Shards + 1 commands, every shard's schedule (its ready
+// zset's size and first heads webhooks, its blocked keys, its inline zset) and the circuits hash
+// (Keys.Circuits: webhook id -> its breaker state).
+func ReadSchedules(ctx context.Context, c redis.UniversalClient, k Keys, now time.Time, heads int) ([]ShardSchedule, map[string]string, error) {
+	nowMs := strconv.FormatInt(now.UnixMilli(), 10)
+	type reads struct {
+		blocked, card, inlineAll, inlineEnded *redis.IntCmd
+		heads                                 *redis.StringSliceCmd
+		inlineFirst                           *redis.ZSliceCmd
+	}
+	pipe := c.Pipeline()
+	rs := make([]reads, k.Shards)
+	for s := range k.Shards {
+		rs[s] = reads{blocked: pipe.ZCount(ctx, k.Blocked(s), nowMs, "+inf"),
+			card:        pipe.ZCard(ctx, k.Ready(s)),
+			heads:       pipe.ZRange(ctx, k.Ready(s), 0, int64(heads)-1),
+			inlineAll:   pipe.ZCard(ctx, k.Inline(s)),
+			inlineEnded: pipe.ZCount(ctx, k.Inline(s), "-inf", nowMs),
+			inlineFirst: pipe.ZRangeWithScores(ctx, k.Inline(s), 0, 0)}
+	}
+	circuits := pipe.HGetAll(ctx, k.Circuits())
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, nil, fmt.Errorf("webhooks: read schedules: %w", err)
+	}
+	out := make([]ShardSchedule, k.Shards)
+	for s, r := range rs {
+		out[s] = ShardSchedule{Webhooks: r.card.Val(), Heads: r.heads.Val(), BlockedKeys: r.blocked.Val(),
+			InlineAll: r.inlineAll.Val(), InlineEnded: r.inlineEnded.Val()}
+		if first := r.inlineFirst.Val(); len(first) == 1 {
+			out[s].InlineFirst = MilliTime(int64(first[0].Score))
+		}
+	}
+	return out, circuits.Val(), nil
+}
 
 // QueueStats is what ReadQueueStats reads of the queues examined in one shard.
 type QueueStats struct {
