@@ -7,15 +7,11 @@ package webhooks
 import (
 	"cmp"
 	"context"
-	"errors"
-	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/smartdrop/webhooks/internal/api"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // What holds a webhook's due deliveries (api.HeldQueue.Why).
@@ -33,17 +29,13 @@ func (d *Dispatcher) heldDue(ctx context.Context, now time.Time) ([]api.HeldQueu
 	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return nil, err
 	}
-	pipe := d.rdb.Pipeline()
-	heads := make([]*redis.StringSliceCmd, d.keys.Shards)
-	for s := range d.keys.Shards {
-		heads[s] = pipe.ZRange(ctx, d.keys.Ready(s), 0, StatsWebhooksPerShard-1)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("webhooks: backlog: read schedules: %w", err)
+	heads, err := rdb.ReadReadyHeads(ctx, d.rdb, d.keys, StatsWebhooksPerShard)
+	if err != nil {
+		return nil, err
 	}
 	var ids []string
 	for _, h := range heads {
-		ids = append(ids, h.Val()...)
+		ids = append(ids, h...)
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
@@ -59,52 +51,37 @@ func (d *Dispatcher) heldDue(ctx context.Context, now time.Time) ([]api.HeldQueu
 		return nil, err
 	}
 	// The webhooks that may hold, with their due deliveries counted in one round trip.
-	type candidate struct {
-		held  api.HeldQueue
-		due   []*redis.IntCmd
-		slots *redis.IntCmd
-	}
-	var cands []*candidate
-	nowMs := strconv.FormatInt(now.UnixMilli(), 10)
-	pipe = d.rdb.Pipeline()
+	var cands []api.HeldQueue
+	var reads []rdb.DueRead
 	for _, id := range ids {
 		wh, h := whs[id], circuits[id]
 		if wh == nil {
 			continue
 		}
-		c := &candidate{held: api.HeldQueue{WebhookID: id, URL: wh.URL}}
+		held, read := api.HeldQueue{WebhookID: id, URL: wh.URL}, rdb.DueRead{WebhookID: id}
 		switch {
 		case wh.Disabled:
-			c.held.Why, c.held.DisabledReason = heldDisabled, wh.DisabledReason
+			held.Why, held.DisabledReason = heldDisabled, wh.DisabledReason
 		case h.State != CircuitClosed:
-			c.held.Why, c.held.OpenUntil, c.held.Failures = heldPaused, h.OpenUntil, h.ConsecutiveFailures
+			held.Why, held.OpenUntil, held.Failures = heldPaused, h.OpenUntil, h.ConsecutiveFailures
 		case wh.MaxConcurrency > 0:
-			c.held.Why, c.held.MaxConcurrency = heldAtMaxSlots, wh.MaxConcurrency
-			c.slots = pipe.ZCount(ctx, d.keys.Concurrency(id), "("+nowMs, "+inf")
+			held.Why, held.MaxConcurrency, read.Slots = heldAtMaxSlots, wh.MaxConcurrency, true
 		default:
 			continue
 		}
-		for s := range d.keys.Shards {
-			c.due = append(c.due, pipe.ZCount(ctx, d.keys.Queue(s, id), "-inf", nowMs))
-		}
-		cands = append(cands, c)
+		cands, reads = append(cands, held), append(reads, read)
 	}
-	if len(cands) == 0 {
-		return []api.HeldQueue{}, nil
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("webhooks: backlog: read held queues: %w", err)
+	counts, err := rdb.CountDue(ctx, d.rdb, d.keys, now, reads)
+	if err != nil {
+		return nil, err
 	}
 	out := []api.HeldQueue{}
-	for _, c := range cands {
-		if c.slots != nil && c.slots.Val() < int64(c.held.MaxConcurrency) {
+	for i, held := range cands {
+		if reads[i].Slots && counts[i].Slots < int64(held.MaxConcurrency) {
 			continue // a slot is free: its due deliveries wait for a worker like any
 		}
-		for _, n := range c.due {
-			c.held.Due += n.Val()
-		}
-		if c.held.Due > 0 {
-			out = append(out, c.held)
+		if held.Due = counts[i].Due; held.Due > 0 {
+			out = append(out, held)
 		}
 	}
 	slices.SortFunc(out, func(a, b api.HeldQueue) int {

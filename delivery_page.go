@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -176,7 +175,11 @@ func (r *DeliveryRepo) Page(ctx context.Context, webhookID string, q DeliveryQue
 	}
 	page := &DeliveryPage{Deliveries: make([]*Delivery, 0, min(limit, 64))}
 	for round := range maxPageRounds {
-		reads, err := r.readIndexes(ctx, webhookID, pos, batch, round == 0)
+		from := "+"
+		if pos != nil {
+			from = pos.streamID()
+		}
+		reads, err := rdb.ReadIndexes(ctx, r.rdb, r.keys, webhookID, from, batch, round == 0)
 		if err != nil {
 			return nil, err
 		}
@@ -218,36 +221,6 @@ func (q DeliveryQuery) start() (*pagePos, error) {
 		return nil, err
 	}
 	return &p, nil
-}
-
-// readIndexes reads, in one round trip, up to batch entries of each of the webhook's shard indexes from
-// pos (inclusive; nil: from the newest), one slice per shard. With checkWebhook set the same round trip
-// checks that the webhook exists, and an unknown one gives an error wrapping ErrNotFound.
-func (r *DeliveryRepo) readIndexes(ctx context.Context, webhookID string, pos *pagePos, batch int, checkWebhook bool) ([][]redis.XMessage, error) {
-	from := "+"
-	if pos != nil {
-		from = pos.streamID()
-	}
-	pipe := r.rdb.Pipeline()
-	var exists *redis.BoolCmd
-	if checkWebhook {
-		exists = pipe.HExists(ctx, r.keys.Webhooks(), webhookID)
-	}
-	ranges := make([]*redis.XMessageSliceCmd, r.keys.Shards)
-	for s := range r.keys.Shards {
-		ranges[s] = pipe.XRevRangeN(ctx, r.keys.Index(s, webhookID), from, "-", int64(batch))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("webhooks: page deliveries of %s: %w", webhookID, err)
-	}
-	if exists != nil && !exists.Val() {
-		return nil, fmt.Errorf("%w: webhook %q", ErrNotFound, webhookID)
-	}
-	reads := make([][]redis.XMessage, r.keys.Shards)
-	for s, cmd := range ranges {
-		reads[s] = cmd.Val()
-	}
-	return reads, nil
 }
 
 // mergeIndexes merges one round of shard reads (reads[s] from shard s) into the entries after pos, in
@@ -346,33 +319,11 @@ func indexEntry(shard int, m redis.XMessage) (pageEntry, bool) {
 	return pageEntry{pagePos: pagePos{ms: ms, seq: seq, id: rdb.IndexedID(shard, hash)}, shard: shard, expiry: expiry}, true
 }
 
-// fetchPage reads the records of index entries in one round trip; an entry that has expired, whose
-// record is gone, cannot be decoded, belongs to another webhook or was indexed again by a later
-// Redeliver maps to nil.
+// fetchPage reads the records of index entries in one round trip (rdb.ReadIndexedRecords).
 func (r *DeliveryRepo) fetchPage(ctx context.Context, webhookID string, entries []pageEntry) ([]*rdb.Record, error) {
-	pipe := r.rdb.Pipeline()
-	gets := make([]*redis.StringCmd, len(entries))
-	now := time.Now().UnixMilli()
+	refs := make([]rdb.IndexedRecord, len(entries))
 	for i, e := range entries {
-		if e.expiry > now {
-			gets[i] = pipe.Get(ctx, r.keys.Delivery(e.shard, e.id))
-		}
+		refs[i] = rdb.IndexedRecord{Shard: e.shard, ID: e.id, Expiry: e.expiry}
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("webhooks: page deliveries of %s: %w", webhookID, err)
-	}
-	out := make([]*rdb.Record, len(entries))
-	for i, e := range entries {
-		if gets[i] == nil {
-			continue // expired
-		}
-		raw, err := gets[i].Result()
-		if err != nil {
-			continue // gone (redis.Nil), or not a record
-		}
-		if rec, err := rdb.ParseRecord(e.id, raw); err == nil && rec.WebhookID == webhookID && rdb.UnixMilli(rec.ExpiresAt) == e.expiry {
-			out[i] = rec
-		}
-	}
-	return out, nil
+	return rdb.ReadIndexedRecords(ctx, r.rdb, r.keys, webhookID, refs, time.Now())
 }

@@ -10,13 +10,10 @@ package webhooks
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strconv"
-
-	"github.com/redis/go-redis/v9"
+	"time"
 
 	"github.com/smartdrop/webhooks/internal/api"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // countsRecent is how many of a webhook's newest deliveries GET /webhooks/{id}/counts reads to count
@@ -37,33 +34,18 @@ func (d *Dispatcher) endpointCounts(ctx context.Context, webhookID string) (api.
 		return out, err
 	}
 	h := hs[webhookID]
-	open := h.State != CircuitClosed
-	parkedUntil := strconv.FormatInt(later(h.OpenUntil, now).Add(probeRecheck).UnixMilli(), 10)
+	var parkedUntil time.Time // zero: the circuit is closed, nothing is parked
+	if h.State != CircuitClosed {
+		parkedUntil = later(h.OpenUntil, now).Add(probeRecheck)
+	}
 	batch := 2*countsRecent/d.keys.Shards + 2 // per shard: the newest countsRecent, when spread evenly
-	pipe := d.rdb.Pipeline()
-	cards, parked := make([]*redis.IntCmd, d.keys.Shards), make([]*redis.IntCmd, d.keys.Shards)
-	reads := make([]*redis.XMessageSliceCmd, d.keys.Shards)
-	for s := range d.keys.Shards {
-		q := d.keys.Queue(s, webhookID)
-		cards[s] = pipe.ZCard(ctx, q)
-		if open {
-			parked[s] = pipe.ZCount(ctx, q, "-inf", parkedUntil)
-		}
-		reads[s] = pipe.XRevRangeN(ctx, d.keys.Index(s, webhookID), "+", "-", int64(batch))
+	qs, err := rdb.ReadWebhookQueues(ctx, d.rdb, d.keys, webhookID, parkedUntil, batch)
+	if err != nil {
+		return out, err
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return out, fmt.Errorf("webhooks: count the deliveries of %s: %w", webhookID, err)
-	}
-	index := make([][]redis.XMessage, d.keys.Shards)
-	for s := range d.keys.Shards {
-		out.Pending += cards[s].Val()
-		if open {
-			out.Parked += parked[s].Val()
-		}
-		index[s] = reads[s].Val()
-	}
+	out.Pending, out.Parked = qs.Pending, qs.Parked
 	// The newest entries, as far as the reads are known to hold every shard's (mergeIndexes).
-	valid, frontier := mergeIndexes(index, nil, batch)
+	valid, frontier := mergeIndexes(qs.Index, nil, batch)
 	take := valid[:min(readyEntries(valid, frontier), countsRecent)]
 	recs, err := d.deliveries.fetchPage(ctx, webhookID, take)
 	if err != nil {

@@ -7,10 +7,7 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
-
-	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks/internal/api"
 	"github.com/smartdrop/webhooks/internal/rdb"
@@ -29,30 +26,20 @@ func (d *Dispatcher) orderQueueOf(ctx context.Context, dl *Delivery) (*api.Order
 	if err != nil {
 		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, dl.ID)
 	}
-	seq := d.keys.Seq(shard, dl.WebhookID, dl.OrderKey)
-	pipe := d.rdb.Pipeline()
-	n, ids := pipe.LLen(ctx, seq), pipe.LRange(ctx, seq, 0, orderQueueShown-1)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("webhooks: read the order key of %s: %w", dl.ID, err)
+	n, ids, err := rdb.ReadSeq(ctx, d.rdb, d.keys, shard, dl.WebhookID, dl.OrderKey, orderQueueShown)
+	if err != nil {
+		return nil, err
 	}
-	q := &api.OrderQueue{OrderKey: dl.OrderKey, Length: n.Val(), Deliveries: []*Delivery{}}
-	if len(ids.Val()) == 0 {
+	q := &api.OrderQueue{OrderKey: dl.OrderKey, Length: n, Deliveries: []*Delivery{}}
+	if len(ids) == 0 {
 		return q, nil
 	}
-	pipe = d.rdb.Pipeline()
-	gets := make([]*redis.StringCmd, len(ids.Val()))
-	for i, id := range ids.Val() {
-		gets[i] = pipe.Get(ctx, d.keys.Delivery(shard, id))
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	recs, err := rdb.ReadRecords(ctx, d.rdb, d.keys, shard, ids)
+	if err != nil {
 		return nil, fmt.Errorf("webhooks: read the order key of %s: %w", dl.ID, err)
 	}
-	for i, id := range ids.Val() {
-		raw, err := gets[i].Result()
-		if err != nil {
-			continue // expired meanwhile
-		}
-		if rec, err := rdb.ParseRecord(id, raw); err == nil {
+	for _, rec := range recs {
+		if rec != nil { // nil: expired meanwhile
 			rec.History = nil
 			q.Deliveries = append(q.Deliveries, &rec.Delivery)
 		}

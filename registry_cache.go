@@ -5,9 +5,6 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
@@ -33,7 +30,7 @@ func (r *WebhookRepo) invalidate() {
 }
 
 // subscribers returns the enabled webhooks of a tenant whose patterns select eventType, from a
-// process-local cache at most subscriberCacheTTL old, otherwise with one round trip (rdb.IndexedWebhooks)
+// process-local cache at most subscriberCacheTTL old, otherwise with one round trip (rdb.ReadSubscribers)
 // that reads only that tenant's subscription hashes and the webhooks they name.
 func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string) ([]*storedWebhook, error) {
 	now := time.Now()
@@ -45,23 +42,10 @@ func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string)
 	if ok && now.Sub(e.at) < subscriberCacheTTL {
 		return e.list, nil
 	}
-	keys := []string{r.keys.Webhooks()}
-	for _, p := range patternsFor(eventType) {
-		keys = append(keys, r.keys.TenantSubscribers(tenant, p))
-	}
-	bodies, err := rdb.IndexedWebhooks.Run(ctx, r.rdb, keys).StringSlice()
+	list, err := rdb.ReadSubscribers(ctx, r.rdb, r.keys, r.ring, tenant, eventType, patternsFor(eventType))
 	if err != nil {
-		return nil, fmt.Errorf("webhooks: resolve subscribers of %s: %w", eventType, err)
+		return nil, err
 	}
-	list := make([]*storedWebhook, 0, len(bodies))
-	for _, raw := range bodies {
-		s, err := rdb.ParseWebhookRecord(raw, r.ring)
-		if err != nil || s.Disabled || s.Tenant != tenant {
-			continue
-		}
-		list = append(list, s)
-	}
-	slices.SortFunc(list, func(a, b *storedWebhook) int { return strings.Compare(a.ID, b.ID) })
 	r.mu.Lock()
 	if len(r.cache) > 4096 {
 		clear(r.cache) // bounded: event types and tenants are callers' choice
@@ -73,30 +57,8 @@ func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string)
 	return list, nil
 }
 
-// decodeMany decodes an HMGET reply of the registry: a missing id is left out, and an id whose JSON
-// cannot be decoded is reported in broken.
-func (r *WebhookRepo) decodeMany(ids []string, vals []any) (found map[string]*storedWebhook, broken map[string]error) {
-	found = make(map[string]*storedWebhook, len(ids))
-	for i, v := range vals {
-		raw, ok := v.(string)
-		if !ok || i >= len(ids) {
-			continue
-		}
-		s, err := rdb.ParseWebhookRecord(raw, r.ring)
-		if err != nil {
-			if broken == nil {
-				broken = map[string]error{}
-			}
-			broken[ids[i]] = fmt.Errorf("webhooks: decode webhook %s: %w", ids[i], err)
-			continue
-		}
-		found[ids[i]] = s
-	}
-	return found, broken
-}
-
 // byIDs returns webhooks by id, each from a process-local cache at most subscriberCacheTTL old (a
-// deleted webhook is cached as missing), the others read in one round trip. Webhooks whose stored JSON
+// deleted webhook is cached as missing), the others read in one round trip (rdb.ReadWebhooks). Webhooks whose stored JSON
 // cannot be decoded are reported in broken, and not cached.
 func (r *WebhookRepo) byIDs(ctx context.Context, ids []string) (map[string]*storedWebhook, map[string]error, error) {
 	now := time.Now()
@@ -117,11 +79,10 @@ func (r *WebhookRepo) byIDs(ctx context.Context, ids []string) (map[string]*stor
 	if len(missing) == 0 {
 		return found, nil, nil
 	}
-	vals, err := r.rdb.HMGet(ctx, r.keys.Webhooks(), missing...).Result()
+	read, broken, err := rdb.ReadWebhooks(ctx, r.rdb, r.keys, r.ring, missing)
 	if err != nil {
-		return nil, nil, fmt.Errorf("webhooks: load webhooks: %w", err)
+		return nil, nil, err
 	}
-	read, broken := r.decodeMany(missing, vals)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.byID == nil || len(r.byID) > 100_000 {

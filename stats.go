@@ -2,15 +2,10 @@ package webhooks
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // StatsWebhooksPerShard bounds how many webhooks Stats examines in each shard: those whose earliest
@@ -111,126 +106,69 @@ func (d *Dispatcher) Stats(ctx context.Context) (*Stats, error) {
 	return st, nil
 }
 
-// statsReady reads, in one round trip, the ready zsets (their size and first webhooks) and the
-// circuits; it fills each shard's webhook counts and the open circuits, and returns each shard's
-// webhooks examined.
+// statsReady reads, in one round trip, the ready zsets (their size and first webhooks), the inline
+// zsets and the circuits (rdb.ReadSchedules); it fills each shard's webhook counts, inline attempts and
+// the open circuits, and returns each shard's webhooks examined.
 func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) ([][]string, error) {
-	pipe := d.rdb.Pipeline()
-	cards := make([]*redis.IntCmd, d.keys.Shards)
-	heads := make([]*redis.StringSliceCmd, d.keys.Shards)
-	blocked := make([]*redis.IntCmd, d.keys.Shards)
-	inline := make([]inlineStats, d.keys.Shards)
-	for s := range d.keys.Shards {
-		blocked[s] = pipe.ZCount(ctx, d.keys.Blocked(s), strconv.FormatInt(now.UnixMilli(), 10), "+inf")
-		cards[s] = pipe.ZCard(ctx, d.keys.Ready(s))
-		heads[s] = pipe.ZRange(ctx, d.keys.Ready(s), 0, StatsWebhooksPerShard-1)
-		inline[s] = inlineStats{all: pipe.ZCard(ctx, d.keys.Inline(s)),
-			ended: pipe.ZCount(ctx, d.keys.Inline(s), "-inf", strconv.FormatInt(now.UnixMilli(), 10)),
-			first: pipe.ZRangeWithScores(ctx, d.keys.Inline(s), 0, 0)}
+	schedules, circuits, err := rdb.ReadSchedules(ctx, d.rdb, d.keys, now, StatsWebhooksPerShard)
+	if err != nil {
+		return nil, err
 	}
-	circuits := pipe.HGetAll(ctx, d.keys.Circuits())
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return nil, fmt.Errorf("webhooks: stats: read schedules: %w", err)
-	}
-	for id, v := range circuits.Val() {
+	for id, v := range circuits {
 		if h := breaker.HealthOf(id, v, now); h.State != CircuitClosed {
 			st.OpenCircuits++
 		}
 	}
 	out := make([][]string, d.keys.Shards)
-	for s := range d.keys.Shards {
+	for s, sc := range schedules {
 		sh := &st.Shards[s]
-		out[s] = heads[s].Val()
-		sh.Shard, sh.Webhooks, sh.Examined = s, cards[s].Val(), int64(len(out[s]))
+		out[s] = sc.Heads
+		sh.Shard, sh.Webhooks, sh.Examined = s, sc.Webhooks, int64(len(out[s]))
 		sh.Truncated = sh.Webhooks > sh.Examined
-		st.BlockedKeys += blocked[s].Val()
-		inline[s].count(sh)
+		st.BlockedKeys += sc.BlockedKeys
+		// The inline attempts (inline.go): leased, or due when the lease has ended (no outcome came: a
+		// worker takes it over), the oldest of those due since its lease's end.
+		sh.Leased += sc.InlineAll - sc.InlineEnded
+		sh.Due += sc.InlineEnded
+		if sc.InlineEnded > 0 && !sc.InlineFirst.IsZero() {
+			sh.OldestDueAt = sc.InlineFirst
+		}
 	}
 	return out, nil
 }
 
-// inlineStats reads a shard's inline zset: the deliveries leased for an inline attempt (inline.go).
-type inlineStats struct {
-	all, ended *redis.IntCmd
-	first      *redis.ZSliceCmd
-}
-
-// count adds the shard's inline attempts to its figures: leased, or due when the lease has ended (no
-// outcome came: a worker takes it over), the oldest of those due since its lease's end.
-func (c inlineStats) count(sh *ShardStats) {
-	sh.Leased += c.all.Val() - c.ended.Val()
-	sh.Due += c.ended.Val()
-	if first := c.first.Val(); c.ended.Val() > 0 && len(first) == 1 {
-		sh.OldestDueAt = rdb.MilliTime(int64(first[0].Score))
+// statsQueues reads the queues of the webhooks examined (rdb.ReadQueueStats) and fills each shard's
+// due, scheduled and oldest due; it returns, per shard, the deliveries whose score lies within a lease
+// from now, whose leases statsLeases reads.
+func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, heads [][]string) ([][]string, error) {
+	queues, err := rdb.ReadQueueStats(ctx, d.rdb, d.keys, now, now.Add(d.lease), heads, StatsLeasesPerShard)
+	if err != nil {
+		return nil, err
 	}
-}
-
-// statsQueues reads the queues of the webhooks examined, one script per shard, and fills each shard's
-// due, scheduled and oldest due; it returns the lease reads to make, of the deliveries whose score lies
-// within a lease from now.
-func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, heads [][]string) ([]statsCall, error) {
-	var calls []statsCall
-	for s, ids := range heads {
-		if len(ids) == 0 {
-			continue
-		}
-		keys := make([]string, len(ids))
-		for i, id := range ids {
-			keys[i] = d.keys.Queue(s, id)
-		}
-		calls = append(calls, statsCall{shard: s, script: rdb.StatsQueues, keys: keys,
-			args: []any{now.UnixMilli(), now.Add(d.lease).UnixMilli(), StatsLeasesPerShard}})
-	}
-	if err := d.evalAll(ctx, calls); err != nil {
-		return nil, fmt.Errorf("webhooks: stats: read queues: %w", err)
-	}
-	var leases []statsCall
-	for _, c := range calls {
-		reply, err := c.cmd.Slice()
-		if err == nil && len(reply) < 5 {
-			err = fmt.Errorf("unexpected reply of %d items", len(reply))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("webhooks: stats: shard %d: %w", c.shard, err)
-		}
-		sh := &st.Shards[c.shard]
-		due, _ := reply[0].(int64)
-		total, _ := reply[1].(int64)
-		oldest, _ := reply[2].(int64)
-		inWindow, _ := reply[3].(int64)
-		held, _ := reply[4].(int64)
-		sh.Due, sh.Scheduled = sh.Due+due, sh.Scheduled+total-due
+	window := make([][]string, d.keys.Shards)
+	for _, q := range queues {
+		sh := &st.Shards[q.Shard]
+		sh.Due, sh.Scheduled = sh.Due+q.Due, sh.Scheduled+q.Total-q.Due
 		// A ready entry is left behind a queue that emptied until a worker reads it (schedule.go):
 		// the queues examined count only when they hold a delivery.
-		sh.Webhooks -= sh.Examined - held
-		if oldest > 0 && (sh.OldestDueAt.IsZero() || oldest < sh.OldestDueAt.UnixMilli()) {
-			sh.OldestDueAt = rdb.MilliTime(oldest)
+		sh.Webhooks -= sh.Examined - q.Held
+		if !q.OldestDue.IsZero() && (sh.OldestDueAt.IsZero() || q.OldestDue.Before(sh.OldestDueAt)) {
+			sh.OldestDueAt = q.OldestDue
 		}
-		if len(reply) == 5 {
-			continue
-		}
-		keys := make([]string, 0, len(reply)-5)
-		for _, item := range reply[5:] {
-			id, _ := item.(string)
-			keys = append(keys, d.keys.Delivery(c.shard, id))
-		}
-		sh.Truncated = sh.Truncated || inWindow > int64(len(keys))
-		leases = append(leases, statsCall{shard: c.shard, script: rdb.StatsLeases, keys: keys})
+		sh.Truncated = sh.Truncated || q.InWindow > int64(len(q.Window))
+		window[q.Shard] = q.Window
 	}
-	return leases, nil
+	return window, nil
 }
 
-// statsLeases reads which of the deliveries in the lease window are leased, one script per shard.
-func (d *Dispatcher) statsLeases(ctx context.Context, st *Stats, leases []statsCall) error {
-	if err := d.evalAll(ctx, leases); err != nil {
-		return fmt.Errorf("webhooks: stats: read leases: %w", err)
+// statsLeases reads which of the deliveries in the lease window are leased (rdb.CountLeased).
+func (d *Dispatcher) statsLeases(ctx context.Context, st *Stats, window [][]string) error {
+	leased, err := rdb.CountLeased(ctx, d.rdb, d.keys, window)
+	if err != nil {
+		return err
 	}
-	for _, c := range leases {
-		n, err := c.cmd.Int64()
-		if err != nil {
-			return fmt.Errorf("webhooks: stats: shard %d: %w", c.shard, err)
-		}
-		sh := &st.Shards[c.shard]
+	for s, n := range leased {
+		sh := &st.Shards[s]
 		sh.Leased, sh.Scheduled = sh.Leased+n, sh.Scheduled-n
 	}
 	return nil
@@ -251,41 +189,4 @@ func (st *Stats) total(now time.Time) {
 	if !st.OldestDueAt.IsZero() {
 		st.OldestDueAge = max(time.Duration(now.UnixMilli()-st.OldestDueAt.UnixMilli())*time.Millisecond, 0)
 	}
-}
-
-// statsCall is one script run of Stats.
-type statsCall struct {
-	shard  int
-	script *redis.Script
-	keys   []string
-	args   []any
-	cmd    *redis.Cmd
-}
-
-// evalAll runs the calls in one pipeline of EVALSHA, and those the server lacks the script of in a
-// second one of EVAL. It returns an error only when a call has none of its own.
-func (d *Dispatcher) evalAll(ctx context.Context, calls []statsCall) error {
-	if len(calls) == 0 {
-		return nil
-	}
-	pipe := d.rdb.Pipeline()
-	for i := range calls {
-		calls[i].cmd = calls[i].script.EvalSha(ctx, pipe, calls[i].keys, calls[i].args...)
-	}
-	_, _ = pipe.Exec(ctx) // errors are per command
-	var missing []int
-	for i, c := range calls {
-		if err := c.cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			missing = append(missing, i)
-		}
-	}
-	if len(missing) == 0 {
-		return ctx.Err()
-	}
-	pipe = d.rdb.Pipeline()
-	for _, i := range missing {
-		calls[i].cmd = calls[i].script.Eval(ctx, pipe, calls[i].keys, calls[i].args...)
-	}
-	_, _ = pipe.Exec(ctx)
-	return ctx.Err()
 }

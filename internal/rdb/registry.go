@@ -1,0 +1,66 @@
+package rdb
+
+// The registry's reads that the root's per-process cache of it fills from: a tenant's subscribers to
+// an event type, and webhooks by id.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/internal/sealed"
+)
+
+// ReadSubscribers reads, in one round trip (the IndexedWebhooks script), the webhooks of tenant that
+// subscribe to eventType through one of patterns (the patterns that select it): only that tenant's
+// subscription hashes and the webhooks they name are read. It returns the enabled ones of tenant, by
+// id; a record that cannot be decoded is left out.
+func ReadSubscribers(ctx context.Context, c redis.UniversalClient, k Keys, ring *sealed.Ring, tenant, eventType string, patterns []string) ([]*WebhookRecord, error) {
+	keys := []string{k.Webhooks()}
+	for _, p := range patterns {
+		keys = append(keys, k.TenantSubscribers(tenant, p))
+	}
+	bodies, err := IndexedWebhooks.Run(ctx, c, keys).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: resolve subscribers of %s: %w", eventType, err)
+	}
+	list := make([]*WebhookRecord, 0, len(bodies))
+	for _, raw := range bodies {
+		s, err := ParseWebhookRecord(raw, ring)
+		if err != nil || s.Disabled || s.Tenant != tenant {
+			continue
+		}
+		list = append(list, s)
+	}
+	slices.SortFunc(list, func(a, b *WebhookRecord) int { return strings.Compare(a.ID, b.ID) })
+	return list, nil
+}
+
+// ReadWebhooks reads the webhooks ids in one round trip (HMGET of the registry): found by id (a
+// missing id is left out), and in broken the ids whose record cannot be decoded.
+func ReadWebhooks(ctx context.Context, c redis.UniversalClient, k Keys, ring *sealed.Ring, ids []string) (found map[string]*WebhookRecord, broken map[string]error, err error) {
+	vals, err := c.HMGet(ctx, k.Webhooks(), ids...).Result()
+	if err != nil {
+		return nil, nil, fmt.Errorf("webhooks: load webhooks: %w", err)
+	}
+	found = make(map[string]*WebhookRecord, len(ids))
+	for i, v := range vals {
+		raw, ok := v.(string)
+		if !ok || i >= len(ids) {
+			continue
+		}
+		s, err := ParseWebhookRecord(raw, ring)
+		if err != nil {
+			if broken == nil {
+				broken = map[string]error{}
+			}
+			broken[ids[i]] = fmt.Errorf("webhooks: decode webhook %s: %w", ids[i], err)
+			continue
+		}
+		found[ids[i]] = s
+	}
+	return found, broken, nil
+}
