@@ -59,8 +59,9 @@ func TestRedisFullRefusesThenResumes(t *testing.T) {
 		for i := range 1000 {
 			if err := admin.Set(ctx, "junk:"+itoa(int64(i)), junk, 0).Err(); err != nil {
 				require.Contains(t, err.Error(), "OOM")
-				// Stay full, whatever buffers Redis frees meanwhile.
-				require.NoError(t, admin.ConfigSet(ctx, "maxmemory", itoa(base)).Err())
+				// Stay full, whatever buffers Redis frees meanwhile (freeing more than the junk's 4 MiB
+				// once let a write through at maxmemory = base): 1 byte refuses every write.
+				require.NoError(t, admin.ConfigSet(ctx, "maxmemory", "1").Err())
 				return
 			}
 		}
