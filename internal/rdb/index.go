@@ -1,7 +1,7 @@
 package rdb
 
 // The reads of a webhook's index of deliveries (one stream per shard, Keys.Index) and of the records
-// its entries name, for the root's DeliveryRepo.Page and the admin API's counts.
+// its entries name, for internal/index's pages and the admin API's counts.
 
 import (
 	"context"
