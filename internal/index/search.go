@@ -7,7 +7,6 @@ package index
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -302,30 +301,22 @@ func (r *Reader) searchRecords(ctx context.Context, q SearchQuery, entries []sea
 	if len(byShard) == 0 {
 		return nil, nil
 	}
-	pipe := r.Client.Pipeline()
-	gets := make(map[int]*redis.SliceCmd, len(byShard))
+	ids := make(map[int][]string, len(byShard))
 	for s, idx := range byShard {
-		keys := make([]string, len(idx))
-		for j, i := range idx {
-			keys[j] = r.Keys.Delivery(s, entries[i].ID)
+		for _, i := range idx {
+			ids[s] = append(ids[s], entries[i].ID)
 		}
-		gets[s] = pipe.MGet(ctx, keys...)
 	}
-	page.commands += len(gets)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+	page.commands += len(ids) // an MGET per shard
+	recs, err := rdb.ReadShardRecords(ctx, r.Client, r.Keys, ids)
+	if err != nil {
 		return nil, fmt.Errorf("webhooks: search deliveries: %w", err)
 	}
 	var out []searchFound
 	for s, idx := range byShard {
-		vals := gets[s].Val()
 		for j, i := range idx {
-			raw, _ := vals[j].(string)
-			if raw == "" {
-				continue
-			}
-			e := entries[i]
-			rec, err := rdb.ParseRecord(e.ID, raw)
-			if err != nil || rec.WebhookID != e.webhookID || rdb.UnixMilli(rec.ExpiresAt) != e.Expiry || !q.Keeps(&rec.Delivery) {
+			e, rec := entries[i], recs[s][j]
+			if rec == nil || rec.WebhookID != e.webhookID || rdb.UnixMilli(rec.ExpiresAt) != e.Expiry || !q.Keeps(&rec.Delivery) {
 				continue
 			}
 			rec.History = nil // GET /deliveries/{id} has it
