@@ -9,14 +9,28 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/smartdrop/webhooks/internal/api"
+	"github.com/smartdrop/webhooks/internal/index"
 )
 
 // MaxSearchWebhooks bounds the webhooks one GET /deliveries examines (the scope's first, in the
 // registry's order); a search reaches no delivery of the others.
 const MaxSearchWebhooks = 200
+
+// Bounds of one search of deliveries across webhooks (GET /deliveries without an id), each documented
+// in internal/index.
+const (
+	SearchCommandBudget = index.SearchCommandBudget
+	SearchExamineBudget = index.SearchExamineBudget
+)
+
+// Why a search stopped (the admin API's SearchPage.Stopped), each documented in internal/index.
+const (
+	SearchStoppedEnd    = index.SearchStoppedEnd
+	SearchStoppedLimit  = index.SearchStoppedLimit
+	SearchStoppedBudget = index.SearchStoppedBudget
+)
 
 // scopeWebhooks are the webhooks of a scope, at most MaxSearchWebhooks.
 func (b adminBackend) scopeWebhooks(ctx context.Context, s api.Scope) ([]*Webhook, error) {
@@ -33,7 +47,7 @@ func (b adminBackend) scopeWebhooks(ctx context.Context, s api.Scope) ([]*Webhoo
 // SearchDeliveries finds, across the scope's webhooks, the delivery with an id, or the deliveries of
 // an event id, kept by the event type, status and creation time asked, newest first. Without an id it
 // walks the scope's webhooks' deliveries newest first, merged by the time they were indexed (created
-// or redelivered), from q.Cursor (or from q.To), under the search's budget (searchDeliveries), and
+// or redelivered), from q.Cursor (or from q.To), under the search's budget (index.Reader.Search), and
 // answers with a cursor that continues the walk and why it stopped.
 func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.DeliverySearch) (*api.SearchPage, error) {
 	status := Status(q.Status)
@@ -41,23 +55,23 @@ func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.D
 	if !q.To.IsZero() && q.To.UnixMilli() < 0 { // nothing was created before 1970, and no cursor reaches there
 		return &api.SearchPage{Deliveries: []api.DeliveryView{}, Stopped: SearchStoppedEnd}, nil
 	}
-	sq := searchQuery{status: status, eventType: q.EventType, from: q.From, to: q.To, limit: limit, cursor: q.Cursor}
+	sq := index.SearchQuery{Status: status, EventType: q.EventType, From: q.From, To: q.To, Limit: limit, Cursor: q.Cursor}
 	if q.ID == "" {
 		hooks, err := b.scopeWebhooks(ctx, s)
 		if err != nil {
 			return nil, err
 		}
-		sq.hooks = hooks
-		page, err := b.d.searchDeliveries(ctx, sq)
+		byID := make(map[string]*Webhook, len(hooks))
+		for _, wh := range hooks {
+			sq.WebhookIDs = append(sq.WebhookIDs, wh.ID)
+			byID[wh.ID] = wh
+		}
+		page, err := b.d.deliveries.indexes().Search(ctx, sq)
 		if err != nil {
 			return nil, err
 		}
-		byID := make(map[string]*Webhook, len(hooks))
-		for _, wh := range hooks {
-			byID[wh.ID] = wh
-		}
-		views, err := b.d.viewDeliveries(ctx, byID, page.deliveries)
-		return &api.SearchPage{Deliveries: views, NextCursor: page.next, Stopped: page.stopped}, err
+		views, err := b.d.viewDeliveries(ctx, byID, page.Deliveries)
+		return &api.SearchPage{Deliveries: views, NextCursor: page.Next, Stopped: page.Stopped}, err
 	}
 	found, err := b.findDeliveries(ctx, s, q.ID)
 	if err != nil {
@@ -65,7 +79,7 @@ func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.D
 	}
 	out := make([]*Delivery, 0, len(found))
 	for _, dl := range found {
-		if sq.keeps(dl) {
+		if sq.Keeps(dl) {
 			dl.History = nil // GET /deliveries/{id} has it
 			out = append(out, dl)
 		}
@@ -73,11 +87,6 @@ func (b adminBackend) SearchDeliveries(ctx context.Context, s api.Scope, q api.D
 	slices.SortStableFunc(out, func(a, b *Delivery) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	views, err := b.d.viewDeliveries(ctx, nil, out[:min(len(out), limit)])
 	return &api.SearchPage{Deliveries: views, Stopped: SearchStoppedEnd}, err
-}
-
-// within reports whether t is in [from, to], a zero bound being none.
-func within(t, from, to time.Time) bool {
-	return (from.IsZero() || !t.Before(from)) && (to.IsZero() || !t.After(to))
 }
 
 // findDeliveries reads the deliveries an id names in the scope: the delivery of a delivery id, or

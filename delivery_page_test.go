@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/index"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -117,7 +118,7 @@ func pageCollect(t testing.TB, fetch func(cursor string) (*DeliveryPage, error),
 func listingOrder(t testing.TB, d *Dispatcher, ids []string) []string {
 	t.Helper()
 	ctx := context.Background()
-	positions := map[string]pagePos{}
+	positions := map[string]index.Pos{}
 	for _, id := range ids {
 		s, err := shardOfDelivery(id)
 		require.NoError(t, err)
@@ -126,17 +127,17 @@ func listingOrder(t testing.TB, d *Dispatcher, ids []string) []string {
 		msgs, err := d.rdb.XRange(ctx, d.keys.Index(s, dl.WebhookID), "-", "+").Result()
 		require.NoError(t, err)
 		for _, m := range msgs {
-			if e, ok := indexEntry(s, m); ok && e.id == id {
+			if e, ok := index.EntryOf(s, m); ok && e.ID == id {
 				require.NotContains(t, positions, id, "indexed once")
-				positions[id] = e.pagePos
-				assert.Equal(t, dl.CreatedAt.UnixMilli(), e.ms, "indexed at its creation")
+				positions[id] = e.Pos
+				assert.Equal(t, dl.CreatedAt.UnixMilli(), e.MS, "indexed at its creation")
 			}
 		}
 		require.Contains(t, positions, id, "indexed")
 	}
 	out := slices.Clone(ids)
 	slices.SortFunc(out, func(a, b string) int {
-		if positions[a].before(positions[b]) {
+		if positions[a].Before(positions[b]) {
 			return -1
 		}
 		return 1
@@ -265,7 +266,7 @@ func TestPageStatusFilter(t *testing.T) {
 }
 
 // TestPageBoundedScan: a filtered page reads a bounded number of index batches. Behind more index
-// entries whose records are gone than one filtered page may examine (maxPageRounds × minFilteredBatch,
+// entries whose records are gone than one filtered page may examine (MaxPageRounds × MinFilteredBatch,
 // 2,000, and 100 more), the one failed delivery is found by following cursors, once.
 func TestPageBoundedScan(t *testing.T) {
 	t.Parallel()
@@ -276,7 +277,7 @@ func TestPageBoundedScan(t *testing.T) {
 	real, err := d.Deliveries().Get(ctx, ids[0])
 	require.NoError(t, err)
 
-	const ghosts = maxPageRounds*minFilteredBatch + 100
+	const ghosts = index.MaxPageRounds*index.MinFilteredBatch + 100
 	pipe := tr.rdb.Pipeline()
 	for i := range ghosts {
 		s := i % shardCount
@@ -319,7 +320,7 @@ func TestPageSkipsExpiredEntries(t *testing.T) {
 	msgs, err := tr.rdb.XRange(ctx, key, "-", "+").Result()
 	require.NoError(t, err)
 	for _, m := range msgs { // index it again, as expired
-		if e, _ := indexEntry(shard, m); e.id == old {
+		if e, _ := index.EntryOf(shard, m); e.ID == old {
 			require.NoError(t, tr.rdb.XDel(ctx, key, m.ID).Err())
 			require.NoError(t, tr.rdb.XAdd(ctx, &redis.XAddArgs{Stream: key, ID: "*",
 				Values: []any{"d", rdb.IndexedHash(old), "x", time.Now().Add(-time.Second).UnixMilli()}}).Err())
@@ -421,25 +422,6 @@ func TestPageRejectsBadInput(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, page.Deliveries)
 	assert.Empty(t, page.NextCursor)
-}
-
-// FuzzDecodeCursor: no input makes the cursor decoder panic, and what it accepts encodes back to itself.
-func FuzzDecodeCursor(f *testing.F) {
-	f.Add(pagePos{ms: 1.7e12, seq: 3, id: "dlv_0a0123456789abcdef01234567"}.cursor())
-	f.Add("")
-	f.Add("AQ")
-	f.Fuzz(func(t *testing.T, c string) {
-		p, err := decodeCursor(c)
-		if err != nil {
-			return
-		}
-		if got := p.cursor(); got != c {
-			t.Fatalf("cursor %q decodes to %+v which encodes to %q", c, p, got)
-		}
-		if _, _, ok := parseStreamID(p.streamID()); !ok {
-			t.Fatalf("cursor %q gives stream id %q", c, p.streamID())
-		}
-	})
 }
 
 // TestIndexTrimsOldEntries: a webhook's per-shard index drops entries older than a retention when it is

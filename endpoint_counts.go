@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/api"
+	"github.com/smartdrop/webhooks/internal/index"
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
@@ -44,10 +45,9 @@ func (d *Dispatcher) endpointCounts(ctx context.Context, webhookID string) (api.
 		return out, err
 	}
 	out.Pending, out.Parked = qs.Pending, qs.Parked
-	// The newest entries, as far as the reads are known to hold every shard's (mergeIndexes).
-	valid, frontier := mergeIndexes(qs.Index, nil, batch)
-	take := valid[:min(readyEntries(valid, frontier), countsRecent)]
-	recs, err := d.deliveries.fetchPage(ctx, webhookID, take)
+	// The newest entries, as far as the reads are known to hold every shard's (index.Newest).
+	take := index.Newest(qs.Index, batch, countsRecent)
+	recs, err := rdb.ReadIndexedRecords(ctx, d.rdb, d.keys, webhookID, take, time.Now())
 	if err != nil {
 		return out, err
 	}

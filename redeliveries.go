@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/index"
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
@@ -62,7 +63,7 @@ func (d *Dispatcher) redeliveries(ctx context.Context, dl *Delivery) ([]time.Tim
 	for _, cmd := range reads { // windows oldest first; each read newest first
 		msgs := cmd.Val()
 		for j := len(msgs) - 1; j >= 0; j-- {
-			ms, _, ok := parseStreamID(msgs[j].ID)
+			ms, _, ok := index.ParseStreamID(msgs[j].ID)
 			if h, _ := msgs[j].Values["d"].(string); ok && h == hash && ms > created && !seen[ms] {
 				seen[ms] = true
 				out = append(out, rdb.MilliTime(ms))

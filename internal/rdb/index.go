@@ -1,7 +1,7 @@
 package rdb
 
 // The reads of a webhook's index of deliveries (one stream per shard, Keys.Index) and of the records
-// its entries name, for the root's DeliveryRepo.Page and the admin API's counts.
+// its entries name, for internal/index's pages and searches and the admin API's counts.
 
 import (
 	"context"
@@ -93,6 +93,39 @@ func ReadRecords(ctx context.Context, c redis.UniversalClient, k Keys, shard int
 		}
 		if rec, err := ParseRecord(id, raws[i]); err == nil {
 			out[i] = rec
+		}
+	}
+	return out, nil
+}
+
+// ReadShardRecords reads the records of the deliveries ids[s] of each shard s with one MGET per shard
+// (the keys of a shard share its slot), all in one round trip: one per id, nil for one that is gone or
+// cannot be decoded.
+func ReadShardRecords(ctx context.Context, c redis.UniversalClient, k Keys, ids map[int][]string) (map[int][]*Record, error) {
+	pipe := c.Pipeline()
+	gets := make(map[int]*redis.SliceCmd, len(ids))
+	for s, shardIDs := range ids {
+		keys := make([]string, len(shardIDs))
+		for j, id := range shardIDs {
+			keys[j] = k.Delivery(s, id)
+		}
+		gets[s] = pipe.MGet(ctx, keys...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make(map[int][]*Record, len(ids))
+	for s, shardIDs := range ids {
+		vals := gets[s].Val()
+		out[s] = make([]*Record, len(shardIDs))
+		for j, id := range shardIDs {
+			raw, _ := vals[j].(string)
+			if raw == "" {
+				continue
+			}
+			if rec, err := ParseRecord(id, raw); err == nil {
+				out[s][j] = rec
+			}
 		}
 	}
 	return out, nil

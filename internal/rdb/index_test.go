@@ -54,3 +54,31 @@ func TestReadIndexedRecords(t *testing.T) {
 	assert.Equal(t, "wh_2", recs[0].WebhookID)
 	assert.Nil(t, recs[1], "gone")
 }
+
+// TestReadShardRecords reads the records of several shards in one round trip, one MGET per shard: a
+// record gone or not one maps to nil.
+func TestReadShardRecords(t *testing.T) {
+	tr := newTestRedis(t)
+	ctx := context.Background()
+	k := KeysOf(tr.prefix, 2)
+	for s, id := range []string{"dlv_a", "dlv_b"} {
+		r := sampleRecordWith(LeaseNone)
+		r.ID, r.WebhookID = id, "wh_1"
+		require.NoError(t, tr.rdb.Set(ctx, k.Delivery(s, id), r.Encode(), 0).Err())
+	}
+	require.NoError(t, tr.rdb.Set(ctx, k.Delivery(1, "dlv_junk"), "not a record", 0).Err())
+	rt := &roundTrips{}
+	tr.rdb.AddHook(rt)
+
+	got, err := ReadShardRecords(ctx, tr.rdb, k, map[int][]string{0: {"dlv_a", "dlv_gone"}, 1: {"dlv_junk", "dlv_b"}})
+	require.NoError(t, err)
+	require.Len(t, got[0], 2)
+	require.Len(t, got[1], 2)
+	require.NotNil(t, got[0][0])
+	assert.Equal(t, "dlv_a", got[0][0].ID)
+	assert.Nil(t, got[0][1], "gone")
+	assert.Nil(t, got[1][0], "not a record")
+	require.NotNil(t, got[1][1])
+	assert.Equal(t, "dlv_b", got[1][1].ID)
+	assert.EqualValues(t, 1, rt.n.Load(), "one round trip")
+}
