@@ -55,12 +55,14 @@ func TestRateLimitHorizonBoundsGrant(t *testing.T) {
 	tr := newTestRedis(t)
 	key := tr.key
 
-	d1, _, b1, a1 := takeTimed(t, tr, key, 10, 100, 250*time.Millisecond)
-	require.Equal(t, []time.Duration{0, 100 * time.Millisecond, 200 * time.Millisecond}, d1)
+	// One slot a second and a horizon of 2.5 s: the second call finds the next slot (at 3 s) beyond its
+	// horizon unless half a second passes between the calls.
+	d1, _, b1, a1 := takeTimed(t, tr, key, 1, 100, 2500*time.Millisecond)
+	require.Equal(t, []time.Duration{0, time.Second, 2 * time.Second}, d1)
 
-	d2, retry, b2, a2 := takeTimed(t, tr, key, 10, 100, 250*time.Millisecond)
+	d2, retry, b2, a2 := takeTimed(t, tr, key, 1, 100, 2500*time.Millisecond)
 	require.Empty(t, d2, "the next slot starts beyond the horizon")
-	requireDelayAfter(t, retry, 300*time.Millisecond, b1, a1, b2, a2)
+	requireDelayAfter(t, retry, 3*time.Second, b1, a1, b2, a2)
 }
 
 func TestRateLimitSharedAcrossClients(t *testing.T) {
