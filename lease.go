@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/ratelimit"
@@ -36,7 +33,7 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 		}
 		shards[w.id] = append(shards[w.id], w)
 	}
-	var wants []slotWant
+	var wants []worker.Want
 	circuits := d.breaker.Circuits(ctx, order)
 	for _, id := range order {
 		if err := t.broken[id]; err != nil {
@@ -68,26 +65,26 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 			}
 			room, probe = 1, tok
 		}
-		wants = append(wants, slotWant{id: id, room: room, probe: probe})
+		wants = append(wants, worker.Want{ID: id, Room: room, Probe: probe})
 	}
-	wants = d.turns.order(wants, free)
+	wants = d.turns.Order(wants, free)
 	rooms := make([]int, len(wants))
 	for i, w := range wants {
-		rooms[i] = w.room
+		rooms[i] = w.Room
 	}
-	alloc := shareSlots(rooms, free)
+	alloc := worker.Share(rooms, free)
 	var takes []take
 	for i, w := range wants {
 		if alloc[i] == 0 {
-			if w.probe != "" {
+			if w.Probe != "" {
 				// No slot for it in this pass: a probe kept would hold the webhook's deliveries back
 				// for a lease (releaseUnusedProbes sees only the takes).
-				d.releaseProbe(ctx, w.id, w.probe, shardsOf(shards[w.id])...)
+				d.releaseProbe(ctx, w.ID, w.Probe, shardsOf(shards[w.ID])...)
 			}
 			continue
 		}
-		for _, dw := range shards[w.id] {
-			takes = append(takes, take{dueWebhook: dw, n: alloc[i], probe: w.probe})
+		for _, dw := range shards[w.ID] {
+			takes = append(takes, take{dueWebhook: dw, n: alloc[i], probe: w.Probe})
 		}
 	}
 	return takes
@@ -100,60 +97,6 @@ func shardsOf(ws []dueWebhook) []int {
 		out[i] = w.shard
 	}
 	return out
-}
-
-// slotWant is a webhook a pass may lease for: its room (in-flight slots free, or 1 for its probe).
-type slotWant struct {
-	id    string
-	room  int
-	probe string
-}
-
-// slotTurns is where the next pass's turns start: the id of the last webhook a pass with fewer slots
-// than webhooks served. Safe for concurrent use.
-type slotTurns struct {
-	mu   sync.Mutex
-	last string
-}
-
-// order sorts wants by webhook id and, when free slots are fewer than wants (one each, in turn), starts
-// them after the last webhook the previous such pass served, and remembers this pass's last: the turns
-// go round the webhooks due by id, whatever order the scan found them in, so none is left out pass
-// after pass.
-func (st *slotTurns) order(wants []slotWant, free int) []slotWant {
-	slices.SortFunc(wants, func(a, b slotWant) int { return strings.Compare(a.id, b.id) })
-	if free >= len(wants) || free <= 0 {
-		return wants
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	k, _ := slices.BinarySearchFunc(wants, st.last, func(w slotWant, id string) int {
-		if w.id <= id {
-			return -1
-		}
-		return 1
-	}) // the first id after last
-	k %= len(wants)
-	wants = slices.Concat(wants[k:], wants[:k])
-	st.last = wants[free-1].id
-	return wants
-}
-
-// shareSlots shares free slots one at a time in turn among webhooks, each up to its room, and returns
-// each one's share.
-func shareSlots(rooms []int, free int) []int {
-	alloc := make([]int, len(rooms))
-	for gave := true; free > 0 && gave; {
-		gave = false
-		for i := range rooms {
-			if free > 0 && alloc[i] < rooms[i] {
-				alloc[i]++
-				free--
-				gave = true
-			}
-		}
-	}
-	return alloc
 }
 
 // reserve takes, for the due ids read of one webhook, its in-flight slots, no more than its rate
