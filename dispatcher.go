@@ -51,7 +51,7 @@ type Dispatcher struct {
 	nextShard  atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
 	turns      worker.Turns   // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce  sync.Once
-	hintsPtr   *scanHints              // made by hints()
+	hintsPtr   *worker.ScanHints       // made by hints()
 	local      *worker.LocalDue        // what this Dispatcher queued, for its worker (internal/worker)
 	running    atomic.Int32            // Runs going
 	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)

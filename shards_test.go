@@ -11,6 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -152,6 +153,6 @@ func TestIdleWorkerCostIsBounded(t *testing.T) {
 		<-done
 		perSec := float64(n) / took.Seconds()
 		t.Logf("idle worker, %d shards: %.1f commands/s", shards, perSec)
-		assert.LessOrEqual(t, perSec, float64(idleScanShards)*float64(time.Second/idleWait)*1.1, "%d shards", shards)
+		assert.LessOrEqual(t, perSec, float64(worker.IdleScanShards)*float64(time.Second/worker.IdleWait)*1.1, "%d shards", shards)
 	}
 }

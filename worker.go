@@ -94,9 +94,9 @@ const leaseLanes = 2
 func (r *runSlots) lane(ctx context.Context, first bool) {
 	d := r.d
 	backoff := minBackoff
-	mode := scanHinted  // an idle poll sweeps (scanReady)
-	var known time.Time // the earliest due time the scans know of
-	dry := 0            // passes in a row that leased nothing though more may be due
+	mode := worker.ScanHinted // an idle poll sweeps (scanReady)
+	var known time.Time       // the earliest due time the scans know of
+	dry := 0                  // passes in a row that leased nothing though more may be due
 	if !first {
 		d.wake.Wait(ctx) // the first lane makes the first scan
 	}
@@ -117,11 +117,11 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		}
 		free := r.claim()
 		if free <= 0 {
-			d.wake.Sleep(ctx, idleWait) // an ending attempt pokes
+			d.wake.Sleep(ctx, worker.IdleWait) // an ending attempt pokes
 			continue
 		}
 		jobs, next, more, err := d.leaseDueScan(ctx, free, mode)
-		known, mode = next, scanHinted
+		known, mode = next, worker.ScanHinted
 		r.add(jobs, free)
 		switch {
 		case err != nil && len(jobs) == 0:
@@ -141,7 +141,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		case len(jobs) > 0:
 			dry = 0
 			continue // more may be due
-		case more && dry <= d.keys.Shards/scanShardsPerPass:
+		case more && dry <= d.keys.Shards/worker.ScanShardsPerPass:
 			dry++
 			continue // shards left unread may have some due: every one is read before Run waits
 		}
@@ -150,7 +150,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 			d.wake.Wait(ctx)
 			continue
 		}
-		wait := idleWait
+		wait := worker.IdleWait
 		if !known.IsZero() {
 			wait = min(wait, max(known.Sub(d.now()), minWait))
 		}
@@ -159,7 +159,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 		}
 		// Woken by a poke, or at a due time it knows of: read what may be due; else an idle poll.
 		if !d.wake.Sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
-			mode = scanIdle
+			mode = worker.ScanIdle
 		}
 	}
 }
@@ -375,23 +375,23 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 }
 
 // leaseDue leases up to free due deliveries, shared fairly among the webhooks that have some due,
-// reading every shard's schedule (scanFull). It returns them, the earliest due time in the future,
+// reading every shard's schedule (worker.ScanFull). It returns them, the earliest due time in the future,
 // whether it found due deliveries it could take (then the caller looks again at once instead of
 // waiting), and Redis's errors.
 func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []leasedDelivery, next time.Time, more bool, err error) {
-	return d.leaseDueScan(ctx, free, scanFull)
+	return d.leaseDueScan(ctx, free, worker.ScanFull)
 }
 
 // leaseDueScan is leaseDue reading the shards that mode says (scanReady). Inline attempts whose lease
 // ended that the scan finds are first taken into their queues, and those shards read again.
-func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) (jobs []leasedDelivery, next time.Time, more bool, err error) {
+func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode worker.ScanMode) (jobs []leasedDelivery, next time.Time, more bool, err error) {
 	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return nil, time.Time{}, false, err
 	}
 	now := d.now()
 	local, localNext := d.local.Due(now.UnixMilli())
-	if mode == scanHinted && d.local.Takeable(d.flights.Room) >= free {
-		mode = scanSweep // the local hint has enough due to fill the pass: no read but the sweep
+	if mode == worker.ScanHinted && d.local.Takeable(d.flights.Room) >= free {
+		mode = worker.ScanSweep // the local hint has enough due to fill the pass: no read but the sweep
 	}
 	due, strays, read, next, err := d.scanReady(ctx, now, free+16, mode)
 	if err == nil && len(strays) > 0 {
@@ -400,7 +400,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 			for _, s := range strays {
 				d.markShard(s.shard)
 			}
-			due, _, read, next, err = d.scanReady(ctx, now, free+16, scanHinted)
+			due, _, read, next, err = d.scanReady(ctx, now, free+16, worker.ScanHinted)
 		}
 	}
 	if localNext > 0 && (next.IsZero() || localNext < next.UnixMilli()) {
@@ -408,7 +408,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 	}
 	due = d.withLocal(now, due, local)
 	if err != nil || len(due) == 0 {
-		return nil, next, read.left, err // shards left unread may have some due: look again at once
+		return nil, next, read.Left, err // shards left unread may have some due: look again at once
 	}
 	targets, err := d.dueTargets(ctx, due)
 	if err != nil {
@@ -416,18 +416,18 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 	}
 	takes := d.chooseTakes(ctx, now, due, targets, free)
 	if len(takes) == 0 {
-		return nil, next, read.left, nil
+		return nil, next, read.Left, nil
 	}
 	jobs, heads, err := d.leaseTakes(ctx, now, takes, targets)
 	d.releaseUnusedProbes(ctx, takes, jobs)
 	if err == nil {
 		local := map[worker.Queue]bool{}
 		for _, w := range due {
-			if w.local {
-				local[worker.Queue{Shard: w.shard, Webhook: w.id}] = true
+			if w.Local {
+				local[worker.Queue{Shard: w.Shard, Webhook: w.ID}] = true
 			}
 		}
-		d.afterLease(now, read, heads, local)
+		d.hints().AfterLease(now, read, heads, local)
 	}
 	for i := range jobs {
 		jobs[i].webhook = targets.webhooks[jobs[i].rec.WebhookID]
@@ -439,19 +439,19 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 
 // withLocal adds to the webhooks a scan found due those the local hint holds due ids of, and marks
 // the ones found by both that the hint serves (worker.LocalDue.Serves): their queues are not read.
-func (d *Dispatcher) withLocal(now time.Time, scanned []dueWebhook, local []worker.Queue) []dueWebhook {
+func (d *Dispatcher) withLocal(now time.Time, scanned []worker.Due, local []worker.Queue) []worker.Due {
 	if len(local) == 0 {
 		return scanned
 	}
 	seen := make(map[worker.Queue]bool, len(scanned))
 	for i, w := range scanned {
-		k := worker.Queue{Shard: w.shard, Webhook: w.id}
+		k := worker.Queue{Shard: w.Shard, Webhook: w.ID}
 		seen[k] = true
-		scanned[i].local = d.local.Serves(k, now.UnixMilli())
+		scanned[i].Local = d.local.Serves(k, now.UnixMilli())
 	}
 	for _, q := range local {
 		if !seen[q] {
-			scanned = append(scanned, dueWebhook{shard: q.Shard, id: q.Webhook, local: true})
+			scanned = append(scanned, worker.Due{Shard: q.Shard, ID: q.Webhook, Local: true})
 		}
 	}
 	return scanned
@@ -459,13 +459,13 @@ func (d *Dispatcher) withLocal(now time.Time, scanned []dueWebhook, local []work
 
 // dueTargets reads the webhooks found due: from the registry's by-id cache (at most a second old, as
 // subscriber resolution is), the others in one round trip.
-func (d *Dispatcher) dueTargets(ctx context.Context, due []dueWebhook) (*dueTargets, error) {
+func (d *Dispatcher) dueTargets(ctx context.Context, due []worker.Due) (*dueTargets, error) {
 	ids := make([]string, 0, len(due))
 	seen := map[string]bool{}
 	for _, w := range due {
-		if !seen[w.id] {
-			seen[w.id] = true
-			ids = append(ids, w.id)
+		if !seen[w.ID] {
+			seen[w.ID] = true
+			ids = append(ids, w.ID)
 		}
 	}
 	found, broken, err := d.webhooks.byIDs(ctx, ids)
