@@ -72,8 +72,8 @@ func runWorker(ctx context.Context, d *Dispatcher, hooks worker.Hooks) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: 2 * d.opts.Concurrency, batch: max(1, d.opts.Concurrency/8),
-		budget: d.lease - d.leaseLeftToAttempt(), hooks: hooks}
+	run := &runSlots{d: d, ctx: ctx, wg: &wg, hooks: hooks}
+	run.slots = worker.NewSlots(d.opts.Concurrency, d.lease-d.leaseLeftToAttempt(), run.start)
 	var lanes sync.WaitGroup
 	for i := range leaseLanes {
 		lanes.Go(func() { run.lane(ctx, i == 0) })
@@ -115,7 +115,7 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 			d.wake.Sleep(ctx, wait)
 			continue
 		}
-		free := r.claim()
+		free := r.slots.Claim()
 		if free <= 0 {
 			d.wake.Sleep(ctx, worker.IdleWait) // an ending attempt pokes
 			continue
@@ -167,28 +167,18 @@ func (r *runSlots) lane(ctx context.Context, first bool) {
 // minBackoff is Run's first wait after Redis failed it.
 const minBackoff = 100 * time.Millisecond
 
-// runSlots are Run's attempt slots: at most Options.Concurrency attempts at once, and deliveries leased
-// ahead, their bodies read, each started as soon as a slot frees, in about the order they were leased:
-// up to twice Concurrency, fewer once attempts are slow (aheadNow). Deliveries leased ahead hold their
-// webhooks' in-flight slots (MaxInFlightPerWebhook) as attempts do, so leasing ahead never lets a
-// webhook hold more than its cap. A delivery that waited so long for a slot (attempts hanging) that
-// too little of its lease is left for an attempt (leaseLeftToAttempt) is not attempted: it goes back
-// to its queue, due at once, rather than wait there for its lease to end; so does one whose attempt
-// refuses to start for that reason after its rate-limit wait. A probe not sent is given back.
+// runSlots are Run's attempt slots (worker.Slots) and what its attempts need. Deliveries leased ahead
+// hold their webhooks' in-flight slots (MaxInFlightPerWebhook) as attempts do, so leasing ahead never
+// lets a webhook hold more than its cap. A delivery that waited so long for a slot (attempts hanging)
+// that too little of its lease is left for an attempt (leaseLeftToAttempt) is not attempted: it goes
+// back to its queue, due at once, rather than wait there for its lease to end; so does one whose
+// attempt refuses to start for that reason after its rate-limit wait. A probe not sent is given back.
 type runSlots struct {
-	d      *Dispatcher
-	ctx    context.Context
-	wg     *sync.WaitGroup
-	ahead  int           // 2 × Concurrency: the most deliveries leased ahead
-	batch  int           // Concurrency/8: while deliveries wait, a pass leases no fewer
-	budget time.Duration // how long a delivery leased ahead may wait for its slot: lease − leaseLeftToAttempt
-	hooks  worker.Hooks
-
-	mu      sync.Mutex
-	busy    int           // attempts started and not over
-	waiting []leasedReady // leased ahead, waiting for a slot
-	leasing int           // slots claimed by lanes' passes in progress
-	took    time.Duration // moving average of attempts' durations; 0 before the first
+	d     *Dispatcher
+	ctx   context.Context
+	wg    *sync.WaitGroup
+	hooks worker.Hooks
+	slots *worker.Slots[leasedReady]
 }
 
 // leasedReady is a leased delivery with its request body read, and the batch its outcome is recorded
@@ -200,32 +190,17 @@ type leasedReady struct {
 	batch *outcomeBatch
 }
 
-// claim claims for a lane's pass every slot free and not claimed by another pass, and returns how
-// many (add gives them back). While deliveries leased ahead wait, it claims none until batch are free:
-// a pass costs Redis about as much for one delivery as for many, and the waiting keep the slots busy
-// meanwhile.
-func (r *runSlots) claim() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	free := r.freeLocked()
-	if free <= 0 || (free < r.batch && len(r.waiting) > 0) {
-		return 0
-	}
-	r.leasing += free
-	return free
-}
-
 // add reads the bodies of leased deliveries (one round trip) and starts their attempts, as many as
-// there are free slots; the others wait for one. Deliveries whose bodies cannot be read are let go:
-// their leases expire and a later pass takes them again.
+// there are free slots; the others wait for one (worker.Slots.Add). Deliveries whose bodies cannot be
+// read are let go: their leases expire and a later pass takes them again.
 func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
 	if len(jobs) == 0 {
-		r.unclaim(claimed)
+		r.slots.Unclaim(claimed)
 		return
 	}
 	bodies, err := r.d.loadBodies(context.WithoutCancel(r.ctx), jobs)
 	if err != nil {
-		r.unclaim(claimed)
+		r.slots.Unclaim(claimed)
 		for _, j := range jobs {
 			r.d.flights.Release(j.rec.WebhookID)
 		}
@@ -242,52 +217,11 @@ func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
 		}
 		b.running++
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.leasing -= claimed
+	ready := make([]leasedReady, len(jobs))
 	for i, j := range jobs {
-		l := leasedReady{job: j, body: bodies[i], batch: batches[j.shard]}
-		if r.busy < r.d.opts.Concurrency {
-			r.busy++
-			r.start(l)
-		} else {
-			r.waiting = append(r.waiting, l)
-		}
+		ready[i] = leasedReady{job: j, body: bodies[i], batch: batches[j.shard]}
 	}
-}
-
-// freeLocked is how many deliveries may be leased now: slots free, and room ahead, less those waiting
-// and those being leased. Called with mu held.
-func (r *runSlots) freeLocked() int {
-	return r.d.opts.Concurrency - r.busy + r.aheadNow() - len(r.waiting) - r.leasing
-}
-
-// aheadNow is how many deliveries may wait leased ahead now: ahead, or fewer once attempts are slow, so
-// that the last of them is expected to start within half the wait its lease allows (budget): a
-// delivery at place n waits about n ÷ Concurrency attempts' time for a slot. Called with mu held.
-func (r *runSlots) aheadNow() int {
-	if r.took <= 0 {
-		return r.ahead
-	}
-	return min(r.ahead, int(int64(r.d.opts.Concurrency)*int64(r.budget)/int64(2*r.took)))
-}
-
-// observe adds an attempt's duration (its slot's hold) to the moving average aheadNow reads.
-func (r *runSlots) observe(took time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.took <= 0 {
-		r.took = took
-		return
-	}
-	r.took += (took - r.took) / 8
-}
-
-// unclaim gives back the slots a lane's pass claimed and did not fill.
-func (r *runSlots) unclaim(claimed int) {
-	r.mu.Lock()
-	r.leasing -= claimed
-	r.mu.Unlock()
+	r.slots.Add(ready, claimed)
 }
 
 // reportWorkerOutcome logs a worker's outcome that could not be recorded.
@@ -299,7 +233,8 @@ func (d *Dispatcher) reportWorkerOutcome(err error) {
 
 // start attempts a leased delivery on a goroutine of its own and records its outcome; its slot goes
 // to the next waiting delivery as soon as the attempt is over, while the outcome is being written.
-// The lease is taken: the attempt goes on even if Run's context ends. Called with mu held.
+// The lease is taken: the attempt goes on even if Run's context ends. Called by worker.Slots, its lock
+// held.
 func (r *runSlots) start(l leasedReady) {
 	d, actx := r.d, context.WithoutCancel(r.ctx)
 	r.wg.Go(func() {
@@ -315,7 +250,7 @@ func (r *runSlots) start(l leasedReady) {
 			}
 		}
 		if ok {
-			r.observe(time.Since(began))
+			r.slots.Observe(time.Since(began))
 		} else if j.probe != "" {
 			d.releaseProbe(actx, j.rec.WebhookID, j.probe, j.shard) // not sent: the next pass may probe at once
 		}
@@ -328,18 +263,10 @@ func (r *runSlots) start(l leasedReady) {
 	})
 }
 
-// freed passes an attempt's slot to the next waiting delivery, or frees it, and wakes the worker to
-// lease more.
+// freed passes an attempt's slot to the next waiting delivery, or frees it (worker.Slots.Freed), and
+// wakes the worker to lease more.
 func (r *runSlots) freed() {
-	r.mu.Lock()
-	if len(r.waiting) > 0 {
-		next := r.waiting[0]
-		r.waiting = r.waiting[1:]
-		r.start(next)
-	} else {
-		r.busy--
-	}
-	r.mu.Unlock()
+	r.slots.Freed()
 	r.d.wake.Poke()
 }
 

@@ -255,42 +255,6 @@ func TestProbeHandedBackIsGivenBack(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// TestLeasedAheadFollowsAttemptTimes: Run leases twice Concurrency ahead while attempts are fast, and
-// fewer as they slow, so the last delivery leased ahead is expected to start within half the wait its
-// lease allows.
-func TestLeasedAheadFollowsAttemptTimes(t *testing.T) {
-	t.Parallel()
-	d := &Dispatcher{opts: Options{Concurrency: 64}}
-	for _, tc := range []struct {
-		took time.Duration
-		want int
-	}{
-		{0, 128},                       // no attempt yet
-		{time.Millisecond, 128},        // fast: the cap
-		{1250 * time.Millisecond, 128}, // 64 × 5s ÷ 2.5s
-		{2500 * time.Millisecond, 64},
-		{5 * time.Second, 32},
-		{20 * time.Second, 8},
-		{time.Hour, 0}, // hung: nothing leased ahead
-	} {
-		r := &runSlots{d: d, ahead: 128, budget: 5 * time.Second, took: tc.took}
-		assert.Equal(t, tc.want, r.aheadNow(), "attempts of %s", tc.took)
-	}
-	r := &runSlots{d: d, ahead: 128, budget: 5 * time.Second}
-	r.observe(5 * time.Second)
-	assert.Equal(t, 32, r.aheadNow(), "the first attempt sets the average")
-	for range 40 {
-		r.observe(time.Millisecond)
-	}
-	assert.Equal(t, 128, r.aheadNow(), "fast attempts bring it back")
-
-	// What a pass may claim follows it: with every slot busy, only the deliveries it may lease ahead.
-	r = &runSlots{d: d, ahead: 128, batch: 8, budget: 5 * time.Second, busy: 64}
-	assert.Equal(t, 128, r.claim(), "fast: twice Concurrency ahead")
-	r = &runSlots{d: d, ahead: 128, batch: 8, budget: 5 * time.Second, busy: 64, took: 5 * time.Second}
-	assert.Equal(t, 32, r.claim(), "slow: as aheadNow says")
-}
-
 // leasedNow counts a webhook's queue entries scored past now: those leased, when every delivery was
 // due at once.
 func leasedNow(t *testing.T, tr *testRedis, d *Dispatcher, webhookID string, now time.Time) int {
@@ -321,17 +285,4 @@ func assertEachSentOnce(t *testing.T, rc *receiver, events int) {
 	for id, n := range per {
 		assert.Equal(t, 1, n, "delivery %s sent once", id)
 	}
-}
-
-// TestLanesClaimDisjointSlots: a slot one lane's pass has claimed is not claimed again by the other
-// lane until the pass gives back what it did not fill; the Run-level test above sees this only when
-// both lanes happen to pass at once.
-func TestLanesClaimDisjointSlots(t *testing.T) {
-	t.Parallel()
-	r := &runSlots{d: &Dispatcher{opts: Options{Concurrency: 64}}, ahead: 128, batch: 8, budget: 5 * time.Second}
-	first := r.claim()
-	assert.Equal(t, 192, first, "every slot and every delivery ahead")
-	assert.Equal(t, 0, r.claim(), "nothing left for the other lane while the pass runs")
-	r.unclaim(first)
-	assert.Equal(t, 192, r.claim(), "given back, claimed again")
 }
