@@ -108,7 +108,7 @@ func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebho
 	if wh != nil && wh.RateLimit > 0 {
 		free, wait := ratelimit.Free(tat, now, wh.RateLimit, rateHorizon)
 		if free == 0 {
-			parked = now.Add(max(wait, minWait))
+			parked = now.Add(max(wait, worker.MinWait))
 			d.park(ctx, due, parked)
 		}
 		want = min(want, free)

@@ -38,10 +38,6 @@ import (
 // trips in all; nothing is maintained for it on the write paths.
 
 const (
-	// minWait keeps Run from spinning on a due time that is a hair away.
-	minWait = 5 * time.Millisecond
-	// maxErrorBackoff bounds Run's wait after Redis failed it.
-	maxErrorBackoff = 5 * time.Second
 	// probeRecheck is how long a worker parks a webhook whose probe another replica holds.
 	probeRecheck = time.Second
 	// rateHorizon is how far ahead an attempt to a rate-limited webhook takes its slot (then waits

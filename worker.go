@@ -72,100 +72,22 @@ func runWorker(ctx context.Context, d *Dispatcher, hooks worker.Hooks) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	run := &runSlots{d: d, ctx: ctx, wg: &wg, hooks: hooks}
+	run := &runSlots{d: d, ctx: ctx, wg: &wg}
 	run.slots = worker.NewSlots(d.opts.Concurrency, d.lease-d.leaseLeftToAttempt(), run.start)
-	var lanes sync.WaitGroup
-	for i := range leaseLanes {
-		lanes.Go(func() { run.lane(ctx, i == 0) })
-	}
-	lanes.Wait()
+	worker.New(worker.Config{
+		Log: d.log, Now: d.now, Shards: func() int { return d.keys.Shards },
+		Wake: d.wake, RedisLog: d.redisDown, Outage: &d.pending.Outage, Hooks: hooks,
+		Claim:        run.slots.Claim,
+		Ping:         func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() },
+		WritePending: d.writePending,
+		Lease:        run.lease,
+		Failed: func(err error) bool {
+			rdb.ReloadOnTransport(d.rdb, err)
+			return rdb.Retryable(err)
+		},
+	}).Run(ctx)
 	return nil
 }
-
-// leaseLanes is how many passes of one Run may lease at once: while one pass waits for Redis (its
-// schedule read, lease and bodies, round trips in turn), another leases for the slots freed meanwhile,
-// so attempts ending during a pass do not leave their slots idle until it is over.
-const leaseLanes = 2
-
-// lane is one of Run's lease loops: it leases for the slots free and not claimed by another lane's
-// pass, until ctx ends. Only the first lane scans first and polls when nothing is due (an idle worker
-// costs Redis what one lane's polls do); the others start, and wait when nothing is due, for a poke
-// (Enqueue, an ending attempt).
-func (r *runSlots) lane(ctx context.Context, first bool) {
-	d := r.d
-	backoff := minBackoff
-	mode := worker.ScanHinted // an idle poll sweeps (scanReady)
-	var known time.Time       // the earliest due time the scans know of
-	dry := 0                  // passes in a row that leased nothing though more may be due
-	if !first {
-		d.wake.Wait(ctx) // the first lane makes the first scan
-	}
-	for ctx.Err() == nil {
-		if d.pending.IsDown() { // after an outage: lease nothing until Redis answers, then wait the grace
-			if err := d.rdb.Ping(ctx).Err(); err != nil {
-				d.redisDown.Down(time.Now(), "webhooks: worker could not reach Redis", "error", err)
-				d.wake.Sleep(ctx, worker.OutagePing) // not a backoff: the kept outcomes go out within the grace
-				continue
-			}
-			d.pending.Reached(time.Now())
-			backoff = minBackoff
-		}
-		d.writePending(ctx)
-		if wait := d.pending.GraceLeft(time.Now()); wait > 0 {
-			d.wake.Sleep(ctx, wait)
-			continue
-		}
-		free := r.slots.Claim()
-		if free <= 0 {
-			d.wake.Sleep(ctx, worker.IdleWait) // an ending attempt pokes
-			continue
-		}
-		jobs, next, more, err := d.leaseDueScan(ctx, free, mode)
-		known, mode = next, worker.ScanHinted
-		r.add(jobs, free)
-		switch {
-		case err != nil && len(jobs) == 0:
-			rdb.ReloadOnTransport(d.rdb, err)
-			d.redisDown.Down(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
-			if rdb.Retryable(err) {
-				d.pending.PassFailed()
-			}
-			d.wake.Sleep(ctx, backoff)
-			backoff = min(2*backoff, maxErrorBackoff)
-			continue
-		case err != nil:
-			d.log.Warn("webhooks: worker lease had errors", "leased", len(jobs), "error", err)
-		}
-		backoff = minBackoff
-		switch {
-		case len(jobs) > 0:
-			dry = 0
-			continue // more may be due
-		case more && dry <= d.keys.Shards/worker.ScanShardsPerPass:
-			dry++
-			continue // shards left unread may have some due: every one is read before Run waits
-		}
-		dry = 0
-		if !first {
-			d.wake.Wait(ctx)
-			continue
-		}
-		wait := worker.IdleWait
-		if !known.IsZero() {
-			wait = min(wait, max(known.Sub(d.now()), minWait))
-		}
-		if r.hooks.Idled != nil {
-			r.hooks.Idled()
-		}
-		// Woken by a poke, or at a due time it knows of: read what may be due; else an idle poll.
-		if !d.wake.Sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
-			mode = worker.ScanIdle
-		}
-	}
-}
-
-// minBackoff is Run's first wait after Redis failed it.
-const minBackoff = 100 * time.Millisecond
 
 // runSlots are Run's attempt slots (worker.Slots) and what its attempts need. Deliveries leased ahead
 // hold their webhooks' in-flight slots (MaxInFlightPerWebhook) as attempts do, so leasing ahead never
@@ -177,8 +99,15 @@ type runSlots struct {
 	d     *Dispatcher
 	ctx   context.Context
 	wg    *sync.WaitGroup
-	hooks worker.Hooks
 	slots *worker.Slots[leasedReady]
+}
+
+// lease is a pass of Run's worker (worker.Config.Lease): it leases up to free due deliveries, reading
+// the shards mode says, and starts their attempts (add).
+func (r *runSlots) lease(ctx context.Context, free int, mode worker.ScanMode) (int, time.Time, bool, error) {
+	jobs, next, more, err := r.d.leaseDueScan(ctx, free, mode)
+	r.add(jobs, free)
+	return len(jobs), next, more, err
 }
 
 // leasedReady is a leased delivery with its request body read, and the batch its outcome is recorded
@@ -459,7 +388,7 @@ func (d *Dispatcher) waitRateSlot(ctx context.Context, j leasedDelivery) (outcom
 			d.log.Warn("webhooks: rate limit", "webhook_id", j.webhook.ID, "error", err)
 			retryIn = time.Second
 		}
-		return handBack(j.rec, d.now().Add(max(retryIn, minWait))), false
+		return handBack(j.rec, d.now().Add(max(retryIn, worker.MinWait))), false
 	}
 	time.Sleep(delays[0])
 	return outcome{}, true
