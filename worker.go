@@ -262,7 +262,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode worker.Sca
 	if localNext > 0 && (next.IsZero() || localNext < next.UnixMilli()) {
 		next = rdb.MilliTime(localNext)
 	}
-	due = d.withLocal(now, due, local)
+	due = d.local.With(now.UnixMilli(), due, local)
 	if err != nil || len(due) == 0 {
 		return nil, next, read.Left, err // shards left unread may have some due: look again at once
 	}
@@ -291,26 +291,6 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode worker.Sca
 	// Something was due and takeable: look again at once, whatever this lease got (another replica
 	// may have won some of it, and more may be due behind it).
 	return jobs, next, true, err
-}
-
-// withLocal adds to the webhooks a scan found due those the local hint holds due ids of, and marks
-// the ones found by both that the hint serves (worker.LocalDue.Serves): their queues are not read.
-func (d *Dispatcher) withLocal(now time.Time, scanned []worker.Due, local []worker.Queue) []worker.Due {
-	if len(local) == 0 {
-		return scanned
-	}
-	seen := make(map[worker.Queue]bool, len(scanned))
-	for i, w := range scanned {
-		k := worker.Queue{Shard: w.Shard, Webhook: w.ID}
-		seen[k] = true
-		scanned[i].Local = d.local.Serves(k, now.UnixMilli())
-	}
-	for _, q := range local {
-		if !seen[q] {
-			scanned = append(scanned, worker.Due{Shard: q.Shard, ID: q.Webhook, Local: true})
-		}
-	}
-	return scanned
 }
 
 // dueTargets reads the webhooks found due: from the registry's by-id cache (at most a second old, as
