@@ -222,40 +222,36 @@ func (d *Dispatcher) giveBack(jobs []leasedDelivery, reserved map[string]int) {
 // the local hint (worker.LocalDue), the others' read in one round trip, with the rate limiter of each
 // rate-limited webhook among them (its TAT, "" when none).
 func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([][]string, map[string]string, error) {
-	pipe := d.rdb.Pipeline()
-	ids := make([][]string, len(takes))
-	cmds := make([]*redis.StringSliceCmd, len(takes))
-	rates := map[string]*redis.StringCmd{}
+	local := make([][]string, len(takes))
+	reads := make([]*rdb.QueueRead, len(takes))
+	var rated []string
+	seen := map[string]bool{}
 	for i, tk := range takes {
 		if tk.Local {
-			ids[i] = d.local.Take(tk.Shard, tk.ID, tk.n)
+			local[i] = d.local.Take(tk.Shard, tk.ID, tk.n)
 		} else {
-			cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.Queue(tk.Shard, tk.ID), ByScore: true,
-				Start: "-inf", Stop: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(tk.n)})
+			reads[i] = &rdb.QueueRead{Shard: tk.Shard, Webhook: tk.ID, N: tk.n}
 		}
-		if wh := t.webhooks[tk.ID]; wh != nil && wh.RateLimit > 0 && rates[tk.ID] == nil {
-			rates[tk.ID] = pipe.Get(ctx, d.keys.Rate(tk.ID))
+		if wh := t.webhooks[tk.ID]; wh != nil && wh.RateLimit > 0 && !seen[tk.ID] {
+			seen[tk.ID] = true
+			rated = append(rated, tk.ID)
 		}
 	}
-	if pipe.Len() > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			for i, tk := range takes {
-				if tk.Local {
-					d.local.PutBack(tk.Shard, tk.ID, ids[i], 0)
-				}
+	ids, tats, err := rdb.ReadQueues(ctx, d.rdb, d.keys, reads, rated, now.UnixMilli())
+	if err != nil {
+		for i, tk := range takes {
+			if tk.Local {
+				d.local.PutBack(tk.Shard, tk.ID, local[i], 0)
 			}
-			return nil, nil, fmt.Errorf("webhooks: read queues: %w", err)
 		}
+		return nil, nil, fmt.Errorf("webhooks: read queues: %w", err)
 	}
-	for i, c := range cmds {
-		if c != nil {
-			ids[i] = c.Val()
-			d.local.Forget(takes[i].Shard, takes[i].ID, ids[i]) // leased now: a hint of them is stale
+	for i, r := range reads {
+		if r == nil {
+			ids[i] = local[i]
+		} else {
+			d.local.Forget(r.Shard, r.Webhook, ids[i]) // leased now: a hint of them is stale
 		}
-	}
-	tats := make(map[string]string, len(rates))
-	for id, c := range rates {
-		tats[id] = c.Val()
 	}
 	return ids, tats, nil
 }

@@ -76,3 +76,44 @@ func Park(ctx context.Context, c redis.UniversalClient, keys Keys, webhookID str
 	_, err := pipe.Exec(ctx)
 	return err
 }
+
+// QueueRead is a read of up to N due ids of a webhook's queue in a shard.
+type QueueRead struct {
+	Shard   int
+	Webhook string
+	N       int
+}
+
+// ReadQueues reads, in one round trip, the due ids (scored at most nowMs, earliest first) of each of
+// reads that is not nil, and the rate limiter's stored TAT of each of rated ("" when none). It returns
+// the ids in the order of reads (nil for a nil read) and the TATs by webhook.
+func ReadQueues(ctx context.Context, c redis.UniversalClient, keys Keys, reads []*QueueRead, rated []string, nowMs int64) ([][]string, map[string]string, error) {
+	pipe := c.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, len(reads))
+	for i, r := range reads {
+		if r != nil {
+			cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: keys.Queue(r.Shard, r.Webhook), ByScore: true,
+				Start: "-inf", Stop: strconv.FormatInt(nowMs, 10), Count: int64(r.N)})
+		}
+	}
+	rates := make([]*redis.StringCmd, len(rated))
+	for i, id := range rated {
+		rates[i] = pipe.Get(ctx, keys.Rate(id))
+	}
+	if pipe.Len() > 0 {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+			return nil, nil, err
+		}
+	}
+	ids := make([][]string, len(reads))
+	for i, cmd := range cmds {
+		if cmd != nil {
+			ids[i] = cmd.Val()
+		}
+	}
+	tats := make(map[string]string, len(rated))
+	for i, id := range rated {
+		tats[id] = rates[i].Val()
+	}
+	return ids, tats, nil
+}
