@@ -141,7 +141,7 @@ func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
 		b := batches[j.shard]
 		if b == nil {
 			b = r.d.newOutcomeBatch(j.shard)
-			b.report = r.d.reportWorkerOutcome
+			b.report = r.report
 			batches[j.shard] = b
 		}
 		b.running++
@@ -153,10 +153,10 @@ func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
 	r.slots.Add(ready, claimed)
 }
 
-// reportWorkerOutcome logs a worker's outcome that could not be recorded.
-func (d *Dispatcher) reportWorkerOutcome(err error) {
+// report logs a worker's outcome that could not be recorded (outcomeBatch.report).
+func (r *runSlots) report(err error) {
 	if err != nil && !errors.Is(err, ErrDeferred) {
-		d.log.Warn("webhooks: worker attempt not recorded", "error", err)
+		r.d.log.Warn("webhooks: worker attempt not recorded", "error", err)
 	}
 }
 
