@@ -128,7 +128,7 @@ func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 // TestIdleWorkerCostIsBounded: an idle worker (Run with nothing due) sends Redis at most
-// idleScanShards commands per idle poll — 64 commands/s — whatever the shard count.
+// worker.IdleScanShards commands per idle poll — 64 commands/s — whatever the shard count.
 func TestIdleWorkerCostIsBounded(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)

@@ -54,7 +54,7 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // it reads only the shards whose schedule may hold something due (as it last read them), a few at a
 // time, and sweeps the others in turn: an idle poll reads at most 16 keys (64 commands/s per idle
 // worker, whatever Options.Shards), so a delivery another replica makes due is seen within Shards/14
-// polls (1.25s with the default 64 shards; scan.go). Any number of replicas may run it at once; each
+// polls (1.25s with the default 64 shards; worker.ScanHints). Any number of replicas may run it at once; each
 // due attempt is made by one of them. It backs off (up to 5s) only when Redis fails it. It returns nil
 // when ctx ends, after the attempts in flight have finished and been recorded.
 func (d *Dispatcher) Run(ctx context.Context) error { return runWorker(ctx, d, worker.Hooks{}) }
