@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/api"
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // Bounds and defaults of the admin API's requests.
@@ -243,7 +244,7 @@ func (b adminBackend) Stats(ctx context.Context, s api.Scope, id string) ([]Hour
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return nil, err
 	}
-	return b.d.hourlyStats(ctx, id)
+	return rdb.HourlyStats(ctx, b.d.rdb, b.d.keys, id, b.d.now())
 }
 
 // ProbeNow ends a webhook's open circuit's wait (probeNow): the operator's "probe now".

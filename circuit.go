@@ -32,10 +32,10 @@ func (d *Dispatcher) releaseUnusedProbes(ctx context.Context, takes []take, jobs
 		if unused[tk.probe] == nil {
 			order = append(order, tk)
 		}
-		unused[tk.probe] = append(unused[tk.probe], tk.shard)
+		unused[tk.probe] = append(unused[tk.probe], tk.Shard)
 	}
 	for _, tk := range order {
-		d.releaseProbe(ctx, tk.id, tk.probe, unused[tk.probe]...)
+		d.releaseProbe(ctx, tk.ID, tk.probe, unused[tk.probe]...)
 	}
 }
 

@@ -49,9 +49,9 @@ type Dispatcher struct {
 	failing    failingMemo    // the runs of failures this replica sent webhook.failing for (operational.go)
 	wake       *worker.Wake   // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard  atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
-	turns      slotTurns      // where a pass starts sharing its slots among the webhooks due (lease.go)
+	turns      worker.Turns   // where a pass starts sharing its slots among the webhooks due (lease.go)
 	hintsOnce  sync.Once
-	hintsPtr   *scanHints              // made by hints()
+	hintsPtr   *worker.ScanHints       // made by hints()
 	local      *worker.LocalDue        // what this Dispatcher queued, for its worker (internal/worker)
 	running    atomic.Int32            // Runs going
 	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)

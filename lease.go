@@ -5,10 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/ratelimit"
@@ -27,16 +24,16 @@ import (
 // leaseTakes then reserves the room and the rate-limit slots. The circuits of every webhook found due
 // are read at once (cached, one HMGET for those not cached). Webhooks whose stored JSON is broken are
 // left leased to nobody and logged.
-func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWebhook, t *dueTargets, free int) []take {
-	shards := map[string][]dueWebhook{}
+func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []worker.Due, t *dueTargets, free int) []take {
+	shards := map[string][]worker.Due{}
 	var order []string
 	for _, w := range due {
-		if shards[w.id] == nil {
-			order = append(order, w.id)
+		if shards[w.ID] == nil {
+			order = append(order, w.ID)
 		}
-		shards[w.id] = append(shards[w.id], w)
+		shards[w.ID] = append(shards[w.ID], w)
 	}
-	var wants []slotWant
+	var wants []worker.Want
 	circuits := d.breaker.Circuits(ctx, order)
 	for _, id := range order {
 		if err := t.broken[id]; err != nil {
@@ -68,104 +65,50 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []dueWe
 			}
 			room, probe = 1, tok
 		}
-		wants = append(wants, slotWant{id: id, room: room, probe: probe})
+		wants = append(wants, worker.Want{ID: id, Room: room, Probe: probe})
 	}
-	wants = d.turns.order(wants, free)
+	wants = d.turns.Order(wants, free)
 	rooms := make([]int, len(wants))
 	for i, w := range wants {
-		rooms[i] = w.room
+		rooms[i] = w.Room
 	}
-	alloc := shareSlots(rooms, free)
+	alloc := worker.Share(rooms, free)
 	var takes []take
 	for i, w := range wants {
 		if alloc[i] == 0 {
-			if w.probe != "" {
+			if w.Probe != "" {
 				// No slot for it in this pass: a probe kept would hold the webhook's deliveries back
 				// for a lease (releaseUnusedProbes sees only the takes).
-				d.releaseProbe(ctx, w.id, w.probe, shardsOf(shards[w.id])...)
+				d.releaseProbe(ctx, w.ID, w.Probe, shardsOf(shards[w.ID])...)
 			}
 			continue
 		}
-		for _, dw := range shards[w.id] {
-			takes = append(takes, take{dueWebhook: dw, n: alloc[i], probe: w.probe})
+		for _, dw := range shards[w.ID] {
+			takes = append(takes, take{Due: dw, n: alloc[i], probe: w.Probe})
 		}
 	}
 	return takes
 }
 
 // shardsOf is the shards of ws.
-func shardsOf(ws []dueWebhook) []int {
+func shardsOf(ws []worker.Due) []int {
 	out := make([]int, len(ws))
 	for i, w := range ws {
-		out[i] = w.shard
+		out[i] = w.Shard
 	}
 	return out
-}
-
-// slotWant is a webhook a pass may lease for: its room (in-flight slots free, or 1 for its probe).
-type slotWant struct {
-	id    string
-	room  int
-	probe string
-}
-
-// slotTurns is where the next pass's turns start: the id of the last webhook a pass with fewer slots
-// than webhooks served. Safe for concurrent use.
-type slotTurns struct {
-	mu   sync.Mutex
-	last string
-}
-
-// order sorts wants by webhook id and, when free slots are fewer than wants (one each, in turn), starts
-// them after the last webhook the previous such pass served, and remembers this pass's last: the turns
-// go round the webhooks due by id, whatever order the scan found them in, so none is left out pass
-// after pass.
-func (st *slotTurns) order(wants []slotWant, free int) []slotWant {
-	slices.SortFunc(wants, func(a, b slotWant) int { return strings.Compare(a.id, b.id) })
-	if free >= len(wants) || free <= 0 {
-		return wants
-	}
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	k, _ := slices.BinarySearchFunc(wants, st.last, func(w slotWant, id string) int {
-		if w.id <= id {
-			return -1
-		}
-		return 1
-	}) // the first id after last
-	k %= len(wants)
-	wants = slices.Concat(wants[k:], wants[:k])
-	st.last = wants[free-1].id
-	return wants
-}
-
-// shareSlots shares free slots one at a time in turn among webhooks, each up to its room, and returns
-// each one's share.
-func shareSlots(rooms []int, free int) []int {
-	alloc := make([]int, len(rooms))
-	for gave := true; free > 0 && gave; {
-		gave = false
-		for i := range rooms {
-			if free > 0 && alloc[i] < rooms[i] {
-				alloc[i]++
-				free--
-				gave = true
-			}
-		}
-	}
-	return alloc
 }
 
 // reserve takes, for the due ids read of one webhook, its in-flight slots, no more than its rate
 // limit has free within rateHorizon (counted from the limiter's TAT read with the candidates), and
 // returns how many of them may be leased. A webhook with no free rate slot is parked until it has one:
 // then it returns that time too.
-func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebhook, id, tat string, want int, due []dueWebhook) (int, time.Time) {
+func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebhook, id, tat string, want int, due []worker.Due) (int, time.Time) {
 	var parked time.Time
 	if wh != nil && wh.RateLimit > 0 {
 		free, wait := ratelimit.Free(tat, now, wh.RateLimit, rateHorizon)
 		if free == 0 {
-			parked = now.Add(max(wait, minWait))
+			parked = now.Add(max(wait, worker.MinWait))
 			d.park(ctx, due, parked)
 		}
 		want = min(want, free)
@@ -189,23 +132,23 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	exhausted := make([]int, len(takes))
 	for i, tk := range takes {
 		switch {
-		case tk.local:
+		case tk.Local:
 			hinted[i], exhausted[i] = ids[i], -1
 		case len(ids[i]) < tk.n:
 			exhausted[i] = len(ids[i]) // every due id of its queue was read: retime it if all are kept
 		default:
 			exhausted[i] = -1
 		}
-		ids[i] = ids[i][:min(len(ids[i]), tk.n-read[tk.id])]
-		read[tk.id] += len(ids[i])
-		byID[tk.id] = append(byID[tk.id], i)
+		ids[i] = ids[i][:min(len(ids[i]), tk.n-read[tk.ID])]
+		read[tk.ID] += len(ids[i])
+		byID[tk.ID] = append(byID[tk.ID], i)
 	}
 	reserved := map[string]int{}
 	parked := map[string]time.Time{}
 	for id, idx := range byID {
-		due := make([]dueWebhook, len(idx))
+		due := make([]worker.Due, len(idx))
 		for k, i := range idx {
-			due[k] = takes[i].dueWebhook
+			due[k] = takes[i].Due
 		}
 		n, until := d.reserve(ctx, now, t.webhooks[id], id, tats[id], read[id], due)
 		parked[id] = until
@@ -224,12 +167,12 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	byShard := map[int][]int{}
 	retime := make([]bool, len(takes))
 	for i, tk := range takes {
-		if tk.local {
-			d.local.PutBack(tk.shard, tk.id, hinted[i][len(ids[i]):], rdb.UnixMilli(parked[tk.id]))
+		if tk.Local {
+			d.local.PutBack(tk.Shard, tk.ID, hinted[i][len(ids[i]):], rdb.UnixMilli(parked[tk.ID]))
 		}
 		retime[i] = exhausted[i] == len(ids[i])
 		if len(ids[i]) > 0 || retime[i] {
-			byShard[tk.shard] = append(byShard[tk.shard], i)
+			byShard[tk.Shard] = append(byShard[tk.Shard], i)
 		}
 	}
 	// Every shard's script in one pipeline of its own, sent at once (not behind the claims' batches).
@@ -250,8 +193,8 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 		if cmd.Err() != nil {
 			// Not leased, as far as this worker knows: the local hint's ids of it are due again.
 			for k, tk := range shardLeases[i].takes {
-				if tk.local {
-					d.local.PutBack(tk.shard, tk.id, shardLeases[i].ids[k], 0)
+				if tk.Local {
+					d.local.PutBack(tk.Shard, tk.ID, shardLeases[i].ids[k], 0)
 				}
 			}
 		}
@@ -279,40 +222,36 @@ func (d *Dispatcher) giveBack(jobs []leasedDelivery, reserved map[string]int) {
 // the local hint (worker.LocalDue), the others' read in one round trip, with the rate limiter of each
 // rate-limited webhook among them (its TAT, "" when none).
 func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([][]string, map[string]string, error) {
-	pipe := d.rdb.Pipeline()
-	ids := make([][]string, len(takes))
-	cmds := make([]*redis.StringSliceCmd, len(takes))
-	rates := map[string]*redis.StringCmd{}
+	local := make([][]string, len(takes))
+	reads := make([]*rdb.QueueRead, len(takes))
+	var rated []string
+	seen := map[string]bool{}
 	for i, tk := range takes {
-		if tk.local {
-			ids[i] = d.local.Take(tk.shard, tk.id, tk.n)
+		if tk.Local {
+			local[i] = d.local.Take(tk.Shard, tk.ID, tk.n)
 		} else {
-			cmds[i] = pipe.ZRangeArgs(ctx, redis.ZRangeArgs{Key: d.keys.Queue(tk.shard, tk.id), ByScore: true,
-				Start: "-inf", Stop: strconv.FormatInt(now.UnixMilli(), 10), Count: int64(tk.n)})
+			reads[i] = &rdb.QueueRead{Shard: tk.Shard, Webhook: tk.ID, N: tk.n}
 		}
-		if wh := t.webhooks[tk.id]; wh != nil && wh.RateLimit > 0 && rates[tk.id] == nil {
-			rates[tk.id] = pipe.Get(ctx, d.keys.Rate(tk.id))
+		if wh := t.webhooks[tk.ID]; wh != nil && wh.RateLimit > 0 && !seen[tk.ID] {
+			seen[tk.ID] = true
+			rated = append(rated, tk.ID)
 		}
 	}
-	if pipe.Len() > 0 {
-		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-			for i, tk := range takes {
-				if tk.local {
-					d.local.PutBack(tk.shard, tk.id, ids[i], 0)
-				}
+	ids, tats, err := rdb.ReadQueues(ctx, d.rdb, d.keys, reads, rated, now.UnixMilli())
+	if err != nil {
+		for i, tk := range takes {
+			if tk.Local {
+				d.local.PutBack(tk.Shard, tk.ID, local[i], 0)
 			}
-			return nil, nil, fmt.Errorf("webhooks: read queues: %w", err)
 		}
+		return nil, nil, fmt.Errorf("webhooks: read queues: %w", err)
 	}
-	for i, c := range cmds {
-		if c != nil {
-			ids[i] = c.Val()
-			d.local.Forget(takes[i].shard, takes[i].id, ids[i]) // leased now: a hint of them is stale
+	for i, r := range reads {
+		if r == nil {
+			ids[i] = local[i]
+		} else {
+			d.local.Forget(r.Shard, r.Webhook, ids[i]) // leased now: a hint of them is stale
 		}
-	}
-	tats := make(map[string]string, len(rates))
-	for id, c := range rates {
-		tats[id] = c.Val()
 	}
 	return ids, tats, nil
 }
@@ -339,8 +278,8 @@ func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [
 	}
 	args := []any{now.UnixMilli(), now.Add(d.lease).UnixMilli(), len(takes), n}
 	for i, t := range takes {
-		keys = append(keys, d.keys.Queue(shard, t.id))
-		args = append(args, t.id, flag(retime[i]))
+		keys = append(keys, d.keys.Queue(shard, t.ID))
+		args = append(args, t.ID, flag(retime[i]))
 	}
 	l := &shardLease{shard: shard, now: now, takes: takes, ids: ids, retime: retime}
 	for i, t := range takes {
@@ -349,7 +288,7 @@ func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [
 			keys = append(keys, d.keys.Delivery(shard, id))
 			args = append(args, id, token, i+1)
 			l.cands = append(l.cands, leasedDelivery{shard: shard, probe: t.probe, retime: retime[i],
-				rec: &rdb.Record{Delivery: Delivery{ID: id, WebhookID: t.id}, Token: token}})
+				rec: &rdb.Record{Delivery: Delivery{ID: id, WebhookID: t.ID}, Token: token}})
 		}
 	}
 	l.run = rdb.ScriptRun{Script: rdb.Lease, Keys: keys, Args: args}
@@ -376,7 +315,7 @@ func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) 
 		if l.retime[i] {
 			v, _ := reply[k].(string)
 			f, _ := strconv.ParseFloat(v, 64)
-			heads[worker.Queue{Shard: shard, Webhook: t.id}] = int64(f)
+			heads[worker.Queue{Shard: shard, Webhook: t.ID}] = int64(f)
 			k++
 		}
 	}

@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // The schedule has two levels per shard, so that leasing is fair across webhooks. A single zset of
@@ -38,12 +38,6 @@ import (
 // trips in all; nothing is maintained for it on the write paths.
 
 const (
-	// idleWait is the longest Run waits when nothing is due.
-	idleWait = 250 * time.Millisecond
-	// minWait keeps Run from spinning on a due time that is a hair away.
-	minWait = 5 * time.Millisecond
-	// maxErrorBackoff bounds Run's wait after Redis failed it.
-	maxErrorBackoff = 5 * time.Second
 	// probeRecheck is how long a worker parks a webhook whose probe another replica holds.
 	probeRecheck = time.Second
 	// rateHorizon is how far ahead an attempt to a rate-limited webhook takes its slot (then waits
@@ -51,16 +45,9 @@ const (
 	rateHorizon = 100 * time.Millisecond
 )
 
-// dueWebhook is a webhook with deliveries due in a shard.
-type dueWebhook struct {
-	shard int
-	id    string
-	local bool // found in the local hint only (worker.LocalDue): its due ids are known, its queue is not read
-}
-
 // take is how many due deliveries of one webhook in one shard a worker leases, and how.
 type take struct {
-	dueWebhook
+	worker.Due
 	n     int
 	probe string // the probe token, when this lease is its circuit's probe
 }
@@ -74,23 +61,20 @@ type leasedDelivery struct {
 	retime  bool           // its lease read its queue to the last due entry (outcome.retime)
 }
 
-// park moves a webhook's ready score, in every shard it was found due in, to until if that is later:
-// nothing of the webhook is taken there before then (a retime may undo it; the next worker to see the
-// webhook parks it again), and holds the local hint's ids of it until then. One round trip: each
-// shard's ZADD XX GT in one pipeline.
-func (d *Dispatcher) park(ctx context.Context, due []dueWebhook, until time.Time) {
+// park moves a webhook's ready score, in every shard it was found due in (due, all of one webhook), to
+// until if that is later: nothing of the webhook is taken there before then (a retime may undo it; the
+// next worker to see the webhook parks it again), and holds the local hint's ids of it until then. One
+// round trip (rdb.Park).
+func (d *Dispatcher) park(ctx context.Context, due []worker.Due, until time.Time) {
 	if len(due) == 0 {
 		return
 	}
-	for _, w := range due {
-		d.local.Delay(w.shard, w.id, until.UnixMilli()) // the local hint's ids of it wait as long
+	shards := make([]int, len(due))
+	for i, w := range due {
+		shards[i] = w.Shard
+		d.local.Delay(w.Shard, w.ID, until.UnixMilli()) // the local hint's ids of it wait as long
 	}
-	pipe := d.rdb.Pipeline()
-	for _, w := range due {
-		pipe.ZAddArgs(ctx, d.keys.Ready(w.shard), redis.ZAddArgs{XX: true, GT: true,
-			Members: []redis.Z{{Score: float64(until.UnixMilli()), Member: w.id}}})
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		d.log.Warn("webhooks: park webhook", "webhook_id", due[0].id, "error", err)
+	if err := rdb.Park(ctx, d.rdb, d.keys, due[0].ID, shards, until); err != nil {
+		d.log.Warn("webhooks: park webhook", "webhook_id", due[0].ID, "error", err)
 	}
 }

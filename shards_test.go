@@ -129,7 +129,7 @@ func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.P
 }
 
 // TestIdleWorkerCostIsBounded: an idle worker (Run with nothing due) sends Redis at most
-// idleScanShards commands per idle poll — 64 commands/s — whatever the shard count.
+// worker.IdleScanShards commands per idle poll — 64 commands/s — whatever the shard count.
 func TestIdleWorkerCostIsBounded(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
@@ -162,6 +162,6 @@ func TestIdleWorkerCostIsBounded(t *testing.T) {
 		<-done
 		perSec := float64(n) / took.Seconds()
 		t.Logf("idle worker, %d shards: %.1f commands/s", shards, perSec)
-		assert.LessOrEqual(t, perSec, float64(idleScanShards)*float64(time.Second/idleWait)*1.1, "%d shards", shards)
+		assert.LessOrEqual(t, perSec, float64(worker.IdleScanShards)*float64(time.Second/worker.IdleWait)*1.1, "%d shards", shards)
 	}
 }

@@ -54,7 +54,7 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // it reads only the shards whose schedule may hold something due (as it last read them), a few at a
 // time, and sweeps the others in turn: an idle poll reads at most 16 keys (64 commands/s per idle
 // worker, whatever Options.Shards), so a delivery another replica makes due is seen within Shards/14
-// polls (1.25s with the default 64 shards; scan.go). Any number of replicas may run it at once; each
+// polls (1.25s with the default 64 shards; worker.ScanHints). Any number of replicas may run it at once; each
 // due attempt is made by one of them. It backs off (up to 5s) only when Redis fails it. It returns nil
 // when ctx ends, after the attempts in flight have finished and been recorded.
 func (d *Dispatcher) Run(ctx context.Context) error { return runWorker(ctx, d, worker.Hooks{}) }
@@ -72,123 +72,42 @@ func runWorker(ctx context.Context, d *Dispatcher, hooks worker.Hooks) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	run := &runSlots{d: d, ctx: ctx, wg: &wg, ahead: 2 * d.opts.Concurrency, batch: max(1, d.opts.Concurrency/8),
-		budget: d.lease - d.leaseLeftToAttempt(), hooks: hooks}
-	var lanes sync.WaitGroup
-	for i := range leaseLanes {
-		lanes.Go(func() { run.lane(ctx, i == 0) })
-	}
-	lanes.Wait()
+	run := &runSlots{d: d, ctx: ctx, wg: &wg}
+	run.slots = worker.NewSlots(d.opts.Concurrency, d.lease-d.leaseLeftToAttempt(), run.start)
+	worker.New(worker.Config{
+		Log: d.log, Now: d.now, Shards: func() int { return d.keys.Shards },
+		Wake: d.wake, RedisLog: d.redisDown, Outage: &d.pending.Outage, Hooks: hooks,
+		Claim:        run.slots.Claim,
+		Ping:         func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() },
+		WritePending: d.writePending,
+		Lease:        run.lease,
+		Failed: func(err error) bool {
+			rdb.ReloadOnTransport(d.rdb, err)
+			return rdb.Retryable(err)
+		},
+	}).Run(ctx)
 	return nil
 }
 
-// leaseLanes is how many passes of one Run may lease at once: while one pass waits for Redis (its
-// schedule read, lease and bodies, round trips in turn), another leases for the slots freed meanwhile,
-// so attempts ending during a pass do not leave their slots idle until it is over.
-const leaseLanes = 2
-
-// lane is one of Run's lease loops: it leases for the slots free and not claimed by another lane's
-// pass, until ctx ends. Only the first lane scans first and polls when nothing is due (an idle worker
-// costs Redis what one lane's polls do); the others start, and wait when nothing is due, for a poke
-// (Enqueue, an ending attempt).
-func (r *runSlots) lane(ctx context.Context, first bool) {
-	d := r.d
-	backoff := minBackoff
-	mode := scanHinted  // an idle poll sweeps (scanReady)
-	var known time.Time // the earliest due time the scans know of
-	dry := 0            // passes in a row that leased nothing though more may be due
-	if !first {
-		d.wake.Wait(ctx) // the first lane makes the first scan
-	}
-	for ctx.Err() == nil {
-		if d.pending.IsDown() { // after an outage: lease nothing until Redis answers, then wait the grace
-			if err := d.rdb.Ping(ctx).Err(); err != nil {
-				d.redisDown.Down(time.Now(), "webhooks: worker could not reach Redis", "error", err)
-				d.wake.Sleep(ctx, worker.OutagePing) // not a backoff: the kept outcomes go out within the grace
-				continue
-			}
-			d.pending.Reached(time.Now())
-			backoff = minBackoff
-		}
-		d.writePending(ctx)
-		if wait := d.pending.GraceLeft(time.Now()); wait > 0 {
-			d.wake.Sleep(ctx, wait)
-			continue
-		}
-		free := r.claim()
-		if free <= 0 {
-			d.wake.Sleep(ctx, idleWait) // an ending attempt pokes
-			continue
-		}
-		jobs, next, more, err := d.leaseDueScan(ctx, free, mode)
-		known, mode = next, scanHinted
-		r.add(jobs, free)
-		switch {
-		case err != nil && len(jobs) == 0:
-			rdb.ReloadOnTransport(d.rdb, err)
-			d.redisDown.Down(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
-			if rdb.Retryable(err) {
-				d.pending.PassFailed()
-			}
-			d.wake.Sleep(ctx, backoff)
-			backoff = min(2*backoff, maxErrorBackoff)
-			continue
-		case err != nil:
-			d.log.Warn("webhooks: worker lease had errors", "leased", len(jobs), "error", err)
-		}
-		backoff = minBackoff
-		switch {
-		case len(jobs) > 0:
-			dry = 0
-			continue // more may be due
-		case more && dry <= d.keys.Shards/scanShardsPerPass:
-			dry++
-			continue // shards left unread may have some due: every one is read before Run waits
-		}
-		dry = 0
-		if !first {
-			d.wake.Wait(ctx)
-			continue
-		}
-		wait := idleWait
-		if !known.IsZero() {
-			wait = min(wait, max(known.Sub(d.now()), minWait))
-		}
-		if r.hooks.Idled != nil {
-			r.hooks.Idled()
-		}
-		// Woken by a poke, or at a due time it knows of: read what may be due; else an idle poll.
-		if !d.wake.Sleep(ctx, wait) && (known.IsZero() || d.now().Before(known)) {
-			mode = scanIdle
-		}
-	}
+// runSlots are Run's attempt slots (worker.Slots) and what its attempts need. Deliveries leased ahead
+// hold their webhooks' in-flight slots (MaxInFlightPerWebhook) as attempts do, so leasing ahead never
+// lets a webhook hold more than its cap. A delivery that waited so long for a slot (attempts hanging)
+// that too little of its lease is left for an attempt (leaseLeftToAttempt) is not attempted: it goes
+// back to its queue, due at once, rather than wait there for its lease to end; so does one whose
+// attempt refuses to start for that reason after its rate-limit wait. A probe not sent is given back.
+type runSlots struct {
+	d     *Dispatcher
+	ctx   context.Context
+	wg    *sync.WaitGroup
+	slots *worker.Slots[leasedReady]
 }
 
-// minBackoff is Run's first wait after Redis failed it.
-const minBackoff = 100 * time.Millisecond
-
-// runSlots are Run's attempt slots: at most Options.Concurrency attempts at once, and deliveries leased
-// ahead, their bodies read, each started as soon as a slot frees, in about the order they were leased:
-// up to twice Concurrency, fewer once attempts are slow (aheadNow). Deliveries leased ahead hold their
-// webhooks' in-flight slots (MaxInFlightPerWebhook) as attempts do, so leasing ahead never lets a
-// webhook hold more than its cap. A delivery that waited so long for a slot (attempts hanging) that
-// too little of its lease is left for an attempt (leaseLeftToAttempt) is not attempted: it goes back
-// to its queue, due at once, rather than wait there for its lease to end; so does one whose attempt
-// refuses to start for that reason after its rate-limit wait. A probe not sent is given back.
-type runSlots struct {
-	d      *Dispatcher
-	ctx    context.Context
-	wg     *sync.WaitGroup
-	ahead  int           // 2 × Concurrency: the most deliveries leased ahead
-	batch  int           // Concurrency/8: while deliveries wait, a pass leases no fewer
-	budget time.Duration // how long a delivery leased ahead may wait for its slot: lease − leaseLeftToAttempt
-	hooks  worker.Hooks
-
-	mu      sync.Mutex
-	busy    int           // attempts started and not over
-	waiting []leasedReady // leased ahead, waiting for a slot
-	leasing int           // slots claimed by lanes' passes in progress
-	took    time.Duration // moving average of attempts' durations; 0 before the first
+// lease is a pass of Run's worker (worker.Config.Lease): it leases up to free due deliveries, reading
+// the shards mode says, and starts their attempts (add).
+func (r *runSlots) lease(ctx context.Context, free int, mode worker.ScanMode) (int, time.Time, bool, error) {
+	jobs, next, more, err := r.d.leaseDueScan(ctx, free, mode)
+	r.add(jobs, free)
+	return len(jobs), next, more, err
 }
 
 // leasedReady is a leased delivery with its request body read, and the batch its outcome is recorded
@@ -200,32 +119,17 @@ type leasedReady struct {
 	batch *outcomeBatch
 }
 
-// claim claims for a lane's pass every slot free and not claimed by another pass, and returns how
-// many (add gives them back). While deliveries leased ahead wait, it claims none until batch are free:
-// a pass costs Redis about as much for one delivery as for many, and the waiting keep the slots busy
-// meanwhile.
-func (r *runSlots) claim() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	free := r.freeLocked()
-	if free <= 0 || (free < r.batch && len(r.waiting) > 0) {
-		return 0
-	}
-	r.leasing += free
-	return free
-}
-
 // add reads the bodies of leased deliveries (one round trip) and starts their attempts, as many as
-// there are free slots; the others wait for one. Deliveries whose bodies cannot be read are let go:
-// their leases expire and a later pass takes them again.
+// there are free slots; the others wait for one (worker.Slots.Add). Deliveries whose bodies cannot be
+// read are let go: their leases expire and a later pass takes them again.
 func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
 	if len(jobs) == 0 {
-		r.unclaim(claimed)
+		r.slots.Unclaim(claimed)
 		return
 	}
 	bodies, err := r.d.loadBodies(context.WithoutCancel(r.ctx), jobs)
 	if err != nil {
-		r.unclaim(claimed)
+		r.slots.Unclaim(claimed)
 		for _, j := range jobs {
 			r.d.flights.Release(j.rec.WebhookID)
 		}
@@ -237,69 +141,29 @@ func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
 		b := batches[j.shard]
 		if b == nil {
 			b = r.d.newOutcomeBatch(j.shard)
-			b.report = r.d.reportWorkerOutcome
+			b.report = r.report
 			batches[j.shard] = b
 		}
 		b.running++
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.leasing -= claimed
+	ready := make([]leasedReady, len(jobs))
 	for i, j := range jobs {
-		l := leasedReady{job: j, body: bodies[i], batch: batches[j.shard]}
-		if r.busy < r.d.opts.Concurrency {
-			r.busy++
-			r.start(l)
-		} else {
-			r.waiting = append(r.waiting, l)
-		}
+		ready[i] = leasedReady{job: j, body: bodies[i], batch: batches[j.shard]}
 	}
+	r.slots.Add(ready, claimed)
 }
 
-// freeLocked is how many deliveries may be leased now: slots free, and room ahead, less those waiting
-// and those being leased. Called with mu held.
-func (r *runSlots) freeLocked() int {
-	return r.d.opts.Concurrency - r.busy + r.aheadNow() - len(r.waiting) - r.leasing
-}
-
-// aheadNow is how many deliveries may wait leased ahead now: ahead, or fewer once attempts are slow, so
-// that the last of them is expected to start within half the wait its lease allows (budget): a
-// delivery at place n waits about n ÷ Concurrency attempts' time for a slot. Called with mu held.
-func (r *runSlots) aheadNow() int {
-	if r.took <= 0 {
-		return r.ahead
-	}
-	return min(r.ahead, int(int64(r.d.opts.Concurrency)*int64(r.budget)/int64(2*r.took)))
-}
-
-// observe adds an attempt's duration (its slot's hold) to the moving average aheadNow reads.
-func (r *runSlots) observe(took time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.took <= 0 {
-		r.took = took
-		return
-	}
-	r.took += (took - r.took) / 8
-}
-
-// unclaim gives back the slots a lane's pass claimed and did not fill.
-func (r *runSlots) unclaim(claimed int) {
-	r.mu.Lock()
-	r.leasing -= claimed
-	r.mu.Unlock()
-}
-
-// reportWorkerOutcome logs a worker's outcome that could not be recorded.
-func (d *Dispatcher) reportWorkerOutcome(err error) {
+// report logs a worker's outcome that could not be recorded (outcomeBatch.report).
+func (r *runSlots) report(err error) {
 	if err != nil && !errors.Is(err, ErrDeferred) {
-		d.log.Warn("webhooks: worker attempt not recorded", "error", err)
+		r.d.log.Warn("webhooks: worker attempt not recorded", "error", err)
 	}
 }
 
 // start attempts a leased delivery on a goroutine of its own and records its outcome; its slot goes
 // to the next waiting delivery as soon as the attempt is over, while the outcome is being written.
-// The lease is taken: the attempt goes on even if Run's context ends. Called with mu held.
+// The lease is taken: the attempt goes on even if Run's context ends. Called by worker.Slots, its lock
+// held.
 func (r *runSlots) start(l leasedReady) {
 	d, actx := r.d, context.WithoutCancel(r.ctx)
 	r.wg.Go(func() {
@@ -315,7 +179,7 @@ func (r *runSlots) start(l leasedReady) {
 			}
 		}
 		if ok {
-			r.observe(time.Since(began))
+			r.slots.Observe(time.Since(began))
 		} else if j.probe != "" {
 			d.releaseProbe(actx, j.rec.WebhookID, j.probe, j.shard) // not sent: the next pass may probe at once
 		}
@@ -328,18 +192,10 @@ func (r *runSlots) start(l leasedReady) {
 	})
 }
 
-// freed passes an attempt's slot to the next waiting delivery, or frees it, and wakes the worker to
-// lease more.
+// freed passes an attempt's slot to the next waiting delivery, or frees it (worker.Slots.Freed), and
+// wakes the worker to lease more.
 func (r *runSlots) freed() {
-	r.mu.Lock()
-	if len(r.waiting) > 0 {
-		next := r.waiting[0]
-		r.waiting = r.waiting[1:]
-		r.start(next)
-	} else {
-		r.busy--
-	}
-	r.mu.Unlock()
+	r.slots.Freed()
 	r.d.wake.Poke()
 }
 
@@ -375,23 +231,23 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 }
 
 // leaseDue leases up to free due deliveries, shared fairly among the webhooks that have some due,
-// reading every shard's schedule (scanFull). It returns them, the earliest due time in the future,
+// reading every shard's schedule (worker.ScanFull). It returns them, the earliest due time in the future,
 // whether it found due deliveries it could take (then the caller looks again at once instead of
 // waiting), and Redis's errors.
 func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []leasedDelivery, next time.Time, more bool, err error) {
-	return d.leaseDueScan(ctx, free, scanFull)
+	return d.leaseDueScan(ctx, free, worker.ScanFull)
 }
 
 // leaseDueScan is leaseDue reading the shards that mode says (scanReady). Inline attempts whose lease
 // ended that the scan finds are first taken into their queues, and those shards read again.
-func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) (jobs []leasedDelivery, next time.Time, more bool, err error) {
+func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode worker.ScanMode) (jobs []leasedDelivery, next time.Time, more bool, err error) {
 	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return nil, time.Time{}, false, err
 	}
 	now := d.now()
 	local, localNext := d.local.Due(now.UnixMilli())
-	if mode == scanHinted && d.local.Takeable(d.flights.Room) >= free {
-		mode = scanSweep // the local hint has enough due to fill the pass: no read but the sweep
+	if mode == worker.ScanHinted && d.local.Takeable(d.flights.Room) >= free {
+		mode = worker.ScanSweep // the local hint has enough due to fill the pass: no read but the sweep
 	}
 	due, strays, read, next, err := d.scanReady(ctx, now, free+16, mode)
 	if err == nil && len(strays) > 0 {
@@ -400,15 +256,15 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 			for _, s := range strays {
 				d.markShard(s.shard)
 			}
-			due, _, read, next, err = d.scanReady(ctx, now, free+16, scanHinted)
+			due, _, read, next, err = d.scanReady(ctx, now, free+16, worker.ScanHinted)
 		}
 	}
 	if localNext > 0 && (next.IsZero() || localNext < next.UnixMilli()) {
 		next = rdb.MilliTime(localNext)
 	}
-	due = d.withLocal(now, due, local)
+	due = d.local.With(now.UnixMilli(), due, local)
 	if err != nil || len(due) == 0 {
-		return nil, next, read.left, err // shards left unread may have some due: look again at once
+		return nil, next, read.Left, err // shards left unread may have some due: look again at once
 	}
 	targets, err := d.dueTargets(ctx, due)
 	if err != nil {
@@ -416,18 +272,18 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 	}
 	takes := d.chooseTakes(ctx, now, due, targets, free)
 	if len(takes) == 0 {
-		return nil, next, read.left, nil
+		return nil, next, read.Left, nil
 	}
 	jobs, heads, err := d.leaseTakes(ctx, now, takes, targets)
 	d.releaseUnusedProbes(ctx, takes, jobs)
 	if err == nil {
 		local := map[worker.Queue]bool{}
 		for _, w := range due {
-			if w.local {
-				local[worker.Queue{Shard: w.shard, Webhook: w.id}] = true
+			if w.Local {
+				local[worker.Queue{Shard: w.Shard, Webhook: w.ID}] = true
 			}
 		}
-		d.afterLease(now, read, heads, local)
+		d.hints().AfterLease(now, read, heads, local)
 	}
 	for i := range jobs {
 		jobs[i].webhook = targets.webhooks[jobs[i].rec.WebhookID]
@@ -437,35 +293,15 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode scanMode) 
 	return jobs, next, true, err
 }
 
-// withLocal adds to the webhooks a scan found due those the local hint holds due ids of, and marks
-// the ones found by both that the hint serves (worker.LocalDue.Serves): their queues are not read.
-func (d *Dispatcher) withLocal(now time.Time, scanned []dueWebhook, local []worker.Queue) []dueWebhook {
-	if len(local) == 0 {
-		return scanned
-	}
-	seen := make(map[worker.Queue]bool, len(scanned))
-	for i, w := range scanned {
-		k := worker.Queue{Shard: w.shard, Webhook: w.id}
-		seen[k] = true
-		scanned[i].local = d.local.Serves(k, now.UnixMilli())
-	}
-	for _, q := range local {
-		if !seen[q] {
-			scanned = append(scanned, dueWebhook{shard: q.Shard, id: q.Webhook, local: true})
-		}
-	}
-	return scanned
-}
-
 // dueTargets reads the webhooks found due: from the registry's by-id cache (at most a second old, as
 // subscriber resolution is), the others in one round trip.
-func (d *Dispatcher) dueTargets(ctx context.Context, due []dueWebhook) (*dueTargets, error) {
+func (d *Dispatcher) dueTargets(ctx context.Context, due []worker.Due) (*dueTargets, error) {
 	ids := make([]string, 0, len(due))
 	seen := map[string]bool{}
 	for _, w := range due {
-		if !seen[w.id] {
-			seen[w.id] = true
-			ids = append(ids, w.id)
+		if !seen[w.ID] {
+			seen[w.ID] = true
+			ids = append(ids, w.ID)
 		}
 	}
 	found, broken, err := d.webhooks.byIDs(ctx, ids)
@@ -532,7 +368,7 @@ func (d *Dispatcher) waitRateSlot(ctx context.Context, j leasedDelivery) (outcom
 			d.log.Warn("webhooks: rate limit", "webhook_id", j.webhook.ID, "error", err)
 			retryIn = time.Second
 		}
-		return handBack(j.rec, d.now().Add(max(retryIn, minWait))), false
+		return handBack(j.rec, d.now().Add(max(retryIn, worker.MinWait))), false
 	}
 	time.Sleep(delays[0])
 	return outcome{}, true

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // TestUnusedProbeIsGivenBack: a pass that takes an open circuit's probe and leases nothing with it (the
@@ -61,7 +62,7 @@ func TestUnusedProbeIsGivenBack(t *testing.T) {
 	assert.Equal(t, CircuitClosed, h.State, "its success closed the circuit")
 }
 
-// TestPassFilledByTheLocalHintReadsMarkedShards: a pass the local hint fills (scanSweep) still reads
+// TestPassFilledByTheLocalHintReadsMarkedShards: a pass the local hint fills (worker.ScanSweep) still reads
 // the shards this Dispatcher marked (an ordered key's next delivery, a requeued inline attempt, probe
 // now), so what it wrote there is not left to the sweep.
 func TestPassFilledByTheLocalHintReadsMarkedShards(t *testing.T) {
@@ -72,20 +73,20 @@ func TestPassFilledByTheLocalHintReadsMarkedShards(t *testing.T) {
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "x")
 	require.NoError(t, loadKeys(ctx, d.keys, d.rdb))
-	_, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, scanFull) // every shard read once
+	_, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, worker.ScanFull) // every shard read once
 	require.NoError(t, err)
-	_, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, scanIdle) // a sweep now: none due until the clock moves
+	_, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, worker.ScanIdle) // a sweep now: none due until the clock moves
 	require.NoError(t, err)
 
 	s := 3
 	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Ready(s), redis.Z{Score: float64(clock.Now().UnixMilli()), Member: wh.ID}).Err())
-	due, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, scanSweep)
+	due, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, worker.ScanSweep)
 	require.NoError(t, err)
 	assert.Empty(t, due, "a shard not marked is left to the sweep")
 	d.markShard(s)
-	due, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, scanSweep)
+	due, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, worker.ScanSweep)
 	require.NoError(t, err)
-	assert.Equal(t, []dueWebhook{{shard: s, id: wh.ID}}, due, "the marked shard is read")
+	assert.Equal(t, []worker.Due{{Shard: s, ID: wh.ID}}, due, "the marked shard is read")
 }
 
 // TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead: while every request hangs, Run makes
@@ -112,7 +113,7 @@ func TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead(t *testing.T) {
 	}
 	eventually(t, 10*time.Second, func() bool { return c.now.Load() == slots && leased() >= 3*slots },
 		"Concurrency attempts hang and twice as many deliveries are leased ahead")
-	time.Sleep(2 * idleWait) // both passes have polled again meanwhile
+	time.Sleep(2 * worker.IdleWait) // both passes have polled again meanwhile
 	assert.Equal(t, 3*slots, leased(), "no more leased than Concurrency attempts and twice as many ahead")
 	assert.Equal(t, int32(slots), c.peak.Load(), "no more than Concurrency attempts")
 	close(release)
@@ -254,63 +255,6 @@ func TestProbeHandedBackIsGivenBack(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// TestLeasedAheadFollowsAttemptTimes: Run leases twice Concurrency ahead while attempts are fast, and
-// fewer as they slow, so the last delivery leased ahead is expected to start within half the wait its
-// lease allows.
-func TestLeasedAheadFollowsAttemptTimes(t *testing.T) {
-	t.Parallel()
-	d := &Dispatcher{opts: Options{Concurrency: 64}}
-	for _, tc := range []struct {
-		took time.Duration
-		want int
-	}{
-		{0, 128},                       // no attempt yet
-		{time.Millisecond, 128},        // fast: the cap
-		{1250 * time.Millisecond, 128}, // 64 × 5s ÷ 2.5s
-		{2500 * time.Millisecond, 64},
-		{5 * time.Second, 32},
-		{20 * time.Second, 8},
-		{time.Hour, 0}, // hung: nothing leased ahead
-	} {
-		r := &runSlots{d: d, ahead: 128, budget: 5 * time.Second, took: tc.took}
-		assert.Equal(t, tc.want, r.aheadNow(), "attempts of %s", tc.took)
-	}
-	r := &runSlots{d: d, ahead: 128, budget: 5 * time.Second}
-	r.observe(5 * time.Second)
-	assert.Equal(t, 32, r.aheadNow(), "the first attempt sets the average")
-	for range 40 {
-		r.observe(time.Millisecond)
-	}
-	assert.Equal(t, 128, r.aheadNow(), "fast attempts bring it back")
-
-	// What a pass may claim follows it: with every slot busy, only the deliveries it may lease ahead.
-	r = &runSlots{d: d, ahead: 128, batch: 8, budget: 5 * time.Second, busy: 64}
-	assert.Equal(t, 128, r.claim(), "fast: twice Concurrency ahead")
-	r = &runSlots{d: d, ahead: 128, batch: 8, budget: 5 * time.Second, busy: 64, took: 5 * time.Second}
-	assert.Equal(t, 32, r.claim(), "slow: as aheadNow says")
-}
-
-// TestOlderScanDoesNotUndoANewerHint: Run's two lanes scan and lease at once; the hint a slower pass
-// sets from an older read of a shard (empty here) must not replace what a newer read found (a webhook
-// due soon), else the shard would wait for the sweep. Whichever order they land in, the newer stays.
-func TestOlderScanDoesNotUndoANewerHint(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	tr := newTestRedis(t)
-	d := newTestDispatcher(t, tr, Options{})
-	require.NoError(t, loadKeys(ctx, d.keys, tr.rdb))
-	h, now := d.hints(), time.Now()
-	due := now.Add(time.Second).UnixMilli()
-	older := scanRead{limit: 8, gen: h.gen.Add(1), entries: map[int][]redis.Z{0: nil}}
-	newer := scanRead{limit: 8, gen: h.gen.Add(1), entries: map[int][]redis.Z{0: {{Score: float64(due), Member: "w"}}}}
-	for _, order := range [][]scanRead{{older, newer}, {newer, older}} {
-		for _, r := range order {
-			d.afterLease(now, r, nil, nil)
-		}
-		assert.Equal(t, due, h.next[0].Load(), "the newer read's hint stays, in either order")
-	}
-}
-
 // leasedNow counts a webhook's queue entries scored past now: those leased, when every delivery was
 // due at once.
 func leasedNow(t *testing.T, tr *testRedis, d *Dispatcher, webhookID string, now time.Time) int {
@@ -341,17 +285,4 @@ func assertEachSentOnce(t *testing.T, rc *receiver, events int) {
 	for id, n := range per {
 		assert.Equal(t, 1, n, "delivery %s sent once", id)
 	}
-}
-
-// TestLanesClaimDisjointSlots: a slot one lane's pass has claimed is not claimed again by the other
-// lane until the pass gives back what it did not fill; the Run-level test above sees this only when
-// both lanes happen to pass at once.
-func TestLanesClaimDisjointSlots(t *testing.T) {
-	t.Parallel()
-	r := &runSlots{d: &Dispatcher{opts: Options{Concurrency: 64}}, ahead: 128, batch: 8, budget: 5 * time.Second}
-	first := r.claim()
-	assert.Equal(t, 192, first, "every slot and every delivery ahead")
-	assert.Equal(t, 0, r.claim(), "nothing left for the other lane while the pass runs")
-	r.unclaim(first)
-	assert.Equal(t, 192, r.claim(), "given back, claimed again")
 }

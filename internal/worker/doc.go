@@ -1,7 +1,11 @@
-// Package worker is the library's worker machinery, as units with their own types: the in-flight slots
-// that bound each webhook's attempts (InFlight, limits.go), the local hint of due deliveries (LocalDue,
-// local_due.go), the bodies of the events a Dispatcher left to its worker lately (Bodies, bodies.go),
-// the worker's warnings about its Redis (RedisLog, redis_log.go), how the worker is woken (Wake,
-// wake.go), its view of a Redis outage (Outage, outage.go) and the calls a Run makes for tests
-// (Hooks). The root's Dispatcher.Run drives them.
+// Package worker is the library's worker machinery, as units with their own types: the worker's loop
+// (Worker, worker.go: its lease lanes, waits and backoff), its attempt slots and the deliveries leased
+// ahead (Slots, slots.go), what it knows of each shard's schedule between scans (ScanHints,
+// scan_hints.go), how a pass shares its slots among the webhooks due (Turns, Share, turns.go), the
+// in-flight slots that bound each webhook's attempts (InFlight, limits.go), the local hint of due
+// deliveries (LocalDue, local_due.go), the bodies of the events a Dispatcher left to its worker lately
+// (Bodies, bodies.go), the worker's warnings about its Redis (RedisLog, redis_log.go), how the worker is
+// woken (Wake, wake.go), its view of a Redis outage (Outage, outage.go) and the calls a Run makes for
+// tests (Hooks). The root's Dispatcher.Run builds a Worker (worker.Config) over the Dispatcher's leases
+// and attempts.
 package worker

@@ -232,3 +232,24 @@ func (h *laterHeap) Pop() any {
 	*h = old[:len(old)-1]
 	return x
 }
+
+// With adds to the webhooks a scan found due (scanned) those whose queues the hint holds due ids of
+// (local, as Due returned them), and marks the ones found by both that the hint serves (Serves): their
+// queues are not read.
+func (l *LocalDue) With(nowMs int64, scanned []Due, local []Queue) []Due {
+	if len(local) == 0 {
+		return scanned
+	}
+	seen := make(map[Queue]bool, len(scanned))
+	for i, w := range scanned {
+		k := Queue{Shard: w.Shard, Webhook: w.ID}
+		seen[k] = true
+		scanned[i].Local = l.Serves(k, nowMs)
+	}
+	for _, q := range local {
+		if !seen[q] {
+			scanned = append(scanned, Due{Shard: q.Shard, ID: q.Webhook, Local: true})
+		}
+	}
+	return scanned
+}

@@ -159,3 +159,22 @@ func TestLocalDueConcurrent(t *testing.T) {
 
 // anyRoom is a webhook's room when none is at its cap.
 func anyRoom(string) int { return 1 << 30 }
+
+// TestLocalDueWith: the queues the hint holds due ids of join the webhooks a scan found due; one found
+// by both is served by the hint (its queue not read) only while it was read less than LocalReadEvery
+// ago.
+func TestLocalDueWith(t *testing.T) {
+	t.Parallel()
+	l := NewLocalDue(16)
+	require.True(t, l.Add(1, "wh_a", "d1", 100, 100))
+	require.True(t, l.Add(2, "wh_b", "d2", 100, 100))
+	local, _ := l.Due(100)
+	scanned := []Due{{Shard: 1, ID: "wh_a"}, {Shard: 3, ID: "wh_c"}}
+	got := l.With(100, scanned, local)
+	assert.ElementsMatch(t, []Due{{Shard: 1, ID: "wh_a"}, {Shard: 3, ID: "wh_c"}, {Shard: 2, ID: "wh_b", Local: true}}, got,
+		"wh_a's queue is read (never read before), wh_b's only in the hint")
+	local, _ = l.Due(150)
+	got = l.With(150, []Due{{Shard: 1, ID: "wh_a"}}, local)
+	assert.Contains(t, got, Due{Shard: 1, ID: "wh_a", Local: true}, "read 50ms ago: the hint serves it")
+	assert.Equal(t, []Due{{Shard: 3, ID: "wh_c"}}, l.With(150, []Due{{Shard: 3, ID: "wh_c"}}, nil), "nothing local: as scanned")
+}

@@ -1,0 +1,140 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+const (
+	// Lanes is how many passes of one Run may lease at once: while one pass waits for Redis (its
+	// schedule read, lease and bodies, round trips in turn), another leases for the slots freed
+	// meanwhile, so attempts ending during a pass do not leave their slots idle until it is over.
+	Lanes = 2
+	// MinWait keeps Run from spinning on a due time that is a hair away.
+	MinWait = 5 * time.Millisecond
+	// minBackoff is Run's first wait after Redis failed it.
+	minBackoff = 100 * time.Millisecond
+	// maxErrorBackoff bounds Run's wait after Redis failed it.
+	maxErrorBackoff = 5 * time.Second
+)
+
+// Config is what a Worker is built of: the units it drives and what it asks of the Dispatcher.
+type Config struct {
+	Log      *slog.Logger
+	Now      func() time.Time // the Dispatcher's clock (due times); waits are measured on the wall clock
+	Shards   func() int       // the keyspace's shard count, once a pass has loaded the layout
+	Wake     *Wake            // how the worker is woken: Enqueue, an ending attempt
+	RedisLog *RedisLog        // the worker's warnings while Redis fails it
+	Outage   *Outage          // the worker's view of a Redis outage
+	Hooks    Hooks
+
+	// Claim claims for a pass the slots free and not claimed by another pass (Slots.Claim).
+	Claim func() int
+	// Ping asks Redis whether it answers, after an outage.
+	Ping func(ctx context.Context) error
+	// WritePending writes the outcomes kept while Redis could not take them.
+	WritePending func(ctx context.Context)
+	// Lease leases up to free due deliveries, reading the shards mode says, and starts their attempts
+	// (giving back the claimed slots it did not fill). It returns how many it leased, the earliest due
+	// time in the future it knows of, whether more may be due at once, and Redis's errors.
+	Lease func(ctx context.Context, free int, mode ScanMode) (leased int, next time.Time, more bool, err error)
+	// Failed tells the Dispatcher a pass failed with err and leased nothing (a cluster's slot map may
+	// need reloading); it reports whether err is one Redis may get over (Retryable).
+	Failed func(err error) (retryable bool)
+}
+
+// Worker is a Dispatcher's worker loop: Lanes lease loops sharing one set of attempt slots, each
+// leasing for the slots free, waiting when nothing is due, and backing off when Redis fails it.
+type Worker struct {
+	cfg Config
+}
+
+// New returns the Worker of cfg. It does no I/O.
+func New(cfg Config) *Worker { return &Worker{cfg: cfg} }
+
+// Run runs the lanes until ctx ends, and returns once each has ended.
+func (w *Worker) Run(ctx context.Context) {
+	var lanes sync.WaitGroup
+	for i := range Lanes {
+		lanes.Go(func() { w.lane(ctx, i == 0) })
+	}
+	lanes.Wait()
+}
+
+// lane is one of Run's lease loops: it leases for the slots free and not claimed by another lane's
+// pass, until ctx ends. Only the first lane scans first and polls when nothing is due (an idle worker
+// costs Redis what one lane's polls do); the others start, and wait when nothing is due, for a poke
+// (Enqueue, an ending attempt).
+func (w *Worker) lane(ctx context.Context, first bool) {
+	c := w.cfg
+	backoff := minBackoff
+	mode := ScanHinted  // an idle poll sweeps (ScanHints.Plan)
+	var known time.Time // the earliest due time the scans know of
+	dry := 0            // passes in a row that leased nothing though more may be due
+	if !first {
+		c.Wake.Wait(ctx) // the first lane makes the first scan
+	}
+	for ctx.Err() == nil {
+		if c.Outage.IsDown() { // after an outage: lease nothing until Redis answers, then wait the grace
+			if err := c.Ping(ctx); err != nil {
+				c.RedisLog.Down(time.Now(), "webhooks: worker could not reach Redis", "error", err)
+				c.Wake.Sleep(ctx, OutagePing) // not a backoff: the kept outcomes go out within the grace
+				continue
+			}
+			c.Outage.Reached(time.Now())
+			backoff = minBackoff
+		}
+		c.WritePending(ctx)
+		if wait := c.Outage.GraceLeft(time.Now()); wait > 0 {
+			c.Wake.Sleep(ctx, wait)
+			continue
+		}
+		free := c.Claim()
+		if free <= 0 {
+			c.Wake.Sleep(ctx, IdleWait) // an ending attempt pokes
+			continue
+		}
+		leased, next, more, err := c.Lease(ctx, free, mode)
+		known, mode = next, ScanHinted
+		switch {
+		case err != nil && leased == 0:
+			retryable := c.Failed(err)
+			c.RedisLog.Down(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
+			if retryable {
+				c.Outage.PassFailed()
+			}
+			c.Wake.Sleep(ctx, backoff)
+			backoff = min(2*backoff, maxErrorBackoff)
+			continue
+		case err != nil:
+			c.Log.Warn("webhooks: worker lease had errors", "leased", leased, "error", err)
+		}
+		backoff = minBackoff
+		switch {
+		case leased > 0:
+			dry = 0
+			continue // more may be due
+		case more && dry <= c.Shards()/ScanShardsPerPass:
+			dry++
+			continue // shards left unread may have some due: every one is read before Run waits
+		}
+		dry = 0
+		if !first {
+			c.Wake.Wait(ctx)
+			continue
+		}
+		wait := IdleWait
+		if !known.IsZero() {
+			wait = min(wait, max(known.Sub(c.Now()), MinWait))
+		}
+		if c.Hooks.Idled != nil {
+			c.Hooks.Idled()
+		}
+		// Woken by a poke, or at a due time it knows of: read what may be due; else an idle poll.
+		if !c.Wake.Sleep(ctx, wait) && (known.IsZero() || c.Now().Before(known)) {
+			mode = ScanIdle
+		}
+	}
+}
