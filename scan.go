@@ -29,7 +29,7 @@ func (d *Dispatcher) queueLocal(shard int, webhook, id string, at time.Time) {
 	}
 }
 
-// scanReady reads, in one round trip (rdb.ReadSchedules), the webhooks with deliveries due (up to limit
+// scanReady reads, in one round trip (rdb.ReadDue), the webhooks with deliveries due (up to limit
 // per shard) in the shards that may have some, plus a sweep or every shard, as the scan hints plan it
 // for mode (worker.ScanHints.Plan), and the inline attempts whose lease has ended in the inline zsets
 // read. It returns those, what it read (for worker.ScanHints.AfterLease), and the earliest due time in
@@ -40,7 +40,7 @@ func (d *Dispatcher) scanReady(ctx context.Context, now time.Time, limit int, mo
 	if plan.Empty() {
 		return nil, nil, worker.ScanRead{Limit: limit, Left: plan.Left}, h.KnownDue(nowMs), nil
 	}
-	ready, ended, err := rdb.ReadSchedules(ctx, d.rdb, d.keys, plan.Ready, plan.Inline, limit, nowMs)
+	ready, ended, err := rdb.ReadDue(ctx, d.rdb, d.keys, plan.Ready, plan.Inline, limit, nowMs)
 	if err != nil {
 		h.Unread(plan) // not read: read them again
 		return nil, nil, worker.ScanRead{Limit: limit, Left: plan.Left}, time.Time{}, fmt.Errorf("webhooks: read schedules: %w", err)

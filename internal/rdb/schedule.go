@@ -23,11 +23,11 @@ type EndedInline struct {
 	WebhookID string
 }
 
-// ReadSchedules reads, in one round trip, the head of the ready zsets of shards ready (at most limit+1
+// ReadDue reads, in one round trip, the head of the ready zsets of shards ready (at most limit+1
 // entries each, in score order) and the entries of the inline zsets of shards inline whose lease ended
 // by nowMs (at most limit each). It returns the ready entries in the order of ready. On a transport
 // error it reloads a cluster's slot map (ReloadOnTransport).
-func ReadSchedules(ctx context.Context, c redis.UniversalClient, keys Keys, ready, inline []int, limit int, nowMs int64) ([][]ReadyEntry, []EndedInline, error) {
+func ReadDue(ctx context.Context, c redis.UniversalClient, keys Keys, ready, inline []int, limit int, nowMs int64) ([][]ReadyEntry, []EndedInline, error) {
 	pipe := c.Pipeline()
 	heads := make([]*redis.ZSliceCmd, len(ready))
 	for k, s := range ready {
