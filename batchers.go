@@ -45,7 +45,7 @@ func mergeCounts(batch []*rdb.ScriptCall) ([]*rdb.ScriptCall, func()) {
 	}
 	return out, func() {
 		if merged.Cmd == nil {
-			return // not sent (a panic): the batch's callers get errBatchAborted
+			return // not sent (a panic): the batch's callers get the batcher's abort error
 		}
 		reply, err := merged.Cmd.Slice()
 		var each [][]any

@@ -330,6 +330,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			if !ok {
 				o := waitForSlot(recs[i], d.now().Add(concurrencyRecheck))
 				o.inline, waited[i] = true, true
+				d.bodies.Put(bodyKey, body, time.Now()) // for this process's worker, as for a queued pair
 				batch.ended(ctx, recs[i], o, &results[i].Err)
 				return
 			}

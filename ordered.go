@@ -2,7 +2,7 @@ package webhooks
 
 // Ordered delivery per key (Event.OrderKey).
 //
-// An ordered event is sharded by its (tenant, order key), not by its id (orderShard), so every
+// An ordered event is sharded by its (tenant, order key), not by its id (Keys.OrderShard), so every
 // delivery of one (webhook, key) sequence, its queue and the webhook's ready entry share one hash
 // slot, and single-slot scripts see the whole sequence. Per (webhook, key) a list holds the
 // deliveries in claim order:
@@ -21,7 +21,7 @@ package webhooks
 // then pokes the local worker. So the next attempt of a key never starts before the previous
 // one's final outcome is recorded, and only one of a key's deliveries is ever leasable.
 //
-// The duplicate check: the delivery id of an ordered pair carries the key's shard (orderedDeliveryID),
+// The duplicate check: the delivery id of an ordered pair carries the key's shard (Keys.OrderedDeliveryID),
 // so a re-dispatch with the same key finds the same records and is a duplicate. A re-dispatch
 // with another key would find none, so the event id is first reserved for its key: one script
 // before the claim (ordered events only; batched with concurrent calls' scripts like the claim)
@@ -47,7 +47,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// blockedMember names a sequence in blockedKey.
+// blockedMember names a sequence in Keys.Blocked.
 func blockedMember(webhookID, orderKey string) string { return webhookID + ":" + orderKey }
 
 // waitingRecord is rec as created behind its key's head: pending, not leased, no next attempt.

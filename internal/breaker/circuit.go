@@ -61,20 +61,12 @@ func HealthOf(webhookID string, stored any, now time.Time) types.Health {
 	s, _ := stored.(string)
 	c, _ := decodeCircuit(s)
 	h := types.Health{WebhookID: webhookID, State: types.CircuitClosed, ConsecutiveFailures: int(c.failures),
-		FailingSince: msTime(c.since)}
+		FailingSince: rdb.MilliTime(c.since)}
 	if c.openFor > 0 {
-		h.State, h.OpenUntil, h.OpenFor = types.CircuitOpen, msTime(c.openUntil), time.Duration(c.openFor)*time.Millisecond
+		h.State, h.OpenUntil, h.OpenFor = types.CircuitOpen, rdb.MilliTime(c.openUntil), time.Duration(c.openFor)*time.Millisecond
 	}
 	if c.openFor > 0 && c.probeUntil > now.UnixMilli() {
 		h.State = types.CircuitProbing
 	}
 	return h
-}
-
-// msTime is a stored time in ms (0: none, the zero time).
-func msTime(ms int64) time.Time {
-	if ms == 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
 }

@@ -30,7 +30,7 @@ func (p Policy) CheckURL(raw string, requireHTTPS bool) error {
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("url: %v", err)
+		return fmt.Errorf("url: %w", err)
 	}
 	switch {
 	case !u.IsAbs():

@@ -34,7 +34,7 @@ const (
 	SearchExamineBudget = 2048
 	// searchSetupCommands are the commands a search costs the server besides its rounds, at most: the
 	// shard count, the scope's webhooks (their ids, then their records) and, for the answer, their
-	// circuits (the root's viewDeliveries).
+	// circuits (read by the caller for the answer).
 	searchSetupCommands = 5
 )
 

@@ -7,36 +7,41 @@ import "time"
 
 const (
 	// TokenLen is the length of a lease token: 8 random bytes, hex encoded.
-	TokenLen      = 16
+	TokenLen = 16
+	// RecordHeadLen is the length of a record's fixed head: its lease token, lease state, status and
+	// format version (record.go), the part scripts read and rewrite.
 	RecordHeadLen = TokenLen + 3
+	// RecordVersion is the format version of a record with no traceparent or order key.
 	RecordVersion = '1'
 	// RecordVersionTraced is RecordVersion with a traceparent after the history.
 	RecordVersionTraced = '2'
 	// RecordVersionOrdered is RecordVersionTraced with an order key after the traceparent.
 	RecordVersionOrdered = '3'
 
-	LeaseHeld     = 'L'
-	LeaseSettled  = '+'
-	LeaseNone     = '-'
+	// A record's lease state: an attempt holds the lease, its outcome is recorded, or no lease.
+	LeaseHeld    = 'L'
+	LeaseSettled = '+'
+	LeaseNone    = '-'
+	// A record's status: pending, succeeded, failed.
 	StatusPending = 'p'
 	StatusSuccess = 's'
 	StatusFailed  = 'f'
 )
 
-// Schedule modes of an outcome, as outcomeScript takes them.
+// Schedule modes of an outcome, as the Outcome script takes them.
 const (
 	ScheduleQueued = "0" // a worker's lease: leave the queue when final
 	ScheduleInline = "1" // leased by the claim: leave the inline zset, else as ScheduleQueued
 	ScheduleRetime = "2" // as ScheduleQueued, and retime the webhook when final
 )
 
-// outcomeScript's first reply per outcome.
+// The Outcome script's first reply per outcome.
 const (
 	OutcomeLeaseLost = 0
 	OutcomeRecorded  = 1
 )
 
-// Outcomes as countScript takes them, and the events it reports.
+// Outcomes as the Count script takes them, and the events it reports.
 const (
 	CountSuccess                        = "s" // a 2xx: resets the count and closes the circuit
 	CountFailure                        = "f" // a timeout, connection error, 5xx or 429: counts towards BreakAfter
@@ -64,7 +69,7 @@ const (
 	RedeliverWaiting = 2
 )
 
-// How an outcome of settle moves its delivery's sequence when it is final (orderedOutcomeScript).
+// How an outcome of settle moves its delivery's sequence when it is final (the OrderedOutcome script).
 const (
 	OrderNone      = "0" // an unordered delivery
 	OrderOnSuccess = "1" // the next goes on after a success only: a failure blocks the key (BlockKeyOnFailure)
@@ -85,7 +90,7 @@ const (
 	HourlyTTL = 25 * time.Hour
 )
 
-// retryNowScript's replies.
+// The RetryNow script's replies.
 const (
 	RetryGone = iota
 	RetryNotPending
@@ -94,33 +99,33 @@ const (
 	RetryDue
 )
 
-// redeliverScript's first reply.
+// The Redeliver script's first reply.
 const (
 	RedeliverUnchanged = 0
 	RedeliverReset     = 1
 )
 
-// ClaimCreated is claimScript's reply for a pair it created; ClaimConflict its whole reply for an
+// ClaimCreated is the Claim script's reply for a pair it created; ClaimConflict its whole reply for an
 // event whose id names another event.
 const (
 	ClaimCreated  = 1
 	ClaimConflict = 2
 )
 
-// leaseScript's replies for a candidate it did not lease.
+// The Lease script's replies for a candidate it did not lease.
 const (
 	LeaseNotDue    = 0
 	LeaseExpired   = 1
 	LeaseNotRecord = 2
 )
 
-// unscheduleScript's replies.
+// The Unschedule script's replies.
 const (
 	UnscheduleLeaseLost = 0
 	UnscheduleDone      = 1
 )
 
-// saveWebhookScript's replies.
+// The SaveWebhook script's replies.
 const (
 	SaveConflict  = 0
 	SaveDone      = 1

@@ -18,7 +18,7 @@ package rdb
 //	                                               whose queue is empty is removed by the next worker to read it
 //	{P:s}:q:<webhook_id>                   zset    delivery id -> next attempt, or lease end while leased (ms); pending
 //	                                               only
-//	{P:s}:inline                           zset    delivery id + webhook id (ks.InlineEntry) -> lease end (ms):
+//	{P:s}:inline                           zset    delivery id + webhook id (InlineEntry) -> lease end (ms):
 //	                                               deliveries leased by their claims for Dispatch's inline attempt
 //	                                               (inline.go)
 //	{P:s}:list:<webhook_id>                stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of

@@ -13,7 +13,7 @@ import (
 //
 //   - A webhook's limit starts at the root's Options.MaxInFlightPerWebhook (the cap), its floor.
 //   - A recorded attempt that succeeded within Timeout/4 (fast) raises it by one, up to
-//     fastInFlightFactor × the cap, when the webhook has held at least half its limit at once since
+//     FastInFlightFactor × the cap, when the webhook has held at least half its limit at once since
 //     the limit last changed: the limit grows only as far as the webhook uses it, to at most twice the
 //     most attempts it has held at once, plus one.
 //   - A failed attempt (any other answer, a timeout, a connection error), or a success slower than
@@ -32,7 +32,7 @@ import (
 // anyway.)
 //
 // A webhook never seen to succeed within Timeout/4 (hung from the start) holds at most the cap. One that
-// turns hung after being fast holds at most the limit it had reached: at most fastInFlightFactor × the
+// turns hung after being fast holds at most the limit it had reached: at most FastInFlightFactor × the
 // cap, and at most twice the most attempts it held at once while it was fast, plus one; and it starts
 // new attempts only until Timeout/2 after its last ended attempt, when it is stalled and held to the cap
 // (its hung attempts end with Timeout, each failure lowering the limit).
@@ -40,7 +40,7 @@ type InFlight struct {
 	mu      sync.Mutex
 	hooks   map[string]*flight
 	max     int           // Options.MaxInFlightPerWebhook: every limit's floor
-	ceiling int           // fastInFlightFactor × max
+	ceiling int           // FastInFlightFactor × max
 	fast    time.Duration // Timeout/4: a success within it is fast
 	stall   time.Duration // Timeout/2: a webhook holding attempts that frees no slot for it is stalled
 	maxWait time.Duration // Timeout: the longest a call waits for its slots
