@@ -329,14 +329,14 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			slot, ok := d.takeConcurrencySlot(ctx, t)
 			if !ok {
 				o := waitForSlot(recs[i], d.now().Add(concurrencyRecheck))
-				o.inline, waited[i] = true, true
+				o.Inline, waited[i] = true, true
 				batch.ended(ctx, recs[i], o, &results[i].Err)
 				return
 			}
 			res := d.tracedAttempt(ctx, t, recs[i], body)
 			d.releaseConcurrencySlot(ctx, t.ID, slot)
-			o := d.decide(recs[i], res)
-			o.inline = true
+			o := worker.Decide(recs[i], res, d.opts.RetrySchedule, d.lease, d.now())
+			o.Inline = true
 			if d.breaker.FailingNow(t.ID) {
 				d.countNow(ctx, recs[i], &o)
 			}

@@ -38,20 +38,20 @@ type pendingOutcomes struct {
 type pendingGroup struct {
 	shard    int
 	recs     []*rdb.Record
-	outcomes []outcome
+	outcomes []worker.Outcome
 }
 
 // keep adds outcomes (of one shard, at least one) unless MaxPendingOutcomes are kept; it reports
 // whether it did. Their pendingSince is set if it is not.
-func (p *pendingOutcomes) keep(shard int, recs []*rdb.Record, outcomes []outcome, now time.Time) bool {
+func (p *pendingOutcomes) keep(shard int, recs []*rdb.Record, outcomes []worker.Outcome, now time.Time) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.n+len(outcomes) > MaxPendingOutcomes {
 		return false
 	}
 	for i := range outcomes {
-		if outcomes[i].pendingSince.IsZero() {
-			outcomes[i].pendingSince = now
+		if outcomes[i].PendingSince.IsZero() {
+			outcomes[i].PendingSince = now
 		}
 	}
 	p.groups = append(p.groups, pendingGroup{shard: shard, recs: recs, outcomes: outcomes})
@@ -70,17 +70,17 @@ func (p *pendingOutcomes) take() []pendingGroup {
 
 // keepPending keeps, for Run to write, copies of the outcomes of idx and their records (the callers
 // keep theirs), marked counted when their circuit count ran; and notes the outage.
-func (d *Dispatcher) keepPending(shard int, recs []*rdb.Record, outcomes []outcome, idx []int, count *circuitCount) {
+func (d *Dispatcher) keepPending(shard int, recs []*rdb.Record, outcomes []worker.Outcome, idx []int, count *circuitCount) {
 	if len(idx) == 0 {
 		return
 	}
 	d.pending.PassFailed()
-	kr, ko := make([]*rdb.Record, len(idx)), make([]outcome, len(idx))
+	kr, ko := make([]*rdb.Record, len(idx)), make([]worker.Outcome, len(idx))
 	for j, i := range idx {
 		r := *recs[i]
 		r.History = slices.Clone(r.History)
 		kr[j], ko[j] = &r, outcomes[i]
-		ko[j].counted = ko[j].counted || count.sent()
+		ko[j].Counted = ko[j].Counted || count.sent()
 	}
 	if !d.pending.keep(shard, kr, ko, d.now()) {
 		d.log.Warn("webhooks: outcomes dropped: MaxPendingOutcomes are kept for Redis already", "shard", shard, "outcomes", len(idx))
@@ -93,9 +93,9 @@ func (d *Dispatcher) writePending(ctx context.Context) {
 	for _, g := range d.pending.take() {
 		recs, outcomes := g.recs[:0:0], g.outcomes[:0:0]
 		for i, o := range g.outcomes {
-			if d.now().Sub(o.pendingSince) > MaxPendingOutcomeAge {
+			if d.now().Sub(o.PendingSince) > MaxPendingOutcomeAge {
 				d.log.Warn("webhooks: outcome dropped: Redis did not take it within MaxPendingOutcomeAge",
-					"delivery_id", o.id, "kept_for", MaxPendingOutcomeAge.String())
+					"delivery_id", o.ID, "kept_for", MaxPendingOutcomeAge.String())
 				continue
 			}
 			recs, outcomes = append(recs, g.recs[i]), append(outcomes, o)

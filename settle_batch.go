@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // outcomeBatch gathers the outcomes of one call's inline attempts (all of one event, so of one shard)
@@ -28,7 +29,7 @@ type outcomeBatch struct {
 // endedAttempt is an outcome waiting to be recorded, and where its Result's error goes.
 type endedAttempt struct {
 	rec *rdb.Record
-	o   outcome
+	o   worker.Outcome
 	err *error
 }
 
@@ -47,7 +48,7 @@ func (d *Dispatcher) settleLinger() time.Duration {
 // ended records an attempt's outcome, with others of the call, and sets *err to its settle error. The
 // attempt that ends last records every outcome waiting; the first to wait while others run records
 // what has ended after the linger.
-func (b *outcomeBatch) ended(ctx context.Context, rec *rdb.Record, o outcome, err *error) {
+func (b *outcomeBatch) ended(ctx context.Context, rec *rdb.Record, o worker.Outcome, err *error) {
 	b.mu.Lock()
 	b.waiting = append(b.waiting, endedAttempt{rec: rec, o: o, err: err})
 	b.running--
@@ -75,11 +76,11 @@ func (b *outcomeBatch) ended(ctx context.Context, rec *rdb.Record, o outcome, er
 	if len(batch) == 0 {
 		return // the last attempt recorded them
 	}
-	recs, outcomes := make([]*rdb.Record, len(batch)), make([]outcome, len(batch))
+	recs, outcomes := make([]*rdb.Record, len(batch)), make([]worker.Outcome, len(batch))
 	var unrecorded []*rdb.Record
 	for i, e := range batch {
 		recs[i], outcomes[i] = e.rec, e.o
-		if e.o.unrecorded && e.o.inline {
+		if e.o.Unrecorded && e.o.Inline {
 			unrecorded = append(unrecorded, e.rec)
 		}
 	}
