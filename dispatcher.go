@@ -56,7 +56,7 @@ type Dispatcher struct {
 	running    atomic.Int32            // Runs going
 	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)
 	redisDown  *worker.RedisLog        // the worker's warnings while Redis fails it
-	pending    pendingOutcomes         // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+	pending    worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
