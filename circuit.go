@@ -115,7 +115,7 @@ func (d *Dispatcher) countOutcomes(now time.Time, outcomes []worker.Outcome, rec
 // countNow counts an attempt's outcome in its webhook's circuit at once, on its own: on the count lane,
 // where the counts of attempts ending while one is sent wait for the next and go out merged into one
 // script run (mergeCounts), in the order they ended. It marks the outcome counted: for an outcome whose
-// record waits for others' to be written with it (a worker's outcomeBatch). The circuit's count is of
+// record waits for others' to be written with it (a worker.OutcomeBatch). The circuit's count is of
 // attempts in the order they end; an outcome held back by its batch would be counted behind attempts
 // that ended after it, and a run of failures could appear that no receiver answered.
 func (d *Dispatcher) countNow(ctx context.Context, rec *rdb.Record, o *worker.Outcome) {

@@ -300,7 +300,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	}
 	var wg sync.WaitGroup
 	queued := false
-	batch := d.newOutcomeBatch(shard)
+	batch := worker.NewOutcomeBatch(shard, worker.SettleLinger(d.opts.Timeout), d.settle, d.requeueInline)
 	var attempts []int
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
@@ -318,7 +318,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		results[i].Delivery = &recs[i].Delivery // settle applies the outcome to it
 		attempts = append(attempts, i)
 	}
-	batch.running = len(attempts)
+	batch.Add(len(attempts))
 	waited := make([]bool, len(targets)) // at the webhook's MaxConcurrency: handed back to the worker
 	for _, i := range attempts {
 		t := targets[i]
@@ -330,7 +330,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			if !ok {
 				o := waitForSlot(recs[i], d.now().Add(concurrencyRecheck))
 				o.Inline, waited[i] = true, true
-				batch.ended(ctx, recs[i], o, &results[i].Err)
+				batch.Ended(ctx, recs[i], o, &results[i].Err)
 				return
 			}
 			res := d.tracedAttempt(ctx, t, recs[i], body)
@@ -340,7 +340,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			if d.breaker.FailingNow(t.ID) {
 				d.countNow(ctx, recs[i], &o)
 			}
-			batch.ended(ctx, recs[i], o, &results[i].Err)
+			batch.Ended(ctx, recs[i], o, &results[i].Err)
 		})
 	}
 	if queued {

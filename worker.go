@@ -112,11 +112,11 @@ func (r *runSlots) lease(ctx context.Context, free int, mode worker.ScanMode) (i
 
 // leasedReady is a leased delivery with its request body read, and the batch its outcome is recorded
 // in: the deliveries of one shard leased together (typically an event's, to several webhooks) have
-// their outcomes recorded together, in one outcome script, as Dispatch's do (outcomeBatch).
+// their outcomes recorded together, in one outcome script, as Dispatch's do (worker.OutcomeBatch).
 type leasedReady struct {
 	job   worker.LeasedDelivery
 	body  []byte
-	batch *outcomeBatch
+	batch *worker.OutcomeBatch
 }
 
 // add reads the bodies of leased deliveries (one round trip) and starts their attempts, as many as
@@ -136,15 +136,15 @@ func (r *runSlots) add(jobs []worker.LeasedDelivery, claimed int) {
 		r.d.log.Warn("webhooks: worker attempts not made", "leased", len(jobs), "error", err)
 		return
 	}
-	batches := map[int]*outcomeBatch{}
+	batches := map[int]*worker.OutcomeBatch{}
 	for _, j := range jobs {
 		b := batches[j.Shard]
 		if b == nil {
-			b = r.d.newOutcomeBatch(j.Shard)
-			b.report = r.report
+			b = worker.NewOutcomeBatch(j.Shard, worker.SettleLinger(r.d.opts.Timeout), r.d.settle, r.d.requeueInline)
+			b.Report = r.report
 			batches[j.Shard] = b
 		}
-		b.running++
+		b.Add(1)
 	}
 	ready := make([]leasedReady, len(jobs))
 	for i, j := range jobs {
@@ -153,7 +153,7 @@ func (r *runSlots) add(jobs []worker.LeasedDelivery, claimed int) {
 	r.slots.Add(ready, claimed)
 }
 
-// report logs a worker's outcome that could not be recorded (outcomeBatch.report).
+// report logs a worker's outcome that could not be recorded (worker.OutcomeBatch.Report).
 func (r *runSlots) report(err error) {
 	if err != nil && !errors.Is(err, ErrDeferred) {
 		r.d.log.Warn("webhooks: worker attempt not recorded", "error", err)
@@ -188,7 +188,7 @@ func (r *runSlots) start(l leasedReady) {
 		r.freed()
 		d.countNow(actx, j.Rec, &o) // now, not when its batch is written
 		var err error
-		l.batch.ended(actx, j.Rec, o, &err)
+		l.batch.Ended(actx, j.Rec, o, &err)
 	})
 }
 
