@@ -144,10 +144,8 @@ func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*rdb.R
 // when recorded. An outcome whose attempt the caller abandoned is left to its lease.
 func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, outcomes []worker.Outcome) []error {
 	errs := make([]error, len(outcomes))
-	keys := []string{d.keys.Ready(shard), d.keys.Inline(shard)}
 	now := d.now()
-	args := []any{now.UnixMilli()}
-	values := make([]any, 0, len(outcomes))
+	writes := make([]rdb.OutcomeWrite, 0, len(outcomes))
 	idx := make([]int, 0, len(outcomes))
 	for i, o := range outcomes {
 		if o.Unrecorded {
@@ -157,15 +155,15 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, 
 		next := *recs[i] // the record as the outcome leaves it; applied in memory once recorded
 		next.History = slices.Clip(next.History)
 		o.Apply(&next, now)
-		keys = append(keys, d.keys.Delivery(shard, o.ID), d.keys.Queue(shard, recs[i].WebhookID))
-		args = append(args, recs[i].ID, o.Token, string(o.Status), rdb.UnixMilli(o.Next), recs[i].WebhookID, o.ScheduleMode())
-		values = append(values, next.Encode())
+		writes = append(writes, rdb.OutcomeWrite{ID: recs[i].ID, WebhookID: recs[i].WebhookID, Token: o.Token,
+			Status: o.Status, Next: o.Next, Mode: o.ScheduleMode(), Record: next.Encode()})
 		idx = append(idx, i)
 	}
 	if len(idx) == 0 {
 		return errs
 	}
-	script, keys, values, extra := d.outcomeScriptFor(shard, recs, idx, keys, values)
+	keys, args := rdb.OutcomeRun(d.keys, shard, now, writes)
+	script, keys, args, extra := d.outcomeScriptFor(shard, recs, idx, keys, args)
 	// The attempt is over whatever the caller's context says now: record it, retrying a write that
 	// failed in transport while the lease lasts (the script is idempotent by token; failover.go).
 	ctx = context.WithoutCancel(ctx)
@@ -176,7 +174,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, 
 	defer func() { d.keepPending(shard, recs, outcomes, kept, count) }() // after afterCount
 	defer d.afterCount(ctx, count)
 	err := d.retryWithinLease(ctx, leaseEnd, func(ctx context.Context) error {
-		w := d.writeBesideCount(ctx, count, script, keys, append(args, values...)...)
+		w := d.writeBesideCount(ctx, count, script, keys, args...)
 		var err error
 		if reply, err = w.Int64Slice(); err == nil && w.AckErr != nil {
 			d.log.Warn("webhooks: outcome recorded but not acknowledged by its replicas", "shard", shard, "error", w.AckErr)
