@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/ratelimit"
@@ -184,7 +183,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []work
 			st[k], sids[k], rt[k] = takes[i], ids[i], retime[i]
 		}
 		l := d.newShardLease(shard, now, st, sids, rt)
-		shardLeases, runs = append(shardLeases, l), append(runs, l.run)
+		shardLeases, runs = append(shardLeases, l), append(runs, l.lease.Run)
 	}
 	var jobs []worker.LeasedDelivery
 	var errs []error
@@ -194,7 +193,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []work
 			// Not leased, as far as this worker knows: the local hint's ids of it are due again.
 			for k, tk := range shardLeases[i].takes {
 				if tk.Local {
-					d.local.PutBack(tk.Shard, tk.ID, shardLeases[i].ids[k], 0)
+					d.local.PutBack(tk.Shard, tk.ID, shardLeases[i].lease.Queues[k].IDs, 0)
 				}
 			}
 		}
@@ -256,89 +255,54 @@ func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []work
 	return ids, tats, nil
 }
 
-// shardLease is the lease of some webhooks' candidates in one shard: its script run, and the
-// deliveries it may lease.
+// shardLease is the lease of some webhooks' candidates in one shard (rdb.ShardLease), and the takes
+// they are of, one per queue of the lease.
 type shardLease struct {
-	shard  int
-	now    time.Time
-	takes  []worker.Take
-	ids    [][]string // per take, its candidates (queue members)
-	retime []bool
-	cands  []worker.LeasedDelivery
-	run    rdb.ScriptRun
+	now   time.Time
+	takes []worker.Take
+	lease *rdb.ShardLease
 }
 
 // newShardLease prepares the lease of the candidates of some webhooks of one shard; the webhooks
 // flagged in retime have their ready score set to their queue's head.
 func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []worker.Take, ids [][]string, retime []bool) *shardLease {
-	keys := []string{d.keys.Ready(shard)}
-	n := 0
-	for i := range takes {
-		n += len(ids[i])
-	}
-	args := []any{now.UnixMilli(), now.Add(d.lease).UnixMilli(), len(takes), n}
+	queues := make([]rdb.LeaseQueue, len(takes))
 	for i, t := range takes {
-		keys = append(keys, d.keys.Queue(shard, t.ID))
-		args = append(args, t.ID, flag(retime[i]))
+		queues[i] = rdb.LeaseQueue{Webhook: t.ID, IDs: ids[i], Retime: retime[i]}
 	}
-	l := &shardLease{shard: shard, now: now, takes: takes, ids: ids, retime: retime}
-	for i, t := range takes {
-		for _, id := range ids[i] {
-			token := randomHex(rdb.TokenLen / 2)
-			keys = append(keys, d.keys.Delivery(shard, id))
-			args = append(args, id, token, i+1)
-			l.cands = append(l.cands, worker.LeasedDelivery{Shard: shard, Probe: t.Probe, Retime: retime[i],
-				Rec: &rdb.Record{Delivery: Delivery{ID: id, WebhookID: t.ID}, Token: token}})
-		}
-	}
-	l.run = rdb.ScriptRun{Script: rdb.Lease, Keys: keys, Args: args}
-	return l
+	token := func() string { return randomHex(rdb.TokenLen / 2) }
+	return &shardLease{now: now, takes: takes, lease: rdb.NewShardLease(d.keys, shard, now, d.lease, queues, token)}
 }
 
 // leased reads a shard lease's reply: the deliveries it leased, their records decoded, and the new ready scores of the webhooks it retimed (0 when one left the ready zset).
 func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) ([]worker.LeasedDelivery, map[worker.Queue]int64, error) {
-	shard, now, cands := l.shard, l.now, l.cands
-	retimed := 0
-	for _, r := range l.retime {
-		retimed += flag(r)
-	}
-	reply, err := cmd.Slice()
-	if err == nil && len(reply) != len(cands)+retimed {
-		err = fmt.Errorf("unexpected reply of %d items for %d deliveries", len(reply), len(cands))
-	}
+	shard := l.lease.Shard
+	results, retimed, err := l.lease.Reply(cmd)
 	if err != nil {
 		return nil, nil, fmt.Errorf("webhooks: lease shard %d: %w", shard, err)
 	}
-	heads := make(map[worker.Queue]int64, retimed)
-	k := len(cands)
-	for i, t := range l.takes {
-		if l.retime[i] {
-			v, _ := reply[k].(string)
-			f, _ := strconv.ParseFloat(v, 64)
-			heads[worker.Queue{Shard: shard, Webhook: t.ID}] = int64(f)
-			k++
-		}
+	heads := make(map[worker.Queue]int64, len(retimed))
+	for id, head := range retimed {
+		heads[worker.Queue{Shard: shard, Webhook: id}] = head
 	}
 	var out []worker.LeasedDelivery
 	var errs []error
-	for j, item := range reply[:len(cands)] {
-		c := cands[j]
-		switch v := item.(type) {
-		case string:
-			rec, err := d.decodeLeased(ctx, shard, c.Rec, v)
+	for j, c := range l.lease.Candidates {
+		t := l.takes[c.Queue]
+		rec := &rdb.Record{Delivery: Delivery{ID: c.ID, WebhookID: t.ID}, Token: c.Token}
+		switch r := results[j]; {
+		case r.Leased:
+			rec, err := d.decodeLeased(ctx, shard, rec, r.Record)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			rec.HoldLease(c.Rec.Token, now.Add(d.lease))
-			c.Rec = rec
-			out = append(out, c)
-		case int64:
-			if v == rdb.LeaseNotRecord {
-				err := fmt.Errorf("%w: %s is not a record", ErrCorruptRecord, c.Rec.ID)
-				d.log.Error("webhooks: dropped undecodable delivery from the schedule", "delivery_id", c.Rec.ID, "error", err)
-				errs = append(errs, err)
-			}
+			rec.HoldLease(c.Token, l.now.Add(d.lease))
+			out = append(out, worker.LeasedDelivery{Shard: shard, Rec: rec, Probe: t.Probe, Retime: l.lease.Queues[c.Queue].Retime})
+		case r.NotRecord:
+			err := fmt.Errorf("%w: %s is not a record", ErrCorruptRecord, c.ID)
+			d.log.Error("webhooks: dropped undecodable delivery from the schedule", "delivery_id", c.ID, "error", err)
+			errs = append(errs, err)
 		}
 	}
 	return out, heads, errors.Join(errs...)
