@@ -107,18 +107,6 @@ func parseRetryAfter(v string, now time.Time) time.Duration {
 	return 0
 }
 
-// earliestLeaseEnd is when the first of the outcomes' leases ends (at most a lease from now): how long
-// settle may retry their write.
-func (d *Dispatcher) earliestLeaseEnd(now time.Time, recs []*rdb.Record, idx []int) time.Time {
-	leaseEnd := now.Add(d.lease)
-	for _, i := range idx {
-		if e := recs[i].LeaseEnd; !e.IsZero() && e.Before(leaseEnd) {
-			leaseEnd = e
-		}
-	}
-	return leaseEnd
-}
-
 // applyRecorded applies each outcome the script recorded (reply, or err for the whole write) to its
 // in-memory record and runs its hooks, and sets errs for the others.
 func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*rdb.Record, outcomes []worker.Outcome, idx []int,
@@ -167,7 +155,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, 
 	// The attempt is over whatever the caller's context says now: record it, retrying a write that
 	// failed in transport while the lease lasts (the script is idempotent by token; failover.go).
 	ctx = context.WithoutCancel(ctx)
-	leaseEnd := d.earliestLeaseEnd(now, recs, idx)
+	leaseEnd := worker.EarliestLeaseEnd(now.Add(d.lease), recs, idx)
 	var reply []int64
 	count := d.countOutcomes(now, outcomes, recs, idx)
 	var kept []int                                                       // outcomes Redis did not take within the lease: kept for Run (pending_outcomes.go)

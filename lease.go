@@ -201,20 +201,8 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []work
 		jobs, errs = append(jobs, got...), append(errs, err)
 		maps.Copy(heads, h)
 	}
-	d.giveBack(jobs, reserved)
+	d.flights.GiveBack(jobs, reserved)
 	return jobs, heads, errors.Join(errs...)
-}
-
-// giveBack gives back the in-flight slots reserved for deliveries that were not leased.
-func (d *Dispatcher) giveBack(jobs []worker.LeasedDelivery, reserved map[string]int) {
-	for _, j := range jobs {
-		reserved[j.Rec.WebhookID]--
-	}
-	for id, n := range reserved {
-		for range n {
-			d.flights.Release(id)
-		}
-	}
 }
 
 // candidates returns the ids of up to t.n due deliveries of each take's queue — a local take's from

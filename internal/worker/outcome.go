@@ -124,3 +124,15 @@ func HandBack(rec *rdb.Record, next time.Time) Outcome {
 func jitter(d time.Duration) time.Duration {
 	return time.Duration(float64(d) * (1 - RetryJitter + 2*RetryJitter*rand.Float64()))
 }
+
+// EarliestLeaseEnd is when the first lease of the records idx of recs ends, at most limit (a lease
+// from now): how long settle may retry the write of their outcomes.
+func EarliestLeaseEnd(limit time.Time, recs []*rdb.Record, idx []int) time.Time {
+	leaseEnd := limit
+	for _, i := range idx {
+		if e := recs[i].LeaseEnd; !e.IsZero() && e.Before(leaseEnd) {
+			leaseEnd = e
+		}
+	}
+	return leaseEnd
+}
