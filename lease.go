@@ -49,7 +49,7 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []worke
 			room = min(room, wh.MaxConcurrency) // more would only go back to wait for a slot
 		}
 		// A deleted or disabled webhook's deliveries are taken whatever its circuit says: they fail
-		// (refuse), and must not wait parked for a probe that never comes.
+		// (worker.Refuse), and must not wait parked for a probe that never comes.
 		if h := circuits[id]; h.State != CircuitClosed && wh != nil && !wh.Disabled {
 			tok, ok := d.breaker.TryProbe(ctx, id, now, h)
 			if !ok {
