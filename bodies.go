@@ -6,17 +6,19 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // loadBodies returns the request bodies of leased deliveries: those of events this Dispatcher claimed lately from memory (d.bodies), the others (each event's once) in one round
 // trip. A body that has expired is nil.
-func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][]byte, error) {
+func (d *Dispatcher) loadBodies(ctx context.Context, jobs []worker.LeasedDelivery) ([][]byte, error) {
 	now := time.Now()
 	bodies := make([][]byte, len(jobs))
 	gets := map[string]*redis.StringCmd{}
 	var pipe redis.Pipeliner
 	for i, j := range jobs {
-		key := j.bodyKey(d.keys)
+		key := j.BodyKey(d.keys)
 		if body, ok := d.bodies.Get(key, now); ok {
 			bodies[i] = body
 			continue
@@ -33,7 +35,7 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []leasedDelivery) ([][
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command: a missing body is not one
 	for i, j := range jobs {
-		g := gets[j.bodyKey(d.keys)]
+		g := gets[j.BodyKey(d.keys)]
 		if g == nil {
 			continue
 		}

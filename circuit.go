@@ -7,6 +7,7 @@ import (
 
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -18,24 +19,24 @@ import (
 // releaseUnusedProbes gives back the probes that takes took but whose leases leased nothing
 // (rdb.ReleaseProbe): a probe held for a pass that sends nothing would hold every delivery of its
 // webhook back for a lease.
-func (d *Dispatcher) releaseUnusedProbes(ctx context.Context, takes []take, jobs []leasedDelivery) {
+func (d *Dispatcher) releaseUnusedProbes(ctx context.Context, takes []worker.Take, jobs []worker.LeasedDelivery) {
 	used := map[string]bool{}
 	for _, j := range jobs {
-		used[j.probe] = true
+		used[j.Probe] = true
 	}
 	unused := map[string][]int{} // probe -> the shards it was taken for (a webhook due in several has one probe)
-	var order []take
+	var order []worker.Take
 	for _, tk := range takes {
-		if tk.probe == "" || used[tk.probe] {
+		if tk.Probe == "" || used[tk.Probe] {
 			continue
 		}
-		if unused[tk.probe] == nil {
+		if unused[tk.Probe] == nil {
 			order = append(order, tk)
 		}
-		unused[tk.probe] = append(unused[tk.probe], tk.Shard)
+		unused[tk.Probe] = append(unused[tk.Probe], tk.Shard)
 	}
 	for _, tk := range order {
-		d.releaseProbe(ctx, tk.ID, tk.probe, unused[tk.probe]...)
+		d.releaseProbe(ctx, tk.ID, tk.Probe, unused[tk.Probe]...)
 	}
 }
 
@@ -64,9 +65,9 @@ func (d *Dispatcher) releaseProbe(ctx context.Context, webhookID, token string, 
 
 // parkOutcome is the outcome of a delivery not attempted because its webhook's circuit is open: it
 // stays pending, due when the circuit may next be probed, with its retry step (its budget) unchanged.
-func parkOutcome(rec *rdb.Record, until time.Time, h Health) outcome {
-	o := handBack(rec, until)
-	o.err = breaker.ParkedReason(h, until)
+func parkOutcome(rec *rdb.Record, until time.Time, h Health) worker.Outcome {
+	o := worker.HandBack(rec, until)
+	o.Err = breaker.ParkedReason(h, until)
 	return o
 }
 
@@ -92,17 +93,17 @@ type attemptEnd struct {
 // countOutcomes is the circuit write for the outcomes settle records (those of idx), nil when none was
 // attempted. It is made with the breaker on or off: the circuit's run of failures is what disables a
 // webhook failing for DisableAfter (with the breaker off, the count never opens the circuit).
-func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*rdb.Record, idx []int) *circuitCount {
+func (d *Dispatcher) countOutcomes(now time.Time, outcomes []worker.Outcome, recs []*rdb.Record, idx []int) *circuitCount {
 	cc := &circuitCount{now: now}
 	for _, i := range idx {
 		o := outcomes[i]
-		if !o.attempted || o.counted {
+		if !o.Attempted || o.Counted {
 			continue
 		}
-		kind := breaker.Kind(o.status == StatusSuccess, o.code)
-		cc.outs = append(cc.outs, breaker.Outcome{WebhookID: recs[i].WebhookID, Kind: kind, Probe: o.probe,
-			Answered: o.answered})
-		cc.ends = append(cc.ends, attemptEnd{success: kind == rdb.CountSuccess, took: o.attempt.Duration})
+		kind := breaker.Kind(o.Status == StatusSuccess, o.Code)
+		cc.outs = append(cc.outs, breaker.Outcome{WebhookID: recs[i].WebhookID, Kind: kind, Probe: o.Probe,
+			Answered: o.Answered})
+		cc.ends = append(cc.ends, attemptEnd{success: kind == rdb.CountSuccess, took: o.Attempt.Duration})
 	}
 	if len(cc.outs) == 0 {
 		return nil
@@ -114,18 +115,18 @@ func (d *Dispatcher) countOutcomes(now time.Time, outcomes []outcome, recs []*rd
 // countNow counts an attempt's outcome in its webhook's circuit at once, on its own: on the count lane,
 // where the counts of attempts ending while one is sent wait for the next and go out merged into one
 // script run (mergeCounts), in the order they ended. It marks the outcome counted: for an outcome whose
-// record waits for others' to be written with it (a worker's outcomeBatch). The circuit's count is of
+// record waits for others' to be written with it (a worker.OutcomeBatch). The circuit's count is of
 // attempts in the order they end; an outcome held back by its batch would be counted behind attempts
 // that ended after it, and a run of failures could appear that no receiver answered.
-func (d *Dispatcher) countNow(ctx context.Context, rec *rdb.Record, o *outcome) {
-	if !o.attempted {
+func (d *Dispatcher) countNow(ctx context.Context, rec *rdb.Record, o *worker.Outcome) {
+	if !o.Attempted {
 		return
 	}
-	cc := d.countOutcomes(d.now(), []outcome{*o}, []*rdb.Record{rec}, []int{0})
+	cc := d.countOutcomes(d.now(), []worker.Outcome{*o}, []*rdb.Record{rec}, []int{0})
 	if cc == nil {
 		return
 	}
-	o.counted = true
+	o.Counted = true
 	cc.cmd = d.counts.Run(ctx, rdb.Count, cc.keys, cc.args...)
 	d.afterCount(ctx, cc)
 }

@@ -126,7 +126,7 @@ func TestCommandsPerDelivery(t *testing.T) {
 	require.NoError(t, err)
 
 	// 8 concurrent callers: calls share pipelines, and a call's 4 attempts end close enough together
-	// (within settleLinger) on a loaded machine to share their outcome script, as they do in service.
+	// (within worker.SettleLinger) on a loaded machine to share their outcome script, as they do in service.
 	const callers = 8
 	inline := commandsPer(t, tr, 3, webhooks*events, func(try int) {
 		var wg sync.WaitGroup

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // A webhook's MaxConcurrency: its slots live in Redis (rdb.TakeConcurrency), shared by every replica.
@@ -48,8 +49,8 @@ func (d *Dispatcher) releaseConcurrencySlot(ctx context.Context, webhookID, toke
 
 // waitForSlot is the outcome of a leased delivery not attempted because its webhook's MaxConcurrency
 // slots were all held: back to its queue, due again soon, its retry budget kept.
-func waitForSlot(rec *rdb.Record, next time.Time) outcome {
-	o := handBack(rec, next)
-	o.err = atMaxConcurrency
+func waitForSlot(rec *rdb.Record, next time.Time) worker.Outcome {
+	o := worker.HandBack(rec, next)
+	o.Err = atMaxConcurrency
 	return o
 }

@@ -56,7 +56,7 @@ type Dispatcher struct {
 	running    atomic.Int32            // Runs going
 	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)
 	redisDown  *worker.RedisLog        // the worker's warnings while Redis fails it
-	pending    pendingOutcomes         // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+	pending    worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -300,7 +300,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	}
 	var wg sync.WaitGroup
 	queued := false
-	batch := d.newOutcomeBatch(shard)
+	batch := worker.NewOutcomeBatch(shard, worker.SettleLinger(d.opts.Timeout), d.settle, d.requeueInline)
 	var attempts []int
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
@@ -318,7 +318,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		results[i].Delivery = &recs[i].Delivery // settle applies the outcome to it
 		attempts = append(attempts, i)
 	}
-	batch.running = len(attempts)
+	batch.Add(len(attempts))
 	waited := make([]bool, len(targets)) // at the webhook's MaxConcurrency: handed back to the worker
 	for _, i := range attempts {
 		t := targets[i]
@@ -329,19 +329,19 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			slot, ok := d.takeConcurrencySlot(ctx, t)
 			if !ok {
 				o := waitForSlot(recs[i], d.now().Add(concurrencyRecheck))
-				o.inline, waited[i] = true, true
+				o.Inline, waited[i] = true, true
 				d.bodies.Put(bodyKey, body, time.Now()) // for this process's worker, as for a queued pair
-				batch.ended(ctx, recs[i], o, &results[i].Err)
+				batch.Ended(ctx, recs[i], o, &results[i].Err)
 				return
 			}
 			res := d.tracedAttempt(ctx, t, recs[i], body)
 			d.releaseConcurrencySlot(ctx, t.ID, slot)
-			o := d.decide(recs[i], res)
-			o.inline = true
+			o := worker.Decide(recs[i], res, d.opts.RetrySchedule, d.lease, d.now())
+			o.Inline = true
 			if d.breaker.FailingNow(t.ID) {
 				d.countNow(ctx, recs[i], &o)
 			}
-			batch.ended(ctx, recs[i], o, &results[i].Err)
+			batch.Ended(ctx, recs[i], o, &results[i].Err)
 		})
 	}
 	if queued {

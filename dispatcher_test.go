@@ -647,7 +647,7 @@ func TestReturnedDeliveryIsTheStoredOne(t *testing.T) {
 
 // TestRoundTripsPerDispatch: once subscribers are cached, a duplicate Dispatch costs 1 Redis round trip
 // whatever its number of targets (the claim), and a fresh one 2: the claim, and one outcome script for
-// the outcomes of its 4 attempts, which end within settleLinger of each other.
+// the outcomes of its 4 attempts, which end within worker.SettleLinger of each other.
 func TestRoundTripsPerDispatch(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)

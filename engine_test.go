@@ -335,9 +335,9 @@ func TestParkingNeverOutlivesTheRecord(t *testing.T) {
 	}
 
 	rec := &rdb.Record{Delivery: Delivery{ID: "dlv_x", Status: StatusPending, ExpiresAt: clock.Now().Add(30 * time.Second)}}
-	o := d.decide(rec, attemptResult{at: clock.Now(), code: 500, err: "HTTP 500"})
-	assert.Equal(t, StatusFailed, o.status, "a retry past the record's expiry fails now")
-	assert.Contains(t, o.err, "retention")
+	o := worker.Decide(rec, worker.AttemptResult{At: clock.Now(), Code: 500, Err: "HTTP 500"}, d.opts.RetrySchedule, d.lease, d.now())
+	assert.Equal(t, StatusFailed, o.Status, "a retry past the record's expiry fails now")
+	assert.Contains(t, o.Err, "retention")
 }
 
 // TestDeleteForgetsTheCircuit: deleting a webhook whose circuit is open removes its circuit state,

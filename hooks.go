@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // Hooks are callbacks on delivery outcomes, for metrics and alerts. Every field is optional. A hook
@@ -75,11 +76,11 @@ func (d *Dispatcher) runHook(name string, f func()) {
 
 // afterOutcome runs the hooks for a recorded outcome, and disables the webhook when the outcome says
 // so (410 Gone). The circuit's part (its hooks, DisableAfter) follows the circuit count (afterCount).
-func (d *Dispatcher) afterOutcome(ctx context.Context, rec *rdb.Record, o outcome) {
+func (d *Dispatcher) afterOutcome(ctx context.Context, rec *rdb.Record, o worker.Outcome) {
 	h := d.opts.Hooks
 	d.logOutcome(ctx, rec, o)
-	if o.attempted && h.AttemptFinished != nil {
-		info := AttemptInfo{Delivery: rec.Delivery, StatusCode: o.code, Duration: o.attempt.Duration, Error: o.err}
+	if o.Attempted && h.AttemptFinished != nil {
+		info := AttemptInfo{Delivery: rec.Delivery, StatusCode: o.Code, Duration: o.Attempt.Duration, Error: o.Err}
 		d.runHook("AttemptFinished", func() { h.AttemptFinished(info) })
 	}
 	switch {
@@ -91,7 +92,7 @@ func (d *Dispatcher) afterOutcome(ctx context.Context, rec *rdb.Record, o outcom
 	if rec.Status == StatusFailed {
 		d.deliveryFailed(ctx, rec)
 	}
-	if o.disable {
+	if o.Disable {
 		d.disableWebhook(ctx, rec.WebhookID, "the endpoint answered 410 Gone", Health{}, writeKey(rec))
 	}
 }
@@ -99,7 +100,7 @@ func (d *Dispatcher) afterOutcome(ctx context.Context, rec *rdb.Record, o outcom
 // logOutcome logs a recorded outcome with the delivery's ids and attempt number: a success at debug
 // level, a failed attempt at info, a delivery failed for good at warn. Secrets and bodies are never
 // logged.
-func (d *Dispatcher) logOutcome(ctx context.Context, rec *rdb.Record, o outcome) {
+func (d *Dispatcher) logOutcome(ctx context.Context, rec *rdb.Record, o worker.Outcome) {
 	level, msg := slog.LevelInfo, "webhooks: attempt failed"
 	switch {
 	case rec.Status == StatusSuccess:
@@ -113,11 +114,11 @@ func (d *Dispatcher) logOutcome(ctx context.Context, rec *rdb.Record, o outcome)
 	attrs := []slog.Attr{slog.String("delivery_id", rec.ID), slog.String("webhook_id", rec.WebhookID),
 		slog.String("event_id", rec.EventID), slog.String("event_type", rec.EventType), slog.Int("attempt", rec.Attempts),
 		slog.String("status", string(rec.Status))}
-	if o.attempted {
-		attrs = append(attrs, slog.Int("status_code", o.code), slog.Duration("duration", o.attempt.Duration))
+	if o.Attempted {
+		attrs = append(attrs, slog.Int("status_code", o.Code), slog.Duration("duration", o.Attempt.Duration))
 	}
-	if o.err != "" {
-		attrs = append(attrs, slog.String("error", o.err))
+	if o.Err != "" {
+		attrs = append(attrs, slog.String("error", o.Err))
 	}
 	if rec.Status == StatusPending {
 		attrs = append(attrs, slog.Time("next_attempt_at", rec.NextAttemptAt))

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strconv"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/ratelimit"
@@ -24,7 +23,7 @@ import (
 // leaseTakes then reserves the room and the rate-limit slots. The circuits of every webhook found due
 // are read at once (cached, one HMGET for those not cached). Webhooks whose stored JSON is broken are
 // left leased to nobody and logged.
-func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []worker.Due, t *dueTargets, free int) []take {
+func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []worker.Due, t *dueTargets, free int) []worker.Take {
 	shards := map[string][]worker.Due{}
 	var order []string
 	for _, w := range due {
@@ -50,7 +49,7 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []worke
 			room = min(room, wh.MaxConcurrency) // more would only go back to wait for a slot
 		}
 		// A deleted or disabled webhook's deliveries are taken whatever its circuit says: they fail
-		// (refuse), and must not wait parked for a probe that never comes.
+		// (worker.Refuse), and must not wait parked for a probe that never comes.
 		if h := circuits[id]; h.State != CircuitClosed && wh != nil && !wh.Disabled {
 			tok, ok := d.breaker.TryProbe(ctx, id, now, h)
 			if !ok {
@@ -73,7 +72,7 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []worke
 		rooms[i] = w.Room
 	}
 	alloc := worker.Share(rooms, free)
-	var takes []take
+	var takes []worker.Take
 	for i, w := range wants {
 		if alloc[i] == 0 {
 			if w.Probe != "" {
@@ -84,7 +83,7 @@ func (d *Dispatcher) chooseTakes(ctx context.Context, now time.Time, due []worke
 			continue
 		}
 		for _, dw := range shards[w.ID] {
-			takes = append(takes, take{Due: dw, n: alloc[i], probe: w.Probe})
+			takes = append(takes, worker.Take{Due: dw, N: alloc[i], Probe: w.Probe})
 		}
 	}
 	return takes
@@ -121,7 +120,7 @@ func (d *Dispatcher) reserve(ctx context.Context, now time.Time, wh *storedWebho
 // go out together). A webhook due in several shards gets no more than its share in all. It returns the
 // leased deliveries, the new ready scores of the webhooks it retimed (leaseShard), and the errors.
 // Slots reserved for what was not leased are given back.
-func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([]leasedDelivery, map[worker.Queue]int64, error) {
+func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []worker.Take, t *dueTargets) ([]worker.LeasedDelivery, map[worker.Queue]int64, error) {
 	ids, tats, err := d.candidates(ctx, now, takes, t)
 	if err != nil {
 		return nil, nil, err
@@ -134,12 +133,12 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 		switch {
 		case tk.Local:
 			hinted[i], exhausted[i] = ids[i], -1
-		case len(ids[i]) < tk.n:
+		case len(ids[i]) < tk.N:
 			exhausted[i] = len(ids[i]) // every due id of its queue was read: retime it if all are kept
 		default:
 			exhausted[i] = -1
 		}
-		ids[i] = ids[i][:min(len(ids[i]), tk.n-read[tk.ID])]
+		ids[i] = ids[i][:min(len(ids[i]), tk.N-read[tk.ID])]
 		read[tk.ID] += len(ids[i])
 		byID[tk.ID] = append(byID[tk.ID], i)
 	}
@@ -179,14 +178,14 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 	shardLeases := make([]*shardLease, 0, len(byShard))
 	runs := make([]rdb.ScriptRun, 0, len(byShard))
 	for shard, idx := range byShard {
-		st, sids, rt := make([]take, len(idx)), make([][]string, len(idx)), make([]bool, len(idx))
+		st, sids, rt := make([]worker.Take, len(idx)), make([][]string, len(idx)), make([]bool, len(idx))
 		for k, i := range idx {
 			st[k], sids[k], rt[k] = takes[i], ids[i], retime[i]
 		}
 		l := d.newShardLease(shard, now, st, sids, rt)
-		shardLeases, runs = append(shardLeases, l), append(runs, l.run)
+		shardLeases, runs = append(shardLeases, l), append(runs, l.lease.Run)
 	}
-	var jobs []leasedDelivery
+	var jobs []worker.LeasedDelivery
 	var errs []error
 	heads := map[worker.Queue]int64{}
 	for i, cmd := range d.scripts.RunNow(ctx, runs...) {
@@ -194,7 +193,7 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 			// Not leased, as far as this worker knows: the local hint's ids of it are due again.
 			for k, tk := range shardLeases[i].takes {
 				if tk.Local {
-					d.local.PutBack(tk.Shard, tk.ID, shardLeases[i].ids[k], 0)
+					d.local.PutBack(tk.Shard, tk.ID, shardLeases[i].lease.Queues[k].IDs, 0)
 				}
 			}
 		}
@@ -202,35 +201,23 @@ func (d *Dispatcher) leaseTakes(ctx context.Context, now time.Time, takes []take
 		jobs, errs = append(jobs, got...), append(errs, err)
 		maps.Copy(heads, h)
 	}
-	d.giveBack(jobs, reserved)
+	d.flights.GiveBack(jobs, reserved)
 	return jobs, heads, errors.Join(errs...)
-}
-
-// giveBack gives back the in-flight slots reserved for deliveries that were not leased.
-func (d *Dispatcher) giveBack(jobs []leasedDelivery, reserved map[string]int) {
-	for _, j := range jobs {
-		reserved[j.rec.WebhookID]--
-	}
-	for id, n := range reserved {
-		for range n {
-			d.flights.Release(id)
-		}
-	}
 }
 
 // candidates returns the ids of up to t.n due deliveries of each take's queue — a local take's from
 // the local hint (worker.LocalDue), the others' read in one round trip, with the rate limiter of each
 // rate-limited webhook among them (its TAT, "" when none).
-func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take, t *dueTargets) ([][]string, map[string]string, error) {
+func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []worker.Take, t *dueTargets) ([][]string, map[string]string, error) {
 	local := make([][]string, len(takes))
 	reads := make([]*rdb.QueueRead, len(takes))
 	var rated []string
 	seen := map[string]bool{}
 	for i, tk := range takes {
 		if tk.Local {
-			local[i] = d.local.Take(tk.Shard, tk.ID, tk.n)
+			local[i] = d.local.Take(tk.Shard, tk.ID, tk.N)
 		} else {
-			reads[i] = &rdb.QueueRead{Shard: tk.Shard, Webhook: tk.ID, N: tk.n}
+			reads[i] = &rdb.QueueRead{Shard: tk.Shard, Webhook: tk.ID, N: tk.N}
 		}
 		if wh := t.webhooks[tk.ID]; wh != nil && wh.RateLimit > 0 && !seen[tk.ID] {
 			seen[tk.ID] = true
@@ -256,89 +243,54 @@ func (d *Dispatcher) candidates(ctx context.Context, now time.Time, takes []take
 	return ids, tats, nil
 }
 
-// shardLease is the lease of some webhooks' candidates in one shard: its script run, and the
-// deliveries it may lease.
+// shardLease is the lease of some webhooks' candidates in one shard (rdb.ShardLease), and the takes
+// they are of, one per queue of the lease.
 type shardLease struct {
-	shard  int
-	now    time.Time
-	takes  []take
-	ids    [][]string // per take, its candidates (queue members)
-	retime []bool
-	cands  []leasedDelivery
-	run    rdb.ScriptRun
+	now   time.Time
+	takes []worker.Take
+	lease *rdb.ShardLease
 }
 
 // newShardLease prepares the lease of the candidates of some webhooks of one shard; the webhooks
 // flagged in retime have their ready score set to their queue's head.
-func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []take, ids [][]string, retime []bool) *shardLease {
-	keys := []string{d.keys.Ready(shard)}
-	n := 0
-	for i := range takes {
-		n += len(ids[i])
-	}
-	args := []any{now.UnixMilli(), now.Add(d.lease).UnixMilli(), len(takes), n}
+func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []worker.Take, ids [][]string, retime []bool) *shardLease {
+	queues := make([]rdb.LeaseQueue, len(takes))
 	for i, t := range takes {
-		keys = append(keys, d.keys.Queue(shard, t.ID))
-		args = append(args, t.ID, flag(retime[i]))
+		queues[i] = rdb.LeaseQueue{Webhook: t.ID, IDs: ids[i], Retime: retime[i]}
 	}
-	l := &shardLease{shard: shard, now: now, takes: takes, ids: ids, retime: retime}
-	for i, t := range takes {
-		for _, id := range ids[i] {
-			token := randomHex(rdb.TokenLen / 2)
-			keys = append(keys, d.keys.Delivery(shard, id))
-			args = append(args, id, token, i+1)
-			l.cands = append(l.cands, leasedDelivery{shard: shard, probe: t.probe, retime: retime[i],
-				rec: &rdb.Record{Delivery: Delivery{ID: id, WebhookID: t.ID}, Token: token}})
-		}
-	}
-	l.run = rdb.ScriptRun{Script: rdb.Lease, Keys: keys, Args: args}
-	return l
+	token := func() string { return randomHex(rdb.TokenLen / 2) }
+	return &shardLease{now: now, takes: takes, lease: rdb.NewShardLease(d.keys, shard, now, d.lease, queues, token)}
 }
 
 // leased reads a shard lease's reply: the deliveries it leased, their records decoded, and the new ready scores of the webhooks it retimed (0 when one left the ready zset).
-func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) ([]leasedDelivery, map[worker.Queue]int64, error) {
-	shard, now, cands := l.shard, l.now, l.cands
-	retimed := 0
-	for _, r := range l.retime {
-		retimed += flag(r)
-	}
-	reply, err := cmd.Slice()
-	if err == nil && len(reply) != len(cands)+retimed {
-		err = fmt.Errorf("unexpected reply of %d items for %d deliveries", len(reply), len(cands))
-	}
+func (d *Dispatcher) leased(ctx context.Context, l *shardLease, cmd *redis.Cmd) ([]worker.LeasedDelivery, map[worker.Queue]int64, error) {
+	shard := l.lease.Shard
+	results, retimed, err := l.lease.Reply(cmd)
 	if err != nil {
 		return nil, nil, fmt.Errorf("webhooks: lease shard %d: %w", shard, err)
 	}
-	heads := make(map[worker.Queue]int64, retimed)
-	k := len(cands)
-	for i, t := range l.takes {
-		if l.retime[i] {
-			v, _ := reply[k].(string)
-			f, _ := strconv.ParseFloat(v, 64)
-			heads[worker.Queue{Shard: shard, Webhook: t.ID}] = int64(f)
-			k++
-		}
+	heads := make(map[worker.Queue]int64, len(retimed))
+	for id, head := range retimed {
+		heads[worker.Queue{Shard: shard, Webhook: id}] = head
 	}
-	var out []leasedDelivery
+	var out []worker.LeasedDelivery
 	var errs []error
-	for j, item := range reply[:len(cands)] {
-		c := cands[j]
-		switch v := item.(type) {
-		case string:
-			rec, err := d.decodeLeased(ctx, shard, c.rec, v)
+	for j, c := range l.lease.Candidates {
+		t := l.takes[c.Queue]
+		rec := &rdb.Record{Delivery: Delivery{ID: c.ID, WebhookID: t.ID}, Token: c.Token}
+		switch r := results[j]; {
+		case r.Leased:
+			rec, err := d.decodeLeased(ctx, shard, rec, r.Record)
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
-			rec.HoldLease(c.rec.Token, now.Add(d.lease))
-			c.rec = rec
-			out = append(out, c)
-		case int64:
-			if v == rdb.LeaseNotRecord {
-				err := fmt.Errorf("%w: %s is not a record", ErrCorruptRecord, c.rec.ID)
-				d.log.Error("webhooks: dropped undecodable delivery from the schedule", "delivery_id", c.rec.ID, "error", err)
-				errs = append(errs, err)
-			}
+			rec.HoldLease(c.Token, l.now.Add(d.lease))
+			out = append(out, worker.LeasedDelivery{Shard: shard, Rec: rec, Probe: t.Probe, Retime: l.lease.Queues[c.Queue].Retime})
+		case r.NotRecord:
+			err := fmt.Errorf("%w: %s is not a record", ErrCorruptRecord, c.ID)
+			d.log.Error("webhooks: dropped undecodable delivery from the schedule", "delivery_id", c.ID, "error", err)
+			errs = append(errs, err)
 		}
 	}
 	return out, heads, errors.Join(errs...)

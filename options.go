@@ -12,6 +12,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/sealed"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // Defaults of Options: a zero field takes these.
@@ -43,9 +44,9 @@ const (
 	MaxBreakAfter = rdb.MaxBreakAfter
 	// MaxRetryAfter bounds how far a Retry-After header (on a 429 or 503) can push a retry beyond its
 	// scheduled delay.
-	MaxRetryAfter = time.Hour
+	MaxRetryAfter = worker.MaxRetryAfter
 	// RetryJitter spreads each scheduled delay by ±20%.
-	RetryJitter = 0.2
+	RetryJitter = worker.RetryJitter
 	// maxResponseBody is how much of a response body an attempt reads before it stops.
 	maxResponseBody = 64 << 10
 	userAgent       = "smartdrop-webhooks/1"

@@ -151,14 +151,6 @@ func (d *Dispatcher) orderRecords(shard int, scoped, orderKey string, recs []*rd
 	}
 }
 
-// bodyKey is the key of the request body of a leased delivery's event.
-func (j leasedDelivery) bodyKey(k rdb.Keys) string {
-	if j.rec.OrderKey != "" {
-		return k.OrderedEvent(j.shard, j.scopedEventID())
-	}
-	return k.Event(j.shard, j.scopedEventID())
-}
-
 // findOrdered is Find for an ordered event: its marker names its key, whose shard holds the pair.
 func (r *DeliveryRepo) findOrdered(ctx context.Context, tenant, webhookID, scoped string) (*Delivery, error) {
 	v, err := r.rdb.Get(ctx, r.keys.Event(r.keys.ShardOf(scoped), scoped)).Result()

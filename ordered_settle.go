@@ -10,19 +10,19 @@ import (
 )
 
 // outcomeScriptFor returns the script that records the outcomes idx of recs, given rdb.Outcome's
-// keys and its records' arguments, with its keys and those arguments, and how many reply items it
+// keys and arguments (rdb.OutcomeRun), with its keys and arguments, and how many reply items it
 // gives beyond one per outcome: rdb.Outcome's (0), or rdb.OrderedOutcome's when one of them is of
 // an ordered delivery (1: how many deliveries it queued).
-func (d *Dispatcher) outcomeScriptFor(shard int, recs []*rdb.Record, idx []int, keys []string, values []any) (*redis.Script, []string, []any, int) {
+func (d *Dispatcher) outcomeScriptFor(shard int, recs []*rdb.Record, idx []int, keys []string, args []any) (*redis.Script, []string, []any, int) {
 	ordered := false
 	for _, i := range idx {
 		ordered = ordered || recs[i].OrderKey != ""
 	}
 	if !ordered {
-		return rdb.Outcome, keys, values, 0
+		return rdb.Outcome, keys, args, 0
 	}
 	seqKeys, seqArgs := d.orderedOutcomes(shard, recs, idx)
-	return rdb.OrderedOutcome, append(keys, seqKeys...), append(values, seqArgs...), 1
+	return rdb.OrderedOutcome, append(keys, seqKeys...), append(args, seqArgs...), 1
 }
 
 // orderedOutcomes returns the keys and arguments rdb.OrderedOutcome takes beyond rdb.Outcome's

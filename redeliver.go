@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // Redeliver sends a delivery again: a failed one (the one way a failed delivery is sent again), or one
@@ -81,7 +82,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 			deliveryID, ErrDeferred)
 	}
 	defer d.flights.Release(wh.ID)
-	o := d.attemptLeased(ctx, leasedDelivery{shard: shard, rec: rec}, wh, body)
-	err = d.settle(ctx, shard, []*rdb.Record{rec}, []outcome{o})[0]
+	o := d.attemptLeased(ctx, worker.LeasedDelivery{Shard: shard, Rec: rec}, wh, body)
+	err = d.settle(ctx, shard, []*rdb.Record{rec}, []worker.Outcome{o})[0]
 	return &rec.Delivery, true, err
 }

@@ -45,22 +45,6 @@ const (
 	rateHorizon = 100 * time.Millisecond
 )
 
-// take is how many due deliveries of one webhook in one shard a worker leases, and how.
-type take struct {
-	worker.Due
-	n     int
-	probe string // the probe token, when this lease is its circuit's probe
-}
-
-// leasedDelivery is a due delivery this worker holds the lease of.
-type leasedDelivery struct {
-	shard   int
-	rec     *rdb.Record
-	probe   string         // the probe token, when this attempt is its circuit's probe
-	webhook *storedWebhook // nil when deleted
-	retime  bool           // its lease read its queue to the last due entry (outcome.retime)
-}
-
 // park moves a webhook's ready score, in every shard it was found due in (due, all of one webhook), to
 // until if that is later: nothing of the webhook is taken there before then (a retime may undo it; the
 // next worker to see the webhook parks it again), and holds the local hint's ids of it until then. One

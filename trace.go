@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // Tracer is the hook point for distributed tracing, set in Options.Tracer; the library itself depends
@@ -132,7 +133,7 @@ func (d *Dispatcher) stampTrace(ctx context.Context, recs []*rdb.Record) {
 }
 
 // tracedAttempt is attempt within the Tracer's attempt span, when there is a Tracer.
-func (d *Dispatcher) tracedAttempt(ctx context.Context, wh *storedWebhook, rec *rdb.Record, body []byte) attemptResult {
+func (d *Dispatcher) tracedAttempt(ctx context.Context, wh *storedWebhook, rec *rdb.Record, body []byte) worker.AttemptResult {
 	if d.opts.Tracer == nil {
 		return d.attempt(ctx, wh, rec, body)
 	}
@@ -144,7 +145,7 @@ func (d *Dispatcher) tracedAttempt(ctx context.Context, wh *storedWebhook, rec *
 	}
 	res := d.attempt(actx, wh, rec, body)
 	if end != nil {
-		end(AttemptEnd{StatusCode: res.code, Duration: res.dur, Error: res.err, Abandoned: res.canceled})
+		end(AttemptEnd{StatusCode: res.Code, Duration: res.Dur, Error: res.Err, Abandoned: res.Canceled})
 	}
 	return res
 }

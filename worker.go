@@ -112,17 +112,17 @@ func (r *runSlots) lease(ctx context.Context, free int, mode worker.ScanMode) (i
 
 // leasedReady is a leased delivery with its request body read, and the batch its outcome is recorded
 // in: the deliveries of one shard leased together (typically an event's, to several webhooks) have
-// their outcomes recorded together, in one outcome script, as Dispatch's do (outcomeBatch).
+// their outcomes recorded together, in one outcome script, as Dispatch's do (worker.OutcomeBatch).
 type leasedReady struct {
-	job   leasedDelivery
+	job   worker.LeasedDelivery
 	body  []byte
-	batch *outcomeBatch
+	batch *worker.OutcomeBatch
 }
 
 // add reads the bodies of leased deliveries (one round trip) and starts their attempts, as many as
 // there are free slots; the others wait for one (worker.Slots.Add). Deliveries whose bodies cannot be
 // read are let go: their leases expire and a later pass takes them again.
-func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
+func (r *runSlots) add(jobs []worker.LeasedDelivery, claimed int) {
 	if len(jobs) == 0 {
 		r.slots.Unclaim(claimed)
 		return
@@ -131,29 +131,29 @@ func (r *runSlots) add(jobs []leasedDelivery, claimed int) {
 	if err != nil {
 		r.slots.Unclaim(claimed)
 		for _, j := range jobs {
-			r.d.flights.Release(j.rec.WebhookID)
+			r.d.flights.Release(j.Rec.WebhookID)
 		}
 		r.d.log.Warn("webhooks: worker attempts not made", "leased", len(jobs), "error", err)
 		return
 	}
-	batches := map[int]*outcomeBatch{}
+	batches := map[int]*worker.OutcomeBatch{}
 	for _, j := range jobs {
-		b := batches[j.shard]
+		b := batches[j.Shard]
 		if b == nil {
-			b = r.d.newOutcomeBatch(j.shard)
-			b.report = r.report
-			batches[j.shard] = b
+			b = worker.NewOutcomeBatch(j.Shard, worker.SettleLinger(r.d.opts.Timeout), r.d.settle, r.d.requeueInline)
+			b.Report = r.report
+			batches[j.Shard] = b
 		}
-		b.running++
+		b.Add(1)
 	}
 	ready := make([]leasedReady, len(jobs))
 	for i, j := range jobs {
-		ready[i] = leasedReady{job: j, body: bodies[i], batch: batches[j.shard]}
+		ready[i] = leasedReady{job: j, body: bodies[i], batch: batches[j.Shard]}
 	}
 	r.slots.Add(ready, claimed)
 }
 
-// report logs a worker's outcome that could not be recorded (outcomeBatch.report).
+// report logs a worker's outcome that could not be recorded (worker.OutcomeBatch.Report).
 func (r *runSlots) report(err error) {
 	if err != nil && !errors.Is(err, ErrDeferred) {
 		r.d.log.Warn("webhooks: worker attempt not recorded", "error", err)
@@ -168,27 +168,27 @@ func (r *runSlots) start(l leasedReady) {
 	d, actx := r.d, context.WithoutCancel(r.ctx)
 	r.wg.Go(func() {
 		j, began := l.job, time.Now()
-		o, ok := handBack(j.rec, d.now()), false
-		if j.rec.LeaseEnd.Sub(d.now()) >= d.leaseLeftToAttempt() { // else it waited too long for a slot: back
+		o, ok := worker.HandBack(j.Rec, d.now()), false
+		if j.Rec.LeaseEnd.Sub(d.now()) >= d.leaseLeftToAttempt() { // else it waited too long for a slot: back
 			o, ok = d.waitRateSlot(actx, j)
 		}
 		if ok {
-			o = d.attemptLeased(actx, j, j.webhook, l.body)
-			if o.unrecorded { // refused by attempt: too little of its lease left after its rate-limit wait
-				o, ok = handBack(j.rec, d.now()), false
+			o = d.attemptLeased(actx, j, j.Webhook, l.body)
+			if o.Unrecorded { // refused by attempt: too little of its lease left after its rate-limit wait
+				o, ok = worker.HandBack(j.Rec, d.now()), false
 			}
 		}
 		if ok {
 			r.slots.Observe(time.Since(began))
-		} else if j.probe != "" {
-			d.releaseProbe(actx, j.rec.WebhookID, j.probe, j.shard) // not sent: the next pass may probe at once
+		} else if j.Probe != "" {
+			d.releaseProbe(actx, j.Rec.WebhookID, j.Probe, j.Shard) // not sent: the next pass may probe at once
 		}
-		o.retime = j.retime
-		d.flights.Release(j.rec.WebhookID)
+		o.Retime = j.Retime
+		d.flights.Release(j.Rec.WebhookID)
 		r.freed()
-		d.countNow(actx, j.rec, &o) // now, not when its batch is written
+		d.countNow(actx, j.Rec, &o) // now, not when its batch is written
 		var err error
-		l.batch.ended(actx, j.rec, o, &err)
+		l.batch.Ended(actx, j.Rec, o, &err)
 	})
 }
 
@@ -203,7 +203,7 @@ func (r *runSlots) freed() {
 // soon as a delivery's attempt is over (its slot, and its webhook's in-flight slot, are free while its
 // outcome is being written), then done with its settle error once the outcome is recorded. The leases
 // are taken: the attempts go on even if ctx ends, each within its own timeout.
-func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []leasedDelivery, freed func(), done func(error)) {
+func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []worker.LeasedDelivery, freed func(), done func(error)) {
 	if len(jobs) == 0 {
 		return
 	}
@@ -213,19 +213,19 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 		wg.Go(func() {
 			if err != nil {
 				// Nothing attempted: the lease expires and a later pass takes the delivery again.
-				d.flights.Release(j.rec.WebhookID)
+				d.flights.Release(j.Rec.WebhookID)
 				freed()
 				done(err)
 				return
 			}
 			o, ok := d.waitRateSlot(actx, j)
 			if ok {
-				o = d.attemptLeased(actx, j, j.webhook, bodies[i])
+				o = d.attemptLeased(actx, j, j.Webhook, bodies[i])
 			}
-			o.retime = j.retime
-			d.flights.Release(j.rec.WebhookID)
+			o.Retime = j.Retime
+			d.flights.Release(j.Rec.WebhookID)
 			freed()
-			done(d.settle(actx, j.shard, []*rdb.Record{j.rec}, []outcome{o})[0])
+			done(d.settle(actx, j.Shard, []*rdb.Record{j.Rec}, []worker.Outcome{o})[0])
 		})
 	}
 }
@@ -234,13 +234,13 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []l
 // reading every shard's schedule (worker.ScanFull). It returns them, the earliest due time in the future,
 // whether it found due deliveries it could take (then the caller looks again at once instead of
 // waiting), and Redis's errors.
-func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []leasedDelivery, next time.Time, more bool, err error) {
+func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []worker.LeasedDelivery, next time.Time, more bool, err error) {
 	return d.leaseDueScan(ctx, free, worker.ScanFull)
 }
 
 // leaseDueScan is leaseDue reading the shards that mode says (scanReady). Inline attempts whose lease
 // ended that the scan finds are first taken into their queues, and those shards read again.
-func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode worker.ScanMode) (jobs []leasedDelivery, next time.Time, more bool, err error) {
+func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode worker.ScanMode) (jobs []worker.LeasedDelivery, next time.Time, more bool, err error) {
 	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
 		return nil, time.Time{}, false, err
 	}
@@ -286,7 +286,7 @@ func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode worker.Sca
 		d.hints().AfterLease(now, read, heads, local)
 	}
 	for i := range jobs {
-		jobs[i].webhook = targets.webhooks[jobs[i].rec.WebhookID]
+		jobs[i].Webhook = targets.webhooks[jobs[i].Rec.WebhookID]
 	}
 	// Something was due and takeable: look again at once, whatever this lease got (another replica
 	// may have won some of it, and more may be due behind it).
@@ -313,17 +313,17 @@ func (d *Dispatcher) dueTargets(ctx context.Context, due []worker.Due) (*dueTarg
 
 // attemptLeased attempts a leased delivery, or refuses to when its webhook is gone or disabled.
 // A delivery whose webhook's circuit is open (and that is not its probe) is parked, not attempted.
-func (d *Dispatcher) attemptLeased(ctx context.Context, j leasedDelivery, wh *storedWebhook, body []byte) outcome {
-	rec := j.rec
+func (d *Dispatcher) attemptLeased(ctx context.Context, j worker.LeasedDelivery, wh *storedWebhook, body []byte) worker.Outcome {
+	rec := j.Rec
 	switch {
 	case wh == nil:
-		return refuse(rec, "webhook deleted: not attempted")
+		return worker.Refuse(rec, "webhook deleted: not attempted")
 	case wh.Disabled && !isTestDelivery(rec):
-		return refuse(rec, "webhook disabled: not attempted")
+		return worker.Refuse(rec, "webhook disabled: not attempted")
 	case body == nil:
-		return refuse(rec, "event body expired: not attempted")
+		return worker.Refuse(rec, "event body expired: not attempted")
 	}
-	if j.probe == "" {
+	if j.Probe == "" {
 		if h := d.breaker.Circuit(ctx, rec.WebhookID); h.State != CircuitClosed {
 			return parkOutcome(rec, later(h.OpenUntil, d.now().Add(probeRecheck)), h)
 		}
@@ -334,8 +334,8 @@ func (d *Dispatcher) attemptLeased(ctx context.Context, j leasedDelivery, wh *st
 	}
 	res := d.tracedAttempt(ctx, wh, rec, body)
 	d.releaseConcurrencySlot(ctx, wh.ID, slot)
-	o := d.decide(rec, res)
-	o.probe = j.probe
+	o := worker.Decide(rec, res, d.opts.RetrySchedule, d.lease, d.now())
+	o.Probe = j.Probe
 	return o
 }
 
@@ -347,11 +347,11 @@ func isTestDelivery(rec *rdb.Record) bool {
 // waitRateSlot takes the rate-limit slot of an attempt to a rate-limited webhook and waits for it (at
 // most rateHorizon). With no slot that near, the delivery goes back to its queue, due when one is free,
 // its retry budget kept: the returned outcome says so, and ok is false.
-func (d *Dispatcher) waitRateSlot(ctx context.Context, j leasedDelivery) (outcome, bool) {
-	if j.webhook == nil || j.webhook.RateLimit <= 0 || j.webhook.Disabled {
-		return outcome{}, true
+func (d *Dispatcher) waitRateSlot(ctx context.Context, j worker.LeasedDelivery) (worker.Outcome, bool) {
+	if j.Webhook == nil || j.Webhook.RateLimit <= 0 || j.Webhook.Disabled {
+		return worker.Outcome{}, true
 	}
-	key, limit := d.keys.Rate(j.webhook.ID), j.webhook.RateLimit
+	key, limit := d.keys.Rate(j.Webhook.ID), j.Webhook.RateLimit
 	delays, retryIn, err := ratelimit.Take(ctx, d.rdb, key, limit, 1, rateHorizon)
 	// A process stalled past its slot (GC, a busy CPU) would send late, next to the slots granted after
 	// it: take a new slot instead, a few times at most.
@@ -359,33 +359,17 @@ func (d *Dispatcher) waitRateSlot(ctx context.Context, j leasedDelivery) (outcom
 		at := time.Now().Add(delays[0])
 		time.Sleep(delays[0])
 		if time.Since(at) < ratelimit.Interval(limit)/4 {
-			return outcome{}, true
+			return worker.Outcome{}, true
 		}
 		delays, retryIn, err = ratelimit.Take(ctx, d.rdb, key, limit, 1, rateHorizon)
 	}
 	if err != nil || len(delays) == 0 {
 		if err != nil {
-			d.log.Warn("webhooks: rate limit", "webhook_id", j.webhook.ID, "error", err)
+			d.log.Warn("webhooks: rate limit", "webhook_id", j.Webhook.ID, "error", err)
 			retryIn = time.Second
 		}
-		return handBack(j.rec, d.now().Add(max(retryIn, worker.MinWait))), false
+		return worker.HandBack(j.Rec, d.now().Add(max(retryIn, worker.MinWait))), false
 	}
 	time.Sleep(delays[0])
-	return outcome{}, true
-}
-
-// handBack is the outcome of a leased delivery not attempted that goes back to its queue, due at next,
-// its retry budget and last answer kept.
-func handBack(rec *rdb.Record, next time.Time) outcome {
-	return outcome{id: rec.ID, token: rec.HeldToken(), status: StatusPending, next: next, step: rec.Step,
-		code: rec.LastStatusCode, err: rec.LastError}
-}
-
-// scopedEventID is the leased delivery's event id as scoped by its webhook's tenant (a deleted
-// webhook's deliveries need no body).
-func (j leasedDelivery) scopedEventID() string {
-	if j.webhook == nil {
-		return j.rec.EventID
-	}
-	return rdb.ScopedEventID(j.webhook.Tenant, j.rec.EventID)
+	return worker.Outcome{}, true
 }

@@ -5,7 +5,10 @@
 // in-flight slots that bound each webhook's attempts (InFlight, limits.go), the local hint of due
 // deliveries (LocalDue, local_due.go), the bodies of the events a Dispatcher left to its worker lately
 // (Bodies, bodies.go), the worker's warnings about its Redis (RedisLog, redis_log.go), how the worker is
-// woken (Wake, wake.go), its view of a Redis outage (Outage, outage.go) and the calls a Run makes for
-// tests (Hooks). The root's Dispatcher.Run builds a Worker (worker.Config) over the Dispatcher's leases
+// woken (Wake, wake.go), its view of a Redis outage (Outage, outage.go), the outcomes kept for Redis
+// through one (PendingOutcomes, pending_outcomes.go), the batches that record outcomes ending together
+// in one round trip (OutcomeBatch, outcome_batch.go), what a lease gives an attempt (Take, LeasedDelivery,
+// leased.go), what an attempt does to its delivery by the retry schedule (AttemptResult, Outcome, Decide,
+// outcome.go) and the calls a Run makes for tests (Hooks). The root's Dispatcher.Run builds a Worker (worker.Config) over the Dispatcher's leases
 // and attempts.
 package worker

@@ -277,3 +277,16 @@ func (f *InFlight) drop(webhookID string, w *flight) {
 		}
 	}
 }
+
+// GiveBack gives back the in-flight slots reserved (per webhook) for deliveries that were not leased:
+// those reserved beyond the leased deliveries jobs.
+func (f *InFlight) GiveBack(jobs []LeasedDelivery, reserved map[string]int) {
+	for _, j := range jobs {
+		reserved[j.Rec.WebhookID]--
+	}
+	for id, n := range reserved {
+		for range n {
+			f.Release(id)
+		}
+	}
+}
