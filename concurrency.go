@@ -26,7 +26,7 @@ func (d *Dispatcher) takeConcurrencySlot(ctx context.Context, wh *storedWebhook)
 	if wh == nil || wh.MaxConcurrency <= 0 {
 		return "", true
 	}
-	token = randomHex(rdb.TokenLen / 2)
+	token = rdb.NewToken()
 	n, err := rdb.TakeConcurrency.Run(ctx, d.rdb, []string{d.keys.Concurrency(wh.ID)}, wh.MaxConcurrency,
 		max(d.lease.Milliseconds(), 1), token).Int()
 	if err != nil {

@@ -460,7 +460,7 @@ func (d *Dispatcher) newRecords(retention time.Duration, scoped, eventID, eventT
 			EventType: eventType, Status: StatusPending, NextAttemptAt: rdb.MilliTime(plans[i].due.UnixMilli()),
 			CreatedAt: rdb.MilliTime(now.UnixMilli()), UpdatedAt: rdb.MilliTime(now.UnixMilli()),
 			ExpiresAt: rdb.MilliTime(now.UnixMilli() + retention.Milliseconds())}}
-		token := randomHex(rdb.TokenLen / 2) // also tells this call's records from another call's
+		token := rdb.NewToken() // also tells this call's records from another call's
 		if plans[i].inline {
 			recs[i].HoldLease(token, plans[i].due)
 		} else {

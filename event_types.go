@@ -18,6 +18,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/schema"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // Bounds of the catalog of event types.
@@ -188,7 +189,7 @@ func (r *EventTypeRepo) check(t *EventType) (string, error) {
 	if len(t.Examples) > MaxEventTypeExamples {
 		return "", inField("examples", fmt.Errorf("%w: more than %d examples", ErrInvalidEventType, MaxEventTypeExamples))
 	}
-	if isJSONNull(t.Schema) {
+	if types.IsJSONNull(t.Schema) {
 		t.Schema = nil
 	}
 	var sch *schema.Schema
@@ -218,9 +219,6 @@ func (r *EventTypeRepo) check(t *EventType) (string, error) {
 	}
 	return string(raw), nil
 }
-
-// isJSONNull reports whether raw is the JSON null.
-func isJSONNull(raw json.RawMessage) bool { return strings.TrimSpace(string(raw)) == "null" }
 
 // EventTypes returns the catalog of event types.
 func (d *Dispatcher) EventTypes() *EventTypeRepo { return d.eventTypes }

@@ -258,8 +258,7 @@ func (d *Dispatcher) newShardLease(shard int, now time.Time, takes []worker.Take
 	for i, t := range takes {
 		queues[i] = rdb.LeaseQueue{Webhook: t.ID, IDs: ids[i], Retime: retime[i]}
 	}
-	token := func() string { return randomHex(rdb.TokenLen / 2) }
-	return &shardLease{now: now, takes: takes, lease: rdb.NewShardLease(d.keys, shard, now, d.lease, queues, token)}
+	return &shardLease{now: now, takes: takes, lease: rdb.NewShardLease(d.keys, shard, now, d.lease, queues, rdb.NewToken)}
 }
 
 // leased reads a shard lease's reply: the deliveries it leased, their records decoded, and the new ready scores of the webhooks it retimed (0 when one left the ready zset).

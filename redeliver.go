@@ -49,7 +49,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	renewed.Status, renewed.Step, renewed.NextAttemptAt = StatusPending, 0, rdb.MilliTime(now.Add(d.lease).UnixMilli())
 	renewed.UpdatedAt = rdb.MilliTime(now.UnixMilli())
 	renewed.ExpiresAt = rdb.MilliTime(max(now.UnixMilli()+d.opts.Retention.Milliseconds(), rdb.UnixMilli(rec.ExpiresAt)+1))
-	token := randomHex(rdb.TokenLen / 2)
+	token := rdb.NewToken()
 	renewed.HoldLease(token, now.Add(d.lease))
 	keys := []string{d.keys.Delivery(shard, deliveryID), d.keys.Ready(shard),
 		d.keys.Event(shard, rdb.ScopedEventID(wh.Tenant, rec.EventID)), d.keys.Index(shard, rec.WebhookID), d.keys.Queue(shard, rec.WebhookID)}

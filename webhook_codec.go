@@ -45,7 +45,7 @@ func compactPatterns(ps []string) []string {
 // compactFilter is a filter as stored: nil for none (empty or JSON null), otherwise compacted (a filter
 // that is not JSON is kept as given, for validate to refuse).
 func compactFilter(raw json.RawMessage) json.RawMessage {
-	if t := bytes.TrimSpace(raw); len(t) == 0 || string(t) == "null" {
+	if len(bytes.TrimSpace(raw)) == 0 || types.IsJSONNull(raw) {
 		return nil
 	}
 	var b bytes.Buffer

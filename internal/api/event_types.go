@@ -70,13 +70,13 @@ func patchEventType(cur *types.EventType, name string, fields map[string]json.Ra
 		return err
 	}
 	for k, v := range fields {
-		if k == "name" && !isJSONNull(v) {
+		if k == "name" && !types.IsJSONNull(v) {
 			var n string
 			if json.Unmarshal(v, &n) != nil || n != name {
 				return fmt.Errorf("%w: name cannot be changed", ErrBadRequest)
 			}
 		}
-		if isJSONNull(v) {
+		if types.IsJSONNull(v) {
 			delete(all, k)
 		} else {
 			all[k] = v
@@ -94,9 +94,6 @@ func patchEventType(cur *types.EventType, name string, fields map[string]json.Ra
 	*cur = next
 	return nil
 }
-
-// isJSONNull reports whether v is the JSON null.
-func isJSONNull(v json.RawMessage) bool { return string(bytes.TrimSpace(v)) == "null" }
 
 // decodeEventType decodes a request's event type: one JSON object of EventType's fields only.
 func decodeEventType(body []byte, t *types.EventType) error {

@@ -8,8 +8,6 @@ package breaker
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"log/slog"
 	"time"
 
@@ -117,7 +115,7 @@ func (b *Breaker) TryProbe(ctx context.Context, webhookID string, now time.Time,
 	if now.Before(h.OpenUntil) {
 		return "", false
 	}
-	token = newToken()
+	token = rdb.NewToken()
 	ok, got, err := b.store.acquireProbe(ctx, webhookID, now, token, b.probeHold)
 	if err != nil {
 		b.log.Warn("webhooks: take circuit probe", "webhook_id", webhookID, "error", err)
@@ -132,11 +130,4 @@ func (b *Breaker) TryProbe(ctx context.Context, webhookID string, now time.Time,
 func (b *Breaker) ReleaseProbe(ctx context.Context, webhookID, token string) error {
 	defer b.cache.forget(webhookID)
 	return b.store.releaseProbe(ctx, webhookID, token)
-}
-
-// newToken is a new probe token: rdb.TokenLen hex digits.
-func newToken() string {
-	buf := make([]byte, rdb.TokenLen/2)
-	_, _ = rand.Read(buf) // crypto/rand.Read never fails
-	return hex.EncodeToString(buf)
 }

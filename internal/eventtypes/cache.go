@@ -6,7 +6,6 @@
 package eventtypes
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -71,7 +70,7 @@ func newEntry(name, raw string) *Entry {
 	var t types.EventType
 	if err := json.Unmarshal([]byte(raw), &t); err != nil {
 		e.bad = fmt.Errorf("the stored type does not decode: %w", err)
-	} else if len(t.Schema) > 0 && !bytes.Equal(bytes.TrimSpace(t.Schema), []byte("null")) {
+	} else if len(t.Schema) > 0 && !types.IsJSONNull(t.Schema) {
 		e.schema = t.Schema
 	}
 	return e
