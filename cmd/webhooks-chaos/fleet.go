@@ -137,9 +137,10 @@ func (f *fleet) failure() error {
 	return errors.Join(f.failures...)
 }
 
-// killRestart SIGKILLs a random producer (one still accepting, if any) and starts it again: from its
-// first event, or (-fault skip-replay) after the last event it took, accepted or not.
-func (f *fleet) killRestart(rng *rand.Rand) error {
+// killRestart SIGKILLs a random producer (one still accepting, if any; before is told which, just before)
+// and starts it again: from its first event, or (-fault skip-replay) after the last event it took,
+// accepted or not.
+func (f *fleet) killRestart(rng *rand.Rand, before func(i int)) error {
 	f.mu.Lock()
 	var candidates []int
 	for i, p := range f.procs {
@@ -153,6 +154,7 @@ func (f *fleet) killRestart(rng *rand.Rand) error {
 	i := candidates[rng.IntN(len(candidates))]
 	proc := f.procs[i].proc
 	f.mu.Unlock()
+	before(i)
 	if err := proc.kill(); err != nil {
 		return err
 	}

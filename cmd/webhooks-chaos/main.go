@@ -18,7 +18,11 @@
 //
 // It asserts, and exits 1 with a message naming each failed check: every pair delivered (a 2xx seen)
 // or its record failed, none pending or missing; every pair final within -drain-bound of the last
-// accept; extra 2xx at most -max-dup-ratio of the pairs; no success recorded without a 2xx seen; no
+// accept; extra 2xx at most -max-dup-ratio of the pairs; extra 2xx after producer kills at most the
+// attempts a kill can lose + 5% (the requests in flight at it, and the 2xx answered to the killed
+// producer within the outcome linger and a quarter Timeout before it, whose outcomes it may not have
+// recorded yet), each repeating a pair whose earlier 2xx was answered in that window or just after the
+// kill; no success recorded without a 2xx seen; no
 // bad signature; all planned kills happened; and no circuit opening that no run of failures explains:
 // each opening a producer's hook reports (or a Health poll sees) must follow, within a few seconds, a
 // run of at least BreakAfter-1 failed requests in the order they reached the receiver (one less than

@@ -157,7 +157,7 @@ func (s *soak) acceptPhase(ctx context.Context) error {
 			rkills = rkills[1:]
 			down := s.cfg.redisDown + time.Duration(s.rng.Int64N(int64(max(s.cfg.redisDownMax-s.cfg.redisDown, 0))+1))
 			s.logf("Redis SIGKILLed (pid %d) at %.0f%% accepted, down for %s", s.redis.proc.pid(), 100*at, down.Round(time.Millisecond))
-			s.noteKill(killRedis)
+			s.noteKill(killRedis, -1)
 			if err := s.redis.killRestart(ctx, down); err != nil {
 				return err
 			}
@@ -165,8 +165,7 @@ func (s *soak) acceptPhase(ctx context.Context) error {
 		}
 		if len(pkills) > 0 && at >= pkills[0] {
 			pkills = pkills[1:]
-			s.noteKill(killProducer)
-			if err := s.fleet.killRestart(s.rng); err != nil {
+			if err := s.fleet.killRestart(s.rng, func(i int) { s.noteKill(killProducer, i) }); err != nil {
 				return err
 			}
 		}
@@ -217,6 +216,7 @@ type kill struct {
 	at       time.Time
 	kind     string // killRedis or killProducer
 	inFlight int64
+	producer int // the producer killed (killProducer)
 }
 
 const (
@@ -224,39 +224,88 @@ const (
 	killProducer = "producer"
 )
 
-// noteKill records a SIGKILL about to be sent.
-func (s *soak) noteKill(kind string) {
+// noteKill records a SIGKILL about to be sent (to producer, for a producer kill).
+func (s *soak) noteKill(kind string, producer int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.kills = append(s.kills, kill{at: time.Now(), kind: kind, inFlight: s.recv.inFlight.Load()})
+	s.kills = append(s.kills, kill{at: time.Now(), kind: kind, inFlight: s.recv.inFlight.Load(), producer: producer})
 }
 
 // dupCauses attributes each extra 2xx to the last SIGKILL before it, when that was at most window
-// earlier ("other" otherwise), and sums the requests in flight at the producer kills.
-func (s *soak) dupCauses(window time.Duration) (byCause map[string]int, inFlightAtProducerKills int64) {
+// earlier ("other" otherwise), and sums the attempts a producer kill can lose: the requests in flight
+// at it and the 2xx answered to the killed producer within lostWindow before it (their outcomes perhaps
+// not yet recorded). An extra 2xx put
+// down to a producer kill is explained when the pair's 2xx before it was answered within lostWindow
+// before some producer kill up to the extra one, or within killAnswerWindow after it: the outcome a
+// kill can lose (answered, not yet recorded) or a request the killed process had in flight.
+func (s *soak) dupCauses(window time.Duration) (dc dupReport) {
 	s.mu.Lock()
 	kills := slices.Clone(s.kills)
 	s.mu.Unlock()
 	s.recv.mu.Lock()
-	dups := slices.Clone(s.recv.dupAt)
+	dups := slices.Clone(s.recv.dups)
+	okAt := map[int][]time.Time{}
+	for _, k := range kills {
+		okAt[k.producer] = slices.Clone(s.recv.okAt[k.producer])
+	}
 	s.recv.mu.Unlock()
-	byCause = map[string]int{}
+	dc.byCause = map[string]int{}
+	lost := s.lostWindow()
 	for _, k := range kills {
 		if k.kind == killProducer {
-			inFlightAtProducerKills += k.inFlight
+			from, _ := slices.BinarySearchFunc(okAt[k.producer], k.at.Add(-lost), time.Time.Compare)
+			to, _ := slices.BinarySearchFunc(okAt[k.producer], k.at, time.Time.Compare)
+			dc.inFlightAtProducerKills += k.inFlight
+			dc.answeredBeforeProducerKills += int64(to - from)
 		}
 	}
-	for _, t := range dups {
+	for _, d := range dups {
 		cause := "other"
 		for i := len(kills) - 1; i >= 0; i-- {
-			if !kills[i].at.After(t) {
-				if t.Sub(kills[i].at) <= window {
+			if !kills[i].at.After(d.at) {
+				if d.at.Sub(kills[i].at) <= window {
 					cause = kills[i].kind
 				}
 				break
 			}
 		}
-		byCause[cause]++
+		dc.byCause[cause]++
+		if cause != killProducer {
+			continue
+		}
+		nearest := time.Duration(1 << 62)
+		for _, k := range kills {
+			if off := d.previous.Sub(k.at); k.kind == killProducer && !k.at.After(d.at) && abs(off) < abs(nearest) {
+				nearest = off
+			}
+		}
+		dc.offsets = append(dc.offsets, nearest)
+		explained := slices.ContainsFunc(kills, func(k kill) bool {
+			return k.kind == killProducer && !k.at.After(d.at) &&
+				!d.previous.Before(k.at.Add(-lost)) && !d.previous.After(k.at.Add(killAnswerWindow))
+		})
+		if !explained {
+			dc.unexplainedByProducerKill++
+		}
 	}
-	return byCause, inFlightAtProducerKills
+	return dc
+}
+
+// dupReport is what dupCauses found: the extra 2xx by cause, the requests in flight at the producer
+// kills, and the extra 2xx after a producer kill that no kill explains.
+type dupReport struct {
+	byCause                     map[string]int
+	inFlightAtProducerKills     int64
+	answeredBeforeProducerKills int64
+	unexplainedByProducerKill   int
+	// offsets is, for each extra 2xx after a producer kill, when the pair's 2xx before it was answered
+	// relative to the nearest producer kill before the extra one (negative: before that kill).
+	offsets []time.Duration
+}
+
+func abs(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
 }

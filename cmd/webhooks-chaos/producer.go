@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,8 +38,10 @@ func report(format string, args ...any) {
 }
 
 // dispatcherOptions are the options of every Dispatcher of the soak (the orchestrator's too).
+// A producer's requests carry its number (producerHeader), so the receiver can tell what a producer kill
+// could lose.
 func dispatcherOptions(cfg config, hooks webhooks.Hooks) webhooks.Options {
-	return webhooks.Options{
+	opts := webhooks.Options{
 		KeyPrefix:            keyPrefix,
 		Timeout:              cfg.timeout,
 		RetrySchedule:        retrySchedule,
@@ -45,6 +49,27 @@ func dispatcherOptions(cfg config, hooks webhooks.Hooks) webhooks.Options {
 		BreakAfter:           cfg.breakAfter,
 		Hooks:                hooks,
 	}
+	if cfg.role == "producer" {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 64 // as the library's own default transport
+		opts.HTTPClient = &http.Client{Transport: producerTransport{index: strconv.Itoa(cfg.index), next: tr}}
+	}
+	return opts
+}
+
+// producerHeader names the producer that sent a request.
+const producerHeader = "Chaos-Producer"
+
+// producerTransport adds producerHeader to every request.
+type producerTransport struct {
+	index string
+	next  http.RoundTripper
+}
+
+func (t producerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.Header.Set(producerHeader, t.index)
+	return t.next.RoundTrip(req)
 }
 
 // quietRedisLog drops go-redis's own log lines ("failed to dial" while the soak's Redis is down):

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -39,6 +40,11 @@ type endpointCounts struct {
 	requests, ok, failed, hung atomic.Int64
 }
 
+// dup is an extra 2xx: when it was answered, and when the pair's 2xx before it was.
+type dup struct {
+	at, previous time.Time
+}
+
 // receiver is the soak's subscriber: it verifies every request's signature and counts every 2xx it
 // answers per pair.
 type receiver struct {
@@ -53,7 +59,9 @@ type receiver struct {
 	maxRun  []int // the longest such run
 	longRun int   // a run at least this long is long: its failures' answer times are kept
 	longAt  [][]time.Time
-	dupAt   []time.Time // when each extra 2xx was answered
+	lastOK  map[pair]time.Time  // when each pair's latest 2xx was answered
+	dups    []dup               // every extra 2xx, in the order answered
+	okAt    map[int][]time.Time // when each 2xx was answered to each producer (producerHeader), in order
 
 	counts       []endpointCounts
 	inFlight     atomic.Int64 // requests being answered now
@@ -68,7 +76,7 @@ func startReceiver(hangFor time.Duration, longRun int) (*receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &receiver{ln: ln, hangFor: hangFor, secrets: make([]string, len(endpoints)), ok: make(map[pair]int),
+	r := &receiver{ln: ln, hangFor: hangFor, secrets: make([]string, len(endpoints)), ok: make(map[pair]int), lastOK: make(map[pair]time.Time), okAt: map[int][]time.Time{},
 		run: make([]int, len(endpoints)), maxRun: make([]int, len(endpoints)), longRun: max(longRun, 1),
 		longAt: make([][]time.Time, len(endpoints)), counts: make([]endpointCounts, len(endpoints))}
 	mux := http.NewServeMux()
@@ -138,9 +146,14 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request, i int) {
 	}
 	c.ok.Add(1)
 	r.mu.Lock()
-	r.ok[pair{i, msg.ID}]++
-	if r.ok[pair{i, msg.ID}] > 1 {
-		r.dupAt = append(r.dupAt, time.Now())
+	p, now := pair{i, msg.ID}, time.Now()
+	r.ok[p]++
+	if r.ok[p] > 1 {
+		r.dups = append(r.dups, dup{at: now, previous: r.lastOK[p]})
+	}
+	r.lastOK[p] = now
+	if producer, err := strconv.Atoi(req.Header.Get(producerHeader)); err == nil {
+		r.okAt[producer] = append(r.okAt[producer], now)
 	}
 	r.mu.Unlock()
 	w.WriteHeader(http.StatusNoContent)

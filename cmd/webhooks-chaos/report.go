@@ -3,8 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // verdict prints the soak's figures and returns an error naming every failed check.
@@ -23,9 +26,10 @@ func (s *soak) verdict(r *sweepResult, dr drainResult) error {
 		r.states[recordFailed], r.states[recordPending], r.states[recordMissing], r.states[recordUnread])
 	fmt.Printf("  duplicates       %d extra 2xx on %d pairs (%.3f%% of pairs; bound %.3f%%)\n", r.extra2xx, r.dupPairs,
 		100*float64(r.extra2xx)/float64(pairs), 100*s.cfg.maxDupRatio)
-	byCause, atKills := s.dupCauses(s.dupWindow())
-	fmt.Printf("    by cause       %d after Redis restarts, %d after producer kills (%d requests in flight at those kills), %d other (a 2xx within %s of the kill)\n",
-		byCause[killRedis], byCause[killProducer], atKills, byCause["other"], s.dupWindow())
+	dc := s.dupCauses(s.dupWindow())
+	fmt.Printf("    by cause       %d after Redis restarts, %d after producer kills (%d requests in flight at those kills, %d answered within %s before them; %d of the duplicates with no 2xx of their pair answered within %s before a kill or %s after it), %d other (a 2xx within %s of the kill)\n",
+		dc.byCause[killRedis], dc.byCause[killProducer], dc.inFlightAtProducerKills, dc.answeredBeforeProducerKills, s.lostWindow(),
+		dc.unexplainedByProducerKill, s.lostWindow(), killAnswerWindow, dc.byCause["other"], s.dupWindow())
 	drain := fmt.Sprintf("%.1fs after the last accept", dr.after.Seconds())
 	if !dr.drained {
 		drain = fmt.Sprintf("NOT drained: %d pairs not final %.1fs after the last accept", dr.left, dr.after.Seconds())
@@ -46,6 +50,11 @@ func (s *soak) verdict(r *sweepResult, dr drainResult) error {
 		s.recv.badSignature.Load(), s.recv.badRequest.Load(), r.strangers, errorCount)
 	for _, l := range errorLines {
 		fmt.Printf("    %s\n", l)
+	}
+	if len(dc.offsets) > 0 {
+		slices.Sort(dc.offsets)
+		fmt.Printf("    after kills    the repeated pair's earlier 2xx, from the nearest producer kill: %s to %s (median %s)\n",
+			dc.offsets[0].Round(time.Millisecond), dc.offsets[len(dc.offsets)-1].Round(time.Millisecond), dc.offsets[len(dc.offsets)/2].Round(time.Millisecond))
 	}
 	if s.cfg.verbose {
 		fmt.Printf("    extra 2xx per second of the soak: %s\n", s.dupSeconds())
@@ -86,8 +95,14 @@ func (s *soak) checks(r *sweepResult, dr drainResult, kills int) error {
 				e.name, o.unexplained, s.recv.longRun, s.explainWindow(), s.cfg.breakAfter, o.hooks, o.polled, s.recv.longestRun(i))
 		}
 	}
-	if byCause, atKills := s.dupCauses(s.dupWindow()); float64(byCause[killProducer]) > 1.05*float64(atKills) {
-		fail("%d duplicate 2xx after producer kills, more than the %d requests in flight at them + 5%%", byCause[killProducer], atKills)
+	dc := s.dupCauses(s.dupWindow())
+	if atKills := dc.inFlightAtProducerKills + dc.answeredBeforeProducerKills; float64(dc.byCause[killProducer]) > 1.05*float64(atKills) {
+		fail("%d duplicate 2xx after producer kills, more than the %d attempts in flight at them (%d requests unanswered, %d answered within %s before, outcome perhaps not recorded) + 5%%",
+			dc.byCause[killProducer], atKills, dc.inFlightAtProducerKills, dc.answeredBeforeProducerKills, s.lostWindow())
+	}
+	if dc.unexplainedByProducerKill > 0 {
+		fail("%d of the %d duplicate 2xx after producer kills repeat a pair whose earlier 2xx was not answered within %s before a kill or %s after it: a kill lost more than the outcomes it could have held",
+			dc.unexplainedByProducerKill, dc.byCause[killProducer], s.lostWindow(), killAnswerWindow)
 	}
 	if kills < s.cfg.producerKills || s.redis.restarts < s.cfg.redisKills {
 		fail("only %d of %d producer kills and %d of %d Redis kills happened", kills, s.cfg.producerKills, s.redis.restarts, s.cfg.redisKills)
@@ -114,6 +129,18 @@ func (s *soak) explainWindow() time.Duration {
 	return 2*s.cfg.timeout + max(s.cfg.redisDown, s.cfg.redisDownMax) + 2*time.Second + pollEvery
 }
 
+// lostWindow is how long before a producer kill a 2xx can have been answered and its outcome not yet
+// recorded, so that the kill loses it and the pair is sent again: the outcome batch's linger
+// (worker.SettleLinger) and a quarter Timeout for the settle's round trip on a loaded machine.
+func (s *soak) lostWindow() time.Duration {
+	return worker.SettleLinger(s.cfg.timeout) + s.cfg.timeout/4
+}
+
+// killAnswerWindow is how long after a producer kill the receiver may still answer a request the killed
+// process had in flight (the receiver finishes a request whose client has gone; a 2xx is answered at
+// once).
+const killAnswerWindow = 250 * time.Millisecond
+
 // dupWindow is how long after a SIGKILL an extra 2xx is put down to it: a lease (2 Timeouts), the
 // longest Redis downtime, and a second for the worker to come round.
 func (s *soak) dupWindow() time.Duration {
@@ -137,8 +164,8 @@ func (s *soak) dupSeconds() string {
 			fmt.Fprintf(&b, "%ds:%d ", last, n)
 		}
 	}
-	for _, t := range s.recv.dupAt { // in the order answered
-		if sec := int(t.Sub(s.started).Seconds()); sec != last {
+	for _, d := range s.recv.dups { // in the order answered
+		if sec := int(d.at.Sub(s.started).Seconds()); sec != last {
 			flush()
 			last, n = sec, 0
 		}
