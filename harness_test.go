@@ -37,7 +37,9 @@ func (tr *testRedis) newClient(t testing.TB) redis.UniversalClient {
 	var c redis.UniversalClient
 	switch {
 	case tr.mini != nil:
-		c = redis.NewClient(&redis.Options{Addr: tr.mini.Addr()})
+		// miniredis runs its Lua in this process, under -race: on a loaded 2-core machine one script of
+		// a big search or drain can take longer than go-redis's default 3 s read timeout.
+		c = redis.NewClient(&redis.Options{Addr: tr.mini.Addr(), ReadTimeout: 20 * time.Second, WriteTimeout: 20 * time.Second})
 	case os.Getenv("WEBHOOKS_REDIS_CLUSTER") != "":
 		c = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(os.Getenv("WEBHOOKS_REDIS_CLUSTER"), ",")})
 	default:
