@@ -296,7 +296,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		return results
 	}
 	if stored, ok := reply[0].(string); ok {
-		body = eventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
+		body = rdb.EventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}
 	var wg sync.WaitGroup
 	queued := false

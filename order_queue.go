@@ -22,7 +22,7 @@ func (d *Dispatcher) orderQueueOf(ctx context.Context, dl *Delivery) (*api.Order
 	if dl.OrderKey == "" {
 		return nil, fmt.Errorf("%w: delivery %s has no order key", api.ErrBadRequest, dl.ID)
 	}
-	shard, err := deliveryShard(d.keys, dl.ID)
+	shard, err := d.keys.DeliveryShard(dl.ID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, dl.ID)
 	}

@@ -138,7 +138,7 @@ func TestProbeNowLeavesAttemptsInFlight(t *testing.T) {
 	// Lease the second by hand, as a worker holding it would.
 	rec, err := d.deliveries.get(ctx, ids[1])
 	require.NoError(t, err)
-	shard, _ := deliveryShard(d.keys, ids[1])
+	shard, _ := d.keys.DeliveryShard(ids[1])
 	end := clock.Now().Add(time.Minute)
 	rec.HoldLease(randomHex(rdb.TokenLen/2), end)
 	require.NoError(t, tr.rdb.Set(ctx, d.keys.Delivery(shard, ids[1]), rec.Encode(), 0).Err())

@@ -31,7 +31,7 @@ const redeliveryScan = 64
 // redeliveries returns when a delivery was redelivered, oldest first, as far as its index shows
 // (above).
 func (d *Dispatcher) redeliveries(ctx context.Context, dl *Delivery) ([]time.Time, error) {
-	shard, err := deliveryShard(d.keys, dl.ID)
+	shard, err := d.keys.DeliveryShard(dl.ID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, dl.ID)
 	}

@@ -42,7 +42,7 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *rdb.Record) error {
 	if h := hs[rec.WebhookID]; h.State != "" && h.State != CircuitClosed {
 		return fmt.Errorf("%w: the endpoint is paused (its circuit is open); its next try is a probe", ErrNotRetryable)
 	}
-	shard, err := deliveryShard(d.keys, rec.ID)
+	shard, err := d.keys.DeliveryShard(rec.ID)
 	if err != nil {
 		return fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
 	}
@@ -66,7 +66,7 @@ func (d *Dispatcher) retryNow(ctx context.Context, rec *rdb.Record) error {
 
 // payload is the body a delivery sends ({"id", "type", "timestamp", "data"}), or nil once it expired.
 func (d *Dispatcher) payload(ctx context.Context, rec *Delivery, tenant string) ([]byte, error) {
-	shard, err := deliveryShard(d.keys, rec.ID)
+	shard, err := d.keys.DeliveryShard(rec.ID)
 	if err != nil {
 		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, rec.ID)
 	}
@@ -81,5 +81,5 @@ func (d *Dispatcher) payload(ctx context.Context, rec *Delivery, tenant string) 
 	if err != nil {
 		return nil, err
 	}
-	return eventBody(stored), nil
+	return rdb.EventBody(stored), nil
 }

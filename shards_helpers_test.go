@@ -29,7 +29,7 @@ var defaultKeys = newKeyspace("test")
 func shardOf(eventID string) int { return defaultKeys.ShardOf(eventID) }
 
 // shardOfDelivery reads the shard out of a delivery id of a new keyspace.
-func shardOfDelivery(id string) (int, error) { return deliveryShard(defaultKeys, id) }
+func shardOfDelivery(id string) (int, error) { return defaultKeys.DeliveryShard(id) }
 
 // deliveryIDFor is the delivery id of a pair in a new keyspace.
 func deliveryIDFor(webhookID, eventID string) string {
