@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/api"
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/worker"
@@ -210,7 +211,7 @@ func (r *WebhookRepo) Health(ctx context.Context, id string) (*Health, error) {
 	if h.State == "" {
 		h = Health{WebhookID: id, State: CircuitClosed}
 	}
-	return viewHealth(&wh.Webhook, &h), nil
+	return api.ViewHealth(&wh.Webhook, &h), nil
 }
 
 // later returns the later of two times.
