@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
@@ -168,7 +169,7 @@ func (d *Dispatcher) sendOperational(ctx context.Context, typ, id, key string, a
 	data.WebhookID = id
 	data.FailingSince, data.OpenUntil, data.DisableAt = utc(data.FailingSince), utc(data.OpenUntil), utc(data.DisableAt)
 	if s := found[id]; s != nil { // a deleted webhook's events go to the operator only
-		data.Tenant, data.URL = s.Tenant, redactURL(s.URL)
+		data.Tenant, data.URL = s.Tenant, endpoint.RedactURL(s.URL)
 	}
 	scopes := []string{""}
 	if data.Tenant != "" {
