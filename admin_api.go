@@ -146,18 +146,18 @@ func (d *Dispatcher) Portal() http.Handler { return api.NewPortal(d.admin, d.log
 func newAdmin(d *Dispatcher) *admin.Backend {
 	return &admin.Backend{Client: d.rdb, Keys: d.keys, LoadKeys: func(ctx context.Context) error { return loadKeys(ctx, d.keys, d.rdb) },
 		Scripts: d.scripts, Breaker: d.breaker, Index: d.deliveries.indexes(),
-		WebhookRepo: adminWebhooks{d.webhooks}, DeliveryRepo: adminDeliveries{d.deliveries}, EventTypeRepo: adminEventTypes{d.eventTypes},
+		WebhookRepo: webhookStore{d.webhooks}, DeliveryRepo: adminDeliveries{d.deliveries}, EventTypeRepo: adminEventTypes{d.eventTypes},
 		Actions: d, Now: func() time.Time { return d.now() }, Lease: d.lease, ProbeRecheck: probeRecheck,
 		ReplayIndex: d.opts.ReplayIndex, Traced: d.opts.Tracer != nil, UserAgent: userAgent,
 		ParseToken: func(token string) (string, error) { return parsePortalToken(d.opts.PortalKey, token, d.now()) },
 		Woken:      d.markShard, Poke: d.wake.Poke}
 }
 
-// adminWebhooks is the registry as internal/admin reads and changes it.
-type adminWebhooks struct{ *WebhookRepo }
+// webhookStore is the registry as internal/admin and internal/notify read and change it.
+type webhookStore struct{ *WebhookRepo }
 
 // Patch replaces a webhook by what apply makes of it, in one read-modify-write of the registry.
-func (r adminWebhooks) Patch(ctx context.Context, id string, apply func(*Webhook) (Webhook, error)) (*Webhook, error) {
+func (r webhookStore) Patch(ctx context.Context, id string, apply func(*Webhook) (Webhook, error)) (*Webhook, error) {
 	return r.modify(ctx, id, func(sw *storedWebhook) error {
 		next, err := apply(sw.Public())
 		if err != nil {
@@ -168,15 +168,20 @@ func (r adminWebhooks) Patch(ctx context.Context, id string, apply func(*Webhook
 }
 
 // Stored reads a webhook as stored.
-func (r adminWebhooks) Stored(ctx context.Context, id string) (*storedWebhook, error) {
+func (r webhookStore) Stored(ctx context.Context, id string) (*storedWebhook, error) {
 	s, _, err := r.load(ctx, id)
 	return s, err
 }
 
 // StoredByID reads webhooks as stored, by id.
-func (r adminWebhooks) StoredByID(ctx context.Context, ids []string) (map[string]*storedWebhook, error) {
+func (r webhookStore) StoredByID(ctx context.Context, ids []string) (map[string]*storedWebhook, error) {
 	found, _, err := r.byIDs(ctx, ids)
 	return found, err
+}
+
+// Disable disables a webhook for a reason, and reports whether it changed it.
+func (r webhookStore) Disable(ctx context.Context, id, reason string) (bool, error) {
+	return r.disable(ctx, id, reason)
 }
 
 // adminDeliveries is the delivery records as internal/admin reads them.

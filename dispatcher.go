@@ -24,6 +24,7 @@ import (
 
 	"github.com/smartdrop/webhooks/internal/egress"
 	"github.com/smartdrop/webhooks/internal/filter"
+	"github.com/smartdrop/webhooks/internal/notify"
 	"github.com/smartdrop/webhooks/internal/sealed"
 	"github.com/smartdrop/webhooks/internal/worker"
 )
@@ -47,7 +48,6 @@ type Dispatcher struct {
 	breaker    *breaker.Breaker
 	indexTTLs  *indexTTLs
 	bodies     *worker.Bodies // of events this Dispatcher left to its worker lately (internal/worker)
-	failing    failingMemo    // the runs of failures this replica sent webhook.failing for (operational.go)
 	wake       *worker.Wake   // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard  atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
 	turns      worker.Turns   // where a pass starts sharing its slots among the webhooks due (lease.go)
@@ -59,6 +59,7 @@ type Dispatcher struct {
 	redisDown  *worker.RedisLog        // the worker's warnings while Redis fails it
 	pending    worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
 	admin      *admin.Backend          // the admin API's backend, and Stats, RetryNow, ProbeNow (internal/admin)
+	notify     *notify.Notifier        // hooks, logs, operational events, auto-disable (internal/notify)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -97,6 +98,9 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.breaker,
 		quota: opts.MaxWebhooksPerTenant}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys, webhooks: d.webhooks}
+	d.notify = &notify.Notifier{Hooks: opts.Hooks, Log: opts.Logger, Now: func() time.Time { return d.now() },
+		OperationalEvents: opts.OperationalEvents, DisableAfter: opts.DisableAfter, Webhooks: webhookStore{d.webhooks},
+		Enqueue: d.enqueueOperational}
 	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
 	d.admin = newAdmin(d)
 	return d, nil
