@@ -3,9 +3,9 @@
 // tenant is not found), the state model of the answers (view.go), and the operator's reads and actions
 // that the Dispatcher's public methods also offer: the backlog (Stats, stats.go; held.go), an
 // endpoint's counts (counts.go), an ordered delivery's queue (order_queue.go), a delivery's
-// redeliveries (redeliveries.go), retry now (retry_now.go) and probe now (probe_now.go). Its Redis
-// reads and writes are internal/rdb's; the registry and the Dispatcher's actions are the root's,
-// through the interfaces below.
+// redeliveries (redeliveries.go), recover (recover.go), retry now (retry_now.go) and probe now
+// (probe_now.go). Its Redis reads and writes are internal/rdb's; the registry and the Dispatcher's
+// actions are the root's, through the interfaces below.
 package admin
 
 import (
@@ -64,7 +64,6 @@ type EventTypes interface {
 // Actions are the Dispatcher's public actions that routes call as they are.
 type Actions interface {
 	SendTest(ctx context.Context, webhookID string) (*types.Delivery, error)
-	Recover(ctx context.Context, webhookID string, since, until time.Time, limit int) (int, error)
 	Redeliver(ctx context.Context, deliveryID string) (*types.Delivery, error)
 	ReplayMissingPage(ctx context.Context, webhookID string, since time.Time, cursor string) (types.ReplayPage, error)
 }
@@ -93,6 +92,8 @@ type Backend struct {
 	UserAgent    string
 	// ParseToken checks a portal token and returns its tenant.
 	ParseToken func(token string) (string, error)
+	// Resend is the Dispatcher's Redeliver that also reports whether the call reset the delivery.
+	Resend func(ctx context.Context, deliveryID string) (*types.Delivery, bool, error)
 	// Woken tells the Dispatcher's worker that probe now made deliveries due in a shard.
 	Woken func(shard int)
 	// Poke wakes the Dispatcher's worker.

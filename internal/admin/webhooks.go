@@ -119,7 +119,7 @@ func (b *Backend) Recover(ctx context.Context, s api.Scope, id string, since, un
 	if until.IsZero() {
 		until = b.Now()
 	}
-	return b.Actions.Recover(ctx, id, since, until, limit)
+	return b.RecoverFailed(ctx, id, since, until, limit)
 }
 
 func (b *Backend) Replay(ctx context.Context, s api.Scope, id string, since time.Time, cursor string) (int, string, error) {
