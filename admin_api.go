@@ -2,11 +2,10 @@ package webhooks
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/admin"
 	"github.com/smartdrop/webhooks/internal/api"
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
@@ -129,7 +128,7 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	409 probe_refused       a probe now of a webhook whose circuit is closed, or whose probe is in flight
 //	413 too_large           a request body over 64 KiB
 //	500 internal            anything else; the cause is logged to Options.Logger, never sent
-func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(adminBackend{d}, d.log) }
+func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(d.admin, d.log) }
 
 // Portal returns the tenant-scoped admin API: the routes of Handler, each restricted to the tenant
 // named by the request's token (from PortalToken), sent as "Authorization: Bearer <token>". Another
@@ -140,132 +139,63 @@ func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(adminBackend
 // UI's static files without a token (the request is routed first, and only the UI's routes skip the
 // token); open it at /ui/#token=<token> (the fragment never reaches the server). It serves /openapi.json
 // without a token too, and not the operator-only GET /backlog and POST /webhooks/{id}/probe.
-func (d *Dispatcher) Portal() http.Handler { return api.NewPortal(adminBackend{d}, d.log) }
+func (d *Dispatcher) Portal() http.Handler { return api.NewPortal(d.admin, d.log) }
 
-// adminBackend is the Dispatcher as Handler and Portal see it: its repositories, within a request's
-// scope, in the shared types (internal/api shapes the JSON).
-type adminBackend struct{ d *Dispatcher }
-
-// Classify maps the root's errors to the API's kinds.
-func (adminBackend) Classify(err error) api.Kind {
-	switch {
-	case errors.Is(err, ErrNotFound):
-		return api.KindNotFound
-	case errors.Is(err, api.ErrBadRequest), errors.Is(err, ErrInvalidWebhook), errors.Is(err, ErrInvalidQuery),
-		errors.Is(err, ErrReplayIndexOff), errors.Is(err, ErrInvalidEventType):
-		return api.KindBadRequest
-	case errors.Is(err, ErrConflict):
-		return api.KindConflict
-	case errors.Is(err, ErrWebhookDisabled):
-		return api.KindWebhookDisabled
-	case errors.Is(err, ErrTenantQuota):
-		return api.KindTenantQuota
-	case errors.Is(err, ErrNotRetryable):
-		return api.KindNotRetryable
-	case errors.Is(err, ErrProbeRefused):
-		return api.KindProbeRefused
-	case errors.Is(err, ErrTestSendsLimited):
-		return api.KindTooMany
-	case errors.Is(err, ErrEventTypeExists):
-		return api.KindExists
-	}
-	return api.KindInternal
+// newAdmin is the admin API's backend of d (internal/admin), and the reads and actions of its Stats,
+// RetryNow and ProbeNow.
+func newAdmin(d *Dispatcher) *admin.Backend {
+	return &admin.Backend{Client: d.rdb, Keys: d.keys, LoadKeys: func(ctx context.Context) error { return loadKeys(ctx, d.keys, d.rdb) },
+		Scripts: d.scripts, Breaker: d.breaker, Index: d.deliveries.indexes(),
+		WebhookRepo: webhookStore{d.webhooks}, DeliveryRepo: adminDeliveries{d.deliveries}, EventTypeRepo: adminEventTypes{d.eventTypes},
+		Actions: d, Now: func() time.Time { return d.now() }, Lease: d.lease, ProbeRecheck: probeRecheck,
+		ReplayIndex: d.opts.ReplayIndex, Traced: d.opts.Tracer != nil, UserAgent: userAgent,
+		ParseToken: func(token string) (string, error) { return parsePortalToken(d.opts.PortalKey, token, d.now()) },
+		Resend:     d.redeliver, Woken: d.markShard, Poke: d.wake.Poke}
 }
 
-// Authenticate checks a portal token.
-func (b adminBackend) Authenticate(token string) (string, error) {
-	return parsePortalToken(b.d.opts.PortalKey, token, b.d.now())
-}
+// webhookStore is the registry as internal/admin and internal/notify read and change it.
+type webhookStore struct{ *WebhookRepo }
 
-// webhook reads a webhook within a scope: another tenant's answers as not found.
-func (b adminBackend) webhook(ctx context.Context, s api.Scope, id string) (*Webhook, error) {
-	wh, err := b.d.webhooks.Get(ctx, id)
-	if err == nil && s.Restricted && wh.Tenant != s.Tenant {
-		return nil, fmt.Errorf("%w: webhook %q", ErrNotFound, id)
-	}
-	return wh, err
-}
-
-func (b adminBackend) CreateWebhook(ctx context.Context, w Webhook) (*Webhook, error) {
-	return b.d.webhooks.Create(ctx, w)
-}
-
-func (b adminBackend) ListWebhooks(ctx context.Context, s api.Scope) ([]*Webhook, error) {
-	if s.Restricted {
-		return b.d.webhooks.ListTenant(ctx, s.Tenant)
-	}
-	return b.d.webhooks.List(ctx)
-}
-
-func (b adminBackend) GetWebhook(ctx context.Context, s api.Scope, id string) (*Webhook, error) {
-	return b.webhook(ctx, s, id)
-}
-
-// PatchWebhook applies a PATCH in one read-modify-write of the registry, so concurrent patches of
-// different fields all apply.
-func (b adminBackend) PatchWebhook(ctx context.Context, s api.Scope, id string, apply func(*Webhook) (Webhook, error)) (*Webhook, error) {
-	if _, err := b.webhook(ctx, s, id); err != nil {
-		return nil, err
-	}
-	return b.d.webhooks.modify(ctx, id, func(sw *storedWebhook) error {
+// Patch replaces a webhook by what apply makes of it, in one read-modify-write of the registry.
+func (r webhookStore) Patch(ctx context.Context, id string, apply func(*Webhook) (Webhook, error)) (*Webhook, error) {
+	return r.modify(ctx, id, func(sw *storedWebhook) error {
 		next, err := apply(sw.Public())
 		if err != nil {
 			return err
 		}
-		return b.d.webhooks.replace(sw, next)
+		return r.replace(sw, next)
 	})
 }
 
-func (b adminBackend) DeleteWebhook(ctx context.Context, s api.Scope, id string) error {
-	if _, err := b.webhook(ctx, s, id); err != nil {
-		return err
-	}
-	return b.d.webhooks.Delete(ctx, id)
+// Stored reads a webhook as stored.
+func (r webhookStore) Stored(ctx context.Context, id string) (*storedWebhook, error) {
+	s, _, err := r.load(ctx, id)
+	return s, err
 }
 
-func (b adminBackend) RotateSecret(ctx context.Context, s api.Scope, id string, grace time.Duration) (*Webhook, error) {
-	if _, err := b.webhook(ctx, s, id); err != nil {
-		return nil, err
-	}
-	return b.d.webhooks.RotateSecret(ctx, id, grace)
+// StoredByID reads webhooks as stored, by id.
+func (r webhookStore) StoredByID(ctx context.Context, ids []string) (map[string]*storedWebhook, error) {
+	found, _, err := r.byIDs(ctx, ids)
+	return found, err
 }
 
-// Health is a webhook's circuit, "disabled" for a disabled webhook (viewHealth).
-func (b adminBackend) Health(ctx context.Context, s api.Scope, id string) (*Health, error) {
-	wh, err := b.webhook(ctx, s, id)
-	if err != nil {
-		return nil, err
-	}
-	h, err := b.d.webhooks.Health(ctx, id)
-	return viewHealth(wh, h), err
+// Disable disables a webhook for a reason, and reports whether it changed it.
+func (r webhookStore) Disable(ctx context.Context, id, reason string) (bool, error) {
+	return r.disable(ctx, id, reason)
 }
 
-func (b adminBackend) Stats(ctx context.Context, s api.Scope, id string) ([]HourStats, error) {
-	if _, err := b.webhook(ctx, s, id); err != nil {
-		return nil, err
-	}
-	return rdb.HourlyStats(ctx, b.d.rdb, b.d.keys, id, b.d.now())
+// adminDeliveries is the delivery records as internal/admin reads them.
+type adminDeliveries struct{ *DeliveryRepo }
+
+// Record reads a delivery's record.
+func (r adminDeliveries) Record(ctx context.Context, id string) (*rdb.Record, error) {
+	return r.get(ctx, id)
 }
 
-// ProbeNow ends a webhook's open circuit's wait (probeNow): the operator's "probe now".
-func (b adminBackend) ProbeNow(ctx context.Context, s api.Scope, id string) (*api.ProbeAnswer, error) {
-	if _, err := b.webhook(ctx, s, id); err != nil {
-		return nil, err
-	}
-	h, n, err := b.d.probeNow(ctx, id)
-	return &api.ProbeAnswer{Circuit: h, DeliveriesDue: n}, err
-}
+// adminEventTypes is the catalog as internal/admin reads and changes it.
+type adminEventTypes struct{ *EventTypeRepo }
 
-// Counts are a webhook's delivery counts (endpointCounts).
-// A disabled webhook's deliveries wait for no probe: none is parked (they fail without an attempt).
-func (b adminBackend) Counts(ctx context.Context, s api.Scope, id string) (api.Counts, error) {
-	wh, err := b.webhook(ctx, s, id)
-	if err != nil {
-		return api.Counts{}, err
-	}
-	c, err := b.d.endpointCounts(ctx, id)
-	if wh.Disabled {
-		c.Parked = 0
-	}
-	return c, err
+// Patch changes an event type by apply in one read-modify-write.
+func (r adminEventTypes) Patch(ctx context.Context, name string, apply func(*EventType) error) (*EventType, error) {
+	return r.modify(ctx, name, apply)
 }

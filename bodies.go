@@ -7,6 +7,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/worker"
 )
 
@@ -41,7 +42,7 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []worker.LeasedDeliver
 		}
 		switch err := g.Err(); {
 		case err == nil:
-			bodies[i] = eventBody(g.Val())
+			bodies[i] = rdb.EventBody(g.Val())
 		case !isNil(err):
 			return nil, fmt.Errorf("webhooks: load event bodies: %w", err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/api"
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/worker"
@@ -153,10 +154,10 @@ func (d *Dispatcher) writeBesideCount(ctx context.Context, cc *circuitCount, scr
 	return rdb.AckedWrite{Cmd: cmds[0]}
 }
 
-// afterCount applies a circuit count's reply: it caches each circuit as the count left it, runs
-// Hooks.CircuitOpened for a failure that opened a circuit (or a failed probe that reopened it) and
-// Hooks.CircuitClosed for a success that closed one, and disables a webhook whose run of failures
-// began Options.DisableAfter ago. A count lost in transport is sent once more on its own.
+// afterCount applies a circuit count's reply: it caches each circuit as the count left it, and tells
+// the Notifier of each count (internal/notify: the circuit's hooks and operational events, and
+// disabling a webhook whose run of failures began Options.DisableAfter ago). A count lost in
+// transport is sent once more on its own.
 func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 	if cc == nil {
 		return
@@ -173,25 +174,7 @@ func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 		return
 	}
 	for i, ev := range events {
-		id, h := cc.outs[i].WebhookID, ev.Health
-		switch {
-		case ev.Opened:
-			d.log.Warn("webhooks: circuit opened", "webhook_id", id, "failures", h.ConsecutiveFailures, "open_until", h.OpenUntil)
-			if f := d.opts.Hooks.CircuitOpened; f != nil {
-				d.runHook("CircuitOpened", func() { f(id, h.OpenUntil) })
-			}
-			d.circuitChanged(ctx, EventCircuitOpened, id, h, cc.now)
-		case ev.Closed:
-			d.log.Info("webhooks: circuit closed", "webhook_id", id)
-			if f := d.opts.Hooks.CircuitClosed; f != nil {
-				d.runHook("CircuitClosed", func() { f(id) })
-			}
-			d.circuitChanged(ctx, EventCircuitClosed, id, h, cc.now)
-		}
-		if cc.outs[i].Kind != rdb.CountSuccess {
-			d.warnIfFailing(ctx, id, h)
-			d.disableIfFailingTooLong(ctx, id, h)
-		}
+		d.notify.Counted(ctx, cc.outs[i].WebhookID, ev, cc.outs[i].Kind != rdb.CountSuccess, cc.now)
 	}
 }
 
@@ -210,7 +193,7 @@ func (r *WebhookRepo) Health(ctx context.Context, id string) (*Health, error) {
 	if h.State == "" {
 		h = Health{WebhookID: id, State: CircuitClosed}
 	}
-	return viewHealth(&wh.Webhook, &h), nil
+	return api.ViewHealth(&wh.Webhook, &h), nil
 }
 
 // later returns the later of two times.

@@ -20,7 +20,7 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 	keys[0], keys[1], keys[2] = d.keys.Event(shard, eventID), d.keys.Ready(shard), d.keys.Inline(shard)
 	args := make([]any, 3, 5+7*len(recs))
 	now := d.now()
-	args[0], args[1], args[2] = now.UnixMilli(), recordRetention(recs, d.opts.Retention).Milliseconds(), storedEvent(fingerprint, body)
+	args[0], args[1], args[2] = now.UnixMilli(), recordRetention(recs, d.opts.Retention).Milliseconds(), rdb.StoredEvent(fingerprint, body)
 	if len(recs) > 0 {
 		args[0] = rdb.UnixMilli(recs[0].CreatedAt)
 	}

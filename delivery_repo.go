@@ -37,7 +37,7 @@ func (r *DeliveryRepo) get(ctx context.Context, id string) (*rdb.Record, error) 
 	if err := loadKeys(ctx, r.keys, r.rdb); err != nil {
 		return nil, err
 	}
-	shard, err := deliveryShard(r.keys, id)
+	shard, err := r.keys.DeliveryShard(id)
 	if err != nil {
 		return nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/admin"
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/eventtypes"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/smartdrop/webhooks/internal/egress"
 	"github.com/smartdrop/webhooks/internal/filter"
+	"github.com/smartdrop/webhooks/internal/notify"
 	"github.com/smartdrop/webhooks/internal/sealed"
 	"github.com/smartdrop/webhooks/internal/worker"
 )
@@ -46,7 +48,6 @@ type Dispatcher struct {
 	breaker    *breaker.Breaker
 	indexTTLs  *indexTTLs
 	bodies     *worker.Bodies // of events this Dispatcher left to its worker lately (internal/worker)
-	failing    failingMemo    // the runs of failures this replica sent webhook.failing for (operational.go)
 	wake       *worker.Wake   // pokes a sleeping worker: Enqueue, an ending attempt
 	nextShard  atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
 	turns      worker.Turns   // where a pass starts sharing its slots among the webhooks due (lease.go)
@@ -57,6 +58,8 @@ type Dispatcher struct {
 	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)
 	redisDown  *worker.RedisLog        // the worker's warnings while Redis fails it
 	pending    worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+	admin      *admin.Backend          // the admin API's backend, and Stats, RetryNow, ProbeNow (internal/admin)
+	notify     *notify.Notifier        // hooks, logs, operational events, auto-disable (internal/notify)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -95,7 +98,11 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.breaker,
 		quota: opts.MaxWebhooksPerTenant}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys, webhooks: d.webhooks}
+	d.notify = &notify.Notifier{Hooks: opts.Hooks, Log: opts.Logger, Now: func() time.Time { return d.now() },
+		OperationalEvents: opts.OperationalEvents, DisableAfter: opts.DisableAfter, Webhooks: webhookStore{d.webhooks},
+		Enqueue: d.enqueueOperational}
 	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
+	d.admin = newAdmin(d)
 	return d, nil
 }
 
@@ -296,7 +303,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		return results
 	}
 	if stored, ok := reply[0].(string); ok {
-		body = eventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
+		body = rdb.EventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}
 	var wg sync.WaitGroup
 	queued := false

@@ -11,12 +11,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/smartdrop/webhooks/internal/admin"
 	"github.com/smartdrop/webhooks/internal/api"
 )
 
 // TestEndpointCounts: GET /webhooks/{id}/counts counts exactly the deliveries scheduled for an attempt,
 // those of them parked behind an open circuit (not the retries waiting for their own later time), and
-// the failed ones among the newest deliveries only, reading at most countsRecent records.
+// the failed ones among the newest deliveries only, reading at most admin.CountsRecent records.
 func TestEndpointCounts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -46,11 +47,11 @@ func TestEndpointCounts(t *testing.T) {
 				clock.Advance(2 * time.Minute)
 				drainDue(t, d) // the 50 oldest fail
 				clock.Advance(time.Second)
-				for i := range 2 * countsRecent { // then the newest 200 wait for the worker
+				for i := range 2 * admin.CountsRecent { // then the newest 200 wait for the worker
 					_, err := d.Enqueue(context.Background(), Event{ID: fmt.Sprintf("new%d", i), Type: "order.created"})
 					require.NoError(t, err)
 				}
-			}, api.Counts{Pending: 2 * countsRecent, Examined: -1}},
+			}, api.Counts{Pending: 2 * admin.CountsRecent, Examined: -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -65,8 +66,8 @@ func TestEndpointCounts(t *testing.T) {
 			var got api.Counts
 			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &got))
 			if tc.want.Examined < 0 { // a bounded read: some of the newest, none of the older
-				assert.LessOrEqual(t, got.Examined, countsRecent)
-				assert.GreaterOrEqual(t, got.Examined, countsRecent/2, "most of the newest countsRecent are read")
+				assert.LessOrEqual(t, got.Examined, admin.CountsRecent)
+				assert.GreaterOrEqual(t, got.Examined, admin.CountsRecent/2, "most of the newest admin.CountsRecent are read")
 				got.Examined = -1
 			}
 			assert.Equal(t, tc.want, got)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/admin"
 )
 
 // TestRetryNowAndProbeNowInGo: the operator's two actions are Go calls too. RetryNow makes a pending
@@ -63,7 +65,7 @@ func TestRetryNowAndProbeNowInGo(t *testing.T) {
 	require.NotNil(t, h)
 	assert.Equal(t, CircuitOpen, h.State)
 	assert.False(t, h.OpenUntil.After(clock.Now()), "the open period has ended")
-	clock.Advance(probeNowDelay)
+	clock.Advance(admin.ProbeNowDelay)
 	n, err = d.ProcessDue(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "one probe")

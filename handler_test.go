@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/smartdrop/webhooks/internal/admin"
 	"github.com/smartdrop/webhooks/internal/api"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -325,7 +326,7 @@ func TestHandlerClassify(t *testing.T) {
 		{context.Canceled, api.KindInternal},
 	}
 	for _, tc := range cases {
-		assert.Equal(t, tc.kind, adminBackend{}.Classify(tc.err), "%v", tc.err)
+		assert.Equal(t, tc.kind, new(admin.Backend).Classify(tc.err), "%v", tc.err)
 	}
 }
 

@@ -18,6 +18,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // TestOperationalLoopGuard: two failing webhooks subscribed to delivery.failed each hear of the
@@ -83,9 +85,7 @@ func TestOperationalDedupAcrossReplicas(t *testing.T) {
 	}
 	wg.Wait()
 	for i, d := range ds {
-		d.failing.mu.Lock()
-		assert.Equal(t, since.UnixMilli(), d.failing.warned[failing.ID], "replica %d noticed the run and claimed the event", i)
-		d.failing.mu.Unlock()
+		assert.Equal(t, since.UnixMilli(), d.notify.FailingWarned(failing.ID), "replica %d noticed the run and claimed the event", i)
 	}
 	drain(t, ds[1])
 	evs := opEventsAt(t, clock.Now, op, opWh)
@@ -127,7 +127,7 @@ func TestDispatchRefusesOperationalTypes(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	on, off := newOpsDispatcher(t, tr, Options{}), newTestDispatcher(t, tr, Options{})
-	for _, typ := range operationalTypes {
+	for _, typ := range types.OperationalTypes() {
 		for _, call := range []func(context.Context, Event) ([]Result, error){on.Dispatch, on.Enqueue} {
 			_, err := call(ctx, Event{Type: typ, ID: "forged"})
 			assert.ErrorIs(t, err, ErrInvalidEvent, typ)

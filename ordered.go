@@ -95,7 +95,7 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 	keys[0], keys[1] = d.keys.OrderedEvent(shard, scoped), d.keys.Ready(shard)
 	keys[2], keys[3] = d.keys.Inline(shard), d.keys.Blocked(shard)
 	args := make([]any, 3, 3+9*len(recs))
-	args[0], args[1], args[2] = rdb.UnixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), storedEvent(fingerprint, body)
+	args[0], args[1], args[2] = rdb.UnixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), rdb.StoredEvent(fingerprint, body)
 	now := d.now()
 	waiting, checks := make([]*rdb.Record, len(recs)), make([]any, len(recs))
 	for i, r := range recs {
@@ -174,7 +174,7 @@ func (r *DeliveryRepo) Position(ctx context.Context, deliveryID string) (int, er
 	if err != nil || rec.OrderKey == "" {
 		return -1, err
 	}
-	shard, _ := deliveryShard(r.keys, deliveryID)
+	shard, _ := r.keys.DeliveryShard(deliveryID)
 	pos, err := r.rdb.LPos(ctx, r.keys.Seq(shard, rec.WebhookID, rec.OrderKey), deliveryID, redis.LPosArgs{}).Result()
 	switch {
 	case isNil(err):

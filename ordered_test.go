@@ -229,7 +229,7 @@ func TestOrderedLostHeadDoesNotBlockItsKey(t *testing.T) {
 		require.NoError(t, err)
 	}
 	head := findDelivery(t, d, wh.ID, "evt_l1")
-	shard, err := deliveryShard(d.keys, head.ID)
+	shard, err := d.keys.DeliveryShard(head.ID)
 	require.NoError(t, err)
 	require.NoError(t, tr.rdb.Del(ctx, d.keys.Delivery(shard, head.ID)).Err()) // as if it expired
 	n, err := d.ProcessDue(ctx)                                                // the lease script drops it

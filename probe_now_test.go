@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/admin"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
@@ -64,7 +65,7 @@ func TestProbeNow(t *testing.T) {
 	assert.Equal(t, CircuitOpen, got.Circuit.State)
 	assert.False(t, got.Circuit.OpenUntil.After(clock.Now()), "the open period has ended")
 
-	clock.Advance(probeNowDelay)
+	clock.Advance(admin.ProbeNowDelay)
 	n, err = d.ProcessDue(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "one probe")
@@ -138,7 +139,7 @@ func TestProbeNowLeavesAttemptsInFlight(t *testing.T) {
 	// Lease the second by hand, as a worker holding it would.
 	rec, err := d.deliveries.get(ctx, ids[1])
 	require.NoError(t, err)
-	shard, _ := deliveryShard(d.keys, ids[1])
+	shard, _ := d.keys.DeliveryShard(ids[1])
 	end := clock.Now().Add(time.Minute)
 	rec.HoldLease(randomHex(rdb.TokenLen/2), end)
 	require.NoError(t, tr.rdb.Set(ctx, d.keys.Delivery(shard, ids[1]), rec.Encode(), 0).Err())
@@ -147,7 +148,7 @@ func TestProbeNowLeavesAttemptsInFlight(t *testing.T) {
 	require.True(t, ok, "parked in its queue")
 	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Queue(shard, wh.ID), redis.Z{Score: float64(end.UnixMilli()), Member: member}).Err())
 
-	_, n, err := d.probeNow(ctx, wh.ID)
+	_, n, err := d.admin.Probe(ctx, wh.ID)
 	require.NoError(t, err)
 	assert.Equal(t, 1, n, "only the parked delivery")
 	_, score, ok := queued(t, tr, d, shard, wh.ID, ids[1])

@@ -14,19 +14,14 @@ import (
 
 	"github.com/smartdrop/webhooks/internal/filter"
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // ReplayPageSize is the most events of the replay index one ReplayMissingPage call reads.
 const ReplayPageSize = 500
 
-// ReplayPage is what one ReplayMissingPage call did.
-type ReplayPage struct {
-	// Scheduled is how many deliveries the call created, each due at once for the worker.
-	Scheduled int
-	// Next continues the replay: pass it to the next call (with the same webhook and since); "" when
-	// the replay is complete.
-	Next string
-}
+// ReplayPage is what one ReplayMissingPage call did (internal/types).
+type ReplayPage = types.ReplayPage
 
 // ReplayMissing sends the webhook every event of its tenant that it subscribes to (its patterns, and
 // its filter) accepted from since until the call that has no delivery for it yet: each such pair is
@@ -125,7 +120,7 @@ func (d *Dispatcher) replayEvents(ctx context.Context, s *storedWebhook, shard i
 		if !ok {
 			continue // expired
 		}
-		body := eventBody(raw)
+		body := rdb.EventBody(raw)
 		typ, ok := takesEvent(s, body)
 		if !ok {
 			continue

@@ -11,6 +11,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // drainDue runs the worker's due deliveries until none is left (bounded).
@@ -165,7 +167,7 @@ func TestReplayMissingPagesWithinOneMillisecond(t *testing.T) {
 	for i, id := range ids {
 		body, err := d.encode(Event{ID: id, Type: "bulk.item"})
 		require.NoError(t, err)
-		pipe.Set(ctx, d.keys.Event(5, id), storedEvent(eventFingerprint("bulk.item", body), body), time.Hour)
+		pipe.Set(ctx, d.keys.Event(5, id), rdb.StoredEvent(eventFingerprint("bulk.item", body), body), time.Hour)
 		pipe.ZAdd(ctx, d.keys.Replay(5, ""), redis.Z{Score: float64(at + int64(min(i/20, 1))), Member: id})
 	}
 	_, err := pipe.Exec(ctx)

@@ -29,7 +29,7 @@ var defaultKeys = newKeyspace("test")
 func shardOf(eventID string) int { return defaultKeys.ShardOf(eventID) }
 
 // shardOfDelivery reads the shard out of a delivery id of a new keyspace.
-func shardOfDelivery(id string) (int, error) { return deliveryShard(defaultKeys, id) }
+func shardOfDelivery(id string) (int, error) { return defaultKeys.DeliveryShard(id) }
 
 // deliveryIDFor is the delivery id of a pair in a new keyspace.
 func deliveryIDFor(webhookID, eventID string) string {
@@ -46,6 +46,7 @@ func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.eventTypes.rdb, d.eventTypes.cache = rdb, eventtypes.New(rdb, d.keys, eventTypeCacheTTL)
 	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: d.keys, Ring: d.webhooks.ring, Client: d.client,
 		Timeout: d.opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
+	d.admin = newAdmin(d)
 }
 
 // queued finds a delivery in its webhook's queue in a shard: its member and score, ok false when it

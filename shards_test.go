@@ -108,9 +108,9 @@ func TestShardCountIsStoredAndFixed(t *testing.T) {
 func TestDeliveryIDOfAnotherShardCountIsNotFound(t *testing.T) {
 	t.Parallel()
 	k := rdb.KeysOf("x", 16)
-	_, err := deliveryShard(k, rdb.IndexedID(20, strings.Repeat("a", 12)))
+	_, err := k.DeliveryShard(rdb.IndexedID(20, strings.Repeat("a", 12)))
 	require.ErrorIs(t, err, ErrNotFound)
-	_, err = deliveryShard(k, rdb.IndexedID(15, strings.Repeat("a", 12)))
+	_, err = k.DeliveryShard(rdb.IndexedID(15, strings.Repeat("a", 12)))
 	require.NoError(t, err)
 }
 

@@ -219,7 +219,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	}
 	open := fmt.Sprintf("3:%d:%d:%d:0:0:0::", clock.Now().UnixMilli(), clock.Now().Add(time.Hour).UnixMilli(), time.Hour.Milliseconds())
 	require.NoError(t, tr.rdb.HSet(ctx, d.keys.Circuits(), prober.ID, open).Err())
-	_, n, err = d.probeNow(ctx, prober.ID)
+	_, n, err = d.admin.Probe(ctx, prober.ID)
 	require.NoError(t, err)
 	require.Positive(t, n)
 

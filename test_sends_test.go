@@ -50,7 +50,7 @@ func TestTestSendsAreBounded(t *testing.T) {
 
 	require.NotNil(t, first)
 	assert.Equal(t, TestSendRetention, first.ExpiresAt.Sub(first.CreatedAt), "kept TestSendRetention")
-	shard, err := deliveryShard(d.keys, first.ID)
+	shard, err := d.keys.DeliveryShard(first.ID)
 	require.NoError(t, err)
 	ttl, err := tr.rdb.PTTL(ctx, d.keys.Delivery(shard, first.ID)).Result()
 	require.NoError(t, err)

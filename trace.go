@@ -3,9 +3,9 @@ package webhooks
 import (
 	"context"
 	"net/http"
-	"net/url"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/worker"
 )
@@ -139,7 +139,7 @@ func (d *Dispatcher) tracedAttempt(ctx context.Context, wh *storedWebhook, rec *
 	}
 	actx, end := d.opts.Tracer.StartAttempt(ctx, rec.Traceparent, AttemptStart{DeliveryID: rec.ID,
 		WebhookID: rec.WebhookID, EventID: rec.EventID, EventType: rec.EventType, Attempt: rec.Attempts + 1,
-		Method: http.MethodPost, URL: redactURL(wh.URL)})
+		Method: http.MethodPost, URL: endpoint.RedactURL(wh.URL)})
 	if actx == nil {
 		actx = ctx
 	}
@@ -163,14 +163,4 @@ func (d *Dispatcher) setTraceparent(ctx context.Context, h http.Header, rec *rdb
 	if tp != "" {
 		h.Set(traceparentHeader, tp)
 	}
-}
-
-// redactURL is a webhook URL without user info, query or fragment.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return ""
-	}
-	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
-	return u.String()
 }

@@ -150,8 +150,7 @@ func TestEnqueueStoresTraceparentAndNoTracerStoresNone(t *testing.T) {
 	assert.Empty(t, reqs[0].Header.Get("traceparent"))
 }
 
-func TestRedactURLAndValidTraceparent(t *testing.T) {
-	assert.Equal(t, "https://example.com/hook", redactURL("https://user:pw@example.com/hook?token=s3cret#frag"))
+func TestValidTraceparent(t *testing.T) {
 	assert.True(t, validTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"))
 	assert.False(t, validTraceparent(""))
 	assert.False(t, validTraceparent("a b"))

@@ -31,7 +31,7 @@ func (d *Dispatcher) validateAndEncode(ctx context.Context, evt Event, strict bo
 	if err := validateEvent(evt); err != nil {
 		return nil, err
 	}
-	if err := d.checkReserved(evt.Type); err != nil {
+	if err := d.notify.Reserved(evt.Type); err != nil {
 		return nil, err
 	}
 	body, err := d.encode(evt)

@@ -172,7 +172,7 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	var short []string // deliveries whose request came with less of their lease left than leaseLeftToAttempt
 	rc.setHook(func(r *http.Request) {
 		id := r.Header.Get("webhook-id")
-		shard, err := deliveryShard(d.keys, id)
+		shard, err := d.keys.DeliveryShard(id)
 		if err == nil {
 			_, end, _ := queued(t, tr, d, shard, wh.ID, id)
 			if left := time.Duration(int64(end)-clock.Now().UnixMilli()) * time.Millisecond; left < d.leaseLeftToAttempt() {

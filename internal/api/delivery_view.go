@@ -53,3 +53,13 @@ func ViewDelivery(dl *types.Delivery, e Endpoint, ok bool, now time.Time) Delive
 	}
 	return v
 }
+
+// ViewHealth is a webhook's circuit as the API answers it: a disabled webhook's is "disabled", with
+// no next probe (none goes out), its run of failures kept (why it was disabled, when it was by that
+// rule).
+func ViewHealth(wh *types.Webhook, h *types.Health) *types.Health {
+	if h != nil && wh.Disabled {
+		h.State, h.OpenUntil, h.OpenFor = types.CircuitDisabled, time.Time{}, 0
+	}
+	return h
+}

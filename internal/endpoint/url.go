@@ -6,6 +6,7 @@ package endpoint
 import (
 	"fmt"
 	"net/http"
+	"net/url"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/egress"
@@ -28,4 +29,15 @@ func NewClient(user *http.Client, timeout time.Duration, p egress.Policy) (*http
 		return nil, fmt.Errorf("%w: %w", types.ErrInvalidOptions, err)
 	}
 	return c, nil
+}
+
+// RedactURL is a webhook URL without user info, query or fragment (they may carry credentials), for
+// telemetry and operational events.
+func RedactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	return u.String()
 }

@@ -34,3 +34,10 @@ func FuzzCheckURL(f *testing.F) {
 		}
 	})
 }
+
+// TestRedactURL: user info, query and fragment are left out.
+func TestRedactURL(t *testing.T) {
+	if got := RedactURL("https://user:pw@example.com/hook?token=s3cret#frag"); got != "https://example.com/hook" {
+		t.Fatalf("RedactURL: %q", got)
+	}
+}

@@ -3,8 +3,11 @@ package rdb
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"hash/fnv"
 	"strings"
+
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // Delivery ids: "dlv_" + the shard as two hex digits + 24 hex digits of SHA-256(webhook id, 0, event
@@ -57,6 +60,16 @@ func (l Layout) ShardOfDelivery(id string) (shard int, ok bool) {
 		return 0, false
 	}
 	return int(b[0]), true
+}
+
+// DeliveryShard is ShardOfDelivery with an error wrapping types.ErrNotFound for an id that is not
+// one of this layout's.
+func (l Layout) DeliveryShard(id string) (int, error) {
+	shard, ok := l.ShardOfDelivery(id)
+	if !ok {
+		return 0, fmt.Errorf("%w: delivery %q", types.ErrNotFound, id)
+	}
+	return shard, nil
 }
 
 // IndexedHash is the part of a delivery id after its prefix and shard, as the 12 bytes it spells: what

@@ -1,4 +1,4 @@
-package webhooks
+package admin
 
 // The request a delivery sends, as the admin API's GET /deliveries/{id}/request shows it. The library
 // stores no request per attempt (that would cost every delivery memory); the request is rebuilt from
@@ -21,21 +21,22 @@ import (
 	"strconv"
 
 	"github.com/smartdrop/webhooks/internal/api"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // rebuildRequest is the request of a delivery to a webhook (as stored now).
-func (d *Dispatcher) rebuildRequest(dl *Delivery, wh *Webhook) *api.DeliveryRequest {
+func (b *Backend) rebuildRequest(dl *types.Delivery, wh *types.Webhook) *api.DeliveryRequest {
 	hs := []api.RequestHeader{
 		{Name: "webhook-id", Value: dl.ID, Source: api.HeaderFixed},
 		{Name: "webhook-timestamp", Source: api.HeaderAttempt},
 		{Name: "webhook-signature", Source: api.HeaderSigned},
 		{Name: "Content-Type", Value: "application/json", Source: api.HeaderFixed},
-		{Name: "User-Agent", Value: userAgent, Source: api.HeaderFixed},
+		{Name: "User-Agent", Value: b.UserAgent, Source: api.HeaderFixed},
 	}
 	if n := len(dl.History); n > 0 {
 		hs[1].Value = strconv.FormatInt(dl.History[n-1].At.Unix(), 10)
 	}
-	if d.opts.Tracer != nil {
+	if b.Traced {
 		hs = append(hs, api.RequestHeader{Name: "traceparent", Source: api.HeaderSigned})
 	}
 	if a := wh.Auth; a != nil && (a.Basic != nil || a.Bearer != "" || a.OAuth2 != nil) {
@@ -53,14 +54,14 @@ func (d *Dispatcher) rebuildRequest(dl *Delivery, wh *Webhook) *api.DeliveryRequ
 }
 
 // Request is a delivery's request as rebuilt (rebuildRequest), within a scope.
-func (b adminBackend) Request(ctx context.Context, s api.Scope, id string) (*api.DeliveryRequest, error) {
+func (b *Backend) Request(ctx context.Context, s api.Scope, id string) (*api.DeliveryRequest, error) {
 	dl, err := b.delivery(ctx, s, id)
 	if err != nil {
 		return nil, err
 	}
-	wh, _, err := b.d.webhooks.load(ctx, dl.WebhookID) // its secrets are not needed, sealed or not
+	wh, err := b.WebhookRepo.Stored(ctx, dl.WebhookID) // its secrets are not needed, sealed or not
 	if err != nil {
 		return nil, err
 	}
-	return b.d.rebuildRequest(dl, &wh.Webhook), nil
+	return b.rebuildRequest(dl, &wh.Webhook), nil
 }

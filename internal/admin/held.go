@@ -1,4 +1,4 @@
-package webhooks
+package admin
 
 // The backlog's held deliveries: those due now that no worker will attempt, because of their webhook
 // (its circuit is open, it is disabled, or every slot of its MaxConcurrency is taken), so that the
@@ -12,6 +12,7 @@ import (
 
 	"github.com/smartdrop/webhooks/internal/api"
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // What holds a webhook's due deliveries (api.HeldQueue.Why).
@@ -21,15 +22,16 @@ const (
 	heldAtMaxSlots = "at_max_concurrency" // every slot of its MaxConcurrency is held by an attempt
 )
 
-// heldDue reads which of the webhooks Stats examines (the first StatsWebhooksPerShard of each shard's
-// ready zset) hold due deliveries no worker will attempt now, and how many, the most first (never nil). It makes
-// three round trips of at most Shards, 1 + 1 and Shards × (webhooks that may hold) + 1 commands: the
-// ready zsets, the webhooks and their circuits, then their queues and MaxConcurrency slots.
-func (d *Dispatcher) heldDue(ctx context.Context, now time.Time) ([]api.HeldQueue, error) {
-	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
+// held reads which of the webhooks Stats examines (the first StatsWebhooksPerShard of each shard's
+// ready zset) hold due deliveries no worker will attempt now, and how many, the most first (never
+// nil). It makes three round trips of at most Shards, 1 + 1 and Shards × (webhooks that may hold) + 1
+// commands: the ready zsets, the webhooks and their circuits, then their queues and MaxConcurrency
+// slots.
+func (b *Backend) held(ctx context.Context, now time.Time) ([]api.HeldQueue, error) {
+	if err := b.LoadKeys(ctx); err != nil {
 		return nil, err
 	}
-	heads, err := rdb.ReadReadyHeads(ctx, d.rdb, d.keys, StatsWebhooksPerShard)
+	heads, err := rdb.ReadReadyHeads(ctx, b.Client, b.Keys, StatsWebhooksPerShard)
 	if err != nil {
 		return nil, err
 	}
@@ -42,11 +44,11 @@ func (d *Dispatcher) heldDue(ctx context.Context, now time.Time) ([]api.HeldQueu
 	if len(ids) == 0 {
 		return []api.HeldQueue{}, nil
 	}
-	whs, _, err := d.webhooks.byIDs(ctx, ids)
+	whs, err := b.WebhookRepo.StoredByID(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	circuits, err := d.breaker.Read(ctx, now, ids...)
+	circuits, err := b.Breaker.Read(ctx, now, ids...)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +64,7 @@ func (d *Dispatcher) heldDue(ctx context.Context, now time.Time) ([]api.HeldQueu
 		switch {
 		case wh.Disabled:
 			held.Why, held.DisabledReason = heldDisabled, wh.DisabledReason
-		case h.State != CircuitClosed:
+		case h.State != types.CircuitClosed:
 			held.Why, held.OpenUntil, held.Failures = heldPaused, h.OpenUntil, h.ConsecutiveFailures
 		case wh.MaxConcurrency > 0:
 			held.Why, held.MaxConcurrency, read.Slots = heldAtMaxSlots, wh.MaxConcurrency, true
@@ -71,7 +73,7 @@ func (d *Dispatcher) heldDue(ctx context.Context, now time.Time) ([]api.HeldQueu
 		}
 		cands, reads = append(cands, held), append(reads, read)
 	}
-	counts, err := rdb.CountDue(ctx, d.rdb, d.keys, now, reads)
+	counts, err := rdb.CountDue(ctx, b.Client, b.Keys, now, reads)
 	if err != nil {
 		return nil, err
 	}

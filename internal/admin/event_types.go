@@ -1,0 +1,40 @@
+package admin
+
+// The routes of the catalog of event types (GET/POST /event-types, GET/PATCH/DELETE
+// /event-types/{name}, GET /event-types/openapi.json): the operator changes the catalog, the portal
+// reads it.
+
+import (
+	"context"
+
+	"github.com/smartdrop/webhooks/internal/types"
+)
+
+func (b *Backend) ListEventTypes(ctx context.Context) ([]types.EventType, error) {
+	list, err := b.EventTypeRepo.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]types.EventType, len(list))
+	for i, t := range list {
+		out[i] = *t
+	}
+	return out, nil
+}
+
+func (b *Backend) GetEventType(ctx context.Context, name string) (*types.EventType, error) {
+	return b.EventTypeRepo.Get(ctx, name)
+}
+
+func (b *Backend) CreateEventType(ctx context.Context, t types.EventType) (*types.EventType, error) {
+	return b.EventTypeRepo.Create(ctx, t)
+}
+
+// PatchEventType changes an event type by apply in one read-modify-write.
+func (b *Backend) PatchEventType(ctx context.Context, name string, apply func(*types.EventType) error) (*types.EventType, error) {
+	return b.EventTypeRepo.Patch(ctx, name, apply)
+}
+
+func (b *Backend) DeleteEventType(ctx context.Context, name string) error {
+	return b.EventTypeRepo.Delete(ctx, name)
+}
