@@ -120,7 +120,7 @@ func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*rdb.R
 		default:
 			outcomes[i].Apply(recs[i], now)
 			if outcomes[i].Status == StatusPending {
-				d.queueLocal(shard, recs[i].WebhookID, recs[i].ID, outcomes[i].Next) // a retry for this worker
+				d.leaser.QueueLocal(shard, recs[i].WebhookID, recs[i].ID, outcomes[i].Next) // a retry for this worker
 			}
 			d.afterOutcome(ctx, recs[i], outcomes[i])
 		}
@@ -177,7 +177,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, 
 	}
 	d.applyRecorded(ctx, shard, recs, outcomes, idx, reply, err, now, errs)
 	if extra == 1 && err == nil && reply[len(reply)-1] > 0 {
-		d.markShard(shard) // a final head queued its key's next delivery: send it at once
+		d.leaser.MarkShard(shard) // a final head queued its key's next delivery: send it at once
 		d.wake.Poke()
 	}
 	return errs

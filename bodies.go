@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"github.com/smartdrop/webhooks/internal/rdb"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,7 +42,7 @@ func (d *Dispatcher) loadBodies(ctx context.Context, jobs []worker.LeasedDeliver
 		}
 		switch err := g.Err(); {
 		case err == nil:
-			bodies[i] = eventBody(g.Val())
+			bodies[i] = rdb.EventBody(g.Val())
 		case !isNil(err):
 			return nil, fmt.Errorf("webhooks: load event bodies: %w", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/breaker"
@@ -45,15 +44,10 @@ type Dispatcher struct {
 	flights    *worker.InFlight
 	breaker    *breaker.Breaker
 	indexTTLs  *indexTTLs
-	bodies     *worker.Bodies // of events this Dispatcher left to its worker lately (internal/worker)
-	failing    failingMemo    // the runs of failures this replica sent webhook.failing for (operational.go)
-	wake       *worker.Wake   // pokes a sleeping worker: Enqueue, an ending attempt
-	nextShard  atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
-	turns      worker.Turns   // where a pass starts sharing its slots among the webhooks due (lease.go)
-	hintsOnce  sync.Once
-	hintsPtr   *worker.ScanHints       // made by hints()
-	local      *worker.LocalDue        // what this Dispatcher queued, for its worker (internal/worker)
-	running    atomic.Int32            // Runs going
+	bodies     *worker.Bodies          // of events this Dispatcher left to its worker lately (internal/worker)
+	failing    failingMemo             // the runs of failures this replica sent webhook.failing for (operational.go)
+	wake       *worker.Wake            // pokes a sleeping worker: Enqueue, an ending attempt
+	leaser     *worker.Leaser          // the worker's lease passes (internal/worker)
 	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)
 	redisDown  *worker.RedisLog        // the worker's warnings while Redis fails it
 	pending    worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
@@ -81,13 +75,12 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		indexTTLs: newIndexTTLs(opts.Retention), bodies: worker.NewBodies(), local: worker.NewLocalDue(max(1024, 16*opts.Concurrency)),
+		indexTTLs: newIndexTTLs(opts.Retention), bodies: worker.NewBodies(),
 		wake: worker.NewWake(), redisDown: down}
 	d.scripts, d.counts = newBatchers(rdb)
 	d.breaker = newBreaker(rdb, d)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
 	d.flights = worker.NewInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
-	d.nextShard.Store(rand.Uint32())           // replicas start their scans at different shards
 	ring, _ := sealed.NewRing(opts.SecretKeys) // checked by withDefaults
 	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: keys, Ring: ring, Client: client,
 		Timeout: opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
@@ -96,6 +89,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		quota: opts.MaxWebhooksPerTenant}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys, webhooks: d.webhooks}
 	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
+	d.leaser = newLeaser(d)
 	return d, nil
 }
 
@@ -296,7 +290,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		return results
 	}
 	if stored, ok := reply[0].(string); ok {
-		body = eventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
+		body = rdb.EventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}
 	var wg sync.WaitGroup
 	queued := false
@@ -310,7 +304,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			plans[i].cancel(d, t.ID)
 			queued = queued || fresh
 			if fresh && item != rdb.ClaimWaiting {
-				d.queueLocal(shard, t.ID, recs[i].ID, plans[i].due)
+				d.leaser.QueueLocal(shard, t.ID, recs[i].ID, plans[i].due)
 			}
 			results[i] = d.notAttempted(eventID, t, recs[i], plans[i], reply[1+i])
 			continue
@@ -422,7 +416,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 		p.due = now
 		switch h := circuits[t.ID]; {
 		case h.State == CircuitOpen || h.State == CircuitProbing:
-			p.due, p.parked = later(h.OpenUntil, now), true
+			p.due, p.parked = types.Later(h.OpenUntil, now), true
 			p.reason = breaker.ParkedReason(h, p.due)
 		case !inline:
 		case !d.flights.Acquire(ctx, t.ID, waitFrom):
@@ -471,6 +465,16 @@ func (d *Dispatcher) newRecords(retention time.Duration, scoped, eventID, eventT
 		}
 	}
 	return recs
+}
+
+// newLeaser is the worker's lease passes of d, on its Redis client and units.
+func newLeaser(d *Dispatcher) *worker.Leaser {
+	return worker.NewLeaser(worker.LeaserConfig{Redis: d.rdb, Keys: d.keys, Scripts: d.scripts, Breaker: d.breaker,
+		Local: worker.NewLocalDue(max(1024, 16*d.opts.Concurrency)), Flights: d.flights,
+		LoadKeys: func(ctx context.Context) error { return loadKeys(ctx, d.keys, d.rdb) },
+		Webhooks: d.webhooks.byIDs, Lease: d.lease,
+		FirstShard: rand.Uint32(), // replicas start their scans at different shards
+		Now:        func() time.Time { return d.now() }, Log: d.log})
 }
 
 // newKeys is the keyspace of opts' KeyPrefix, read by the first call that needs it (loadKeys).

@@ -10,6 +10,8 @@ package webhooks
 
 import (
 	"context"
+	"github.com/smartdrop/webhooks/internal/types"
+	"github.com/smartdrop/webhooks/internal/worker"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/api"
@@ -37,7 +39,7 @@ func (d *Dispatcher) endpointCounts(ctx context.Context, webhookID string) (api.
 	h := hs[webhookID]
 	var parkedUntil time.Time // zero: the circuit is closed, nothing is parked
 	if h.State != CircuitClosed {
-		parkedUntil = later(h.OpenUntil, now).Add(probeRecheck)
+		parkedUntil = types.Later(h.OpenUntil, now).Add(worker.ProbeRecheck)
 	}
 	batch := 2*countsRecent/d.keys.Shards + 2 // per shard: the newest countsRecent, when spread evenly
 	qs, err := rdb.ReadWebhookQueues(ctx, d.rdb, d.keys, webhookID, parkedUntil, batch)

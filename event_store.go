@@ -34,11 +34,3 @@ func eventFingerprint(typ string, body []byte) string {
 func storedEvent(fingerprint string, body []byte) string {
 	return rdb.EventMark + fingerprint + string(body)
 }
-
-// eventBody is the body of a stored event, with or without a fingerprint.
-func eventBody(stored string) []byte {
-	if len(stored) > len(rdb.EventMark)+rdb.FingerprintLen && stored[:len(rdb.EventMark)] == rdb.EventMark {
-		return []byte(stored[len(rdb.EventMark)+rdb.FingerprintLen:])
-	}
-	return []byte(stored)
-}

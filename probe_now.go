@@ -18,6 +18,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/smartdrop/webhooks/internal/types"
+	"github.com/smartdrop/webhooks/internal/worker"
 	"strconv"
 	"time"
 
@@ -80,7 +82,7 @@ func (d *Dispatcher) probeNow(ctx context.Context, webhookID string) (Health, in
 	d.breaker.Put(h, now)
 	// Parked deliveries are due at the end of the open period as it was (or a recheck later).
 	was, _ := reply[2].(int64)
-	until := later(rdb.MilliTime(was), now).Add(probeRecheck)
+	until := types.Later(rdb.MilliTime(was), now).Add(worker.ProbeRecheck)
 	n, err := d.wakeParked(ctx, webhookID, until, now.Add(probeNowDelay))
 	return h, n, err
 }
@@ -127,7 +129,7 @@ func (d *Dispatcher) wakeParked(ctx context.Context, webhookID string, until, du
 			continue
 		}
 		total += n
-		d.markShard(shards[i])
+		d.leaser.MarkShard(shards[i])
 	}
 	d.wake.Poke()
 	if err := errors.Join(errs...); err != nil {

@@ -75,7 +75,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 	rec.HoldLease(token, now.Add(d.lease))
 	var body []byte
 	if s, ok := reply[1].(string); ok {
-		body = eventBody(s)
+		body = rdb.EventBody(s)
 	}
 	if d.flights.Take(wh.ID, 1) == 0 {
 		return &rec.Delivery, true, fmt.Errorf("webhooks: redeliver %s: webhook at its in-flight cap, a worker attempts it after its lease: %w",

@@ -125,7 +125,7 @@ func (d *Dispatcher) replayEvents(ctx context.Context, s *storedWebhook, shard i
 		if !ok {
 			continue // expired
 		}
-		body := eventBody(raw)
+		body := rdb.EventBody(raw)
 		typ, ok := takesEvent(s, body)
 		if !ok {
 			continue

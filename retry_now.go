@@ -81,5 +81,5 @@ func (d *Dispatcher) payload(ctx context.Context, rec *Delivery, tenant string) 
 	if err != nil {
 		return nil, err
 	}
-	return eventBody(stored), nil
+	return rdb.EventBody(stored), nil
 }

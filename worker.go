@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"errors"
+	"github.com/smartdrop/webhooks/internal/types"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,18 +14,12 @@ import (
 	"github.com/smartdrop/webhooks/internal/worker"
 )
 
-// dueTargets are the webhooks a worker found due, as the registry holds them now.
-type dueTargets struct {
-	webhooks map[string]*storedWebhook // a deleted webhook is missing
-	broken   map[string]error          // webhooks whose stored JSON cannot be decoded
-}
-
 // ProcessDue makes one bounded pass of the worker, for tests and cron-style use: it leases up to
 // Options.Concurrency due deliveries, shared fairly among the webhooks that have some due, attempts
 // them concurrently, records each outcome and returns how many it settled. Records that cannot be
 // decoded are taken off the schedule and reported in the error (wrapped) while the others go on.
 func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
-	jobs, _, _, err := d.leaseDue(ctx, d.opts.Concurrency)
+	jobs, _, _, err := d.leaser.Lease(ctx, d.opts.Concurrency, worker.ScanFull)
 	var settled atomic.Int64
 	var mu sync.Mutex
 	errs := []error{err}
@@ -61,12 +56,7 @@ func (d *Dispatcher) Run(ctx context.Context) error { return runWorker(ctx, d, w
 
 // runWorker is Dispatcher.Run, making the calls of hooks.
 func runWorker(ctx context.Context, d *Dispatcher, hooks worker.Hooks) error {
-	d.running.Add(1)
-	defer func() {
-		if d.running.Add(-1) == 0 {
-			d.local.Clear()
-		}
-	}()
+	defer d.leaser.Running()()
 	if policy, err := rdb.MaxmemoryPolicy(ctx, d.rdb); err == nil {
 		d.redisDown.MayEvict(policy)
 	}
@@ -105,7 +95,7 @@ type runSlots struct {
 // lease is a pass of Run's worker (worker.Config.Lease): it leases up to free due deliveries, reading
 // the shards mode says, and starts their attempts (add).
 func (r *runSlots) lease(ctx context.Context, free int, mode worker.ScanMode) (int, time.Time, bool, error) {
-	jobs, next, more, err := r.d.leaseDueScan(ctx, free, mode)
+	jobs, next, more, err := r.d.leaser.Lease(ctx, free, mode)
 	r.add(jobs, free)
 	return len(jobs), next, more, err
 }
@@ -181,7 +171,7 @@ func (r *runSlots) start(l leasedReady) {
 		if ok {
 			r.slots.Observe(time.Since(began))
 		} else if j.Probe != "" {
-			d.releaseProbe(actx, j.Rec.WebhookID, j.Probe, j.Shard) // not sent: the next pass may probe at once
+			d.leaser.ReleaseProbe(actx, j.Rec.WebhookID, j.Probe, j.Shard) // not sent: the next pass may probe at once
 		}
 		o.Retime = j.Retime
 		d.flights.Release(j.Rec.WebhookID)
@@ -230,87 +220,6 @@ func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []w
 	}
 }
 
-// leaseDue leases up to free due deliveries, shared fairly among the webhooks that have some due,
-// reading every shard's schedule (worker.ScanFull). It returns them, the earliest due time in the future,
-// whether it found due deliveries it could take (then the caller looks again at once instead of
-// waiting), and Redis's errors.
-func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []worker.LeasedDelivery, next time.Time, more bool, err error) {
-	return d.leaseDueScan(ctx, free, worker.ScanFull)
-}
-
-// leaseDueScan is leaseDue reading the shards that mode says (scanReady). Inline attempts whose lease
-// ended that the scan finds are first taken into their queues, and those shards read again.
-func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode worker.ScanMode) (jobs []worker.LeasedDelivery, next time.Time, more bool, err error) {
-	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
-		return nil, time.Time{}, false, err
-	}
-	now := d.now()
-	local, localNext := d.local.Due(now.UnixMilli())
-	if mode == worker.ScanHinted && d.local.Takeable(d.flights.Room) >= free {
-		mode = worker.ScanSweep // the local hint has enough due to fill the pass: no read but the sweep
-	}
-	due, strays, read, next, err := d.scanReady(ctx, now, free+16, mode)
-	if err == nil && len(strays) > 0 {
-		var took int
-		if took, err = d.adopt(ctx, now, strays); took > 0 {
-			for _, s := range strays {
-				d.markShard(s.shard)
-			}
-			due, _, read, next, err = d.scanReady(ctx, now, free+16, worker.ScanHinted)
-		}
-	}
-	if localNext > 0 && (next.IsZero() || localNext < next.UnixMilli()) {
-		next = rdb.MilliTime(localNext)
-	}
-	due = d.local.With(now.UnixMilli(), due, local)
-	if err != nil || len(due) == 0 {
-		return nil, next, read.Left, err // shards left unread may have some due: look again at once
-	}
-	targets, err := d.dueTargets(ctx, due)
-	if err != nil {
-		return nil, next, false, err
-	}
-	takes := d.chooseTakes(ctx, now, due, targets, free)
-	if len(takes) == 0 {
-		return nil, next, read.Left, nil
-	}
-	jobs, heads, err := d.leaseTakes(ctx, now, takes, targets)
-	d.releaseUnusedProbes(ctx, takes, jobs)
-	if err == nil {
-		local := map[worker.Queue]bool{}
-		for _, w := range due {
-			if w.Local {
-				local[worker.Queue{Shard: w.Shard, Webhook: w.ID}] = true
-			}
-		}
-		d.hints().AfterLease(now, read, heads, local)
-	}
-	for i := range jobs {
-		jobs[i].Webhook = targets.webhooks[jobs[i].Rec.WebhookID]
-	}
-	// Something was due and takeable: look again at once, whatever this lease got (another replica
-	// may have won some of it, and more may be due behind it).
-	return jobs, next, true, err
-}
-
-// dueTargets reads the webhooks found due: from the registry's by-id cache (at most a second old, as
-// subscriber resolution is), the others in one round trip.
-func (d *Dispatcher) dueTargets(ctx context.Context, due []worker.Due) (*dueTargets, error) {
-	ids := make([]string, 0, len(due))
-	seen := map[string]bool{}
-	for _, w := range due {
-		if !seen[w.ID] {
-			seen[w.ID] = true
-			ids = append(ids, w.ID)
-		}
-	}
-	found, broken, err := d.webhooks.byIDs(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	return &dueTargets{webhooks: found, broken: broken}, nil
-}
-
 // attemptLeased attempts a leased delivery, or refuses to when its webhook is gone or disabled.
 // A delivery whose webhook's circuit is open (and that is not its probe) is parked, not attempted.
 func (d *Dispatcher) attemptLeased(ctx context.Context, j worker.LeasedDelivery, wh *storedWebhook, body []byte) worker.Outcome {
@@ -325,7 +234,7 @@ func (d *Dispatcher) attemptLeased(ctx context.Context, j worker.LeasedDelivery,
 	}
 	if j.Probe == "" {
 		if h := d.breaker.Circuit(ctx, rec.WebhookID); h.State != CircuitClosed {
-			return parkOutcome(rec, later(h.OpenUntil, d.now().Add(probeRecheck)), h)
+			return parkOutcome(rec, types.Later(h.OpenUntil, d.now().Add(worker.ProbeRecheck)), h)
 		}
 	}
 	slot, ok := d.takeConcurrencySlot(ctx, wh)
@@ -345,14 +254,14 @@ func isTestDelivery(rec *rdb.Record) bool {
 }
 
 // waitRateSlot takes the rate-limit slot of an attempt to a rate-limited webhook and waits for it (at
-// most rateHorizon). With no slot that near, the delivery goes back to its queue, due when one is free,
+// most worker.RateHorizon). With no slot that near, the delivery goes back to its queue, due when one is free,
 // its retry budget kept: the returned outcome says so, and ok is false.
 func (d *Dispatcher) waitRateSlot(ctx context.Context, j worker.LeasedDelivery) (worker.Outcome, bool) {
 	if j.Webhook == nil || j.Webhook.RateLimit <= 0 || j.Webhook.Disabled {
 		return worker.Outcome{}, true
 	}
 	key, limit := d.keys.Rate(j.Webhook.ID), j.Webhook.RateLimit
-	delays, retryIn, err := ratelimit.Take(ctx, d.rdb, key, limit, 1, rateHorizon)
+	delays, retryIn, err := ratelimit.Take(ctx, d.rdb, key, limit, 1, worker.RateHorizon)
 	// A process stalled past its slot (GC, a busy CPU) would send late, next to the slots granted after
 	// it: take a new slot instead, a few times at most.
 	for try := 0; err == nil && len(delays) > 0 && try < 3; try++ {
@@ -361,7 +270,7 @@ func (d *Dispatcher) waitRateSlot(ctx context.Context, j worker.LeasedDelivery) 
 		if time.Since(at) < ratelimit.Interval(limit)/4 {
 			return worker.Outcome{}, true
 		}
-		delays, retryIn, err = ratelimit.Take(ctx, d.rdb, key, limit, 1, rateHorizon)
+		delays, retryIn, err = ratelimit.Take(ctx, d.rdb, key, limit, 1, worker.RateHorizon)
 	}
 	if err != nil || len(delays) == 0 {
 		if err != nil {

@@ -62,33 +62,6 @@ func TestUnusedProbeIsGivenBack(t *testing.T) {
 	assert.Equal(t, CircuitClosed, h.State, "its success closed the circuit")
 }
 
-// TestPassFilledByTheLocalHintReadsMarkedShards: a pass the local hint fills (worker.ScanSweep) still reads
-// the shards this Dispatcher marked (an ordered key's next delivery, a requeued inline attempt, probe
-// now), so what it wrote there is not left to the sweep.
-func TestPassFilledByTheLocalHintReadsMarkedShards(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	tr := newTestRedis(t)
-	d, clock := newClockedDispatcher(t, tr, Options{})
-	rc := newReceiver(t)
-	wh := mustCreate(t, d, rc, "x")
-	require.NoError(t, loadKeys(ctx, d.keys, d.rdb))
-	_, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, worker.ScanFull) // every shard read once
-	require.NoError(t, err)
-	_, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, worker.ScanIdle) // a sweep now: none due until the clock moves
-	require.NoError(t, err)
-
-	s := 3
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Ready(s), redis.Z{Score: float64(clock.Now().UnixMilli()), Member: wh.ID}).Err())
-	due, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, worker.ScanSweep)
-	require.NoError(t, err)
-	assert.Empty(t, due, "a shard not marked is left to the sweep")
-	d.markShard(s)
-	due, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, worker.ScanSweep)
-	require.NoError(t, err)
-	assert.Equal(t, []worker.Due{{Shard: s, ID: wh.ID}}, due, "the marked shard is read")
-}
-
 // TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead: while every request hangs, Run makes
 // Concurrency attempts and leases twice as many more ahead, and no more, though two of its passes lease
 // at once; once the receiver answers, every delivery goes out once.
