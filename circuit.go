@@ -16,14 +16,6 @@ import (
 // (internal/breaker, the rule and the circuits' state), and what follows its counts here: hooks,
 // operational events, disabling a webhook.
 
-// parkOutcome is the outcome of a delivery not attempted because its webhook's circuit is open: it
-// stays pending, due when the circuit may next be probed, with its retry step (its budget) unchanged.
-func parkOutcome(rec *rdb.Record, until time.Time, h Health) worker.Outcome {
-	o := worker.HandBack(rec, until)
-	o.Err = breaker.ParkedReason(h, until)
-	return o
-}
-
 // circuitCount is the circuit write of one settle: the attempted outcomes it records, counted by
 // rdb.Count in the same pipeline as the outcome script (the circuits hash is in the registry's slot,
 // not the shard's, so it is a script of its own), so that counting costs a healthy webhook no round

@@ -48,6 +48,7 @@ type Dispatcher struct {
 	failing    failingMemo             // the runs of failures this replica sent webhook.failing for (operational.go)
 	wake       *worker.Wake            // pokes a sleeping worker: Enqueue, an ending attempt
 	leaser     *worker.Leaser          // the worker's lease passes (internal/worker)
+	attempter  *worker.Attempter       // the worker's attempts, and their MaxConcurrency slots (internal/worker)
 	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)
 	redisDown  *worker.RedisLog        // the worker's warnings while Redis fails it
 	pending    worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
@@ -90,6 +91,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys, webhooks: d.webhooks}
 	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
 	d.leaser = newLeaser(d)
+	d.attempter = newAttempter(d)
 	return d, nil
 }
 
@@ -320,16 +322,16 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			defer d.flights.Release(t.ID)
 			// A MaxConcurrency slot is taken once the claim has leased a fresh pair: a duplicate
 			// costs nothing here, and one refused goes back to its queue with its outcome.
-			slot, ok := d.takeConcurrencySlot(ctx, t)
+			slot, ok := d.attempter.TakeConcurrencySlot(ctx, t)
 			if !ok {
-				o := waitForSlot(recs[i], d.now().Add(concurrencyRecheck))
+				o := worker.WaitForSlot(recs[i], d.now().Add(worker.ConcurrencyRecheck))
 				o.Inline, waited[i] = true, true
 				d.bodies.Put(bodyKey, body, time.Now()) // for this process's worker, as for a queued pair
 				batch.Ended(ctx, recs[i], o, &results[i].Err)
 				return
 			}
 			res := d.tracedAttempt(ctx, t, recs[i], body)
-			d.releaseConcurrencySlot(ctx, t.ID, slot)
+			d.attempter.ReleaseConcurrencySlot(ctx, t.ID, slot)
 			o := worker.Decide(recs[i], res, d.opts.RetrySchedule, d.lease, d.now())
 			o.Inline = true
 			if d.breaker.FailingNow(t.ID) {
@@ -345,7 +347,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	wg.Wait()
 	for i, w := range waited {
 		if w && results[i].Err == nil {
-			results[i].Err = fmt.Errorf("webhooks: delivery %s: %s: %w", recs[i].ID, atMaxConcurrency, ErrDeferred)
+			results[i].Err = fmt.Errorf("webhooks: delivery %s: %s: %w", recs[i].ID, worker.AtMaxConcurrency, ErrDeferred)
 		}
 	}
 	return results
@@ -475,6 +477,15 @@ func newLeaser(d *Dispatcher) *worker.Leaser {
 		Webhooks: d.webhooks.byIDs, Lease: d.lease,
 		FirstShard: rand.Uint32(), // replicas start their scans at different shards
 		Now:        func() time.Time { return d.now() }, Log: d.log})
+}
+
+// newAttempter is the worker's attempts of d: its request (tracedAttempt), outcomes (settle) and
+// circuit counts (countNow) are the Dispatcher's.
+func newAttempter(d *Dispatcher) *worker.Attempter {
+	return worker.NewAttempter(worker.AttempterConfig{Redis: d.rdb, Keys: d.keys, Breaker: d.breaker, Flights: d.flights,
+		Bodies: d.bodies, Leaser: d.leaser, Wake: d.wake, Concurrency: d.opts.Concurrency, Lease: d.lease,
+		Timeout: d.opts.Timeout, RetrySchedule: d.opts.RetrySchedule, Now: func() time.Time { return d.now() }, Log: d.log,
+		Send: d.tracedAttempt, Settle: d.settle, Requeue: d.requeueInline, CountNow: d.countNow})
 }
 
 // newKeys is the keyspace of opts' KeyPrefix, read by the first call that needs it (loadKeys).

@@ -47,6 +47,7 @@ func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: d.keys, Ring: d.webhooks.ring, Client: d.client,
 		Timeout: d.opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
 	d.leaser = newLeaser(d)
+	d.attempter = newAttempter(d)
 }
 
 // queued finds a delivery in its webhook's queue in a shard: its member and score, ok false when it

@@ -149,7 +149,7 @@ func (d *Dispatcher) statsQueues(ctx context.Context, now time.Time, st *Stats, 
 	for _, q := range queues {
 		sh := &st.Shards[q.Shard]
 		sh.Due, sh.Scheduled = sh.Due+q.Due, sh.Scheduled+q.Total-q.Due
-		// A ready entry is left behind a queue that emptied until a worker reads it (schedule.go):
+		// A ready entry is left behind a queue that emptied until a worker reads it (internal/worker/leaser.go):
 		// the queues examined count only when they hold a delivery.
 		sh.Webhooks -= sh.Examined - q.Held
 		if !q.OldestDue.IsZero() && (sh.OldestDueAt.IsZero() || q.OldestDue.Before(sh.OldestDueAt)) {

@@ -127,7 +127,7 @@ func TestScarceSlotsAreSharedInTurn(t *testing.T) {
 }
 
 // TestLeasedAheadThatWaitedTooLongGoesBackAtOnce: a delivery leased ahead that waited for a slot until
-// its lease has less left than an attempt needs (leaseLeftToAttempt) goes back to its queue at once and
+// its lease has less left than an attempt needs (worker.LeaseLeftToAttempt) goes back to its queue at once and
 // is attempted under a new lease, not left until its lease ends (the test's clock never gets there).
 // The receiver checks every request against its delivery's lease end (its queue score) on the
 // Dispatcher's clock; each delivery is sent once.
@@ -142,13 +142,13 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	release := make(chan struct{})
 	var first atomic.Bool
 	var mu sync.Mutex
-	var short []string // deliveries whose request came with less of their lease left than leaseLeftToAttempt
+	var short []string // deliveries whose request came with less of their lease left than worker.LeaseLeftToAttempt
 	rc.setHook(func(r *http.Request) {
 		id := r.Header.Get("webhook-id")
 		shard, err := deliveryShard(d.keys, id)
 		if err == nil {
 			_, end, _ := queued(t, tr, d, shard, wh.ID, id)
-			if left := time.Duration(int64(end)-clock.Now().UnixMilli()) * time.Millisecond; left < d.leaseLeftToAttempt() {
+			if left := time.Duration(int64(end)-clock.Now().UnixMilli()) * time.Millisecond; left < worker.LeaseLeftToAttempt(d.lease, d.opts.Timeout) {
 				mu.Lock()
 				short = append(short, fmt.Sprintf("%s: %s left", id, left))
 				mu.Unlock()
@@ -168,7 +168,7 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	go func() { done <- d.Run(runCtx) }()
 	eventually(t, 10*time.Second, func() bool { return rc.count() == 1 && leased() == events },
 		"one attempt hangs, the others are leased ahead")
-	clock.Advance(d.lease - d.leaseLeftToAttempt() + time.Second) // too little of their leases is left now
+	clock.Advance(d.lease - worker.LeaseLeftToAttempt(d.lease, d.opts.Timeout) + time.Second) // too little of their leases is left now
 	close(release)
 	eventually(t, 10*time.Second, func() bool { return rc.count() >= events }, "every delivery goes out, those that waited too long under a new lease")
 	stop()
@@ -217,7 +217,7 @@ func TestProbeHandedBackIsGivenBack(t *testing.T) {
 		h, err := d.Webhooks().Health(ctx, whB.ID)
 		return err == nil && h.State == CircuitProbing
 	}, "B's delivery is leased ahead as its probe")
-	clock.Advance(d.lease - d.leaseLeftToAttempt() + time.Second) // too little of its lease is left now
+	clock.Advance(d.lease - worker.LeaseLeftToAttempt(d.lease, d.opts.Timeout) + time.Second) // too little of its lease is left now
 	close(release)
 	eventually(t, 10*time.Second, func() bool { return b.count() == 2 }, "B's delivery goes out as a new probe")
 	eventually(t, 10*time.Second, func() bool {

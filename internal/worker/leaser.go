@@ -45,9 +45,9 @@ import (
 const (
 	// ProbeRecheck is how long a worker parks a webhook whose probe another replica holds.
 	ProbeRecheck = time.Second
-	// RateHorizon is how far ahead an attempt to a rate-limited webhook takes its slot (then waits
+	// rateHorizon is how far ahead an attempt to a rate-limited webhook takes its slot (then waits
 	// for it), and how far ahead a worker counts free slots when it decides how many to lease.
-	RateHorizon = 100 * time.Millisecond
+	rateHorizon = 100 * time.Millisecond
 )
 
 // LeaserConfig is what a Leaser leases with: a Dispatcher's Redis, units and clock.

@@ -15,13 +15,13 @@ import (
 )
 
 // reserve takes, for the due ids read of one webhook, its in-flight slots, no more than its rate
-// limit has free within RateHorizon (counted from the limiter's TAT read with the candidates), and
+// limit has free within rateHorizon (counted from the limiter's TAT read with the candidates), and
 // returns how many of them may be leased. A webhook with no free rate slot is parked until it has one:
 // then it returns that time too.
 func (l *Leaser) reserve(ctx context.Context, now time.Time, wh *rdb.WebhookRecord, id, tat string, want int, due []Due) (int, time.Time) {
 	var parked time.Time
 	if wh != nil && wh.RateLimit > 0 {
-		free, wait := ratelimit.Free(tat, now, wh.RateLimit, RateHorizon)
+		free, wait := ratelimit.Free(tat, now, wh.RateLimit, rateHorizon)
 		if free == 0 {
 			parked = now.Add(max(wait, MinWait))
 			l.park(ctx, due, parked)
