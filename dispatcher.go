@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
@@ -296,7 +295,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	}
 	var wg sync.WaitGroup
 	queued := false
-	batch := worker.NewOutcomeBatch(shard, worker.SettleLinger(d.opts.Timeout), d.settle, d.requeueInline)
+	batch := worker.NewOutcomeBatch(shard, worker.SettleLinger(d.opts.Timeout), d.settle, d.leaser.RequeueInline)
 	var attempts []int
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
@@ -467,25 +466,6 @@ func (d *Dispatcher) newRecords(retention time.Duration, scoped, eventID, eventT
 		}
 	}
 	return recs
-}
-
-// newLeaser is the worker's lease passes of d, on its Redis client and units.
-func newLeaser(d *Dispatcher) *worker.Leaser {
-	return worker.NewLeaser(worker.LeaserConfig{Redis: d.rdb, Keys: d.keys, Scripts: d.scripts, Breaker: d.breaker,
-		Local: worker.NewLocalDue(max(1024, 16*d.opts.Concurrency)), Flights: d.flights,
-		LoadKeys: func(ctx context.Context) error { return loadKeys(ctx, d.keys, d.rdb) },
-		Webhooks: d.webhooks.byIDs, Lease: d.lease,
-		FirstShard: rand.Uint32(), // replicas start their scans at different shards
-		Now:        func() time.Time { return d.now() }, Log: d.log})
-}
-
-// newAttempter is the worker's attempts of d: its request (tracedAttempt), outcomes (settle) and
-// circuit counts (countNow) are the Dispatcher's.
-func newAttempter(d *Dispatcher) *worker.Attempter {
-	return worker.NewAttempter(worker.AttempterConfig{Redis: d.rdb, Keys: d.keys, Breaker: d.breaker, Flights: d.flights,
-		Bodies: d.bodies, Leaser: d.leaser, Wake: d.wake, Concurrency: d.opts.Concurrency, Lease: d.lease,
-		Timeout: d.opts.Timeout, RetrySchedule: d.opts.RetrySchedule, Now: func() time.Time { return d.now() }, Log: d.log,
-		Send: d.tracedAttempt, Settle: d.settle, Requeue: d.requeueInline, CountNow: d.countNow})
 }
 
 // newKeys is the keyspace of opts' KeyPrefix, read by the first call that needs it (loadKeys).

@@ -126,7 +126,7 @@ func (d *Dispatcher) statsReady(ctx context.Context, now time.Time, st *Stats) (
 		sh.Shard, sh.Webhooks, sh.Examined = s, sc.Webhooks, int64(len(out[s]))
 		sh.Truncated = sh.Webhooks > sh.Examined
 		st.BlockedKeys += sc.BlockedKeys
-		// The inline attempts (inline.go): leased, or due when the lease has ended (no outcome came: a
+		// The inline attempts (internal/worker/leaser_inline.go): leased, or due when the lease has ended (no outcome came: a
 		// worker takes it over), the oldest of those due since its lease's end.
 		sh.Leased += sc.InlineAll - sc.InlineEnded
 		sh.Due += sc.InlineEnded

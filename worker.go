@@ -3,7 +3,9 @@ package webhooks
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"sync"
+	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/worker"
@@ -58,4 +60,23 @@ func runWorker(ctx context.Context, d *Dispatcher, hooks worker.Hooks) error {
 		},
 	}).Run(ctx)
 	return nil
+}
+
+// newLeaser returns the worker's lease pass of d, on its Redis client and units.
+func newLeaser(d *Dispatcher) *worker.Leaser {
+	return worker.NewLeaser(worker.LeaserConfig{Redis: d.rdb, Keys: d.keys, Scripts: d.scripts, Breaker: d.breaker,
+		Local: worker.NewLocalDue(max(1024, 16*d.opts.Concurrency)), Flights: d.flights,
+		LoadKeys: func(ctx context.Context) error { return loadKeys(ctx, d.keys, d.rdb) },
+		Webhooks: d.webhooks.byIDs, Lease: d.lease,
+		FirstShard: rand.Uint32(), // replicas start their scans at different shards
+		Now:        func() time.Time { return d.now() }, Log: d.log})
+}
+
+// newAttempter returns the worker's attempts of d, after its lease pass (newLeaser): the request
+// (tracedAttempt), the outcomes' record (settle) and circuit counts (countNow) are the Dispatcher's.
+func newAttempter(d *Dispatcher) *worker.Attempter {
+	return worker.NewAttempter(worker.AttempterConfig{Redis: d.rdb, Keys: d.keys, Breaker: d.breaker, Flights: d.flights,
+		Bodies: d.bodies, Leaser: d.leaser, Wake: d.wake, Concurrency: d.opts.Concurrency, Lease: d.lease,
+		Timeout: d.opts.Timeout, RetrySchedule: d.opts.RetrySchedule, Now: func() time.Time { return d.now() }, Log: d.log,
+		Send: d.tracedAttempt, Settle: d.settle, CountNow: d.countNow})
 }

@@ -33,9 +33,8 @@ type AttempterConfig struct {
 
 	// Send makes an attempt's signed request to wh (the root's, within its trace span).
 	Send func(ctx context.Context, wh *rdb.WebhookRecord, rec *rdb.Record, body []byte) AttemptResult
-	// Settle records outcomes; Requeue takes inline attempts left unrecorded back to their queues.
-	Settle  SettleFunc
-	Requeue RequeueFunc
+	// Settle records outcomes.
+	Settle SettleFunc
 	// CountNow counts an attempt's outcome in its webhook's circuit at once, and marks it counted.
 	CountNow func(ctx context.Context, rec *rdb.Record, o *Outcome)
 }

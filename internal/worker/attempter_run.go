@@ -147,7 +147,7 @@ func (r *RunSlots) add(jobs []LeasedDelivery, claimed int) {
 	for _, j := range jobs {
 		b := batches[j.Shard]
 		if b == nil {
-			b = NewOutcomeBatch(j.Shard, SettleLinger(a.cfg.Timeout), a.cfg.Settle, a.cfg.Requeue)
+			b = NewOutcomeBatch(j.Shard, SettleLinger(a.cfg.Timeout), a.cfg.Settle, a.cfg.Leaser.RequeueInline)
 			b.Report = r.report
 			batches[j.Shard] = b
 		}

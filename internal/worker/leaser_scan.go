@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -27,34 +26,4 @@ func (l *Leaser) scan(ctx context.Context, now time.Time, limit int, mode ScanMo
 	}
 	due, read := h.Read(plan, nowMs, limit, ready)
 	return due, ended, read, h.KnownDue(nowMs), nil
-}
-
-// adopt takes stray inline deliveries (whose lease ended with no outcome recorded) into their webhooks'
-// queues (rdb.Adopt), one script per shard, the shards' scripts together. It returns how many it took.
-func (l *Leaser) adopt(ctx context.Context, now time.Time, strays []rdb.EndedInline) (int, error) {
-	byShard := map[int][]rdb.EndedInline{}
-	for _, s := range strays {
-		byShard[s.Shard] = append(byShard[s.Shard], s)
-	}
-	type result struct {
-		n   int64
-		err error
-	}
-	results := make(chan result, len(byShard))
-	for shard, ss := range byShard {
-		run := rdb.AdoptRun(l.cfg.Keys, shard, now.UnixMilli(), ss)
-		go func() {
-			n, err := l.cfg.Scripts.Run(ctx, run.Script, run.Keys, run.Args...).Int64()
-			results <- result{n, err}
-		}()
-	}
-	took, errs := 0, []error(nil)
-	for range byShard {
-		r := <-results
-		took += int(r.n)
-		if r.err != nil {
-			errs = append(errs, fmt.Errorf("webhooks: take over inline attempts: %w", r.err))
-		}
-	}
-	return took, errors.Join(errs...)
 }
