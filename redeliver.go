@@ -82,7 +82,7 @@ func (d *Dispatcher) redeliver(ctx context.Context, deliveryID string) (*Deliver
 			deliveryID, ErrDeferred)
 	}
 	defer d.flights.Release(wh.ID)
-	o := d.attemptLeased(ctx, worker.LeasedDelivery{Shard: shard, Rec: rec}, wh, body)
+	o := d.attempter.Attempt(ctx, worker.LeasedDelivery{Shard: shard, Rec: rec, Webhook: wh}, body)
 	err = d.settle(ctx, shard, []*rdb.Record{rec}, []worker.Outcome{o})[0]
 	return &rec.Delivery, true, err
 }

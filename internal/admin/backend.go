@@ -85,8 +85,6 @@ type Backend struct {
 
 	Now   func() time.Time
 	Lease time.Duration // the attempts' lease: Stats tells leased deliveries from those due within one
-	// ProbeRecheck is how long after its circuit's probe time a parked delivery is due.
-	ProbeRecheck time.Duration
 	ReplayIndex  bool // Options.ReplayIndex
 	Traced       bool // Options.Tracer is set: requests carry a traceparent
 	UserAgent    string
