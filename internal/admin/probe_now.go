@@ -106,4 +106,3 @@ func (b *Backend) wakeParked(ctx context.Context, webhookID string, until, due t
 	}
 	return total, nil
 }
-
