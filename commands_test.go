@@ -117,9 +117,11 @@ func TestCommandsPerDelivery(t *testing.T) {
 	tr := newTestRedis(t)
 	// The in-flight cap is raised so that every first attempt of 50 concurrent calls is inline: how
 	// the cap treats healthy webhooks is the breaker's tests' concern, not this count's.
-	d := newTestDispatcher(t, tr, Options{BreakAfter: DefaultBreakAfter, MaxInFlightPerWebhook: 1024, Timeout: time.Second})
-	// Real time plus what the test adds: the worker phases jump over their leases' ends (done, below)
-	// rather than wait them out.
+	// The test's clock jumps over the leases' ends (done, below), so the Timeout need not be short for
+	// them to end within the test: 5s (a 10s lease) leaves an inline attempt room to start on a loaded
+	// machine (at 1s, calls held there over a second had their attempts deferred for lease margin).
+	d := newTestDispatcher(t, tr, Options{BreakAfter: DefaultBreakAfter, MaxInFlightPerWebhook: 1024, Timeout: 5 * time.Second})
+	// Real time plus what the test adds.
 	clock := &offsetClock{}
 	d.now = clock.Now
 	rc := newReceiver(t)
