@@ -207,34 +207,33 @@ func TestCommandsPerDelivery(t *testing.T) {
 // (uncounted).
 func scheduleClean(t *testing.T, tr *testRedis, d *Dispatcher) bool {
 	t.Helper()
-	pipe := tr.rdb.Pipeline()
-	cards := make([]*redis.IntCmd, d.keys.Shards)
-	for s := range cards {
-		cards[s] = pipe.ZCard(context.Background(), d.keys.Ready(s))
+	keys := make([]string, d.keys.Shards)
+	for s := range keys {
+		keys[s] = d.keys.Ready(s)
 	}
-	_, err := pipe.Exec(context.Background())
-	uncounted.Add(int64(len(cards)))
-	if err != nil {
-		return false
-	}
-	for _, c := range cards {
-		if c.Val() > 0 {
-			return false
-		}
-	}
-	return true
+	return zsetsEmpty(tr, keys)
 }
 
 // queuesEmpty reports whether no shard's queue of the webhooks holds a delivery (each outcome is
 // recorded: none is leased or due). Its commands are not counted (uncounted).
 func queuesEmpty(t *testing.T, tr *testRedis, d *Dispatcher, webhooks []string) bool {
 	t.Helper()
-	pipe := tr.rdb.Pipeline()
-	var cards []*redis.IntCmd
+	var keys []string
 	for s := range d.keys.Shards {
 		for _, w := range webhooks {
-			cards = append(cards, pipe.ZCard(context.Background(), d.keys.Queue(s, w)))
+			keys = append(keys, d.keys.Queue(s, w))
 		}
+	}
+	return zsetsEmpty(tr, keys)
+}
+
+// zsetsEmpty reports whether every one of keys is an empty zset, in one pipeline of ZCARDs, which
+// are not counted (uncounted).
+func zsetsEmpty(tr *testRedis, keys []string) bool {
+	pipe := tr.rdb.Pipeline()
+	cards := make([]*redis.IntCmd, len(keys))
+	for i, k := range keys {
+		cards[i] = pipe.ZCard(context.Background(), k)
 	}
 	_, err := pipe.Exec(context.Background())
 	uncounted.Add(int64(len(cards)))

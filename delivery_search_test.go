@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -233,17 +231,9 @@ func TestSearchPagesExactly(t *testing.T) {
 // and unfiltered; following next_cursor makes progress at every request and finds every failed
 // delivery exactly once, newest first. It runs in the real-Redis pass only.
 func TestSearchServerCostUnderBudget(t *testing.T) {
-	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" {
-		t.Skip("runs with the real-Redis pass (WEBHOOKS_REDIS_ADDR)")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not on PATH")
-	}
+	addr, admin := ownRedis(t)
 	t.Parallel()
 	ctx := context.Background()
-	addr, _ := startRedis(t, t.TempDir(), sparePort(t))
-	admin := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = admin.Close() })
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = rdb.Close() })
 	d, err := New(rdb, Options{KeyPrefix: "cost", AllowPrivateNetworks: true, RetrySchedule: []time.Duration{}})

@@ -164,6 +164,23 @@ func startRedis(t *testing.T, dir string, port int) (addr string, kill func()) {
 	return addr, kill
 }
 
+// ownRedis starts a redis-server of the test's own (startRedis) and returns its address and a client
+// on it, for tests that change the whole server (maxmemory, CLIENT PAUSE, INFO commandstats); it skips
+// the test outside the real-Redis pass or without redis-server.
+func ownRedis(t *testing.T) (addr string, admin *redis.Client) {
+	t.Helper()
+	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" {
+		t.Skip("runs with the real-Redis pass (WEBHOOKS_REDIS_ADDR)")
+	}
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		t.Skip("redis-server not on PATH")
+	}
+	addr, _ = startRedis(t, t.TempDir(), sparePort(t))
+	admin = redis.NewClient(&redis.Options{Addr: addr})
+	t.Cleanup(func() { _ = admin.Close() })
+	return addr, admin
+}
+
 func sparePort(t *testing.T) int {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")

@@ -3,8 +3,6 @@ package webhooks
 import (
 	"context"
 	"net/http"
-	"os"
-	"os/exec"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,17 +18,9 @@ import (
 // nothing; the worker does not spin; and once memory is freed, that event is delivered once. It starts
 // a redis-server of its own, so it runs in the real-Redis pass only.
 func TestRedisFullRefusesThenResumes(t *testing.T) {
-	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" {
-		t.Skip("runs with the real-Redis pass (WEBHOOKS_REDIS_ADDR)")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not on PATH")
-	}
+	addr, admin := ownRedis(t)
 	t.Parallel()
 	ctx := context.Background()
-	addr, _ := startRedis(t, t.TempDir(), sparePort(t))
-	admin := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = admin.Close() })
 	sent := &cmdCounter{}
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	rdb.AddHook(sent)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"os/exec"
 	"sync"
 	"testing"
 	"time"
@@ -21,17 +19,9 @@ import (
 // paused, so none may begin once it answers again: every event reaches the receiver once. It pauses a
 // redis-server of its own (a pause stops every client), so it runs in the real-Redis pass only.
 func TestRedisPauseRepeatsNoRequest(t *testing.T) {
-	if os.Getenv("WEBHOOKS_REDIS_ADDR") == "" {
-		t.Skip("runs with the real-Redis pass (WEBHOOKS_REDIS_ADDR)")
-	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Skip("redis-server not on PATH")
-	}
+	addr, admin := ownRedis(t)
 	t.Parallel()
 	ctx := context.Background()
-	addr, _ := startRedis(t, t.TempDir(), sparePort(t))
-	admin := redis.NewClient(&redis.Options{Addr: addr})
-	t.Cleanup(func() { _ = admin.Close() })
 	eventually(t, 10*time.Second, func() bool { return admin.Ping(ctx).Err() == nil }, "redis-server answers")
 
 	const events = 40
