@@ -18,6 +18,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/replay"
 	"github.com/smartdrop/webhooks/internal/types"
 
 	"github.com/redis/go-redis/v9"
@@ -32,34 +33,36 @@ import (
 // Dispatcher delivers events to the webhooks that subscribe to them. It is safe for concurrent use, and
 // any number of Dispatchers (in one process or many) may share one Redis.
 type Dispatcher struct {
-	rdb        redis.UniversalClient
-	opts       Options
-	keys       rdb.Keys
-	client     *http.Client
-	lease      time.Duration
-	log        *slog.Logger
-	webhooks   *WebhookRepo
-	deliveries *DeliveryRepo
-	eventTypes *EventTypeRepo
-	now        func() time.Time
-	scripts    *rdb.LaneBatcher
-	counts     *rdb.ScriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
-	flights    *worker.InFlight
-	breaker    *breaker.Breaker
-	indexTTLs  *indexTTLs
-	bodies     *worker.Bodies // of events this Dispatcher left to its worker lately (internal/worker)
-	wake       *worker.Wake   // pokes a sleeping worker: Enqueue, an ending attempt
-	nextShard  atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
-	turns      worker.Turns   // where a pass starts sharing its slots among the webhooks due (lease.go)
-	hintsOnce  sync.Once
-	hintsPtr   *worker.ScanHints       // made by hints()
-	local      *worker.LocalDue        // what this Dispatcher queued, for its worker (internal/worker)
-	running    atomic.Int32            // Runs going
-	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)
-	redisDown  *worker.RedisLog        // the worker's warnings while Redis fails it
-	pending    worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
-	admin      *admin.Backend          // the admin API's backend, and Stats, RetryNow, ProbeNow (internal/admin)
-	notify     *notify.Notifier        // hooks, logs, operational events, auto-disable (internal/notify)
+	rdb         redis.UniversalClient
+	opts        Options
+	keys        rdb.Keys
+	client      *http.Client
+	lease       time.Duration
+	log         *slog.Logger
+	webhooks    *WebhookRepo
+	deliveries  *DeliveryRepo
+	eventTypes  *EventTypeRepo
+	now         func() time.Time
+	scripts     *rdb.LaneBatcher
+	counts      *rdb.ScriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
+	flights     *worker.InFlight
+	breaker     *breaker.Breaker
+	indexTTLs   *indexTTLs
+	bodies      *worker.Bodies // of events this Dispatcher left to its worker lately (internal/worker)
+	wake        *worker.Wake   // pokes a sleeping worker: Enqueue, an ending attempt
+	nextShard   atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
+	turns       worker.Turns   // where a pass starts sharing its slots among the webhooks due (lease.go)
+	hintsOnce   sync.Once
+	hintsPtr    *worker.ScanHints       // made by hints()
+	local       *worker.LocalDue        // what this Dispatcher queued, for its worker (internal/worker)
+	running     atomic.Int32            // Runs going
+	auth        *endpoint.Authenticator // endpoint authentication (internal/endpoint)
+	redisDown   *worker.RedisLog        // the worker's warnings while Redis fails it
+	pending     worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+	admin       *admin.Backend          // the admin API's backend, and Stats, RetryNow, ProbeNow (internal/admin)
+	notify      *notify.Notifier        // hooks, logs, operational events, auto-disable (internal/notify)
+	replayer    *replay.Replayer        // ReplayMissing (internal/replay)
+	redeliverer *replay.Redeliverer     // Redeliver (internal/replay)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -102,6 +105,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		OperationalEvents: opts.OperationalEvents, DisableAfter: opts.DisableAfter, Webhooks: webhookStore{d.webhooks},
 		Enqueue: d.enqueueOperational}
 	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
+	d.replayer, d.redeliverer = newReplayer(d), newRedeliverer(d)
 	d.admin = newAdmin(d)
 	return d, nil
 }
