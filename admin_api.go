@@ -150,7 +150,7 @@ func newAdmin(d *Dispatcher) *admin.Backend {
 		Actions: d, Now: func() time.Time { return d.now() }, Lease: d.lease, ProbeRecheck: probeRecheck,
 		ReplayIndex: d.opts.ReplayIndex, Traced: d.opts.Tracer != nil, UserAgent: userAgent,
 		ParseToken: func(token string) (string, error) { return parsePortalToken(d.opts.PortalKey, token, d.now()) },
-		Resend:     d.redeliverer.Redeliver, Woken: d.markShard, Poke: d.wake.Poke}
+		Resend:     d.resend.Redeliver, Woken: d.markShard, Poke: d.wake.Poke}
 }
 
 // webhookStore is the registry as internal/admin and internal/notify read and change it.

@@ -15,11 +15,11 @@ import (
 	"github.com/smartdrop/webhooks/internal/admin"
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/endpoint"
+	"github.com/smartdrop/webhooks/internal/events"
 	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/replay"
-	"github.com/smartdrop/webhooks/internal/types"
 
 	"github.com/redis/go-redis/v9"
 
@@ -33,36 +33,37 @@ import (
 // Dispatcher delivers events to the webhooks that subscribe to them. It is safe for concurrent use, and
 // any number of Dispatchers (in one process or many) may share one Redis.
 type Dispatcher struct {
-	rdb         redis.UniversalClient
-	opts        Options
-	keys        rdb.Keys
-	client      *http.Client
-	lease       time.Duration
-	log         *slog.Logger
-	webhooks    *WebhookRepo
-	deliveries  *DeliveryRepo
-	eventTypes  *EventTypeRepo
-	now         func() time.Time
-	scripts     *rdb.LaneBatcher
-	counts      *rdb.ScriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
-	flights     *worker.InFlight
-	breaker     *breaker.Breaker
-	indexTTLs   *indexTTLs
-	bodies      *worker.Bodies // of events this Dispatcher left to its worker lately (internal/worker)
-	wake        *worker.Wake   // pokes a sleeping worker: Enqueue, an ending attempt
-	nextShard   atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
-	turns       worker.Turns   // where a pass starts sharing its slots among the webhooks due (lease.go)
-	hintsOnce   sync.Once
-	hintsPtr    *worker.ScanHints       // made by hints()
-	local       *worker.LocalDue        // what this Dispatcher queued, for its worker (internal/worker)
-	running     atomic.Int32            // Runs going
-	auth        *endpoint.Authenticator // endpoint authentication (internal/endpoint)
-	redisDown   *worker.RedisLog        // the worker's warnings while Redis fails it
-	pending     worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
-	admin       *admin.Backend          // the admin API's backend, and Stats, RetryNow, ProbeNow (internal/admin)
-	notify      *notify.Notifier        // hooks, logs, operational events, auto-disable (internal/notify)
-	replayer    *replay.Replayer        // ReplayMissing (internal/replay)
-	redeliverer *replay.Redeliverer     // Redeliver (internal/replay)
+	rdb        redis.UniversalClient
+	opts       Options
+	keys       rdb.Keys
+	client     *http.Client
+	lease      time.Duration
+	log        *slog.Logger
+	webhooks   *WebhookRepo
+	deliveries *DeliveryRepo
+	eventTypes *EventTypeRepo
+	now        func() time.Time
+	scripts    *rdb.LaneBatcher
+	counts     *rdb.ScriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
+	flights    *worker.InFlight
+	breaker    *breaker.Breaker
+	indexTTLs  *indexTTLs
+	bodies     *worker.Bodies // of events this Dispatcher left to its worker lately (internal/worker)
+	wake       *worker.Wake   // pokes a sleeping worker: Enqueue, an ending attempt
+	nextShard  atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
+	turns      worker.Turns   // where a pass starts sharing its slots among the webhooks due (lease.go)
+	hintsOnce  sync.Once
+	hintsPtr   *worker.ScanHints       // made by hints()
+	local      *worker.LocalDue        // what this Dispatcher queued, for its worker (internal/worker)
+	running    atomic.Int32            // Runs going
+	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)
+	redisDown  *worker.RedisLog        // the worker's warnings while Redis fails it
+	pending    worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+	admin      *admin.Backend          // the admin API's backend, and Stats, RetryNow, ProbeNow (internal/admin)
+	notify     *notify.Notifier        // hooks, logs, operational events, auto-disable (internal/notify)
+	events     *events.Encoder         // the checks and request body of an event (internal/events)
+	replayer   *replay.Replayer        // ReplayMissing (internal/replay)
+	resend     *replay.Redeliverer     // Redeliver (internal/replay)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -105,7 +106,9 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		OperationalEvents: opts.OperationalEvents, DisableAfter: opts.DisableAfter, Webhooks: webhookStore{d.webhooks},
 		Enqueue: d.enqueueOperational}
 	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
-	d.replayer, d.redeliverer = newReplayer(d), newRedeliverer(d)
+	d.events = &events.Encoder{Now: func() time.Time { return d.now() }, MaxPayloadBytes: opts.MaxPayloadBytes,
+		Validate: validateEvent, Reserved: d.notify.Reserved, Catalog: d.eventTypes.cache, RequireTypes: opts.RequireEventTypes}
+	d.replayer, d.resend = newReplayer(d), newRedeliverer(d)
 	d.admin = newAdmin(d)
 	return d, nil
 }
@@ -122,33 +125,6 @@ func (d *Dispatcher) Webhooks() *WebhookRepo { return d.webhooks }
 
 // Deliveries returns the delivery records.
 func (d *Dispatcher) Deliveries() *DeliveryRepo { return d.deliveries }
-
-// wireEvent is the request body.
-type wireEvent struct {
-	ID        string    `json:"id"`
-	Type      string    `json:"type"`
-	Timestamp time.Time `json:"timestamp"`
-	Data      any       `json:"data"`
-}
-
-func (d *Dispatcher) encode(evt Event) ([]byte, error) {
-	at := evt.Time
-	if at.IsZero() {
-		at = d.now()
-	}
-	data, err := types.EventData(evt.Data)
-	if err != nil {
-		return nil, err
-	}
-	body, err := json.Marshal(wireEvent{ID: evt.ID, Type: evt.Type, Timestamp: at.UTC(), Data: data})
-	if err != nil {
-		return nil, fmt.Errorf("%w: encode data: %w", ErrInvalidEvent, err)
-	}
-	if len(body) > d.opts.MaxPayloadBytes {
-		return nil, fmt.Errorf("%w: encoded body is %d bytes, more than %d", ErrInvalidEvent, len(body), d.opts.MaxPayloadBytes)
-	}
-	return body, nil
-}
 
 // Dispatch delivers evt to every enabled webhook that subscribes to its type, once per (webhook, event
 // id) pair. For each pair it creates, it makes the first attempt before it returns, concurrently across
@@ -172,7 +148,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) ([]Result, error) 
 func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bool) (rs []Result, err error) {
 	ctx, end := d.startCall(ctx, op, evt)
 	defer func() { end(rs, err) }()
-	body, err := d.validateAndEncode(ctx, evt, true)
+	body, err := d.events.Check(ctx, evt, true)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +214,7 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 		return nil, err
 	}
 	evt := Event{Type: TestEventType, ID: "test_" + randomHex(12), Data: map[string]string{"webhook_id": webhookID}}
-	body, err := d.encode(evt)
+	body, err := d.events.Encode(evt)
 	if err != nil {
 		return nil, err
 	}

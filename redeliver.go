@@ -19,7 +19,7 @@ import (
 // deleted gives an error wrapping ErrNotFound, one whose webhook is disabled an error wrapping
 // ErrWebhookDisabled, and the delivery is left as it is.
 func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID string) (*Delivery, error) {
-	dl, _, err := d.redeliverer.Redeliver(ctx, deliveryID)
+	dl, _, err := d.resend.Redeliver(ctx, deliveryID)
 	return dl, err
 }
 
