@@ -147,10 +147,10 @@ func newAdmin(d *Dispatcher) *admin.Backend {
 	return &admin.Backend{Client: d.rdb, Keys: d.keys, LoadKeys: func(ctx context.Context) error { return loadKeys(ctx, d.keys, d.rdb) },
 		Scripts: d.scripts, Breaker: d.breaker, Index: d.deliveries.indexes(),
 		WebhookRepo: webhookStore{d.webhooks}, DeliveryRepo: adminDeliveries{d.deliveries}, EventTypeRepo: adminEventTypes{d.eventTypes},
-		Actions: d, Now: func() time.Time { return d.now() }, Lease: d.lease, ProbeRecheck: probeRecheck,
+		Actions: d, Now: func() time.Time { return d.now() }, Lease: d.lease,
 		ReplayIndex: d.opts.ReplayIndex, Traced: d.opts.Tracer != nil, UserAgent: userAgent,
 		ParseToken: func(token string) (string, error) { return parsePortalToken(d.opts.PortalKey, token, d.now()) },
-		Resend:     d.resend.Redeliver, Woken: d.markShard, Poke: d.wake.Poke}
+		Resend:     d.resend.Redeliver, Woken: func(shard int) { d.leaser.MarkShard(shard) }, Poke: d.wake.Poke}
 }
 
 // webhookStore is the registry as internal/admin and internal/notify read and change it.

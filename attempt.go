@@ -24,19 +24,13 @@ import (
 // responseHeads holds the buffers that keep the start of a response body.
 var responseHeads = sync.Pool{New: func() any { return new([maxHistoryBody]byte) }}
 
-// leaseLeftToAttempt is how much of its lease a delivery must have left for an attempt to start: the
-// whole attempt (Options.Timeout) and half the lease's margin beyond it.
-func (d *Dispatcher) leaseLeftToAttempt() time.Duration {
-	return d.opts.Timeout + (d.lease-d.opts.Timeout)/2
-}
-
 // attempt sends one signed request for a leased delivery. It is made only if a whole attempt
 // (Options.Timeout) still ends with a margin before the lease does, so a worker that takes the
 // delivery over after the lease can never overlap it.
 func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *rdb.Record, body []byte) worker.AttemptResult {
 	start := d.now()
 	res := worker.AttemptResult{At: start}
-	if rec.LeaseEnd.Sub(start) < d.leaseLeftToAttempt() {
+	if rec.LeaseEnd.Sub(start) < worker.LeaseLeftToAttempt(d.lease, d.opts.Timeout) {
 		// A whole attempt no longer fits in the lease (the claim's reply, or the pass before it, was
 		// slow): leave it to a worker after the lease rather than cut it short.
 		res.Err, res.Canceled = "too little of the lease was left to attempt it", true
@@ -120,7 +114,7 @@ func (d *Dispatcher) applyRecorded(ctx context.Context, shard int, recs []*rdb.R
 		default:
 			outcomes[i].Apply(recs[i], now)
 			if outcomes[i].Status == StatusPending {
-				d.queueLocal(shard, recs[i].WebhookID, recs[i].ID, outcomes[i].Next) // a retry for this worker
+				d.leaser.QueueLocal(shard, recs[i].WebhookID, recs[i].ID, outcomes[i].Next) // a retry for this worker
 			}
 			d.afterOutcome(ctx, recs[i], outcomes[i])
 		}
@@ -158,8 +152,12 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, 
 	leaseEnd := worker.EarliestLeaseEnd(now.Add(d.lease), recs, idx)
 	var reply []int64
 	count := d.countOutcomes(now, outcomes, recs, idx)
-	var kept []int                                                       // outcomes Redis did not take within the lease: kept for Run (pending_outcomes.go)
-	defer func() { d.keepPending(shard, recs, outcomes, kept, count) }() // after afterCount
+	var kept []int // outcomes Redis did not take within the lease: kept for Run (worker.PendingOutcomes)
+	defer func() { // after afterCount
+		if !d.pending.KeepCopies(shard, recs, outcomes, kept, count.sent(), d.now()) {
+			d.log.Warn("webhooks: outcomes dropped: MaxPendingOutcomes are kept for Redis already", "shard", shard, "outcomes", len(kept))
+		}
+	}()
 	defer d.afterCount(ctx, count)
 	err := d.retryWithinLease(ctx, leaseEnd, func(ctx context.Context) error {
 		w := d.writeBesideCount(ctx, count, script, keys, args...)
@@ -177,7 +175,7 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, 
 	}
 	d.applyRecorded(ctx, shard, recs, outcomes, idx, reply, err, now, errs)
 	if extra == 1 && err == nil && reply[len(reply)-1] > 0 {
-		d.markShard(shard) // a final head queued its key's next delivery: send it at once
+		d.leaser.MarkShard(shard) // a final head queued its key's next delivery: send it at once
 		d.wake.Poke()
 	}
 	return errs

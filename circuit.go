@@ -17,61 +17,6 @@ import (
 // (internal/breaker, the rule and the circuits' state), and what follows its counts here: hooks,
 // operational events, disabling a webhook.
 
-// releaseUnusedProbes gives back the probes that takes took but whose leases leased nothing
-// (rdb.ReleaseProbe): a probe held for a pass that sends nothing would hold every delivery of its
-// webhook back for a lease.
-func (d *Dispatcher) releaseUnusedProbes(ctx context.Context, takes []worker.Take, jobs []worker.LeasedDelivery) {
-	used := map[string]bool{}
-	for _, j := range jobs {
-		used[j.Probe] = true
-	}
-	unused := map[string][]int{} // probe -> the shards it was taken for (a webhook due in several has one probe)
-	var order []worker.Take
-	for _, tk := range takes {
-		if tk.Probe == "" || used[tk.Probe] {
-			continue
-		}
-		if unused[tk.Probe] == nil {
-			order = append(order, tk)
-		}
-		unused[tk.Probe] = append(unused[tk.Probe], tk.Shard)
-	}
-	for _, tk := range order {
-		d.releaseProbe(ctx, tk.ID, tk.Probe, unused[tk.Probe]...)
-	}
-}
-
-// releaseProbe gives back a webhook's probe that sent nothing (rdb.ReleaseProbe): the next pass may
-// take it at once, instead of a lease later. Then it lowers the webhook's ready score to now in shards
-// (ZADD XX LT): a worker that found the probe held may have parked the webhook there (chooseTakes),
-// its park landing after the delivery was handed back; every park is followed by another try for the
-// probe, and every release by this, so the last park is always undone while the probe is free.
-func (d *Dispatcher) releaseProbe(ctx context.Context, webhookID, token string, shards ...int) {
-	ctx = context.WithoutCancel(ctx)
-	if err := d.breaker.ReleaseProbe(ctx, webhookID, token); err != nil {
-		d.log.Warn("webhooks: give back an unused probe", "webhook_id", webhookID, "error", err)
-	}
-	if len(shards) == 0 {
-		return
-	}
-	now := float64(d.now().UnixMilli())
-	pipe := d.rdb.Pipeline()
-	for _, s := range shards {
-		pipe.ZAddArgs(ctx, d.keys.Ready(s), redis.ZAddArgs{XX: true, LT: true, Members: []redis.Z{{Score: now, Member: webhookID}}})
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		d.log.Warn("webhooks: unpark a webhook whose probe was given back", "webhook_id", webhookID, "error", err)
-	}
-}
-
-// parkOutcome is the outcome of a delivery not attempted because its webhook's circuit is open: it
-// stays pending, due when the circuit may next be probed, with its retry step (its budget) unchanged.
-func parkOutcome(rec *rdb.Record, until time.Time, h Health) worker.Outcome {
-	o := worker.HandBack(rec, until)
-	o.Err = breaker.ParkedReason(h, until)
-	return o
-}
-
 // circuitCount is the circuit write of one settle: the attempted outcomes it records, counted by
 // rdb.Count in the same pipeline as the outcome script (the circuits hash is in the registry's slot,
 // not the shard's, so it is a script of its own), so that counting costs a healthy webhook no round
@@ -194,14 +139,6 @@ func (r *WebhookRepo) Health(ctx context.Context, id string) (*Health, error) {
 		h = Health{WebhookID: id, State: CircuitClosed}
 	}
 	return api.ViewHealth(&wh.Webhook, &h), nil
-}
-
-// later returns the later of two times.
-func later(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }
 
 // newBreaker is the circuit breaker of d, on client.

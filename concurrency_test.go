@@ -90,7 +90,7 @@ func TestMaxConcurrencySlotOfACrashedHolderComesBack(t *testing.T) {
 	require.NoError(t, err)
 	list, err := d.webhooks.List(ctx)
 	require.NoError(t, err)
-	crashed, ok := d.takeConcurrencySlot(ctx, &storedWebhook{Webhook: *list[0]})
+	crashed, ok := d.attempter.TakeConcurrencySlot(ctx, &storedWebhook{Webhook: *list[0]})
 	require.True(t, ok)
 	require.NotEmpty(t, crashed)
 	taken := time.Now()

@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"net/http"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/admin"
@@ -20,6 +18,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/replay"
+	"github.com/smartdrop/webhooks/internal/types"
 
 	"github.com/redis/go-redis/v9"
 
@@ -48,14 +47,10 @@ type Dispatcher struct {
 	flights    *worker.InFlight
 	breaker    *breaker.Breaker
 	indexTTLs  *indexTTLs
-	bodies     *worker.Bodies // of events this Dispatcher left to its worker lately (internal/worker)
-	wake       *worker.Wake   // pokes a sleeping worker: Enqueue, an ending attempt
-	nextShard  atomic.Uint32  // where the first sweep of the schedule starts (scan.go)
-	turns      worker.Turns   // where a pass starts sharing its slots among the webhooks due (lease.go)
-	hintsOnce  sync.Once
-	hintsPtr   *worker.ScanHints       // made by hints()
-	local      *worker.LocalDue        // what this Dispatcher queued, for its worker (internal/worker)
-	running    atomic.Int32            // Runs going
+	bodies     *worker.Bodies          // of events this Dispatcher left to its worker lately (internal/worker)
+	wake       *worker.Wake            // pokes a sleeping worker: Enqueue, an ending attempt
+	leaser     *worker.Leaser          // the worker's lease passes (internal/worker)
+	attempter  *worker.Attempter       // the worker's attempts, and their MaxConcurrency slots (internal/worker)
 	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)
 	redisDown  *worker.RedisLog        // the worker's warnings while Redis fails it
 	pending    worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
@@ -88,13 +83,12 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		indexTTLs: newIndexTTLs(opts.Retention), bodies: worker.NewBodies(), local: worker.NewLocalDue(max(1024, 16*opts.Concurrency)),
+		indexTTLs: newIndexTTLs(opts.Retention), bodies: worker.NewBodies(),
 		wake: worker.NewWake(), redisDown: down}
 	d.scripts, d.counts = newBatchers(rdb)
 	d.breaker = newBreaker(rdb, d)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
 	d.flights = worker.NewInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
-	d.nextShard.Store(rand.Uint32())           // replicas start their scans at different shards
 	ring, _ := sealed.NewRing(opts.SecretKeys) // checked by withDefaults
 	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: keys, Ring: ring, Client: client,
 		Timeout: opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
@@ -106,6 +100,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		OperationalEvents: opts.OperationalEvents, DisableAfter: opts.DisableAfter, Webhooks: webhookStore{d.webhooks},
 		Enqueue: d.enqueueOperational}
 	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
+	d.leaser = newLeaser(d)
+	d.attempter = newAttempter(d)
 	d.events = &events.Encoder{Now: func() time.Time { return d.now() }, MaxPayloadBytes: opts.MaxPayloadBytes,
 		Validate: validateEvent, Reserved: d.notify.Reserved, Catalog: d.eventTypes.cache, RequireTypes: opts.RequireEventTypes}
 	d.replayer, d.resend = newReplayer(d), newRedeliverer(d)
@@ -287,7 +283,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	}
 	var wg sync.WaitGroup
 	queued := false
-	batch := worker.NewOutcomeBatch(shard, worker.SettleLinger(d.opts.Timeout), d.settle, d.requeueInline)
+	batch := worker.NewOutcomeBatch(shard, worker.SettleLinger(d.opts.Timeout), d.settle, d.leaser.RequeueInline)
 	var attempts []int
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
@@ -297,7 +293,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			plans[i].cancel(d, t.ID)
 			queued = queued || fresh
 			if fresh && item != rdb.ClaimWaiting {
-				d.queueLocal(shard, t.ID, recs[i].ID, plans[i].due)
+				d.leaser.QueueLocal(shard, t.ID, recs[i].ID, plans[i].due)
 			}
 			results[i] = d.notAttempted(eventID, t, recs[i], plans[i], reply[1+i])
 			continue
@@ -313,16 +309,16 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			defer d.flights.Release(t.ID)
 			// A MaxConcurrency slot is taken once the claim has leased a fresh pair: a duplicate
 			// costs nothing here, and one refused goes back to its queue with its outcome.
-			slot, ok := d.takeConcurrencySlot(ctx, t)
+			slot, ok := d.attempter.TakeConcurrencySlot(ctx, t)
 			if !ok {
-				o := waitForSlot(recs[i], d.now().Add(concurrencyRecheck))
+				o := worker.WaitForSlot(recs[i], d.now().Add(worker.ConcurrencyRecheck))
 				o.Inline, waited[i] = true, true
 				d.bodies.Put(bodyKey, body, time.Now()) // for this process's worker, as for a queued pair
 				batch.Ended(ctx, recs[i], o, &results[i].Err)
 				return
 			}
 			res := d.tracedAttempt(ctx, t, recs[i], body)
-			d.releaseConcurrencySlot(ctx, t.ID, slot)
+			d.attempter.ReleaseConcurrencySlot(ctx, t.ID, slot)
 			o := worker.Decide(recs[i], res, d.opts.RetrySchedule, d.lease, d.now())
 			o.Inline = true
 			if d.breaker.FailingNow(t.ID) {
@@ -338,7 +334,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	wg.Wait()
 	for i, w := range waited {
 		if w && results[i].Err == nil {
-			results[i].Err = fmt.Errorf("webhooks: delivery %s: %s: %w", recs[i].ID, atMaxConcurrency, ErrDeferred)
+			results[i].Err = fmt.Errorf("webhooks: delivery %s: %s: %w", recs[i].ID, worker.AtMaxConcurrency, ErrDeferred)
 		}
 	}
 	return results
@@ -409,7 +405,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 		p.due = now
 		switch h := circuits[t.ID]; {
 		case h.State == CircuitOpen || h.State == CircuitProbing:
-			p.due, p.parked = later(h.OpenUntil, now), true
+			p.due, p.parked = types.Later(h.OpenUntil, now), true
 			p.reason = breaker.ParkedReason(h, p.due)
 		case !inline:
 		case !d.flights.Acquire(ctx, t.ID, waitFrom):

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"fmt"
+	"github.com/smartdrop/webhooks/internal/types"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -18,7 +19,7 @@ const (
 )
 
 // TestEventType is the type of the event SendTest sends.
-const TestEventType = "webhook.test"
+const TestEventType = types.TestEventType
 
 // validateEventType reports whether t is 1–256 bytes of `[A-Za-z0-9_-]+` segments separated by dots.
 func validateEventType(t string) error {

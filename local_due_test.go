@@ -19,7 +19,7 @@ import (
 // TestReadyScoreIsALowerBound: while two replicas deliver to webhooks that fail a share of their
 // requests (retries, leases, final outcomes, Enqueue beside Dispatch), every webhook with a delivery in
 // a shard's queue has a ready score there no later than that delivery's score (the schedule's
-// invariant, schedule.go; checked atomically per shard, over and over); and once everything is
+// invariant, internal/worker/leaser.go; checked atomically per shard, over and over); and once everything is
 // delivered, the workers leave no ready entry behind.
 func TestReadyScoreIsALowerBound(t *testing.T) {
 	t.Parallel()

@@ -30,7 +30,7 @@ func newRedeliverer(d *Dispatcher) *replay.Redeliverer {
 		Flights: d.flights, Log: d.log, Now: func() time.Time { return d.now() }, Lease: d.lease, Retention: d.opts.Retention,
 		MarkerTTL: d.opts.Retention + markerSlack,
 		Attempt: func(ctx context.Context, shard int, rec *rdb.Record, wh *storedWebhook, body []byte) error {
-			o := d.attemptLeased(ctx, worker.LeasedDelivery{Shard: shard, Rec: rec}, wh, body)
+			o := d.attempter.Attempt(ctx, worker.LeasedDelivery{Shard: shard, Rec: rec, Webhook: wh}, body)
 			return d.settle(ctx, shard, []*rdb.Record{rec}, []worker.Outcome{o})[0]
 		}}
 }

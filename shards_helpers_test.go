@@ -46,6 +46,8 @@ func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.eventTypes.rdb, d.eventTypes.cache = rdb, eventtypes.New(rdb, d.keys, eventTypeCacheTTL)
 	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: d.keys, Ring: d.webhooks.ring, Client: d.client,
 		Timeout: d.opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
+	d.leaser = newLeaser(d)
+	d.attempter = newAttempter(d)
 	d.admin = newAdmin(d)
 }
 

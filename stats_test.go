@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"github.com/smartdrop/webhooks/internal/worker"
 	"net/http"
 	"sync"
 	"testing"
@@ -100,7 +101,7 @@ func TestStatsKnownBacklog(t *testing.T) {
 	assert.Equal(t, start, st.OldestDueAt)
 
 	// Leased deliveries (an attempt in flight) count as leased, not due nor scheduled.
-	jobs, _, _, err := d.leaseDue(ctx, 6)
+	jobs, _, _, err := d.leaser.Lease(ctx, 6, worker.ScanFull)
 	require.NoError(t, err)
 	require.NotEmpty(t, jobs)
 	st, err = d.Stats(ctx)
@@ -190,7 +191,7 @@ func TestStatsCommandCountIsBounded(t *testing.T) {
 		require.NoError(t, err)
 	}
 	// A few in flight, so that the lease script runs in their shards.
-	jobs, _, _, err := d.leaseDue(ctx, 8)
+	jobs, _, _, err := d.leaser.Lease(ctx, 8, worker.ScanFull)
 	require.NoError(t, err)
 	counter.take()
 	st, err = d.Stats(ctx)

@@ -3,43 +3,22 @@ package webhooks
 import (
 	"context"
 	"errors"
-	"strings"
+	"math/rand/v2"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/worker"
 )
-
-// dueTargets are the webhooks a worker found due, as the registry holds them now.
-type dueTargets struct {
-	webhooks map[string]*storedWebhook // a deleted webhook is missing
-	broken   map[string]error          // webhooks whose stored JSON cannot be decoded
-}
 
 // ProcessDue makes one bounded pass of the worker, for tests and cron-style use: it leases up to
 // Options.Concurrency due deliveries, shared fairly among the webhooks that have some due, attempts
 // them concurrently, records each outcome and returns how many it settled. Records that cannot be
 // decoded are taken off the schedule and reported in the error (wrapped) while the others go on.
 func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
-	jobs, _, _, err := d.leaseDue(ctx, d.opts.Concurrency)
-	var settled atomic.Int64
-	var mu sync.Mutex
-	errs := []error{err}
-	var wg sync.WaitGroup
-	d.startJobs(ctx, &wg, jobs, func() {}, func(err error) {
-		if err == nil {
-			settled.Add(1)
-			return
-		}
-		mu.Lock()
-		errs = append(errs, err)
-		mu.Unlock()
-	})
-	wg.Wait()
-	return int(settled.Load()), errors.Join(errs...)
+	jobs, _, _, err := d.leaser.Lease(ctx, d.opts.Concurrency, worker.ScanFull)
+	n, aerr := d.attempter.AttemptAll(ctx, jobs)
+	return n, errors.Join(err, aerr)
 }
 
 // Run is the worker: it keeps up to Options.Concurrency attempts in flight, and up to twice as many
@@ -61,26 +40,20 @@ func (d *Dispatcher) Run(ctx context.Context) error { return runWorker(ctx, d, w
 
 // runWorker is Dispatcher.Run, making the calls of hooks.
 func runWorker(ctx context.Context, d *Dispatcher, hooks worker.Hooks) error {
-	d.running.Add(1)
-	defer func() {
-		if d.running.Add(-1) == 0 {
-			d.local.Clear()
-		}
-	}()
+	defer d.leaser.Running()()
 	if policy, err := rdb.MaxmemoryPolicy(ctx, d.rdb); err == nil {
 		d.redisDown.MayEvict(policy)
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	run := &runSlots{d: d, ctx: ctx, wg: &wg}
-	run.slots = worker.NewSlots(d.opts.Concurrency, d.lease-d.leaseLeftToAttempt(), run.start)
+	run := d.attempter.RunSlots(ctx, &wg)
 	worker.New(worker.Config{
 		Log: d.log, Now: d.now, Shards: func() int { return d.keys.Shards },
 		Wake: d.wake, RedisLog: d.redisDown, Outage: &d.pending.Outage, Hooks: hooks,
-		Claim:        run.slots.Claim,
+		Claim:        run.Claim,
 		Ping:         func(ctx context.Context) error { return d.rdb.Ping(ctx).Err() },
-		WritePending: d.writePending,
-		Lease:        run.lease,
+		WritePending: func(ctx context.Context) { d.pending.Write(ctx, d.now, d.settle, d.log) },
+		Lease:        run.Lease,
 		Failed: func(err error) bool {
 			rdb.ReloadOnTransport(d.rdb, err)
 			return rdb.Retryable(err)
@@ -89,287 +62,21 @@ func runWorker(ctx context.Context, d *Dispatcher, hooks worker.Hooks) error {
 	return nil
 }
 
-// runSlots are Run's attempt slots (worker.Slots) and what its attempts need. Deliveries leased ahead
-// hold their webhooks' in-flight slots (MaxInFlightPerWebhook) as attempts do, so leasing ahead never
-// lets a webhook hold more than its cap. A delivery that waited so long for a slot (attempts hanging)
-// that too little of its lease is left for an attempt (leaseLeftToAttempt) is not attempted: it goes
-// back to its queue, due at once, rather than wait there for its lease to end; so does one whose
-// attempt refuses to start for that reason after its rate-limit wait. A probe not sent is given back.
-type runSlots struct {
-	d     *Dispatcher
-	ctx   context.Context
-	wg    *sync.WaitGroup
-	slots *worker.Slots[leasedReady]
+// newLeaser returns the worker's lease pass of d, on its Redis client and units.
+func newLeaser(d *Dispatcher) *worker.Leaser {
+	return worker.NewLeaser(worker.LeaserConfig{Redis: d.rdb, Keys: d.keys, Scripts: d.scripts, Breaker: d.breaker,
+		Local: worker.NewLocalDue(max(1024, 16*d.opts.Concurrency)), Flights: d.flights,
+		LoadKeys: func(ctx context.Context) error { return loadKeys(ctx, d.keys, d.rdb) },
+		Webhooks: d.webhooks.byIDs, Lease: d.lease,
+		FirstShard: rand.Uint32(), // replicas start their scans at different shards
+		Now:        func() time.Time { return d.now() }, Log: d.log})
 }
 
-// lease is a pass of Run's worker (worker.Config.Lease): it leases up to free due deliveries, reading
-// the shards mode says, and starts their attempts (add).
-func (r *runSlots) lease(ctx context.Context, free int, mode worker.ScanMode) (int, time.Time, bool, error) {
-	jobs, next, more, err := r.d.leaseDueScan(ctx, free, mode)
-	r.add(jobs, free)
-	return len(jobs), next, more, err
-}
-
-// leasedReady is a leased delivery with its request body read, and the batch its outcome is recorded
-// in: the deliveries of one shard leased together (typically an event's, to several webhooks) have
-// their outcomes recorded together, in one outcome script, as Dispatch's do (worker.OutcomeBatch).
-type leasedReady struct {
-	job   worker.LeasedDelivery
-	body  []byte
-	batch *worker.OutcomeBatch
-}
-
-// add reads the bodies of leased deliveries (one round trip) and starts their attempts, as many as
-// there are free slots; the others wait for one (worker.Slots.Add). Deliveries whose bodies cannot be
-// read are let go: their leases expire and a later pass takes them again.
-func (r *runSlots) add(jobs []worker.LeasedDelivery, claimed int) {
-	if len(jobs) == 0 {
-		r.slots.Unclaim(claimed)
-		return
-	}
-	bodies, err := r.d.loadBodies(context.WithoutCancel(r.ctx), jobs)
-	if err != nil {
-		r.slots.Unclaim(claimed)
-		for _, j := range jobs {
-			r.d.flights.Release(j.Rec.WebhookID)
-		}
-		r.d.log.Warn("webhooks: worker attempts not made", "leased", len(jobs), "error", err)
-		return
-	}
-	batches := map[int]*worker.OutcomeBatch{}
-	for _, j := range jobs {
-		b := batches[j.Shard]
-		if b == nil {
-			b = worker.NewOutcomeBatch(j.Shard, worker.SettleLinger(r.d.opts.Timeout), r.d.settle, r.d.requeueInline)
-			b.Report = r.report
-			batches[j.Shard] = b
-		}
-		b.Add(1)
-	}
-	ready := make([]leasedReady, len(jobs))
-	for i, j := range jobs {
-		ready[i] = leasedReady{job: j, body: bodies[i], batch: batches[j.Shard]}
-	}
-	r.slots.Add(ready, claimed)
-}
-
-// report logs a worker's outcome that could not be recorded (worker.OutcomeBatch.Report).
-func (r *runSlots) report(err error) {
-	if err != nil && !errors.Is(err, ErrDeferred) {
-		r.d.log.Warn("webhooks: worker attempt not recorded", "error", err)
-	}
-}
-
-// start attempts a leased delivery on a goroutine of its own and records its outcome; its slot goes
-// to the next waiting delivery as soon as the attempt is over, while the outcome is being written.
-// The lease is taken: the attempt goes on even if Run's context ends. Called by worker.Slots, its lock
-// held.
-func (r *runSlots) start(l leasedReady) {
-	d, actx := r.d, context.WithoutCancel(r.ctx)
-	r.wg.Go(func() {
-		j, began := l.job, time.Now()
-		o, ok := worker.HandBack(j.Rec, d.now()), false
-		if j.Rec.LeaseEnd.Sub(d.now()) >= d.leaseLeftToAttempt() { // else it waited too long for a slot: back
-			o, ok = d.waitRateSlot(actx, j)
-		}
-		if ok {
-			o = d.attemptLeased(actx, j, j.Webhook, l.body)
-			if o.Unrecorded { // refused by attempt: too little of its lease left after its rate-limit wait
-				o, ok = worker.HandBack(j.Rec, d.now()), false
-			}
-		}
-		if ok {
-			r.slots.Observe(time.Since(began))
-		} else if j.Probe != "" {
-			d.releaseProbe(actx, j.Rec.WebhookID, j.Probe, j.Shard) // not sent: the next pass may probe at once
-		}
-		o.Retime = j.Retime
-		d.flights.Release(j.Rec.WebhookID)
-		r.freed()
-		d.countNow(actx, j.Rec, &o) // now, not when its batch is written
-		var err error
-		l.batch.Ended(actx, j.Rec, o, &err)
-	})
-}
-
-// freed passes an attempt's slot to the next waiting delivery, or frees it (worker.Slots.Freed), and
-// wakes the worker to lease more.
-func (r *runSlots) freed() {
-	r.slots.Freed()
-	r.d.wake.Poke()
-}
-
-// startJobs attempts leased deliveries, each on its own goroutine tracked by wg. It calls freed as
-// soon as a delivery's attempt is over (its slot, and its webhook's in-flight slot, are free while its
-// outcome is being written), then done with its settle error once the outcome is recorded. The leases
-// are taken: the attempts go on even if ctx ends, each within its own timeout.
-func (d *Dispatcher) startJobs(ctx context.Context, wg *sync.WaitGroup, jobs []worker.LeasedDelivery, freed func(), done func(error)) {
-	if len(jobs) == 0 {
-		return
-	}
-	actx := context.WithoutCancel(ctx)
-	bodies, err := d.loadBodies(actx, jobs)
-	for i, j := range jobs {
-		wg.Go(func() {
-			if err != nil {
-				// Nothing attempted: the lease expires and a later pass takes the delivery again.
-				d.flights.Release(j.Rec.WebhookID)
-				freed()
-				done(err)
-				return
-			}
-			o, ok := d.waitRateSlot(actx, j)
-			if ok {
-				o = d.attemptLeased(actx, j, j.Webhook, bodies[i])
-			}
-			o.Retime = j.Retime
-			d.flights.Release(j.Rec.WebhookID)
-			freed()
-			done(d.settle(actx, j.Shard, []*rdb.Record{j.Rec}, []worker.Outcome{o})[0])
-		})
-	}
-}
-
-// leaseDue leases up to free due deliveries, shared fairly among the webhooks that have some due,
-// reading every shard's schedule (worker.ScanFull). It returns them, the earliest due time in the future,
-// whether it found due deliveries it could take (then the caller looks again at once instead of
-// waiting), and Redis's errors.
-func (d *Dispatcher) leaseDue(ctx context.Context, free int) (jobs []worker.LeasedDelivery, next time.Time, more bool, err error) {
-	return d.leaseDueScan(ctx, free, worker.ScanFull)
-}
-
-// leaseDueScan is leaseDue reading the shards that mode says (scanReady). Inline attempts whose lease
-// ended that the scan finds are first taken into their queues, and those shards read again.
-func (d *Dispatcher) leaseDueScan(ctx context.Context, free int, mode worker.ScanMode) (jobs []worker.LeasedDelivery, next time.Time, more bool, err error) {
-	if err := loadKeys(ctx, d.keys, d.rdb); err != nil {
-		return nil, time.Time{}, false, err
-	}
-	now := d.now()
-	local, localNext := d.local.Due(now.UnixMilli())
-	if mode == worker.ScanHinted && d.local.Takeable(d.flights.Room) >= free {
-		mode = worker.ScanSweep // the local hint has enough due to fill the pass: no read but the sweep
-	}
-	due, strays, read, next, err := d.scanReady(ctx, now, free+16, mode)
-	if err == nil && len(strays) > 0 {
-		var took int
-		if took, err = d.adopt(ctx, now, strays); took > 0 {
-			for _, s := range strays {
-				d.markShard(s.shard)
-			}
-			due, _, read, next, err = d.scanReady(ctx, now, free+16, worker.ScanHinted)
-		}
-	}
-	if localNext > 0 && (next.IsZero() || localNext < next.UnixMilli()) {
-		next = rdb.MilliTime(localNext)
-	}
-	due = d.local.With(now.UnixMilli(), due, local)
-	if err != nil || len(due) == 0 {
-		return nil, next, read.Left, err // shards left unread may have some due: look again at once
-	}
-	targets, err := d.dueTargets(ctx, due)
-	if err != nil {
-		return nil, next, false, err
-	}
-	takes := d.chooseTakes(ctx, now, due, targets, free)
-	if len(takes) == 0 {
-		return nil, next, read.Left, nil
-	}
-	jobs, heads, err := d.leaseTakes(ctx, now, takes, targets)
-	d.releaseUnusedProbes(ctx, takes, jobs)
-	if err == nil {
-		local := map[worker.Queue]bool{}
-		for _, w := range due {
-			if w.Local {
-				local[worker.Queue{Shard: w.Shard, Webhook: w.ID}] = true
-			}
-		}
-		d.hints().AfterLease(now, read, heads, local)
-	}
-	for i := range jobs {
-		jobs[i].Webhook = targets.webhooks[jobs[i].Rec.WebhookID]
-	}
-	// Something was due and takeable: look again at once, whatever this lease got (another replica
-	// may have won some of it, and more may be due behind it).
-	return jobs, next, true, err
-}
-
-// dueTargets reads the webhooks found due: from the registry's by-id cache (at most a second old, as
-// subscriber resolution is), the others in one round trip.
-func (d *Dispatcher) dueTargets(ctx context.Context, due []worker.Due) (*dueTargets, error) {
-	ids := make([]string, 0, len(due))
-	seen := map[string]bool{}
-	for _, w := range due {
-		if !seen[w.ID] {
-			seen[w.ID] = true
-			ids = append(ids, w.ID)
-		}
-	}
-	found, broken, err := d.webhooks.byIDs(ctx, ids)
-	if err != nil {
-		return nil, err
-	}
-	return &dueTargets{webhooks: found, broken: broken}, nil
-}
-
-// attemptLeased attempts a leased delivery, or refuses to when its webhook is gone or disabled.
-// A delivery whose webhook's circuit is open (and that is not its probe) is parked, not attempted.
-func (d *Dispatcher) attemptLeased(ctx context.Context, j worker.LeasedDelivery, wh *storedWebhook, body []byte) worker.Outcome {
-	rec := j.Rec
-	switch {
-	case wh == nil:
-		return worker.Refuse(rec, "webhook deleted: not attempted")
-	case wh.Disabled && !isTestDelivery(rec):
-		return worker.Refuse(rec, "webhook disabled: not attempted")
-	case body == nil:
-		return worker.Refuse(rec, "event body expired: not attempted")
-	}
-	if j.Probe == "" {
-		if h := d.breaker.Circuit(ctx, rec.WebhookID); h.State != CircuitClosed {
-			return parkOutcome(rec, later(h.OpenUntil, d.now().Add(probeRecheck)), h)
-		}
-	}
-	slot, ok := d.takeConcurrencySlot(ctx, wh)
-	if !ok {
-		return waitForSlot(rec, d.now().Add(concurrencyRecheck))
-	}
-	res := d.tracedAttempt(ctx, wh, rec, body)
-	d.releaseConcurrencySlot(ctx, wh.ID, slot)
-	o := worker.Decide(rec, res, d.opts.RetrySchedule, d.lease, d.now())
-	o.Probe = j.Probe
-	return o
-}
-
-// isTestDelivery reports whether a delivery was made by SendTest, which reaches disabled webhooks too.
-func isTestDelivery(rec *rdb.Record) bool {
-	return rec.EventType == TestEventType && strings.HasPrefix(rec.EventID, "test_")
-}
-
-// waitRateSlot takes the rate-limit slot of an attempt to a rate-limited webhook and waits for it (at
-// most rateHorizon). With no slot that near, the delivery goes back to its queue, due when one is free,
-// its retry budget kept: the returned outcome says so, and ok is false.
-func (d *Dispatcher) waitRateSlot(ctx context.Context, j worker.LeasedDelivery) (worker.Outcome, bool) {
-	if j.Webhook == nil || j.Webhook.RateLimit <= 0 || j.Webhook.Disabled {
-		return worker.Outcome{}, true
-	}
-	key, limit := d.keys.Rate(j.Webhook.ID), j.Webhook.RateLimit
-	delays, retryIn, err := ratelimit.Take(ctx, d.rdb, key, limit, 1, rateHorizon)
-	// A process stalled past its slot (GC, a busy CPU) would send late, next to the slots granted after
-	// it: take a new slot instead, a few times at most.
-	for try := 0; err == nil && len(delays) > 0 && try < 3; try++ {
-		at := time.Now().Add(delays[0])
-		time.Sleep(delays[0])
-		if time.Since(at) < ratelimit.Interval(limit)/4 {
-			return worker.Outcome{}, true
-		}
-		delays, retryIn, err = ratelimit.Take(ctx, d.rdb, key, limit, 1, rateHorizon)
-	}
-	if err != nil || len(delays) == 0 {
-		if err != nil {
-			d.log.Warn("webhooks: rate limit", "webhook_id", j.Webhook.ID, "error", err)
-			retryIn = time.Second
-		}
-		return worker.HandBack(j.Rec, d.now().Add(max(retryIn, worker.MinWait))), false
-	}
-	time.Sleep(delays[0])
-	return worker.Outcome{}, true
+// newAttempter returns the worker's attempts of d, after its lease pass (newLeaser): the request
+// (tracedAttempt), the outcomes' record (settle) and circuit counts (countNow) are the Dispatcher's.
+func newAttempter(d *Dispatcher) *worker.Attempter {
+	return worker.NewAttempter(worker.AttempterConfig{Redis: d.rdb, Keys: d.keys, Breaker: d.breaker, Flights: d.flights,
+		Bodies: d.bodies, Leaser: d.leaser, Wake: d.wake, Concurrency: d.opts.Concurrency, Lease: d.lease,
+		Timeout: d.opts.Timeout, RetrySchedule: d.opts.RetrySchedule, Now: func() time.Time { return d.now() }, Log: d.log,
+		Send: d.tracedAttempt, Settle: d.settle, CountNow: d.countNow})
 }

@@ -62,33 +62,6 @@ func TestUnusedProbeIsGivenBack(t *testing.T) {
 	assert.Equal(t, CircuitClosed, h.State, "its success closed the circuit")
 }
 
-// TestPassFilledByTheLocalHintReadsMarkedShards: a pass the local hint fills (worker.ScanSweep) still reads
-// the shards this Dispatcher marked (an ordered key's next delivery, a requeued inline attempt, probe
-// now), so what it wrote there is not left to the sweep.
-func TestPassFilledByTheLocalHintReadsMarkedShards(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	tr := newTestRedis(t)
-	d, clock := newClockedDispatcher(t, tr, Options{})
-	rc := newReceiver(t)
-	wh := mustCreate(t, d, rc, "x")
-	require.NoError(t, loadKeys(ctx, d.keys, d.rdb))
-	_, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, worker.ScanFull) // every shard read once
-	require.NoError(t, err)
-	_, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, worker.ScanIdle) // a sweep now: none due until the clock moves
-	require.NoError(t, err)
-
-	s := 3
-	require.NoError(t, tr.rdb.ZAdd(ctx, d.keys.Ready(s), redis.Z{Score: float64(clock.Now().UnixMilli()), Member: wh.ID}).Err())
-	due, _, _, _, err := d.scanReady(ctx, clock.Now(), 16, worker.ScanSweep)
-	require.NoError(t, err)
-	assert.Empty(t, due, "a shard not marked is left to the sweep")
-	d.markShard(s)
-	due, _, _, _, err = d.scanReady(ctx, clock.Now(), 16, worker.ScanSweep)
-	require.NoError(t, err)
-	assert.Equal(t, []worker.Due{{Shard: s, ID: wh.ID}}, due, "the marked shard is read")
-}
-
 // TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead: while every request hangs, Run makes
 // Concurrency attempts and leases twice as many more ahead, and no more, though two of its passes lease
 // at once; once the receiver answers, every delivery goes out once.
@@ -154,7 +127,7 @@ func TestScarceSlotsAreSharedInTurn(t *testing.T) {
 }
 
 // TestLeasedAheadThatWaitedTooLongGoesBackAtOnce: a delivery leased ahead that waited for a slot until
-// its lease has less left than an attempt needs (leaseLeftToAttempt) goes back to its queue at once and
+// its lease has less left than an attempt needs (worker.LeaseLeftToAttempt) goes back to its queue at once and
 // is attempted under a new lease, not left until its lease ends (the test's clock never gets there).
 // The receiver checks every request against its delivery's lease end (its queue score) on the
 // Dispatcher's clock; each delivery is sent once.
@@ -169,13 +142,13 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	release := make(chan struct{})
 	var first atomic.Bool
 	var mu sync.Mutex
-	var short []string // deliveries whose request came with less of their lease left than leaseLeftToAttempt
+	var short []string // deliveries whose request came with less of their lease left than worker.LeaseLeftToAttempt
 	rc.setHook(func(r *http.Request) {
 		id := r.Header.Get("webhook-id")
 		shard, err := d.keys.DeliveryShard(id)
 		if err == nil {
 			_, end, _ := queued(t, tr, d, shard, wh.ID, id)
-			if left := time.Duration(int64(end)-clock.Now().UnixMilli()) * time.Millisecond; left < d.leaseLeftToAttempt() {
+			if left := time.Duration(int64(end)-clock.Now().UnixMilli()) * time.Millisecond; left < worker.LeaseLeftToAttempt(d.lease, d.opts.Timeout) {
 				mu.Lock()
 				short = append(short, fmt.Sprintf("%s: %s left", id, left))
 				mu.Unlock()
@@ -195,7 +168,7 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	go func() { done <- d.Run(runCtx) }()
 	eventually(t, 10*time.Second, func() bool { return rc.count() == 1 && leased() == events },
 		"one attempt hangs, the others are leased ahead")
-	clock.Advance(d.lease - d.leaseLeftToAttempt() + time.Second) // too little of their leases is left now
+	clock.Advance(d.lease - worker.LeaseLeftToAttempt(d.lease, d.opts.Timeout) + time.Second) // too little of their leases is left now
 	close(release)
 	eventually(t, 10*time.Second, func() bool { return rc.count() >= events }, "every delivery goes out, those that waited too long under a new lease")
 	stop()
@@ -244,7 +217,7 @@ func TestProbeHandedBackIsGivenBack(t *testing.T) {
 		h, err := d.Webhooks().Health(ctx, whB.ID)
 		return err == nil && h.State == CircuitProbing
 	}, "B's delivery is leased ahead as its probe")
-	clock.Advance(d.lease - d.leaseLeftToAttempt() + time.Second) // too little of its lease is left now
+	clock.Advance(d.lease - worker.LeaseLeftToAttempt(d.lease, d.opts.Timeout) + time.Second) // too little of its lease is left now
 	close(release)
 	eventually(t, 10*time.Second, func() bool { return b.count() == 2 }, "B's delivery goes out as a new probe")
 	eventually(t, 10*time.Second, func() bool {

@@ -83,13 +83,11 @@ type Backend struct {
 	EventTypeRepo EventTypes
 	Actions       Actions
 
-	Now   func() time.Time
-	Lease time.Duration // the attempts' lease: Stats tells leased deliveries from those due within one
-	// ProbeRecheck is how long after its circuit's probe time a parked delivery is due.
-	ProbeRecheck time.Duration
-	ReplayIndex  bool // Options.ReplayIndex
-	Traced       bool // Options.Tracer is set: requests carry a traceparent
-	UserAgent    string
+	Now         func() time.Time
+	Lease       time.Duration // the attempts' lease: Stats tells leased deliveries from those due within one
+	ReplayIndex bool          // Options.ReplayIndex
+	Traced      bool          // Options.Tracer is set: requests carry a traceparent
+	UserAgent   string
 	// ParseToken checks a portal token and returns its tenant.
 	ParseToken func(token string) (string, error)
 	// Resend is the Dispatcher's Redeliver that also reports whether the call reset the delivery.

@@ -16,6 +16,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/index"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // CountsRecent is how many of a webhook's newest deliveries GET /webhooks/{id}/counts reads to count
@@ -38,7 +39,7 @@ func (b *Backend) counts(ctx context.Context, webhookID string) (api.Counts, err
 	h := hs[webhookID]
 	var parkedUntil time.Time // zero: the circuit is closed, nothing is parked
 	if h.State != types.CircuitClosed {
-		parkedUntil = probeDue(h.OpenUntil, now).Add(b.ProbeRecheck)
+		parkedUntil = types.Later(h.OpenUntil, now).Add(worker.ProbeRecheck)
 	}
 	batch := 2*CountsRecent/b.Keys.Shards + 2 // per shard: the newest CountsRecent, when spread evenly
 	qs, err := rdb.ReadWebhookQueues(ctx, b.Client, b.Keys, webhookID, parkedUntil, batch)

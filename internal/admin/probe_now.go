@@ -23,6 +23,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
+	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 const (
@@ -62,7 +63,7 @@ func (b *Backend) Probe(ctx context.Context, webhookID string) (types.Health, in
 	}
 	b.Breaker.Put(h, now)
 	// Parked deliveries are due at the end of the open period as it was (or a recheck later).
-	until := probeDue(end.Was, now).Add(b.ProbeRecheck)
+	until := types.Later(end.Was, now).Add(worker.ProbeRecheck)
 	n, err := b.wakeParked(ctx, webhookID, until, now.Add(ProbeNowDelay))
 	return h, n, err
 }
@@ -104,13 +105,4 @@ func (b *Backend) wakeParked(ctx context.Context, webhookID string, until, due t
 		return total, fmt.Errorf("webhooks: make the parked deliveries of %s due: %w", webhookID, err)
 	}
 	return total, nil
-}
-
-// probeDue is when a circuit whose open period ends at until may be probed, seen at now: the later
-// of the two.
-func probeDue(until, now time.Time) time.Time {
-	if until.After(now) {
-		return until
-	}
-	return now
 }

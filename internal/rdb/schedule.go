@@ -117,3 +117,37 @@ func ReadQueues(ctx context.Context, c redis.UniversalClient, keys Keys, reads [
 	}
 	return ids, tats, nil
 }
+
+// Unpark lowers a webhook's ready score in shards to at if that is earlier (ZADD XX LT): one round
+// trip, each shard's ZADD in one pipeline. It undoes a park (Park) while leaving a webhook due sooner as
+// it is.
+func Unpark(ctx context.Context, c redis.UniversalClient, keys Keys, webhookID string, shards []int, at time.Time) error {
+	pipe := c.Pipeline()
+	for _, s := range shards {
+		pipe.ZAddArgs(ctx, keys.Ready(s), redis.ZAddArgs{XX: true, LT: true,
+			Members: []redis.Z{{Score: float64(at.UnixMilli()), Member: webhookID}}})
+	}
+	_, err := pipe.Exec(ctx)
+	return err
+}
+
+// AdoptRun is the run of the Adopt script that takes entries (of one shard) of the shard's inline zset
+// scored at most byMs into their webhooks' queues; its reply is how many it took.
+func AdoptRun(keys Keys, shard int, byMs int64, entries []EndedInline) ScriptRun {
+	run := ScriptRun{Script: Adopt, Keys: make([]string, 0, 2+len(entries)), Args: make([]any, 0, 1+2*len(entries))}
+	run.Keys = append(run.Keys, keys.Ready(shard), keys.Inline(shard))
+	run.Args = append(run.Args, byMs)
+	for _, e := range entries {
+		run.Keys = append(run.Keys, keys.Queue(shard, e.WebhookID))
+		run.Args = append(run.Args, e.ID, e.WebhookID)
+	}
+	return run
+}
+
+// UnscheduleLeased takes a leased delivery (id, of webhookID, its lease held by token) off its queue in
+// shard without recording an attempt, and releases its lease (the Unschedule script): for a record that
+// cannot be decoded, or that is not pending.
+func UnscheduleLeased(ctx context.Context, c redis.UniversalClient, keys Keys, shard int, webhookID, id, token string) error {
+	k := []string{keys.Ready(shard), keys.Queue(shard, webhookID), keys.Delivery(shard, id)}
+	return Unschedule.Run(ctx, c, k, id, token, webhookID).Err()
+}

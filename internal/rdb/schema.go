@@ -14,13 +14,13 @@ package rdb
 //	{P:s}:evt:<event_id>                   string  the event's fingerprint, then its request body, stored once per
 //	                                               event (event_store.go)   TTL ≥ every record of the event
 //	{P:s}:ready                            zset    webhook id -> at most when its earliest delivery in the shard is due,
-//	                                               or later while the webhook is parked (ms) (schedule.go); an entry
+//	                                               or later while the webhook is parked (ms) (worker.Leaser); an entry
 //	                                               whose queue is empty is removed by the next worker to read it
 //	{P:s}:q:<webhook_id>                   zset    delivery id -> next attempt, or lease end while leased (ms); pending
 //	                                               only
 //	{P:s}:inline                           zset    delivery id + webhook id (InlineEntry) -> lease end (ms):
 //	                                               deliveries leased by their claims for Dispatch's inline attempt
-//	                                               (inline.go)
+//	                                               (worker/leaser_inline.go)
 //	{P:s}:list:<webhook_id>                stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
 //	                                               its creation or Redeliver; trimmed on write, TTL ≥ newest entry
 //	{P:s}:tevents                          zset    event id -> accepted (ms): the replay index of the events of no tenant
@@ -56,7 +56,7 @@ package rdb
 //	{P:tests:<scope>}                      string  a test-send limiter (SendTest), scope "webhook:<id>" or "tenant:<tenant>":
 //	                                               the start of its next free slot (µs, Redis time)  TTL 1 s after that slot
 //	{P:concurrency:<webhook_id>}           zset    the attempts holding a slot of the webhook's MaxConcurrency: token ->
-//	                                               the end of its lease (ms, Redis time) (concurrency.go)  TTL the
+//	                                               the end of its lease (ms, Redis time) (worker.Attempter)  TTL the
 //	                                               last lease taken
 //	{P:rate:<webhook_id>}                  string  the webhook's rate limiter: the start of its next free slot (µs,
 //	                                               Redis time) (internal/ratelimit)  TTL 1 s after that slot

@@ -1,6 +1,9 @@
 package types
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // The event a producer dispatches.
 
@@ -30,4 +33,12 @@ type Event struct {
 	// is refused with ErrOrderKeyConflict. 1–256 bytes of printable UTF-8; "" (the default) means
 	// unordered.
 	OrderKey string
+}
+
+// TestEventType is the type of the event SendTest sends.
+const TestEventType = "webhook.test"
+
+// IsTestDelivery reports whether a delivery was made by SendTest, which reaches disabled webhooks too.
+func IsTestDelivery(d *Delivery) bool {
+	return d.EventType == TestEventType && strings.HasPrefix(d.EventID, "test_")
 }

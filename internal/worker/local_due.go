@@ -10,7 +10,7 @@ import (
 // each is due. Its worker leases them by id, without reading the ready zsets or the queues to find
 // them (the lease script checks each id against its queue, so an id another replica took meanwhile
 // costs one ZSCORE). It is a hint, never the truth: what it does not hold (other replicas' writes, ids
-// dropped when it is full) the worker finds by reading the schedule (the root's scan.go). It holds at most max
+// dropped when it is full) the worker finds by reading the schedule (Leaser.scan). It holds at most max
 // ids; an id that does not fit marks its shard for the worker's next scan instead.
 type LocalDue struct {
 	mu    sync.Mutex

@@ -46,7 +46,7 @@ type Outcome struct {
 	Inline     bool      // the attempt was leased by the claim (its schedule entry is in the inline zset)
 	Retime     bool      // its lease read its queue to the last due entry: a final outcome retimes the webhook
 	Counted    bool      // its circuit count was sent when its attempt ended (countNow): settle sends none
-	// PendingSince is when Redis first failed to take it (the root's pending_outcomes.go); zero until then.
+	// PendingSince is when Redis first failed to take it (PendingOutcomes.Keep); zero until then.
 	PendingSince time.Time
 }
 
