@@ -206,7 +206,7 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	if err != nil {
 		return nil, err
 	}
-	if err := d.takeTestSend(ctx, s); err != nil {
+	if err := ratelimit.TakeTestSend(ctx, d.rdb, d.keys, s.ID, s.Tenant); err != nil {
 		return nil, err
 	}
 	evt := Event{Type: TestEventType, ID: "test_" + randomHex(12), Data: map[string]string{"webhook_id": webhookID}}
