@@ -9,15 +9,16 @@ import (
 	"github.com/smartdrop/webhooks/internal/worker"
 )
 
-// Redeliver sends a delivery again: a failed one (the one way a failed delivery is sent again), or one
-// that succeeded, unordered ("you show 200, we never got it"), which gets one more attempt with the same
-// webhook-id. It keeps the delivery's id, event and history (the new attempt is added to it), gives it
-// the whole retry schedule again, extends its record (its claim) to Options.Retention from now, and
-// makes the first attempt before it returns. A pending delivery, an ordered one that succeeded, and one
-// that succeeded within the last 5 s (replay.ResendQuiet: a repeated click, or a concurrent call that lost the
-// race to the one that just sent it) are returned unchanged; concurrent calls send a delivery again once. A delivery whose webhook was
-// deleted gives an error wrapping ErrNotFound, one whose webhook is disabled an error wrapping
-// ErrWebhookDisabled, and the delivery is left as it is.
+// Redeliver sends a delivery again: a failed one (the one way a failed delivery is sent again), or
+// one that succeeded, unordered ("you show 200, we never got it"), which gets one more attempt with
+// the same webhook-id. It keeps the delivery's id, event and history (the new attempt is added to
+// it), gives it the whole retry schedule again, extends its record (its claim) to Options.Retention
+// from now, and makes the first attempt before it returns. A pending delivery, an ordered one that
+// succeeded, and one that succeeded within the last 5 s (replay.ResendQuiet: a repeated click, or a
+// concurrent call that lost the race to the one that just sent it) are returned unchanged;
+// concurrent calls send a delivery again once. A delivery whose webhook was deleted gives an error
+// wrapping ErrNotFound, one whose webhook is disabled an error wrapping ErrWebhookDisabled, and the
+// delivery is left as it is.
 func (d *Dispatcher) Redeliver(ctx context.Context, deliveryID string) (*Delivery, error) {
 	dl, _, err := d.resend.Redeliver(ctx, deliveryID)
 	return dl, err
