@@ -102,9 +102,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
 	d.leaser = newLeaser(d)
 	d.attempter = newAttempter(d)
-	d.events = &events.Encoder{Now: func() time.Time { return d.now() }, MaxPayloadBytes: opts.MaxPayloadBytes,
-		Validate: validateEvent, Reserved: d.notify.Reserved, Catalog: d.eventTypes.cache, RequireTypes: opts.RequireEventTypes}
-	d.replayer, d.resend = newReplayer(d), newRedeliverer(d)
+	d.events, d.replayer, d.resend = newEncoder(d), newReplayer(d), newRedeliverer(d)
 	d.admin = newAdmin(d)
 	return d, nil
 }

@@ -1,6 +1,11 @@
 package webhooks
 
-import "context"
+import (
+	"context"
+	"time"
+
+	"github.com/smartdrop/webhooks/internal/events"
+)
 
 // ValidateEvent runs the checks Dispatch and Enqueue make on evt before anything is claimed, and
 // returns the error they would return for it (wrapping ErrInvalidEvent), or nil: the type, id, tenant
@@ -17,4 +22,10 @@ import "context"
 func (d *Dispatcher) ValidateEvent(ctx context.Context, evt Event) error {
 	_, err := d.events.Check(ctx, evt, false)
 	return err
+}
+
+// newEncoder is d's checks and encoding of an event (internal/events).
+func newEncoder(d *Dispatcher) *events.Encoder {
+	return &events.Encoder{Now: func() time.Time { return d.now() }, MaxPayloadBytes: d.opts.MaxPayloadBytes,
+		Validate: validateEvent, Reserved: d.notify.Reserved, Catalog: d.eventTypes.cache, RequireTypes: d.opts.RequireEventTypes}
 }
