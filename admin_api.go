@@ -149,8 +149,8 @@ func newAdmin(d *Dispatcher) *admin.Backend {
 		WebhookRepo: webhookStore{d.webhooks}, DeliveryRepo: adminDeliveries{d.deliveries}, EventTypeRepo: adminEventTypes{d.eventTypes},
 		Actions: d, Now: func() time.Time { return d.now() }, Lease: d.lease,
 		ReplayIndex: d.opts.ReplayIndex, Traced: d.opts.Tracer != nil, UserAgent: userAgent,
-		ParseToken: func(token string) (string, error) { return parsePortalToken(d.opts.PortalKey, token, d.now()) },
-		Resend:     d.redeliver, Woken: func(shard int) { d.leaser.MarkShard(shard) }, Poke: d.wake.Poke}
+		PortalKey: d.opts.PortalKey, ValidTenant: validateTenant,
+		Resend: d.resend.Redeliver, Woken: func(shard int) { d.leaser.MarkShard(shard) }, Poke: d.wake.Poke}
 }
 
 // webhookStore is the registry as internal/admin and internal/notify read and change it.

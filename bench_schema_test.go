@@ -87,17 +87,17 @@ func BenchmarkEventTypeValidate(b *testing.B) {
 	if _, err := d.EventTypes().Create(ctx, EventType{Name: "pool.created", Schema: json.RawMessage(benchSchema)}); err != nil {
 		b.Fatal(err)
 	}
-	body, err := d.encode(Event{Type: "pool.created", ID: "evt-1", Data: benchSchemaData()})
+	body, err := d.events.Encode(Event{Type: "pool.created", ID: "evt-1", Data: benchSchemaData()})
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := d.checkEventType(ctx, "evt-1", "pool.created", body, true); err != nil {
+	if err := d.events.CheckType(ctx, "evt-1", "pool.created", body, true); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if err := d.checkEventType(ctx, "evt-1", "pool.created", body, true); err != nil {
+		if err := d.events.CheckType(ctx, "evt-1", "pool.created", body, true); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/replay"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -32,7 +33,8 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	args = append(args, checks...)
-	replayKey, mode, id := d.replayIndexArgs(shard, eventID, now)
+	pruneDue := func(key string) bool { return d.indexTTLs.due(key, now) }
+	replayKey, mode, id := replay.IndexArgs(d.keys, d.opts.ReplayIndex, shard, eventID, pruneDue)
 	keys, args = append(keys, replayKey), append(args, mode, id)
 	reply, err := d.runClaim(ctx, rdb.Claim, eventID, len(recs), keys, args)
 	if err != nil {

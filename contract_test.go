@@ -178,6 +178,7 @@ func pinSubscribers(t *testing.T, d *Dispatcher, evtType string, want int) {
 	d.webhooks.cache["\x00"+evtType] = subscriberEntry{at: time.Now().Add(time.Hour), list: subs} // the key of tenant "" (registry_cache.go)
 	d.webhooks.mu.Unlock()
 	d.eventTypes.cache = eventtypes.New(d.rdb, d.keys, time.Hour)
+	d.events.Catalog = d.eventTypes.cache // the catalog the Dispatches check events against
 	_, err = d.eventTypes.cache.Get(context.Background(), false)
 	require.NoError(t, err)
 }

@@ -13,9 +13,11 @@ import (
 	"github.com/smartdrop/webhooks/internal/admin"
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/endpoint"
+	"github.com/smartdrop/webhooks/internal/events"
 	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/replay"
 	"github.com/smartdrop/webhooks/internal/types"
 
 	"github.com/redis/go-redis/v9"
@@ -54,6 +56,9 @@ type Dispatcher struct {
 	pending    worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
 	admin      *admin.Backend          // the admin API's backend, and Stats, RetryNow, ProbeNow (internal/admin)
 	notify     *notify.Notifier        // hooks, logs, operational events, auto-disable (internal/notify)
+	events     *events.Encoder         // the checks and request body of an event (internal/events)
+	replayer   *replay.Replayer        // ReplayMissing (internal/replay)
+	resend     *replay.Redeliverer     // Redeliver (internal/replay)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -97,6 +102,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
 	d.leaser = newLeaser(d)
 	d.attempter = newAttempter(d)
+	d.events, d.replayer, d.resend = newEncoder(d), newReplayer(d), newRedeliverer(d)
 	d.admin = newAdmin(d)
 	return d, nil
 }
@@ -113,33 +119,6 @@ func (d *Dispatcher) Webhooks() *WebhookRepo { return d.webhooks }
 
 // Deliveries returns the delivery records.
 func (d *Dispatcher) Deliveries() *DeliveryRepo { return d.deliveries }
-
-// wireEvent is the request body.
-type wireEvent struct {
-	ID        string    `json:"id"`
-	Type      string    `json:"type"`
-	Timestamp time.Time `json:"timestamp"`
-	Data      any       `json:"data"`
-}
-
-func (d *Dispatcher) encode(evt Event) ([]byte, error) {
-	at := evt.Time
-	if at.IsZero() {
-		at = d.now()
-	}
-	data, err := types.EventData(evt.Data)
-	if err != nil {
-		return nil, err
-	}
-	body, err := json.Marshal(wireEvent{ID: evt.ID, Type: evt.Type, Timestamp: at.UTC(), Data: data})
-	if err != nil {
-		return nil, fmt.Errorf("%w: encode data: %w", ErrInvalidEvent, err)
-	}
-	if len(body) > d.opts.MaxPayloadBytes {
-		return nil, fmt.Errorf("%w: encoded body is %d bytes, more than %d", ErrInvalidEvent, len(body), d.opts.MaxPayloadBytes)
-	}
-	return body, nil
-}
 
 // Dispatch delivers evt to every enabled webhook that subscribes to its type, once per (webhook, event
 // id) pair. For each pair it creates, it makes the first attempt before it returns, concurrently across
@@ -163,7 +142,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) ([]Result, error) 
 func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bool) (rs []Result, err error) {
 	ctx, end := d.startCall(ctx, op, evt)
 	defer func() { end(rs, err) }()
-	body, err := d.validateAndEncode(ctx, evt, true)
+	body, err := d.events.Check(ctx, evt, true)
 	if err != nil {
 		return nil, err
 	}
@@ -225,11 +204,11 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	if err != nil {
 		return nil, err
 	}
-	if err := d.takeTestSend(ctx, s); err != nil {
+	if err := ratelimit.TakeTestSend(ctx, d.rdb, d.keys, s.ID, s.Tenant); err != nil {
 		return nil, err
 	}
 	evt := Event{Type: TestEventType, ID: "test_" + randomHex(12), Data: map[string]string{"webhook_id": webhookID}}
-	body, err := d.encode(evt)
+	body, err := d.events.Encode(evt)
 	if err != nil {
 		return nil, err
 	}

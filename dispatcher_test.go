@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/replay"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -741,7 +742,7 @@ func mustFirstWebhook(t *testing.T, d *Dispatcher) *Webhook {
 
 // TestRedeliverResendsASuccess: Redeliver of a delivery that succeeded sends it once more, with the
 // same webhook-id and body, and records the attempt in its history; eight concurrent calls send it
-// once; within resendQuiet of its last attempt it is returned unchanged.
+// once; within replay.ResendQuiet of its last attempt it is returned unchanged.
 func TestRedeliverResendsASuccess(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)
@@ -757,7 +758,7 @@ func TestRedeliverResendsASuccess(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, dl.Attempts, "just delivered: returned unchanged")
 	require.Equal(t, 1, rc.count())
-	clock.Advance(resendQuiet)
+	clock.Advance(replay.ResendQuiet)
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Go(func() {

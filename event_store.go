@@ -16,7 +16,7 @@ import (
 // replay of the same event at another time is the same event. A body stored by an earlier build has
 // no fingerprint and conflicts with nothing.
 
-// eventFingerprint is the fingerprint of an event of type typ whose encoded body is body (wireEvent:
+// eventFingerprint is the fingerprint of an event of type typ whose encoded body is body (events.Encoder.Encode:
 // its data is the last field, after the first `,"data":`, which no id, type or timestamp can hold).
 func eventFingerprint(typ string, body []byte) string {
 	data := body

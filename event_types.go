@@ -76,7 +76,7 @@ func (r *EventTypeRepo) Get(ctx context.Context, name string) (*EventType, error
 // List returns the catalog, read from Redis, sorted by name. A type whose stored JSON cannot be
 // decoded is left out.
 func (r *EventTypeRepo) List(ctx context.Context) ([]*EventType, error) {
-	all, err := r.rdb.HGetAll(ctx, r.keys.EventTypes()).Result()
+	all, err := rdb.ReadEventTypes(ctx, r.rdb, r.keys)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: list event types: %w", err)
 	}
@@ -142,12 +142,12 @@ func (r *EventTypeRepo) modify(ctx context.Context, name string, change func(*Ev
 
 // load reads one type and its stored JSON.
 func (r *EventTypeRepo) load(ctx context.Context, name string) (*EventType, string, error) {
-	raw, err := r.rdb.HGet(ctx, r.keys.EventTypes(), name).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, "", fmt.Errorf("%w: event type %q", ErrNotFound, name)
-	}
+	raw, found, err := rdb.ReadEventType(ctx, r.rdb, r.keys, name)
 	if err != nil {
 		return nil, "", fmt.Errorf("webhooks: load event type %s: %w", name, err)
+	}
+	if !found {
+		return nil, "", fmt.Errorf("%w: event type %q", ErrNotFound, name)
 	}
 	var t EventType
 	if err := json.Unmarshal([]byte(raw), &t); err != nil {
@@ -160,8 +160,7 @@ func (r *EventTypeRepo) load(ctx context.Context, name string) (*EventType, stri
 // makes this process's cache read the catalog again. A stored JSON other than old wraps ErrConflict.
 func (r *EventTypeRepo) save(ctx context.Context, name, old, raw string) error {
 	defer r.cache.Invalidate() // whatever the outcome: a write that timed out may have been applied
-	res, err := rdb.SaveEventType.Run(ctx, r.rdb, []string{r.keys.EventTypes(), r.keys.EventTypesVersion()},
-		name, old, raw, randomHex(8), MaxEventTypes).Int()
+	res, err := rdb.WriteEventType(ctx, r.rdb, r.keys, name, old, raw, randomHex(8), MaxEventTypes)
 	switch {
 	case err != nil:
 		return fmt.Errorf("webhooks: save event type %s: %w", name, err)

@@ -39,7 +39,7 @@ func nonRegistryKeys(t *testing.T, tr *testRedis) []string {
 // TestEventTypeSchemaIsEnforced: Dispatch and Enqueue deliver an event whose data satisfies its type's
 // schema, and refuse one whose data fails it with ErrInvalidEvent naming the failing instance path and
 // keyword, before anything is claimed (no key but the registry's, nothing received); ValidateEvent
-// refuses it with the same error. Broken by skipping checkEventType in validateAndEncode (the invalid
+// refuses it with the same error. Broken by skipping CheckType in events.Encoder.Check (the invalid
 // events are delivered), or by validating after the claim (keys appear).
 func TestEventTypeSchemaIsEnforced(t *testing.T) {
 	t.Parallel()
@@ -218,7 +218,7 @@ func TestEventTypeSchemaLoadsNoOtherDocument(t *testing.T) {
 // TestRequireEventTypes: with Options.RequireEventTypes, an event of a type the catalog does not hold
 // is refused with ErrInvalidEvent before anything is claimed; a registered type with no schema, and a
 // deprecated one, are delivered; SendTest is not checked. Without it the unregistered type is
-// delivered. Broken by ignoring the option in checkEventType.
+// delivered. Broken by ignoring the option in events.Encoder.CheckType.
 func TestRequireEventTypes(t *testing.T) {
 	t.Parallel()
 	tr := newTestRedis(t)

@@ -35,7 +35,7 @@ func (d *Dispatcher) enqueueOperational(ctx context.Context, evt Event, about st
 	if err := validateEvent(evt); err != nil {
 		return err
 	}
-	body, err := d.encode(evt)
+	body, err := d.events.Encode(evt)
 	if err != nil {
 		return err
 	}

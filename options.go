@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/admin"
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/sealed"
@@ -360,8 +361,8 @@ func (o Options) checkTenancy() error {
 	switch {
 	case o.MaxWebhooksPerTenant < 0:
 		return fmt.Errorf("%w: MaxWebhooksPerTenant must be positive", ErrInvalidOptions)
-	case o.PortalKey != nil && len(o.PortalKey) < minPortalKey:
-		return fmt.Errorf("%w: PortalKey must be at least %d bytes", ErrInvalidOptions, minPortalKey)
+	case o.PortalKey != nil && len(o.PortalKey) < admin.MinPortalKey:
+		return fmt.Errorf("%w: PortalKey must be at least %d bytes", ErrInvalidOptions, admin.MinPortalKey)
 	}
 	if _, err := sealed.NewRing(o.SecretKeys); err != nil {
 		return fmt.Errorf("%w: SecretKeys: %w", ErrInvalidOptions, err)

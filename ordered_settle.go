@@ -1,9 +1,6 @@
 package webhooks
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/smartdrop/webhooks/internal/rdb"
 
 	"github.com/redis/go-redis/v9"
@@ -44,43 +41,4 @@ func (d *Dispatcher) orderedOutcomes(shard int, recs []*rdb.Record, idx []int) (
 		modes, members = append(modes, mode), append(members, blockedMember(r.WebhookID, r.OrderKey))
 	}
 	return append(keys, d.keys.Blocked(shard)), append(append(modes, members...), d.opts.Retention.Milliseconds())
-}
-
-// redeliverScriptFor returns the script, keys and arguments that reset rec (rdb.Redeliver's keys
-// and arguments given): rdb.OrderedRedeliver's for an ordered delivery, rdb.Redeliver's for
-// another.
-func (d *Dispatcher) redeliverScriptFor(shard int, wh *storedWebhook, rec *rdb.Record, renewed *rdb.Record, keys []string, args []any) (*redis.Script, []string, []any) {
-	if rec.OrderKey == "" {
-		return rdb.Redeliver, keys, args
-	}
-	keys[2] = d.keys.OrderedEvent(shard, rdb.ScopedEventID(wh.Tenant, rec.EventID))
-	keys = append(keys, d.keys.Seq(shard, rec.WebhookID, rec.OrderKey), d.keys.Blocked(shard), d.keys.Inline(shard))
-	args = append(args, waitingRecord(renewed).Encode(), blockedMember(rec.WebhookID, rec.OrderKey))
-	return rdb.OrderedRedeliver, keys, args
-}
-
-// redeliveredBehind is Redeliver's error for a delivery the redeliver script did not reset for an
-// attempt now: nil when it did not reset it at all, else (an ordered delivery reset behind its key's
-// head, rdb.RedeliverWaiting) one wrapping ErrDeferred, once the event's marker is extended as the
-// reset extended its record.
-func (d *Dispatcher) redeliveredBehind(ctx context.Context, tenant string, rec *rdb.Record, reset int64) error {
-	if reset != rdb.RedeliverWaiting {
-		return nil
-	}
-	d.extendOrderMarker(ctx, tenant, rec)
-	return fmt.Errorf("webhooks: redeliver %s: queued behind earlier deliveries of order key %q: %w", rec.ID, rec.OrderKey, ErrDeferred)
-}
-
-// extendOrderMarker keeps an ordered event's marker at least as long as its records once one was
-// redelivered (best effort: a marker that expires early only lets the id be dispatched again with
-// another key).
-func (d *Dispatcher) extendOrderMarker(ctx context.Context, tenant string, rec *rdb.Record) {
-	if rec.OrderKey == "" {
-		return
-	}
-	scoped := rdb.ScopedEventID(tenant, rec.EventID)
-	ttl := (d.opts.Retention + markerSlack).Milliseconds()
-	if err := d.rdb.Do(ctx, "PEXPIRE", d.keys.Event(d.keys.ShardOf(scoped), scoped), ttl, "GT").Err(); err != nil {
-		d.log.Warn("webhooks: extend order marker", "delivery_id", rec.ID, "error", err)
-	}
 }

@@ -447,7 +447,7 @@ func TestRedeliverRetriedByTheClientStillSends(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, StatusFailed, res[0].Delivery.Status)
 	rc.status.Store(http.StatusOK)
-	dl, reset, err := d.redeliver(ctx, res[0].Delivery.ID)
+	dl, reset, err := d.resend.Redeliver(ctx, res[0].Delivery.ID)
 	require.NoError(t, err)
 	assert.True(t, reset, "the retried script reports the reset")
 	assert.Equal(t, StatusSuccess, dl.Status)

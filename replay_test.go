@@ -165,7 +165,7 @@ func TestReplayMissingPagesWithinOneMillisecond(t *testing.T) {
 	at := clock.Now().UnixMilli()
 	pipe := tr.rdb.Pipeline()
 	for i, id := range ids {
-		body, err := d.encode(Event{ID: id, Type: "bulk.item"})
+		body, err := d.events.Encode(Event{ID: id, Type: "bulk.item"})
 		require.NoError(t, err)
 		pipe.Set(ctx, d.keys.Event(5, id), rdb.StoredEvent(eventFingerprint("bulk.item", body), body), time.Hour)
 		pipe.ZAdd(ctx, d.keys.Replay(5, ""), redis.Z{Score: float64(at + int64(min(i/20, 1))), Member: id})

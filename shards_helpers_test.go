@@ -48,6 +48,7 @@ func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 		Timeout: d.opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
 	d.leaser = newLeaser(d)
 	d.attempter = newAttempter(d)
+	d.events, d.replayer, d.resend = newEncoder(d), newReplayer(d), newRedeliverer(d)
 	d.admin = newAdmin(d)
 }
 

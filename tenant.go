@@ -60,7 +60,7 @@ func (r *WebhookRepo) ListTenant(ctx context.Context, tenant string) ([]*Webhook
 		}
 		return slices.DeleteFunc(all, func(w *Webhook) bool { return w.Tenant != "" }), nil
 	}
-	vals, err := rdb.IndexedWebhooks.Run(ctx, r.rdb, []string{r.keys.Webhooks(), r.keys.Tenant(tenant)}).StringSlice()
+	vals, err := rdb.ReadTenantWebhooks(ctx, r.rdb, r.keys, tenant)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: list webhooks of tenant %s: %w", tenant, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/admin"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -308,7 +309,7 @@ func FuzzPortalToken(f *testing.F) {
 	f.Add("wpt1..")
 	f.Add("wpt1.YWNtZQo5OTk5OTk5OTk5.x")
 	f.Fuzz(func(t *testing.T, tok string) {
-		tenant, err := parsePortalToken(key, tok, now)
+		tenant, err := admin.ParsePortalToken(key, tok, now, validateTenant)
 		if err != nil {
 			return
 		}

@@ -2,9 +2,9 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
+	"time"
 
-	"github.com/smartdrop/webhooks/internal/eventtypes"
+	"github.com/smartdrop/webhooks/internal/events"
 )
 
 // ValidateEvent runs the checks Dispatch and Enqueue make on evt before anything is claimed, and
@@ -20,56 +20,12 @@ import (
 // claim. A producer that stores an event to dispatch it later (such as the pgxoutbox module) calls it
 // to refuse, before anything is written, what Enqueue would refuse.
 func (d *Dispatcher) ValidateEvent(ctx context.Context, evt Event) error {
-	_, err := d.validateAndEncode(ctx, evt, false)
+	_, err := d.events.Check(ctx, evt, false)
 	return err
 }
 
-// validateAndEncode is ValidateEvent that also returns the event's encoded body, for accept. strict:
-// a catalog that cannot be read (and was never read) is an error wrapping ErrNotAccepted, not a
-// check skipped.
-func (d *Dispatcher) validateAndEncode(ctx context.Context, evt Event, strict bool) ([]byte, error) {
-	if err := validateEvent(evt); err != nil {
-		return nil, err
-	}
-	if err := d.notify.Reserved(evt.Type); err != nil {
-		return nil, err
-	}
-	body, err := d.encode(evt)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.checkEventType(ctx, evt.ID, evt.Type, body, strict); err != nil {
-		return nil, err
-	}
-	return body, nil
-}
-
-// checkEventType holds an event (its encoded body) to the catalog of event types: its data to its
-// type's schema, and under Options.RequireEventTypes its type to the catalog.
-func (d *Dispatcher) checkEventType(ctx context.Context, id, typ string, body []byte, strict bool) error {
-	cat, err := d.eventTypes.cache.Get(ctx, !strict)
-	if cat == nil {
-		if err != nil && strict {
-			return fmt.Errorf("%w: event %s: %w", ErrNotAccepted, id, err)
-		}
-		return nil
-	}
-	e := cat.Type(typ)
-	if e == nil {
-		if d.opts.RequireEventTypes {
-			return fmt.Errorf("%w: type %q is not in the catalog of event types (Options.RequireEventTypes)", ErrInvalidEvent, typ)
-		}
-		return nil
-	}
-	v, err := e.Validator()
-	if err != nil {
-		return fmt.Errorf("%w: type %s: its schema cannot be used: %w", ErrInvalidEvent, typ, err)
-	}
-	if v == nil {
-		return nil
-	}
-	if err := v.Validate(eventtypes.Data(body)); err != nil {
-		return fmt.Errorf("%w: data of %s fails its schema %w", ErrInvalidEvent, typ, err)
-	}
-	return nil
+// newEncoder is d's checks and encoding of an event (internal/events).
+func newEncoder(d *Dispatcher) *events.Encoder {
+	return &events.Encoder{Now: func() time.Time { return d.now() }, MaxPayloadBytes: d.opts.MaxPayloadBytes,
+		Validate: validateEvent, Reserved: d.notify.Reserved, Catalog: d.eventTypes.cache, RequireTypes: d.opts.RequireEventTypes}
 }

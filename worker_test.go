@@ -155,7 +155,7 @@ func TestFailedStaysFailedUntilRedeliver(t *testing.T) {
 
 	again, err := d.Redeliver(ctx, id)
 	require.NoError(t, err)
-	assert.Equal(t, StatusSuccess, again.Status, "a delivery that just succeeded is returned unchanged (resendQuiet)")
+	assert.Equal(t, StatusSuccess, again.Status, "a delivery that just succeeded is returned unchanged (replay.ResendQuiet)")
 	assert.Equal(t, 4, rc.count())
 	_, err = d.Redeliver(ctx, "dlv_00000000000000000000000000")
 	require.ErrorIs(t, err, ErrNotFound)

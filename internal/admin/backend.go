@@ -1,11 +1,11 @@
 // Package admin is the admin API's backend (api.Backend, which internal/api serves as the root's
 // Handler and Portal) over the library: every route's scope check (a webhook or delivery of another
-// tenant is not found), the state model of the answers (view.go), and the operator's reads and actions
-// that the Dispatcher's public methods also offer: the backlog (Stats, stats.go; held.go), an
-// endpoint's counts (counts.go), an ordered delivery's queue (order_queue.go), a delivery's
-// redeliveries (redeliveries.go), recover (recover.go), retry now (retry_now.go) and probe now
-// (probe_now.go). Its Redis reads and writes are internal/rdb's; the registry and the Dispatcher's
-// actions are the root's, through the interfaces below.
+// tenant is not found), the portal's tokens (portal_token.go), the state model of the answers
+// (view.go), and the operator's reads and actions that the Dispatcher's public methods also offer:
+// the backlog (Stats, stats.go; held.go), an endpoint's counts (counts.go), an ordered delivery's
+// queue (order_queue.go), a delivery's redeliveries (redeliveries.go), recover (recover.go), retry
+// now (retry_now.go) and probe now (probe_now.go). Its Redis reads and writes are internal/rdb's;
+// the registry and the Dispatcher's actions are the root's, through the interfaces below.
 package admin
 
 import (
@@ -88,8 +88,9 @@ type Backend struct {
 	ReplayIndex bool          // Options.ReplayIndex
 	Traced      bool          // Options.Tracer is set: requests carry a traceparent
 	UserAgent   string
-	// ParseToken checks a portal token and returns its tenant.
-	ParseToken func(token string) (string, error)
+	PortalKey   []byte // Options.PortalKey: the portal tokens' key
+	// ValidTenant checks a tenant name, as the registry does.
+	ValidTenant func(string) error
 	// Resend is the Dispatcher's Redeliver that also reports whether the call reset the delivery.
 	Resend func(ctx context.Context, deliveryID string) (*types.Delivery, bool, error)
 	// Woken tells the Dispatcher's worker that probe now made deliveries due in a shard.
@@ -125,7 +126,9 @@ func (*Backend) Classify(err error) api.Kind {
 }
 
 // Authenticate checks a portal token.
-func (b *Backend) Authenticate(token string) (string, error) { return b.ParseToken(token) }
+func (b *Backend) Authenticate(token string) (string, error) {
+	return ParsePortalToken(b.PortalKey, token, b.Now(), b.ValidTenant)
+}
 
 // webhook reads a webhook within a scope: another tenant's answers as not found.
 func (b *Backend) webhook(ctx context.Context, s api.Scope, id string) (*types.Webhook, error) {

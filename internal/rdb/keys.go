@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -88,6 +89,15 @@ func ScopedEventID(tenant, eventID string) string {
 		return eventID
 	}
 	return tenant + "\x00" + eventID
+}
+
+// SplitScopedEventID is the tenant and the event id of an event id scoped by its tenant
+// (ScopedEventID): a tenant never holds the NUL byte that joins them.
+func SplitScopedEventID(scoped string) (tenant, eventID string) {
+	if t, id, ok := strings.Cut(scoped, "\x00"); ok {
+		return t, id
+	}
+	return "", scoped
 }
 
 // OrderShard is the shard of every delivery of an ordered event: its (tenant, order key)'s.

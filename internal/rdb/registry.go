@@ -1,7 +1,7 @@
 package rdb
 
-// The registry's reads that the root's per-process cache of it fills from: a tenant's subscribers to
-// an event type, and webhooks by id.
+// The registry's reads that the root's per-process cache of it fills from (a tenant's subscribers to
+// an event type, and webhooks by id), and a tenant's webhooks.
 
 import (
 	"context"
@@ -63,4 +63,10 @@ func ReadWebhooks(ctx context.Context, c redis.UniversalClient, k Keys, ring *se
 		found[ids[i]] = s
 	}
 	return found, broken, nil
+}
+
+// ReadTenantWebhooks reads, in one round trip (the IndexedWebhooks script over the tenant's index),
+// the stored JSON of every webhook of a tenant (not "").
+func ReadTenantWebhooks(ctx context.Context, c redis.UniversalClient, k Keys, tenant string) ([]string, error) {
+	return IndexedWebhooks.Run(ctx, c, []string{k.Webhooks(), k.Tenant(tenant)}).StringSlice()
 }

@@ -24,7 +24,7 @@ package rdb
 //	{P:s}:list:<webhook_id>                stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
 //	                                               its creation or Redeliver; trimmed on write, TTL ≥ newest entry
 //	{P:s}:tevents                          zset    event id -> accepted (ms): the replay index of the events of no tenant
-//	                                               (Options.ReplayIndex; replay_index.go); pruned to Retention on write,
+//	                                               (Options.ReplayIndex; internal/replay); pruned to Retention on write,
 //	                                               TTL ≥ newest entry
 //	{P:s}:tevents:<tenant>                 zset    the same for one tenant's events
 //	{P:s}:evt:<event_id>                   string  for an ordered event (Event.OrderKey), in its id's shard: "\x00" +
