@@ -47,16 +47,6 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// blockedMember names a sequence in Keys.Blocked.
-func blockedMember(webhookID, orderKey string) string { return webhookID + ":" + orderKey }
-
-// waitingRecord is rec as created behind its key's head: pending, not leased, no next attempt.
-func waitingRecord(rec *rdb.Record) *rdb.Record {
-	w := *rec
-	w.LeaseState, w.LeaseEnd, w.NextAttemptAt = rdb.LeaseNone, rdb.MilliTime(0), rdb.MilliTime(0)
-	return &w
-}
-
 // reserveOrder reserves an ordered event's id for its key (rdb.ReserveOrder): an error wraps
 // ErrOrderKeyConflict when the id was dispatched with another key or none.
 func (d *Dispatcher) reserveOrder(ctx context.Context, scoped, orderKey string) error {
@@ -99,12 +89,12 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 	now := d.now()
 	waiting, checks := make([]*rdb.Record, len(recs)), make([]any, len(recs))
 	for i, r := range recs {
-		waiting[i] = waitingRecord(r)
+		waiting[i] = r.Waiting()
 		index := d.keys.Index(shard, r.WebhookID)
 		keys = append(keys, d.keys.Delivery(shard, r.ID), index, d.keys.Queue(shard, r.WebhookID),
 			d.keys.Seq(shard, r.WebhookID, orderKey))
 		args = append(args, r.ID, rdb.IndexedHash(r.ID), r.Encode(), plans[i].due.UnixMilli(), r.WebhookID,
-			waiting[i].Encode(), blockedMember(r.WebhookID, orderKey), flag(plans[i].inline))
+			waiting[i].Encode(), rdb.BlockedMember(r.WebhookID, orderKey), flag(plans[i].inline))
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	reply, err := d.runClaim(ctx, rdb.OrderedClaim, scoped, len(recs), keys, append(args, checks...))

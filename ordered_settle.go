@@ -38,7 +38,7 @@ func (d *Dispatcher) orderedOutcomes(shard int, recs []*rdb.Record, idx []int) (
 			continue
 		}
 		keys = append(keys, d.keys.Seq(shard, r.WebhookID, r.OrderKey))
-		modes, members = append(modes, mode), append(members, blockedMember(r.WebhookID, r.OrderKey))
+		modes, members = append(modes, mode), append(members, rdb.BlockedMember(r.WebhookID, r.OrderKey))
 	}
 	return append(keys, d.keys.Blocked(shard)), append(append(modes, members...), d.opts.Retention.Milliseconds())
 }

@@ -157,6 +157,9 @@ func (k Keys) Seq(shard int, webhookID, orderKey string) string {
 // Blocked is a shard's zset of sequences with deliveries waiting behind their head.
 func (k Keys) Blocked(shard int) string { return k.Tag(shard) + ":blocked" }
 
+// BlockedMember is an order key's sequence as a member of its shard's blocked zset (Keys.Blocked).
+func BlockedMember(webhookID, orderKey string) string { return webhookID + ":" + orderKey }
+
 // Replay is a tenant's replay index in a shard: event id (unscoped) -> accepted (ms). The webhooks of
 // no tenant have the key without a tenant part.
 func (k Keys) Replay(shard int, tenant string) string {

@@ -246,3 +246,10 @@ func ParseRecord(id, raw string) (*Record, error) {
 	}
 	return r, nil
 }
+
+// Waiting is r as created behind its order key's head: pending, not leased, no next attempt.
+func (r *Record) Waiting() *Record {
+	w := *r
+	w.LeaseState, w.LeaseEnd, w.NextAttemptAt = LeaseNone, MilliTime(0), MilliTime(0)
+	return &w
+}

@@ -65,13 +65,3 @@ func RunRedeliver(ctx context.Context, c redis.UniversalClient, k Keys, r Reset)
 func ExtendOrderMarker(ctx context.Context, c redis.UniversalClient, k Keys, scoped string, ttl time.Duration) error {
 	return c.Do(ctx, "PEXPIRE", k.Event(k.ShardOf(scoped), scoped), ttl.Milliseconds(), "GT").Err()
 }
-
-// BlockedMember is an order key's sequence as a member of its shard's blocked zset (Keys.Blocked).
-func BlockedMember(webhookID, orderKey string) string { return webhookID + ":" + orderKey }
-
-// Waiting is r as created behind its order key's head: pending, not leased, no next attempt.
-func (r *Record) Waiting() *Record {
-	w := *r
-	w.LeaseState, w.LeaseEnd, w.NextAttemptAt = LeaseNone, MilliTime(0), MilliTime(0)
-	return &w
-}
