@@ -53,7 +53,7 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *rdb.Re
 	endpoint.SetHeaders(req.Header, wh.Headers) // first: the library's own headers cannot be overridden
 	req.Header["Content-Type"], req.Header["User-Agent"] = []string{"application/json"}, []string{userAgent}
 	signing.SetHeaders(req.Header, rec.ID, start, body, secrets...)
-	d.setTraceparent(ctx, req.Header, rec)
+	d.trace.SetHeader(ctx, req.Header, rec)
 	resp, err := d.auth.Send(ctx, req, wh.ID, wh.Auth) // with the webhook's endpoint authentication
 	res.Answered = d.now()
 	res.Dur = res.Answered.Sub(start)

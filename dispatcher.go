@@ -18,6 +18,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/replay"
+	"github.com/smartdrop/webhooks/internal/trace"
 	"github.com/smartdrop/webhooks/internal/types"
 
 	"github.com/redis/go-redis/v9"
@@ -38,6 +39,8 @@ type Dispatcher struct {
 	client     *http.Client
 	lease      time.Duration
 	log        *slog.Logger
+	trace      trace.Tracing  // the Options.Tracer's spans and traceparents (internal/trace)
+	send       trace.SendFunc // an HTTP attempt (attempt), within its trace span
 	webhooks   *WebhookRepo
 	deliveries *DeliveryRepo
 	eventTypes *EventTypeRepo
@@ -84,7 +87,8 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
 		indexTTLs: newIndexTTLs(opts.Retention), bodies: worker.NewBodies(),
-		wake: worker.NewWake(), redisDown: down}
+		wake: worker.NewWake(), redisDown: down, trace: trace.Tracing{Tracer: opts.Tracer}}
+	d.send = d.trace.Attempts(d.attempt)
 	d.scripts, d.counts = newBatchers(rdb)
 	d.breaker = newBreaker(rdb, d)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
@@ -140,7 +144,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, evt Event) ([]Result, error) 
 // accept is Dispatch (inline) and Enqueue: it validates and encodes the event, resolves its targets
 // and claims them, within the Tracer's call span.
 func (d *Dispatcher) accept(ctx context.Context, op string, evt Event, inline bool) (rs []Result, err error) {
-	ctx, end := d.startCall(ctx, op, evt)
+	ctx, end := d.trace.StartCall(ctx, op, evt)
 	defer func() { end(rs, err) }()
 	body, err := d.events.Check(ctx, evt, true)
 	if err != nil {
@@ -267,7 +271,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	shard := d.keys.EventShard(tenant, scoped, orderKey)
 	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(retention, scoped, eventID, eventType, targets, plans)
-	d.stampTrace(ctx, recs)
+	d.trace.Stamp(ctx, recs)
 	reply, bodyKey, err := d.claimEvent(ctx, shard, scoped, orderKey, eventType, body, recs, plans)
 	if err != nil {
 		for i, t := range targets {
@@ -315,7 +319,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 				batch.Ended(ctx, recs[i], o, &results[i].Err)
 				return
 			}
-			res := d.tracedAttempt(ctx, t, recs[i], body)
+			res := d.send(ctx, t, recs[i], body)
 			d.attempter.ReleaseConcurrencySlot(ctx, t.ID, slot)
 			o := worker.Decide(recs[i], res, d.opts.RetrySchedule, d.lease, d.now())
 			o.Inline = true

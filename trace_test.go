@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
+	"github.com/smartdrop/webhooks/internal/trace"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -151,8 +152,8 @@ func TestEnqueueStoresTraceparentAndNoTracerStoresNone(t *testing.T) {
 }
 
 func TestValidTraceparent(t *testing.T) {
-	assert.True(t, validTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"))
-	assert.False(t, validTraceparent(""))
-	assert.False(t, validTraceparent("a b"))
-	assert.False(t, validTraceparent(strings.Repeat("a", maxTraceparent+1)))
+	assert.True(t, trace.Valid("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"))
+	assert.False(t, trace.Valid(""))
+	assert.False(t, trace.Valid("a b"))
+	assert.False(t, trace.Valid(strings.Repeat("a", 256+1)))
 }

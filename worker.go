@@ -78,5 +78,5 @@ func newAttempter(d *Dispatcher) *worker.Attempter {
 	return worker.NewAttempter(worker.AttempterConfig{Redis: d.rdb, Keys: d.keys, Breaker: d.breaker, Flights: d.flights,
 		Bodies: d.bodies, Leaser: d.leaser, Wake: d.wake, Concurrency: d.opts.Concurrency, Lease: d.lease,
 		Timeout: d.opts.Timeout, RetrySchedule: d.opts.RetrySchedule, Now: func() time.Time { return d.now() }, Log: d.log,
-		Send: d.tracedAttempt, Settle: d.settle, CountNow: d.countNow})
+		Send: d.send, Settle: d.settle, CountNow: d.countNow})
 }
