@@ -40,8 +40,7 @@ func BenchmarkBacklogDrain(b *testing.B) {
 				return
 			}
 			e.d.flights = worker.NewInFlight(benchInlineCap, e.d.opts.Timeout, e.d.now)
-			e.d.leaser = newLeaser(e.d)
-			e.d.attempter = newAttempter(e.d)
+			wireUnits(e.d)
 			start := time.Now()
 			e.dispatchAll(b, "pool.created", "in-", events, 64, StatusSuccess)
 			inline := float64(events*w) / time.Since(start).Seconds()

@@ -104,11 +104,18 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		OperationalEvents: opts.OperationalEvents, DisableAfter: opts.DisableAfter, Webhooks: webhookStore{d.webhooks},
 		Enqueue: d.enqueueOperational}
 	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
+	wireUnits(d)
+	return d, nil
+}
+
+// wireUnits builds the units that take d's dependencies at construction (the lease pass, the attempts,
+// the event encoder, replay, redeliver, the admin backend), in the order they depend on each other. A
+// test that swaps one of d's dependencies (its Redis client, its in-flight slots) calls it again.
+func wireUnits(d *Dispatcher) {
 	d.leaser = newLeaser(d)
 	d.attempter = newAttempter(d)
 	d.events, d.replayer, d.resend = newEncoder(d), newReplayer(d), newRedeliverer(d)
 	d.admin = newAdmin(d)
-	return d, nil
 }
 
 // CloseIdleConnections closes the idle keep-alive connections of the attempts' HTTP client, for a
@@ -211,7 +218,7 @@ func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery,
 	if err := ratelimit.TakeTestSend(ctx, d.rdb, d.keys, s.ID, s.Tenant); err != nil {
 		return nil, err
 	}
-	evt := Event{Type: TestEventType, ID: "test_" + randomHex(12), Data: map[string]string{"webhook_id": webhookID}}
+	evt := Event{Type: TestEventType, ID: types.TestEventIDPrefix + randomHex(12), Data: map[string]string{"webhook_id": webhookID}}
 	body, err := d.events.Encode(evt)
 	if err != nil {
 		return nil, err

@@ -2,10 +2,11 @@ package webhooks
 
 import (
 	"fmt"
-	"github.com/smartdrop/webhooks/internal/types"
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // Limits on what an Event may carry.

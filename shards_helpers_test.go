@@ -46,10 +46,7 @@ func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.eventTypes.rdb, d.eventTypes.cache = rdb, eventtypes.New(rdb, d.keys, eventTypeCacheTTL)
 	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: d.keys, Ring: d.webhooks.ring, Client: d.client,
 		Timeout: d.opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
-	d.leaser = newLeaser(d)
-	d.attempter = newAttempter(d)
-	d.events, d.replayer, d.resend = newEncoder(d), newReplayer(d), newRedeliverer(d)
-	d.admin = newAdmin(d)
+	wireUnits(d)
 }
 
 // queued finds a delivery in its webhook's queue in a shard: its member and score, ok false when it

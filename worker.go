@@ -73,7 +73,7 @@ func newLeaser(d *Dispatcher) *worker.Leaser {
 }
 
 // newAttempter returns the worker's attempts of d, after its lease pass (newLeaser): the request
-// (tracedAttempt), the outcomes' record (settle) and circuit counts (countNow) are the Dispatcher's.
+// (d.send: attempt within its trace span), the outcomes' record (settle) and circuit counts (countNow) are the Dispatcher's.
 func newAttempter(d *Dispatcher) *worker.Attempter {
 	return worker.NewAttempter(worker.AttempterConfig{Redis: d.rdb, Keys: d.keys, Breaker: d.breaker, Flights: d.flights,
 		Bodies: d.bodies, Leaser: d.leaser, Wake: d.wake, Concurrency: d.opts.Concurrency, Lease: d.lease,

@@ -235,9 +235,9 @@ func (s *soak) noteKill(kind string, producer int) {
 // earlier ("other" otherwise), and sums the attempts a producer kill can lose: the requests in flight
 // at it and the 2xx answered to the killed producer within lostWindow before it (their outcomes perhaps
 // not yet recorded). An extra 2xx put
-// down to a producer kill is explained when the pair's 2xx before it was answered within lostWindow
-// before some producer kill up to the extra one, or within killAnswerWindow after it: the outcome a
-// kill can lose (answered, not yet recorded) or a request the killed process had in flight.
+// down to a producer kill is explained when the pair's 2xx before it was answered to the producer of
+// some kill up to the extra one, within lostWindow before that kill or killAnswerWindow after it: the
+// outcome a kill can lose (answered, not yet recorded) or a request the killed process had in flight.
 func (s *soak) dupCauses(window time.Duration) (dc dupReport) {
 	s.mu.Lock()
 	kills := slices.Clone(s.kills)
@@ -275,14 +275,14 @@ func (s *soak) dupCauses(window time.Duration) (dc dupReport) {
 		}
 		nearest := time.Duration(1 << 62)
 		for _, k := range kills {
-			if off := d.previous.Sub(k.at); k.kind == killProducer && !k.at.After(d.at) && abs(off) < abs(nearest) {
+			if off := d.previous.at.Sub(k.at); k.kind == killProducer && !k.at.After(d.at) && abs(off) < abs(nearest) {
 				nearest = off
 			}
 		}
 		dc.offsets = append(dc.offsets, nearest)
 		explained := slices.ContainsFunc(kills, func(k kill) bool {
-			return k.kind == killProducer && !k.at.After(d.at) &&
-				!d.previous.Before(k.at.Add(-lost)) && !d.previous.After(k.at.Add(killAnswerWindow))
+			return k.kind == killProducer && k.producer == d.previous.producer && !k.at.After(d.at) &&
+				!d.previous.at.Before(k.at.Add(-lost)) && !d.previous.at.After(k.at.Add(killAnswerWindow))
 		})
 		if !explained {
 			dc.unexplainedByProducerKill++

@@ -52,6 +52,7 @@ func dispatcherOptions(cfg config, hooks webhooks.Hooks) webhooks.Options {
 	if cfg.role == "producer" {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.MaxIdleConns, tr.MaxIdleConnsPerHost = 1024, 64 // as the library's own default transport
+		tr.IdleConnTimeout, tr.ForceAttemptHTTP2 = 90*time.Second, true
 		opts.HTTPClient = &http.Client{Transport: producerTransport{index: strconv.Itoa(cfg.index), next: tr}}
 	}
 	return opts
@@ -66,6 +67,14 @@ type producerTransport struct {
 	next  http.RoundTripper
 }
 
+// CloseIdleConnections closes the wrapped transport's idle connections (Dispatcher.CloseIdleConnections).
+func (t producerTransport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// RoundTrip sends req with producerHeader set.
 func (t producerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	req = req.Clone(req.Context())
 	req.Header.Set(producerHeader, t.index)

@@ -40,9 +40,16 @@ type endpointCounts struct {
 	requests, ok, failed, hung atomic.Int64
 }
 
-// dup is an extra 2xx: when it was answered, and when the pair's 2xx before it was.
+// answer is a 2xx: when it was answered, and to which producer (producerHeader; -1: none).
+type answer struct {
+	at       time.Time
+	producer int
+}
+
+// dup is an extra 2xx: when it was answered, and the pair's 2xx before it.
 type dup struct {
-	at, previous time.Time
+	at       time.Time
+	previous answer
 }
 
 // receiver is the soak's subscriber: it verifies every request's signature and counts every 2xx it
@@ -59,7 +66,7 @@ type receiver struct {
 	maxRun  []int // the longest such run
 	longRun int   // a run at least this long is long: its failures' answer times are kept
 	longAt  [][]time.Time
-	lastOK  map[pair]time.Time  // when each pair's latest 2xx was answered
+	lastOK  map[pair]answer     // each pair's latest 2xx
 	dups    []dup               // every extra 2xx, in the order answered
 	okAt    map[int][]time.Time // when each 2xx was answered to each producer (producerHeader), in order
 
@@ -76,7 +83,7 @@ func startReceiver(hangFor time.Duration, longRun int) (*receiver, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &receiver{ln: ln, hangFor: hangFor, secrets: make([]string, len(endpoints)), ok: make(map[pair]int), lastOK: make(map[pair]time.Time), okAt: map[int][]time.Time{},
+	r := &receiver{ln: ln, hangFor: hangFor, secrets: make([]string, len(endpoints)), ok: make(map[pair]int), lastOK: make(map[pair]answer), okAt: map[int][]time.Time{},
 		run: make([]int, len(endpoints)), maxRun: make([]int, len(endpoints)), longRun: max(longRun, 1),
 		longAt: make([][]time.Time, len(endpoints)), counts: make([]endpointCounts, len(endpoints))}
 	mux := http.NewServeMux()
@@ -147,12 +154,16 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request, i int) {
 	c.ok.Add(1)
 	r.mu.Lock()
 	p, now := pair{i, msg.ID}, time.Now()
+	producer, err := strconv.Atoi(req.Header.Get(producerHeader))
+	if err != nil {
+		producer = -1
+	}
 	r.ok[p]++
 	if r.ok[p] > 1 {
 		r.dups = append(r.dups, dup{at: now, previous: r.lastOK[p]})
 	}
-	r.lastOK[p] = now
-	if producer, err := strconv.Atoi(req.Header.Get(producerHeader)); err == nil {
+	r.lastOK[p] = answer{at: now, producer: producer}
+	if producer >= 0 {
 		r.okAt[producer] = append(r.okAt[producer], now)
 	}
 	r.mu.Unlock()

@@ -33,6 +33,7 @@ func (b *Backend) Delivery(ctx context.Context, s api.Scope, id string) (*api.De
 	return detail, nil
 }
 
+// Redeliver sends a delivery again within a scope (POST /deliveries/{id}/redeliver).
 func (b *Backend) Redeliver(ctx context.Context, s api.Scope, id string) (*types.Delivery, error) {
 	if _, err := b.delivery(ctx, s, id); err != nil {
 		return nil, err
@@ -40,6 +41,7 @@ func (b *Backend) Redeliver(ctx context.Context, s api.Scope, id string) (*types
 	return b.Actions.Redeliver(ctx, id)
 }
 
+// RetryNow makes a pending delivery's next attempt due now (POST /deliveries/{id}/retry).
 func (b *Backend) RetryNow(ctx context.Context, s api.Scope, id string) (*types.Delivery, error) {
 	if _, err := b.delivery(ctx, s, id); err != nil {
 		return nil, err
@@ -47,6 +49,7 @@ func (b *Backend) RetryNow(ctx context.Context, s api.Scope, id string) (*types.
 	return b.Retry(ctx, id)
 }
 
+// Payload is the request body a delivery sends (GET /deliveries/{id}/payload).
 func (b *Backend) Payload(ctx context.Context, s api.Scope, id string) ([]byte, error) {
 	dl, err := b.delivery(ctx, s, id)
 	if err != nil {
@@ -59,7 +62,7 @@ func (b *Backend) Payload(ctx context.Context, s api.Scope, id string) ([]byte, 
 	return b.eventBody(ctx, dl, tenant)
 }
 
-// OrderQueue is an ordered delivery's key's queue (order_queue.go), within a scope.
+// OrderQueue is an ordered delivery's key's queue, within a scope.
 func (b *Backend) OrderQueue(ctx context.Context, s api.Scope, id string) (*api.OrderQueue, error) {
 	dl, err := b.delivery(ctx, s, id)
 	if err != nil {

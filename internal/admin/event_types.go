@@ -10,6 +10,7 @@ import (
 	"github.com/smartdrop/webhooks/internal/types"
 )
 
+// ListEventTypes lists the catalog of event types (GET /event-types).
 func (b *Backend) ListEventTypes(ctx context.Context) ([]types.EventType, error) {
 	list, err := b.EventTypeRepo.List(ctx)
 	if err != nil {
@@ -22,10 +23,12 @@ func (b *Backend) ListEventTypes(ctx context.Context) ([]types.EventType, error)
 	return out, nil
 }
 
+// GetEventType reads an event type of the catalog (GET /event-types/{name}).
 func (b *Backend) GetEventType(ctx context.Context, name string) (*types.EventType, error) {
 	return b.EventTypeRepo.Get(ctx, name)
 }
 
+// CreateEventType adds an event type to the catalog (POST /event-types).
 func (b *Backend) CreateEventType(ctx context.Context, t types.EventType) (*types.EventType, error) {
 	return b.EventTypeRepo.Create(ctx, t)
 }
@@ -35,6 +38,7 @@ func (b *Backend) PatchEventType(ctx context.Context, name string, apply func(*t
 	return b.EventTypeRepo.Patch(ctx, name, apply)
 }
 
+// DeleteEventType removes an event type from the catalog (DELETE /event-types/{name}).
 func (b *Backend) DeleteEventType(ctx context.Context, name string) error {
 	return b.EventTypeRepo.Delete(ctx, name)
 }

@@ -14,12 +14,11 @@ import (
 	"github.com/smartdrop/webhooks/internal/types"
 )
 
-// Bounds of Dispatcher.Recover.
+// Bounds of Dispatcher.Recover, documented where the root re-exports them (webhooks.DefaultRecoverLimit,
+// webhooks.MaxRecoverLimit).
 const (
-	// DefaultRecoverLimit is how many deliveries Recover re-sends when its limit is 0.
 	DefaultRecoverLimit = 100
-	// MaxRecoverLimit is the most deliveries one Recover call re-sends; a larger limit is lowered to it.
-	MaxRecoverLimit = 1000
+	MaxRecoverLimit     = 1000
 	// recoverConcurrency bounds the Redeliver calls one Recover makes at once.
 	recoverConcurrency = 8
 	// maxRecoverPages bounds the pages of failed deliveries one Recover call reads.

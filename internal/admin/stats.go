@@ -13,15 +13,12 @@ import (
 	"github.com/smartdrop/webhooks/internal/types"
 )
 
-// StatsWebhooksPerShard bounds how many webhooks Stats examines in each shard: those whose earliest
-// delivery there is due first (the head of the shard's ready zset). A shard with more webhooks queued
-// is reported Truncated, and its counts are lower bounds.
-const StatsWebhooksPerShard = 64
-
-// StatsLeasesPerShard bounds how many deliveries Stats inspects in each shard to tell the leased ones
-// (an attempt in flight) from those merely scheduled within the next lease. Beyond it the shard is
-// reported Truncated and the rest count as scheduled.
-const StatsLeasesPerShard = 256
+// The bounds of Stats, documented where the root re-exports them (webhooks.StatsWebhooksPerShard,
+// webhooks.StatsLeasesPerShard).
+const (
+	StatsWebhooksPerShard = 64
+	StatsLeasesPerShard   = 256
+)
 
 // BacklogStats is the Dispatcher's Stats: a snapshot of the delivery backlog across all shards, in
 // at most three pipelined round trips (statsReady, statsQueues, statsLeases) whose cost does not grow

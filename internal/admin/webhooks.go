@@ -11,10 +11,12 @@ import (
 	"github.com/smartdrop/webhooks/internal/types"
 )
 
+// CreateWebhook registers a webhook (POST /webhooks).
 func (b *Backend) CreateWebhook(ctx context.Context, w types.Webhook) (*types.Webhook, error) {
 	return b.WebhookRepo.Create(ctx, w)
 }
 
+// ListWebhooks lists the webhooks within a scope (GET /webhooks).
 func (b *Backend) ListWebhooks(ctx context.Context, s api.Scope) ([]*types.Webhook, error) {
 	if s.Restricted {
 		return b.WebhookRepo.ListTenant(ctx, s.Tenant)
@@ -22,6 +24,7 @@ func (b *Backend) ListWebhooks(ctx context.Context, s api.Scope) ([]*types.Webho
 	return b.WebhookRepo.List(ctx)
 }
 
+// GetWebhook reads a webhook within a scope (GET /webhooks/{id}).
 func (b *Backend) GetWebhook(ctx context.Context, s api.Scope, id string) (*types.Webhook, error) {
 	return b.webhook(ctx, s, id)
 }
@@ -35,6 +38,7 @@ func (b *Backend) PatchWebhook(ctx context.Context, s api.Scope, id string, appl
 	return b.WebhookRepo.Patch(ctx, id, apply)
 }
 
+// DeleteWebhook deletes a webhook within a scope (DELETE /webhooks/{id}).
 func (b *Backend) DeleteWebhook(ctx context.Context, s api.Scope, id string) error {
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return err
@@ -42,6 +46,7 @@ func (b *Backend) DeleteWebhook(ctx context.Context, s api.Scope, id string) err
 	return b.WebhookRepo.Delete(ctx, id)
 }
 
+// RotateSecret gives a webhook a new signing secret, the old one kept for grace (POST /webhooks/{id}/rotate-secret).
 func (b *Backend) RotateSecret(ctx context.Context, s api.Scope, id string, grace time.Duration) (*types.Webhook, error) {
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return nil, err
@@ -59,6 +64,7 @@ func (b *Backend) Health(ctx context.Context, s api.Scope, id string) (*types.He
 	return api.ViewHealth(wh, h), err
 }
 
+// Stats is a webhook's attempts per hour by outcome (GET /webhooks/{id}/stats).
 func (b *Backend) Stats(ctx context.Context, s api.Scope, id string) ([]types.HourStats, error) {
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return nil, err
@@ -66,7 +72,7 @@ func (b *Backend) Stats(ctx context.Context, s api.Scope, id string) ([]types.Ho
 	return rdb.HourlyStats(ctx, b.Client, b.Keys, id, b.Now())
 }
 
-// ProbeNow ends a webhook's open circuit's wait (probe_now.go): the operator's "probe now".
+// ProbeNow ends a webhook's open circuit's wait (Backend.Probe): the operator's "probe now".
 func (b *Backend) ProbeNow(ctx context.Context, s api.Scope, id string) (*api.ProbeAnswer, error) {
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return nil, err
@@ -89,6 +95,7 @@ func (b *Backend) Counts(ctx context.Context, s api.Scope, id string) (api.Count
 	return c, err
 }
 
+// SendTest sends a test event to a webhook within a scope (POST /webhooks/{id}/test).
 func (b *Backend) SendTest(ctx context.Context, s api.Scope, id string) (*types.Delivery, error) {
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return nil, err
@@ -96,6 +103,7 @@ func (b *Backend) SendTest(ctx context.Context, s api.Scope, id string) (*types.
 	return b.Actions.SendTest(ctx, id)
 }
 
+// Deliveries is a page of a webhook's deliveries, newest first (GET /webhooks/{id}/deliveries).
 func (b *Backend) Deliveries(ctx context.Context, s api.Scope, id string, q api.DeliveryQuery) (*api.DeliveryPage, error) {
 	wh, err := b.webhook(ctx, s, id)
 	if err != nil {
@@ -112,6 +120,7 @@ func (b *Backend) Deliveries(ctx context.Context, s api.Scope, id string, q api.
 	return &api.DeliveryPage{Deliveries: views, NextCursor: page.NextCursor}, err
 }
 
+// Recover re-sends a webhook's failed deliveries within a window (POST /webhooks/{id}/recover).
 func (b *Backend) Recover(ctx context.Context, s api.Scope, id string, since, until time.Time, limit int) (int, error) {
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return 0, err
@@ -122,6 +131,7 @@ func (b *Backend) Recover(ctx context.Context, s api.Scope, id string, since, un
 	return b.RecoverFailed(ctx, id, since, until, limit)
 }
 
+// Replay dispatches again the events a webhook missed, a page at a time (POST /webhooks/{id}/replay).
 func (b *Backend) Replay(ctx context.Context, s api.Scope, id string, since time.Time, cursor string) (int, string, error) {
 	if _, err := b.webhook(ctx, s, id); err != nil {
 		return 0, "", err

@@ -22,7 +22,7 @@ import (
 //	         updated (ms), expiry (ms); strings (uvarint length, bytes): webhook id, event id, event type,
 //	         last error; uvarint count of attempts kept, then each attempt: varints at (ms),
 //	         duration (µs), status code; strings error, response start; then, in RecordVersionTraced
-//	         and RecordVersionOrdered only, the string traceparent (the root's trace.go); then, in
+//	         and RecordVersionOrdered only, the string traceparent (internal/trace); then, in
 //	         RecordVersionOrdered only, the string order key (Event.OrderKey, the root's ordered.go)
 //
 // A record with no traceparent is written in RecordVersion, so replicas that know only that format

@@ -38,7 +38,10 @@ type Event struct {
 // TestEventType is the type of the event SendTest sends.
 const TestEventType = "webhook.test"
 
+// TestEventIDPrefix starts the id of every event SendTest sends.
+const TestEventIDPrefix = "test_"
+
 // IsTestDelivery reports whether a delivery was made by SendTest, which reaches disabled webhooks too.
 func IsTestDelivery(d *Delivery) bool {
-	return d.EventType == TestEventType && strings.HasPrefix(d.EventID, "test_")
+	return d.EventType == TestEventType && strings.HasPrefix(d.EventID, TestEventIDPrefix)
 }

@@ -35,7 +35,7 @@ import (
 // see the webhook parks it again. The invariant every write keeps: a webhook with a delivery in a
 // shard's queue has a ready score there, at most that delivery's score unless the webhook is parked.
 //
-// The root's Dispatcher.Stats (stats.go) reads this schedule without writing it, at a cost bounded
+// Dispatcher.Stats (internal/admin/stats.go, Backend.BacklogStats) reads this schedule without writing it, at a cost bounded
 // whatever the backlog: the head of each ready zset (StatsWebhooksPerShard webhooks), then per shard one
 // script over those webhooks' queues (ZCARD, ZCOUNT, head), then per shard one script over the lease
 // byte of at most StatsLeasesPerShard records whose queue score lies within one lease from now — a

@@ -26,7 +26,7 @@
 -- by its webhook id), its hash (the id's last 12 bytes, raw), its new
 -- record, when it is due (ms), its webhook id, 1 if leased for an inline attempt (else 0)
 -- ARGV[3+6n+i] -> 1 if target i's index key's TTL is to be checked (else it was set lately: indexTTLs)
--- KEYS[3n+4] -> {P:s}:tevents:<tenant>  the tenant's replay index in the shard (replay_index.go)
+-- KEYS[3n+4] -> {P:s}:tevents:<tenant>  the tenant's replay index in the shard (internal/replay/index.go)
 -- ARGV[4+7n], ARGV[5+7n] -> ReplayOff, ReplayAdd or ReplayPrune; the event's id (unscoped)
 -- returns {ClaimConflict} when the event stored under this id has another fingerprint (nothing is
 -- written); else {event stored earlier or false, reply_1, ..., reply_n}: reply_i is ClaimCreated when

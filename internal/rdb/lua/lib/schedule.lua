@@ -3,7 +3,7 @@
 -- inline zset (member .. wid) leaves it (one ZREM); any other (a worker's, or an inline one a worker
 -- took over) leaves its queue when it is done. A pending one is queued at next, and its webhook's ready score is
 -- lowered to next at most (ZADD LT). A final one leaves the ready score as it is — a ready score is a
--- lower bound of its queue's earliest due time (schedule.go), which a worker that finds nothing due
+-- lower bound of its queue's earliest due time (internal/worker/leaser.go), which a worker that finds nothing due
 -- there corrects — unless its lease read its queue to the last due entry (mode ScheduleRetime): then
 -- its webhook is retimed at once, so a queue that empties leaves no ready entry behind.
 local function schedule(ready, inline, queue, member, wid, status, next, mode)
