@@ -15,8 +15,6 @@ const (
 	maxHistoryBody = 1 << 10
 )
 
-func isNil(err error) bool { return errors.Is(err, redis.Nil) }
-
 // DeliveryRepo reads delivery records.
 type DeliveryRepo struct {
 	rdb      redis.UniversalClient
@@ -41,12 +39,12 @@ func (r *DeliveryRepo) get(ctx context.Context, id string) (*rdb.Record, error) 
 	if err != nil {
 		return nil, err
 	}
-	raw, err := r.rdb.Get(ctx, r.keys.Delivery(shard, id)).Result()
-	if isNil(err) {
-		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
-	}
+	raw, found, err := rdb.ReadRecord(ctx, r.rdb, r.keys, shard, id)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: read delivery %s: %w", id, err)
+	}
+	if !found {
+		return nil, fmt.Errorf("%w: delivery %q", ErrNotFound, id)
 	}
 	return rdb.ParseRecord(id, raw)
 }

@@ -43,8 +43,6 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/rdb"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // reserveOrder reserves an ordered event's id for its key (rdb.ReserveOrder): an error wraps
@@ -143,8 +141,8 @@ func (d *Dispatcher) orderRecords(shard int, scoped, orderKey string, recs []*rd
 
 // findOrdered is Find for an ordered event: its marker names its key, whose shard holds the pair.
 func (r *DeliveryRepo) findOrdered(ctx context.Context, tenant, webhookID, scoped string) (*Delivery, error) {
-	v, err := r.rdb.Get(ctx, r.keys.Event(r.keys.ShardOf(scoped), scoped)).Result()
-	if err != nil && !isNil(err) {
+	v, err := rdb.ReadStoredEvent(ctx, r.rdb, r.keys, scoped)
+	if err != nil {
 		return nil, fmt.Errorf("webhooks: read event %s: %w", scoped, err)
 	}
 	key, ok := strings.CutPrefix(v, rdb.OrderMarker)
@@ -165,12 +163,12 @@ func (r *DeliveryRepo) Position(ctx context.Context, deliveryID string) (int, er
 		return -1, err
 	}
 	shard, _ := r.keys.DeliveryShard(deliveryID)
-	pos, err := r.rdb.LPos(ctx, r.keys.Seq(shard, rec.WebhookID, rec.OrderKey), deliveryID, redis.LPosArgs{}).Result()
+	pos, found, err := rdb.SeqPosition(ctx, r.rdb, r.keys, shard, rec.WebhookID, rec.OrderKey, deliveryID)
 	switch {
-	case isNil(err):
-		return -1, nil
 	case err != nil:
 		return -1, fmt.Errorf("webhooks: read the order of %s: %w", deliveryID, err)
+	case !found:
+		return -1, nil
 	}
 	return int(pos), nil
 }

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+
+	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
 // reencryptPage is how many registry entries one HSCAN of Reencrypt asks for.
@@ -28,7 +30,7 @@ func (r *WebhookRepo) Reencrypt(ctx context.Context) (int, error) {
 	n := 0
 	var cursor uint64
 	for {
-		kvs, next, err := r.rdb.HScan(ctx, r.keys.Webhooks(), cursor, "*", reencryptPage).Result()
+		kvs, next, err := rdb.ScanWebhookRecords(ctx, r.rdb, r.keys, cursor, reencryptPage)
 		if err != nil {
 			return n, fmt.Errorf("webhooks: reencrypt: %w", err)
 		}

@@ -232,7 +232,7 @@ func (r *WebhookRepo) Delete(ctx context.Context, id string) error {
 // List returns every registered webhook, of every tenant, secrets included, ordered by creation time
 // (ms), then by id.
 func (r *WebhookRepo) List(ctx context.Context) ([]*Webhook, error) {
-	all, err := r.rdb.HVals(ctx, r.keys.Webhooks()).Result()
+	all, err := rdb.ReadWebhookRecords(ctx, r.rdb, r.keys)
 	if err != nil {
 		return nil, fmt.Errorf("webhooks: list webhooks: %w", err)
 	}
@@ -269,12 +269,12 @@ func (r *WebhookRepo) modify(ctx context.Context, id string, change func(*stored
 }
 
 func (r *WebhookRepo) load(ctx context.Context, id string) (*storedWebhook, string, error) {
-	raw, err := r.rdb.HGet(ctx, r.keys.Webhooks(), id).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil, "", fmt.Errorf("%w: webhook %q", ErrNotFound, id)
-	}
+	raw, found, err := rdb.ReadWebhookRecord(ctx, r.rdb, r.keys, id)
 	if err != nil {
 		return nil, "", fmt.Errorf("webhooks: read webhook %s: %w", id, err)
+	}
+	if !found {
+		return nil, "", fmt.Errorf("%w: webhook %q", ErrNotFound, id)
 	}
 	s, err := rdb.ParseWebhookRecord(raw, r.ring)
 	if err != nil {

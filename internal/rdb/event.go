@@ -47,3 +47,13 @@ func ReadEventBodies(ctx context.Context, c redis.UniversalClient, keys []string
 	}
 	return bodies, nil
 }
+
+// ReadStoredEvent reads what the claim stored for an event (its id scoped by its tenant): StoredEvent's
+// form, or an ordered event's marker (OrderMarker and its key); "" when there is none.
+func ReadStoredEvent(ctx context.Context, c redis.UniversalClient, k Keys, scoped string) (string, error) {
+	v, err := c.Get(ctx, k.Event(k.ShardOf(scoped), scoped)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, err
+}

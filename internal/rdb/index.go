@@ -152,3 +152,12 @@ func getAll(ctx context.Context, c redis.UniversalClient, keys []string) ([]stri
 	}
 	return out, nil
 }
+
+// ReadRecord reads the stored record of delivery id in shard; found is false when there is none.
+func ReadRecord(ctx context.Context, c redis.UniversalClient, k Keys, shard int, id string) (raw string, found bool, err error) {
+	raw, err = c.Get(ctx, k.Delivery(shard, id)).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	return raw, err == nil, err
+}

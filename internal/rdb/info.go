@@ -20,3 +20,6 @@ func MaxmemoryPolicy(ctx context.Context, c redis.UniversalClient) (string, erro
 	}
 	return "", nil
 }
+
+// Ping asks Redis whether it answers.
+func Ping(ctx context.Context, c redis.UniversalClient) error { return c.Ping(ctx).Err() }

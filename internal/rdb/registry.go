@@ -5,6 +5,7 @@ package rdb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -69,4 +70,24 @@ func ReadWebhooks(ctx context.Context, c redis.UniversalClient, k Keys, ring *se
 // the stored JSON of every webhook of a tenant (not "").
 func ReadTenantWebhooks(ctx context.Context, c redis.UniversalClient, k Keys, tenant string) ([]string, error) {
 	return IndexedWebhooks.Run(ctx, c, []string{k.Webhooks(), k.Tenant(tenant)}).StringSlice()
+}
+
+// ReadWebhookRecord reads webhook id's stored record; found is false when the registry has none.
+func ReadWebhookRecord(ctx context.Context, c redis.UniversalClient, k Keys, id string) (raw string, found bool, err error) {
+	raw, err = c.HGet(ctx, k.Webhooks(), id).Result()
+	if errors.Is(err, redis.Nil) {
+		return "", false, nil
+	}
+	return raw, err == nil, err
+}
+
+// ReadWebhookRecords reads every stored webhook record of the registry.
+func ReadWebhookRecords(ctx context.Context, c redis.UniversalClient, k Keys) ([]string, error) {
+	return c.HVals(ctx, k.Webhooks()).Result()
+}
+
+// ScanWebhookRecords reads a page of about count stored webhook records from cursor (HSCAN): ids and
+// records alternate in kvs; next is 0 when the scan is over.
+func ScanWebhookRecords(ctx context.Context, c redis.UniversalClient, k Keys, cursor uint64, count int64) (kvs []string, next uint64, err error) {
+	return c.HScan(ctx, k.Webhooks(), cursor, "*", count).Result()
 }

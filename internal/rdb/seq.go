@@ -19,3 +19,13 @@ func ReadSeq(ctx context.Context, c redis.UniversalClient, k Keys, shard int, we
 	}
 	return l.Val(), r.Val(), nil
 }
+
+// SeqPosition is where delivery id is in its order key's sequence (Keys.Seq) in shard, 0 for the head;
+// found is false when it is not in it.
+func SeqPosition(ctx context.Context, c redis.UniversalClient, k Keys, shard int, webhookID, orderKey, id string) (pos int64, found bool, err error) {
+	pos, err = c.LPos(ctx, k.Seq(shard, webhookID, orderKey), id, redis.LPosArgs{}).Result()
+	if errors.Is(err, redis.Nil) {
+		return -1, false, nil
+	}
+	return pos, err == nil, err
+}
