@@ -88,7 +88,7 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	                                     behind an earlier delivery of its order key, or its webhook paused
 //	GET    /deliveries/{id}/payload      -> 200, {"payload": the body the delivery sends, null once expired}
 //	GET    /deliveries                   ?id=I&status=S&event_type=T&from=F&to=U&limit=N: across webhooks
-//	                                     (the first MaxSearchWebhooks), I a delivery id or an event id; F
+//	                                     (see MaxSearchWebhooks), I a delivery id or an event id; F
 //	                                     and U (RFC 3339, each optional) bound when they were created;
 //	                                     without I, the newest N (default 50, at most 500) of each webhook
 //	                                     listed by U, filtered -> 200, {"deliveries": [...]}, newest

@@ -17,9 +17,9 @@ import (
 // earlier or nil, then per record rdb.ClaimCreated or the existing record}. A reply lost in transport is
 // asked for again: the script recognises its own run and reports the pairs it created as created.
 func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*rdb.Record, plans []targetPlan) ([]any, error) {
-	keys := make([]string, 3, 4+3*len(recs))
+	keys := make([]string, 3, 5+3*len(recs))
 	keys[0], keys[1], keys[2] = d.keys.Event(shard, eventID), d.keys.Ready(shard), d.keys.Inline(shard)
-	args := make([]any, 3, 5+7*len(recs))
+	args := make([]any, 3, 6+7*len(recs))
 	now := d.now()
 	args[0], args[1], args[2] = now.UnixMilli(), recordRetention(recs, d.opts.Retention).Milliseconds(), rdb.StoredEvent(fingerprint, body)
 	if len(recs) > 0 {
@@ -35,11 +35,13 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 	args = append(args, checks...)
 	pruneDue := func(key string) bool { return d.indexTTLs.due(key, now) }
 	replayKey, mode, id := replay.IndexArgs(d.keys, d.opts.ReplayIndex, shard, eventID, pruneDue)
-	keys, args = append(keys, replayKey), append(args, mode, id)
+	tenantKey, tenantMode := d.tenantIndexArgs(shard, eventID, now)
+	keys, args = append(keys, replayKey, tenantKey), append(args, mode, id, tenantMode)
 	reply, err := d.runClaim(ctx, rdb.Claim, eventID, len(recs), keys, args)
 	if err != nil {
 		return nil, err
 	}
+	d.tenantIndexChecked(tenantKey, tenantMode, reply, now)
 	for i, c := range checks {
 		if c == 1 {
 			d.indexTTLs.checked(keys[3+3*i+1], now)
@@ -49,6 +51,32 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 		d.indexTTLs.checked(replayKey, now)
 	}
 	return reply, nil
+}
+
+// tenantIndexArgs are a claim script's tenant index key (Keys.TenantIndex) and mode for an event (its
+// id scoped by its tenant): "" when the event has no tenant (the key is not written), else 1 when the
+// key's TTL is to be checked (indexTTLs), else 0.
+func (d *Dispatcher) tenantIndexArgs(shard int, scoped string, now time.Time) (string, any) {
+	tenant, _ := rdb.SplitScopedEventID(scoped)
+	key := d.keys.TenantIndex(shard, tenant)
+	if tenant == "" {
+		return key, ""
+	}
+	return key, flag(d.indexTTLs.due(key, now))
+}
+
+// tenantIndexChecked remembers that a claim checked its tenant index key's TTL: it did when the mode
+// asked it to and the claim created a delivery (reply, runClaim's).
+func (d *Dispatcher) tenantIndexChecked(key string, mode any, reply []any, now time.Time) {
+	if mode != 1 {
+		return
+	}
+	for _, r := range reply[1:] {
+		if r == int64(rdb.ClaimCreated) || r == int64(rdb.ClaimWaiting) {
+			d.indexTTLs.checked(key, now)
+			return
+		}
+	}
 }
 
 // runClaim runs a claim script (rdb.Claim, rdb.OrderedClaim) for n targets, asking again for a

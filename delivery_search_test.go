@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -169,106 +170,112 @@ func TestSearchFollowsItsCursorUnderABudget(t *testing.T) {
 // TestSearchPagesExactly: following the cursor with any page size lists the same deliveries as one
 // page holding them all, each once, newest first, ties of one millisecond (an event's deliveries to
 // several webhooks) included; a page that holds the last delivery ends the search (no cursor), and a
-// window (from, to) is paged the same way.
+// window (from, to) is paged the same way; a delivery sent again (Redeliver) is listed once, by when
+// it was sent again. The same for the operator's search (each webhook's indexes) and a portal's (its
+// tenant's indexes).
 func TestSearchPagesExactly(t *testing.T) {
 	t.Parallel()
-	tr := newTestRedis(t)
-	d, clock := newClockedDispatcher(t, tr, Options{Shards: 8})
-	rc := newReceiver(t)
-	ctx := context.Background()
-	for range 3 {
-		mustCreate(t, d, rc, "*")
-	}
-	t0 := clock.Now()
-	for i := range 4 {
-		_, err := d.Enqueue(ctx, Event{ID: fmt.Sprintf("e%d", i), Type: "a.b"}) // 3 deliveries in one millisecond
-		require.NoError(t, err)
-		clock.Advance(time.Minute)
-	}
-	ids := func(dls []*Delivery) []string {
-		out := []string{}
-		for _, dl := range dls {
-			out = append(out, dl.ID)
-		}
-		return out
-	}
-	window := url.Values{"from": {t0.Add(30 * time.Second).UTC().Format(time.RFC3339Nano)}, "to": {t0.Add(150 * time.Second).UTC().Format(time.RFC3339Nano)}}
-	for _, tc := range []struct {
-		name  string
-		query url.Values
-		n     int
-	}{{"all", url.Values{}, 12}, {"a window", window, 6}} {
-		all := searchOnce(t, d.Handler(), "", url.Values{"limit": {"500"}, "from": tc.query["from"], "to": tc.query["to"]})
-		require.Len(t, all.Deliveries, tc.n, tc.name)
-		assert.Equal(t, SearchStoppedEnd, all.Stopped, tc.name)
-		for i := 1; i < len(all.Deliveries); i++ {
-			assert.False(t, all.Deliveries[i].CreatedAt.After(all.Deliveries[i-1].CreatedAt), "%s: newest first", tc.name)
-		}
-		for limit := 1; limit <= tc.n+1; limit++ {
-			q := url.Values{"limit": {fmt.Sprint(limit)}, "from": tc.query["from"], "to": tc.query["to"]}
-			var got []*Delivery
-			for range tc.n + 1 {
-				ans := searchOnce(t, d.Handler(), "", q)
-				assert.LessOrEqual(t, len(ans.Deliveries), limit)
-				got = append(got, ans.Deliveries...)
-				if ans.NextCursor == "" {
-					assert.Equal(t, SearchStoppedEnd, ans.Stopped)
-					break
+	for _, tenant := range []string{"", "acme"} {
+		t.Run("tenant="+tenant, func(t *testing.T) {
+			t.Parallel()
+			tr := newTestRedis(t)
+			d, clock := newClockedDispatcher(t, tr, Options{Shards: 8, RetrySchedule: []time.Duration{}, PortalKey: []byte(strings.Repeat("k", 32))})
+			h, token := d.Handler(), ""
+			if tenant != "" {
+				var err error
+				h = d.Portal()
+				token, err = d.PortalToken(tenant, time.Hour)
+				require.NoError(t, err)
+			}
+			rc := newReceiver(t)
+			ctx := context.Background()
+			for range 3 {
+				_, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, Tenant: tenant})
+				require.NoError(t, err)
+			}
+			_, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, Tenant: "other"}) // out of a portal's scope
+			require.NoError(t, err)
+			t0 := clock.Now()
+			rc.status.Store(http.StatusInternalServerError) // the first event fails (no retries), to be sent again
+			res, err := d.Dispatch(ctx, Event{ID: "e0", Type: "a.b", Tenant: tenant})
+			require.NoError(t, err)
+			rc.status.Store(0)
+			clock.Advance(time.Minute)
+			for i := 1; i < 4; i++ {
+				_, err := d.Enqueue(ctx, Event{ID: fmt.Sprintf("e%d", i), Type: "a.b", Tenant: tenant}) // 3 deliveries in one millisecond
+				require.NoError(t, err)
+				clock.Advance(time.Minute)
+			}
+			var again string
+			for _, r := range res {
+				if r.Delivery != nil && r.Delivery.Status == StatusFailed {
+					again = r.Delivery.ID
 				}
-				q.Set("cursor", ans.NextCursor)
 			}
-			assert.Equal(t, ids(all.Deliveries), ids(got), "%s, limit %d", tc.name, limit)
-			if limit >= tc.n {
-				assert.NotContains(t, q, "cursor", "%s, limit %d: one page ends the search", tc.name, limit)
+			require.NotEmpty(t, again, "a delivery of e0 failed")
+			_, err = d.Redeliver(ctx, again)
+			require.NoError(t, err)
+			ids := func(dls []*Delivery) []string {
+				out := []string{}
+				for _, dl := range dls {
+					out = append(out, dl.ID)
+				}
+				return out
 			}
-		}
+			all := searchOnce(t, h, token, url.Values{"limit": {"500"}})
+			require.Len(t, all.Deliveries, 12)
+			assert.Equal(t, again, all.Deliveries[0].ID, "the delivery sent again is listed first")
+			assert.Len(t, slices.Compact(slices.Sorted(slices.Values(ids(all.Deliveries)))), 12, "each once")
+			window := url.Values{"from": {t0.Add(90 * time.Second).UTC().Format(time.RFC3339Nano)}, "to": {t0.Add(210 * time.Second).UTC().Format(time.RFC3339Nano)}}
+			for _, tc := range []struct {
+				name  string
+				query url.Values
+				n     int
+			}{{"all", url.Values{}, 12}, {"a window", window, 6}} {
+				all := searchOnce(t, h, token, url.Values{"limit": {"500"}, "from": tc.query["from"], "to": tc.query["to"]})
+				require.Len(t, all.Deliveries, tc.n, tc.name)
+				assert.Equal(t, SearchStoppedEnd, all.Stopped, tc.name)
+				if tc.name == "all" {
+					for i := 2; i < len(all.Deliveries); i++ { // the first was sent again: listed by then, created before
+						assert.False(t, all.Deliveries[i].CreatedAt.After(all.Deliveries[i-1].CreatedAt), "%s: newest first", tc.name)
+					}
+				}
+				for limit := 1; limit <= tc.n+1; limit++ {
+					q := url.Values{"limit": {fmt.Sprint(limit)}, "from": tc.query["from"], "to": tc.query["to"]}
+					var got []*Delivery
+					for range tc.n + 1 {
+						ans := searchOnce(t, h, token, q)
+						assert.LessOrEqual(t, len(ans.Deliveries), limit)
+						got = append(got, ans.Deliveries...)
+						if ans.NextCursor == "" {
+							assert.Equal(t, SearchStoppedEnd, ans.Stopped)
+							break
+						}
+						q.Set("cursor", ans.NextCursor)
+					}
+					assert.Equal(t, ids(all.Deliveries), ids(got), "%s, limit %d", tc.name, limit)
+					if limit >= tc.n {
+						assert.NotContains(t, q, "cursor", "%s, limit %d: one page ends the search", tc.name, limit)
+					}
+				}
+			}
+		})
 	}
 }
 
 // TestSearchServerCostUnderBudget: on a redis-server of the test's own (no other traffic), one GET
-// /deliveries on 20 webhooks × 300 deliveries (64 shards) costs the server at most 2,000 commands as
-// INFO commandstats counts them (each command a script calls included) for limit 500, status=failed
-// and unfiltered; following next_cursor makes progress at every request and finds every failed
-// delivery exactly once, newest first. It runs in the real-Redis pass only.
+// /deliveries costs the server at most 2,000 commands as INFO commandstats counts them (each command
+// a script calls included) for limit 500, status=failed and unfiltered: a portal's search of a tenant
+// with 100 webhooks × 300 deliveries (64 shards: 6,400 webhook indexes, which the tenant's indexes
+// spare it), and the operator's of 20 webhooks × 300; following next_cursor makes progress at every
+// request and finds every failed delivery of the scope exactly once, newest first. It runs in the
+// real-Redis pass only.
 func TestSearchServerCostUnderBudget(t *testing.T) {
 	addr, admin := ownRedis(t)
 	t.Parallel()
 	ctx := context.Background()
 	rdb := redis.NewClient(&redis.Options{Addr: addr})
 	t.Cleanup(func() { _ = rdb.Close() })
-	d, err := New(rdb, Options{KeyPrefix: "cost", AllowPrivateNetworks: true, RetrySchedule: []time.Duration{}})
-	require.NoError(t, err)
-	rc := newReceiver(t)
-	const hooks, events = 20, 300
-	for range hooks {
-		_, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"t.*"}})
-		require.NoError(t, err)
-	}
-	failed := map[string]bool{}
-	for i := range events {
-		evt := Event{ID: fmt.Sprintf("e%03d", i), Type: "t.x"}
-		if i%30 != 7 {
-			_, err := d.Enqueue(ctx, evt) // pending: no worker runs
-			require.NoError(t, err)
-			continue
-		}
-		rc.status.Store(http.StatusInternalServerError) // no retries: failed at the first attempt
-		res, err := d.Dispatch(ctx, evt)
-		require.NoError(t, err)
-		for _, r := range res {
-			failed[r.Delivery.ID] = true
-		}
-		rc.status.Store(0)
-	}
-	for id := range failed { // a Dispatch attempts some of its deliveries at once, and leaves the others to the worker
-		dl, err := d.Deliveries().Get(ctx, id)
-		require.NoError(t, err)
-		if dl.Status != StatusFailed {
-			delete(failed, id)
-		}
-	}
-	require.NotEmpty(t, failed)
-
 	// served is the server's count of commands run, INFO's own excluded.
 	served := func() int {
 		info, err := admin.Info(ctx, "commandstats").Result()
@@ -284,39 +291,87 @@ func TestSearchServerCostUnderBudget(t *testing.T) {
 		}
 		return n
 	}
-	h := d.Handler()
-	for _, query := range []url.Values{{"limit": {"500"}, "status": {"failed"}}, {"limit": {"500"}}} {
-		var found []*Delivery
-		last := ""
-		for req := 0; ; req++ {
-			require.Less(t, req, 200, "the search ends (%s)", query.Encode())
-			before := served()
-			ans := searchOnce(t, h, "", query)
-			cost := served() - before
-			assert.LessOrEqual(t, cost, 2000, "commands the server ran for one search (%s, request %d)", query.Encode(), req)
-			t.Logf("%s: request %d cost the server %d commands, found %d, stopped %s", query.Encode(), req, cost, len(ans.Deliveries), ans.Stopped)
-			found = append(found, ans.Deliveries...)
-			if ans.NextCursor == "" {
-				break
+	for _, tc := range []struct {
+		name, tenant string
+		hooks        int
+	}{
+		{"portal", "acme", 100},
+		{"operator", "", 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := New(rdb, Options{KeyPrefix: "cost-" + tc.name, AllowPrivateNetworks: true, RetrySchedule: []time.Duration{},
+				PortalKey: []byte(strings.Repeat("k", 32)), MaxWebhooksPerTenant: tc.hooks})
+			require.NoError(t, err)
+			h, token := d.Handler(), ""
+			if tc.tenant != "" {
+				h = d.Portal()
+				token, err = d.PortalToken(tc.tenant, time.Hour)
+				require.NoError(t, err)
 			}
-			require.NotEqual(t, last, ans.NextCursor, "repeating with the cursor makes progress")
-			last = ans.NextCursor
-			query.Set("cursor", ans.NextCursor)
-		}
-		if query.Get("status") == "failed" {
-			require.Len(t, found, len(failed))
-			seen := map[string]bool{}
-			for i, dl := range found {
-				assert.True(t, failed[dl.ID], "found %s, not a failed delivery", dl.ID)
-				assert.False(t, seen[dl.ID], "found %s twice", dl.ID)
-				seen[dl.ID] = true
-				if i > 0 {
-					assert.False(t, found[i-1].CreatedAt.Before(dl.CreatedAt), "newest first")
+			rc := newReceiver(t)
+			const events = 300
+			for range tc.hooks {
+				_, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"t.*"}, Tenant: tc.tenant})
+				require.NoError(t, err)
+			}
+			failed := map[string]bool{}
+			for i := range events {
+				evt := Event{ID: fmt.Sprintf("e%03d", i), Type: "t.x", Tenant: tc.tenant}
+				if i%30 != 7 {
+					_, err := d.Enqueue(ctx, evt) // pending: no worker runs
+					require.NoError(t, err)
+					continue
+				}
+				rc.status.Store(http.StatusInternalServerError) // no retries: failed at the first attempt
+				res, err := d.Dispatch(ctx, evt)
+				require.NoError(t, err)
+				for _, r := range res {
+					failed[r.Delivery.ID] = true
+				}
+				rc.status.Store(0)
+			}
+			for id := range failed { // a Dispatch attempts some of its deliveries at once, and leaves the others to the worker
+				dl, err := d.Deliveries().Get(ctx, id)
+				require.NoError(t, err)
+				if dl.Status != StatusFailed {
+					delete(failed, id)
 				}
 			}
-		} else {
-			assert.Len(t, found, hooks*events)
-		}
+			require.NotEmpty(t, failed)
+			for _, query := range []url.Values{{"limit": {"500"}, "status": {"failed"}}, {"limit": {"500"}}} {
+				var found []*Delivery
+				last := ""
+				for req := 0; ; req++ {
+					require.Less(t, req, 200, "the search ends (%s)", query.Encode())
+					before := served()
+					ans := searchOnce(t, h, token, query)
+					cost := served() - before
+					assert.LessOrEqual(t, cost, 2000, "commands the server ran for one search (%s, request %d)", query.Encode(), req)
+					t.Logf("%s: request %d cost the server %d commands, found %d, stopped %s", query.Encode(), req, cost, len(ans.Deliveries), ans.Stopped)
+					found = append(found, ans.Deliveries...)
+					if ans.NextCursor == "" {
+						break
+					}
+					require.NotEqual(t, last, ans.NextCursor, "repeating with the cursor makes progress")
+					last = ans.NextCursor
+					query.Set("cursor", ans.NextCursor)
+				}
+				if query.Get("status") == "failed" {
+					require.Len(t, found, len(failed))
+					seen := map[string]bool{}
+					for i, dl := range found {
+						assert.True(t, failed[dl.ID], "found %s, not a failed delivery", dl.ID)
+						assert.False(t, seen[dl.ID], "found %s twice", dl.ID)
+						seen[dl.ID] = true
+						if i > 0 {
+							assert.False(t, found[i-1].CreatedAt.Before(dl.CreatedAt), "newest first")
+						}
+					}
+				} else {
+					assert.Len(t, found, tc.hooks*events)
+				}
+			}
+		})
 	}
 }
 

@@ -79,10 +79,10 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 	if err := d.reserveOrder(ctx, scoped, orderKey); err != nil {
 		return nil, fmt.Errorf("webhooks: claim event %s: %w", scoped, err)
 	}
-	keys := make([]string, 4, 4+4*len(recs))
+	keys := make([]string, 4, 5+4*len(recs))
 	keys[0], keys[1] = d.keys.OrderedEvent(shard, scoped), d.keys.Ready(shard)
 	keys[2], keys[3] = d.keys.Inline(shard), d.keys.Blocked(shard)
-	args := make([]any, 3, 3+9*len(recs))
+	args := make([]any, 3, 4+9*len(recs))
 	args[0], args[1], args[2] = rdb.UnixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), rdb.StoredEvent(fingerprint, body)
 	now := d.now()
 	waiting, checks := make([]*rdb.Record, len(recs)), make([]any, len(recs))
@@ -95,10 +95,13 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 			waiting[i].Encode(), rdb.BlockedMember(r.WebhookID, orderKey), flag(plans[i].inline))
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
-	reply, err := d.runClaim(ctx, rdb.OrderedClaim, scoped, len(recs), keys, append(args, checks...))
+	tenantKey, tenantMode := d.tenantIndexArgs(shard, scoped, now)
+	keys, args = append(keys, tenantKey), append(append(args, checks...), tenantMode)
+	reply, err := d.runClaim(ctx, rdb.OrderedClaim, scoped, len(recs), keys, args)
 	if err != nil {
 		return nil, err
 	}
+	d.tenantIndexChecked(tenantKey, tenantMode, reply, now)
 	for i, r := range recs {
 		if reply[1+i] == int64(rdb.ClaimWaiting) {
 			*r = *waiting[i]

@@ -15,11 +15,14 @@ import (
 )
 
 // MaxSearchWebhooks bounds the webhooks one GET /deliveries examines (the scope's first, in the
-// registry's order); a search reaches no delivery of the others.
+// registry's order) where it reads each webhook's own keys: a search by event id, and the operator's
+// search without an id; a search reaches no delivery of the others. A tenant's search without an id
+// reads the tenant's indexes, and reaches every webhook of the tenant.
 const MaxSearchWebhooks = 200
 
-// scopeWebhooks are the webhooks of a scope, at most MaxSearchWebhooks.
-func (b *Backend) scopeWebhooks(ctx context.Context, s api.Scope) ([]*types.Webhook, error) {
+// scopeWebhooks are the webhooks of a scope: every one when all is set, else at most
+// MaxSearchWebhooks.
+func (b *Backend) scopeWebhooks(ctx context.Context, s api.Scope, all bool) ([]*types.Webhook, error) {
 	var list []*types.Webhook
 	var err error
 	if s.Restricted {
@@ -27,7 +30,10 @@ func (b *Backend) scopeWebhooks(ctx context.Context, s api.Scope) ([]*types.Webh
 	} else {
 		list, err = b.WebhookRepo.List(ctx)
 	}
-	return list[:min(len(list), MaxSearchWebhooks)], err
+	if !all {
+		list = list[:min(len(list), MaxSearchWebhooks)]
+	}
+	return list, err
 }
 
 // SearchDeliveries finds, across the scope's webhooks, the delivery with an id, or the deliveries of
@@ -43,7 +49,10 @@ func (b *Backend) SearchDeliveries(ctx context.Context, s api.Scope, q api.Deliv
 	}
 	sq := index.SearchQuery{Status: status, EventType: q.EventType, From: q.From, To: q.To, Limit: limit, Cursor: q.Cursor}
 	if q.ID == "" {
-		hooks, err := b.scopeWebhooks(ctx, s)
+		if s.Restricted && s.Tenant != "" {
+			sq.Tenant = s.Tenant // its indexes: one per shard, whatever its webhook count
+		}
+		hooks, err := b.scopeWebhooks(ctx, s, sq.Tenant != "")
 		if err != nil {
 			return nil, err
 		}
@@ -85,7 +94,7 @@ func (b *Backend) findDeliveries(ctx context.Context, s api.Scope, id string) ([
 		}
 		return []*types.Delivery{dl}, err
 	}
-	hooks, err := b.scopeWebhooks(ctx, s)
+	hooks, err := b.scopeWebhooks(ctx, s, false)
 	if err != nil {
 		return nil, err
 	}

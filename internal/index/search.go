@@ -26,7 +26,7 @@ const (
 	// deliveries by then stops with a cursor where it stopped, and says it stopped for the budget. Its
 	// first round reads each of the scope's indexes in each shard at least once whatever the budget,
 	// so that repeating it with its cursor makes progress: with more (webhook, shard) indexes than
-	// about the budget, that round costs more.
+	// about the budget, that round costs more (a tenant's search reads one index per shard).
 	SearchCommandBudget = 1800
 	// SearchExamineBudget is the most index entries one search examines (the delivery records it
 	// reads), whatever their filters; the entries of one index millisecond are examined together, so a
@@ -49,14 +49,32 @@ const (
 	SearchStoppedBudget = "budget"
 )
 
-// SearchQuery is one search across the webhooks WebhookIDs.
+// SearchQuery is one search across the webhooks WebhookIDs. With Tenant set it reads that tenant's
+// indexes (Keys.TenantIndex: one per shard, however many webhooks the tenant has) and keeps the
+// deliveries of WebhookIDs, which must all be the tenant's; without, it merges each webhook's index
+// (Keys.Index: one per webhook and shard).
 type SearchQuery struct {
 	WebhookIDs []string
+	Tenant     string
 	Status     types.Status
 	EventType  string
 	From, To   time.Time // bounds of the creation time; zero: none
 	Limit      int
 	Cursor     string // "" starts at the newest (or at To)
+
+	scope map[string]bool // WebhookIDs as a set (Search)
+}
+
+// indexes are the index keys q reads in a shard.
+func (q SearchQuery) indexes(k rdb.Keys, shard int) []string {
+	if q.Tenant != "" {
+		return []string{k.TenantIndex(shard, q.Tenant)}
+	}
+	keys := make([]string, len(q.WebhookIDs))
+	for i, id := range q.WebhookIDs {
+		keys[i] = k.Index(shard, id)
+	}
+	return keys
 }
 
 // filtered reports whether q keeps only some deliveries.
@@ -98,12 +116,13 @@ type searchFound struct {
 	dl  *types.Delivery
 }
 
-// Search walks the indexes of q.WebhookIDs in every shard newest first, merged by (index time,
-// sequence, delivery id) as Page orders one webhook's, and keeps the deliveries q keeps, until it has
-// q.Limit of them, has examined every entry, or has spent its budget. Each round runs, in one
-// pipeline, a script per shard that merges that shard's indexes of every webhook and reads on from
-// where the shard's last round stopped, then reads the records of the entries examined with one MGET
-// per shard; a delivery is final once every shard not yet done has been examined past it.
+// Search walks q's indexes (SearchQuery) in every shard newest first, merged by (index time,
+// sequence, delivery id) as Page orders one webhook's, and keeps the deliveries of q.WebhookIDs that q
+// keeps, until it has q.Limit of them, has examined every entry, or has spent its budget. Each round
+// runs, in one pipeline, a script per shard it reads that merges that shard's indexes from where the
+// shard's last round stopped (searchSelect: every shard first, then those furthest behind), then
+// reads the records of the entries examined with one MGET per shard; a delivery is final once every
+// shard not yet done has been examined past it.
 func (r *Reader) Search(ctx context.Context, q SearchQuery) (*SearchPage, error) {
 	page := &SearchPage{Deliveries: []*types.Delivery{}, commands: searchSetupCommands}
 	var start *Pos
@@ -124,6 +143,11 @@ func (r *Reader) Search(ctx context.Context, q SearchQuery) (*SearchPage, error)
 	if err := r.Load(ctx); err != nil {
 		return nil, err
 	}
+	q.scope = make(map[string]bool, len(q.WebhookIDs))
+	for _, id := range q.WebhookIDs {
+		q.scope[id] = true
+	}
+	perShard := len(q.indexes(r.Keys, 0)) // index keys per shard
 	shards := make([]searchShard, r.Keys.Shards)
 	for s := range shards {
 		shards[s].from = "+"
@@ -136,31 +160,31 @@ func (r *Reader) Search(ctx context.Context, q SearchQuery) (*SearchPage, error)
 	}
 	var held []searchFound // kept, not yet known to be final
 	for {
-		active := 0
-		for _, sh := range shards {
-			if !sh.done {
-				active++
-			}
-		}
-		examineLeft := SearchExamineBudget - page.examined
-		if active == 0 {
+		sel := searchSelect(shards, page.commands == searchSetupCommands)
+		if len(sel) == 0 {
 			break
 		}
-		// A round costs per shard a script, its index reads (each index at least once) and an MGET.
-		reads := (SearchCommandBudget - page.commands - 2*active) / active
+		examineLeft := SearchExamineBudget - page.examined
+		// A round costs per shard read a script, its index reads (each index at least once) and an MGET.
+		reads := (SearchCommandBudget - page.commands - 2*len(sel)) / len(sel)
 		first := page.commands == searchSetupCommands
-		if !first && (reads < len(q.WebhookIDs)+1 || examineLeft < active) {
+		if !first && (reads < perShard+1 || examineLeft < len(sel)) {
 			return page.stop(SearchStoppedBudget, searchFrontier(shards)), nil
 		}
-		reads = max(reads, len(q.WebhookIDs)+1)
-		// Enough for the deliveries still wanted when every entry is kept, and at least two entries of
-		// each index (a round reads each index at least once anyway: more work than its entries); a
-		// filtered search reads its whole budget at once.
-		want := examineLeft / active
-		if !q.filtered() {
-			want = min(want, max((q.Limit-len(page.Deliveries))/active+2, 2*len(q.WebhookIDs)))
+		reads = max(reads, perShard+1)
+		// Each shard's share of what is left to examine, up to a few entries in the first round (which
+		// reads every shard, most of them for later) and searchChunk after it, and, unfiltered, no more
+		// than the deliveries still wanted need; at least two entries of each index (a round reads each
+		// index at least once anyway).
+		chunk := searchChunk
+		if first {
+			chunk = searchFirstChunk
 		}
-		found, err := r.searchRound(ctx, q, shards, start, max(want, 1), reads, page)
+		want := min(examineLeft/len(sel), max(chunk, 2*perShard))
+		if !q.filtered() {
+			want = min(want, max((q.Limit-len(page.Deliveries))/len(sel)+2, 2*perShard))
+		}
+		found, err := r.searchRound(ctx, q, shards, sel, start, max(want, 1), reads, page)
 		if err != nil {
 			return nil, err
 		}
@@ -200,6 +224,40 @@ func (p *SearchPage) stop(why string, at *Pos) *SearchPage {
 	return p
 }
 
+// searchFirstChunk and searchChunk are the most entries a search's first round and a later one
+// examine in one shard, unless the shard has more indexes (a round examines two entries of each at
+// least).
+const searchFirstChunk, searchChunk = 4, 64
+
+// searchSelect picks the shards a round reads: every shard not done in the first round; then the
+// newest-placed of them (those whose last examined entry comes first in the listing), at most a
+// quarter, since the listing can move on only past the newest last entry examined (searchFrontier):
+// reading the others first would examine entries that wait for it.
+func searchSelect(shards []searchShard, first bool) []int {
+	var sel []int
+	for s, sh := range shards {
+		if !sh.done {
+			sel = append(sel, s)
+		}
+	}
+	if first || len(sel) <= 1 {
+		return sel
+	}
+	slices.SortStableFunc(sel, func(a, b int) int {
+		la, lb := shards[a].last, shards[b].last
+		switch {
+		case la == nil && lb == nil:
+			return 0
+		case la == nil:
+			return -1
+		case lb == nil:
+			return 1
+		}
+		return compare(*la, *lb)
+	})
+	return sel[:max(1, (len(sel)+3)/4)]
+}
+
 // searchFrontier is the newest last stream id examined of the shards not done: every entry up to it
 // (in listing order) has been examined in every shard. nil when every shard is done.
 func searchFrontier(shards []searchShard) *Pos {
@@ -215,28 +273,22 @@ func searchFrontier(shards []searchShard) *Pos {
 // searchRound runs one round of a search: up to want entries of each shard not done, examined from
 // where the shard stopped with at most reads index reads; it updates the shards and page's costs and
 // returns the deliveries kept of the entries after start.
-func (r *Reader) searchRound(ctx context.Context, q SearchQuery, shards []searchShard, start *Pos, want, reads int, page *SearchPage) ([]searchFound, error) {
-	calls := make([]rdb.ShardCall, 0, len(shards))
-	for s, sh := range shards {
-		if sh.done {
-			continue
-		}
-		keys := make([]string, len(q.WebhookIDs))
-		for i, id := range q.WebhookIDs {
-			keys[i] = r.Keys.Index(s, id)
-		}
-		calls = append(calls, rdb.ShardCall{Shard: s, Script: rdb.Search, Keys: keys, Args: []any{sh.from, want, reads}})
+func (r *Reader) searchRound(ctx context.Context, q SearchQuery, shards []searchShard, sel []int, start *Pos, want, reads int, page *SearchPage) ([]searchFound, error) {
+	calls := make([]rdb.ShardCall, 0, len(sel))
+	for _, s := range sel {
+		sh := shards[s]
+		calls = append(calls, rdb.ShardCall{Shard: s, Script: rdb.Search, Keys: q.indexes(r.Keys, s), Args: []any{sh.from, want, reads}})
 	}
 	if err := rdb.EvalAll(ctx, r.Client, calls); err != nil {
 		return nil, fmt.Errorf("webhooks: search deliveries: %w", err)
 	}
-	var entries []searchEntry
+	var entries []Entry
 	for _, c := range calls {
 		page.commands++
 		if len(c.Cmd.Args()) > 0 && c.Cmd.Args()[0] == "eval" {
 			page.commands++ // the server lacked the script: EVALSHA, then EVAL
 		}
-		got, called, err := searchReply(c, q.WebhookIDs, start, q.From, &shards[c.Shard])
+		got, called, err := searchReply(c, start, q.From, &shards[c.Shard])
 		if err != nil {
 			return nil, err
 		}
@@ -246,15 +298,9 @@ func (r *Reader) searchRound(ctx context.Context, q SearchQuery, shards []search
 	return r.searchRecords(ctx, q, entries, page)
 }
 
-// searchEntry is an index entry a search examined, with the webhook whose index holds it.
-type searchEntry struct {
-	Entry
-	webhookID string
-}
-
 // searchReply reads a shard's script reply: it moves the shard on (a shard examined to before from is
 // done) and returns its entries after start, and how many commands the script called.
-func searchReply(c rdb.ShardCall, webhookIDs []string, start *Pos, from time.Time, sh *searchShard) ([]searchEntry, int, error) {
+func searchReply(c rdb.ShardCall, start *Pos, from time.Time, sh *searchShard) ([]Entry, int, error) {
 	reply, err := c.Cmd.Slice()
 	if err != nil {
 		return nil, 0, fmt.Errorf("webhooks: search deliveries in shard %d: %w", c.Shard, err)
@@ -266,15 +312,15 @@ func searchReply(c rdb.ShardCall, webhookIDs []string, start *Pos, from time.Tim
 	ms, _ := reply[1].(int64)
 	seq, _ := reply[2].(int64)
 	called, _ := reply[3].(int64)
-	var out []searchEntry
+	var out []Entry
 	for i := 4; i < len(reply); i += 4 {
 		k, _ := reply[i].(int64)
 		id, _ := reply[i+1].(string)
 		hash, _ := reply[i+2].(string)
 		x, _ := reply[i+3].(string)
 		e, ok := EntryOf(c.Shard, redis.XMessage{ID: id, Values: map[string]any{"d": hash, "x": x}})
-		if ok && k >= 1 && int(k) <= len(webhookIDs) && (start == nil || start.Before(e.Pos)) {
-			out = append(out, searchEntry{Entry: e, webhookID: webhookIDs[k-1]})
+		if ok && k >= 1 && int(k) <= len(c.Keys) && (start == nil || start.Before(e.Pos)) {
+			out = append(out, e)
 		}
 	}
 	if ms != 0 || seq != 0 {
@@ -287,9 +333,9 @@ func searchReply(c rdb.ShardCall, webhookIDs []string, start *Pos, from time.Tim
 }
 
 // searchRecords reads the records of a round's entries, with one MGET per shard, and returns the
-// deliveries q keeps. An entry whose record has expired or is gone, belongs to another webhook or was
-// indexed again by a later Redeliver keeps nothing.
-func (r *Reader) searchRecords(ctx context.Context, q SearchQuery, entries []searchEntry, page *SearchPage) ([]searchFound, error) {
+// deliveries q keeps. An entry whose record has expired or is gone, belongs to a webhook outside
+// q.WebhookIDs or was indexed again by a later Redeliver keeps nothing.
+func (r *Reader) searchRecords(ctx context.Context, q SearchQuery, entries []Entry, page *SearchPage) ([]searchFound, error) {
 	page.examined += len(entries)
 	now := time.Now().UnixMilli()
 	byShard := map[int][]int{}
@@ -316,7 +362,7 @@ func (r *Reader) searchRecords(ctx context.Context, q SearchQuery, entries []sea
 	for s, idx := range byShard {
 		for j, i := range idx {
 			e, rec := entries[i], recs[s][j]
-			if rec == nil || rec.WebhookID != e.webhookID || rdb.UnixMilli(rec.ExpiresAt) != e.Expiry || !q.Keeps(&rec.Delivery) {
+			if rec == nil || !q.scope[rec.WebhookID] || rdb.UnixMilli(rec.ExpiresAt) != e.Expiry || !q.Keeps(&rec.Delivery) {
 				continue
 			}
 			rec.History = nil // GET /deliveries/{id} has it

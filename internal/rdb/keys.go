@@ -145,6 +145,11 @@ func (k Keys) Queue(shard int, webhookID string) string { return k.Tag(shard) + 
 // Index is a webhook's per-shard index of its deliveries, a stream.
 func (k Keys) Index(shard int, webhookID string) string { return k.Tag(shard) + ":list:" + webhookID }
 
+// TenantIndex is a tenant's per-shard index of its webhooks' deliveries, a stream of the same entries
+// as Index's: a portal's search reads one per shard, however many webhooks the tenant has. The
+// webhooks of no tenant have none.
+func (k Keys) TenantIndex(shard int, tenant string) string { return k.Tag(shard) + ":tlist:" + tenant }
+
 // Inline is a shard's schedule of the deliveries leased for an inline attempt: InlineEntry -> lease
 // end (ms). A worker takes an entry whose lease ended into its webhook's queue.
 func (k Keys) Inline(shard int) string { return k.Tag(shard) + ":inline" }

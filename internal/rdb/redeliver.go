@@ -43,6 +43,9 @@ func RunRedeliver(ctx context.Context, c redis.UniversalClient, k Keys, r Reset)
 		keys = append(keys, k.Seq(s, r.Read.WebhookID, key), k.Blocked(s), k.Inline(s))
 		args = append(args, r.Renewed.Waiting().Encode(), BlockedMember(r.Read.WebhookID, key))
 	}
+	if r.Tenant != "" {
+		keys = append(keys, k.TenantIndex(s, r.Tenant))
+	}
 	reply, err := script.Run(ctx, c, keys, args...).Slice()
 	if err != nil || len(reply) < 3 {
 		return ResetReply{}, err

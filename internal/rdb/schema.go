@@ -23,6 +23,8 @@ package rdb
 //	                                               (worker/leaser_inline.go)
 //	{P:s}:list:<webhook_id>                stream  entries {d: delivery hash, raw, x: record expiry (ms)}, id <ms>-<seq> of
 //	                                               its creation or Redeliver; trimmed on write, TTL ≥ newest entry
+//	{P:s}:tlist:<tenant>                   stream  the same entries for every webhook of one tenant (a portal's search,
+//	                                               internal/index); the webhooks of no tenant have none
 //	{P:s}:tevents                          zset    event id -> accepted (ms): the replay index of the events of no tenant
 //	                                               (Options.ReplayIndex; internal/replay); pruned to Retention on write,
 //	                                               TTL ≥ newest entry

@@ -27,13 +27,16 @@
 -- record, when it is due (ms), its webhook id, 1 if leased for an inline attempt (else 0)
 -- ARGV[3+6n+i] -> 1 if target i's index key's TTL is to be checked (else it was set lately: indexTTLs)
 -- KEYS[3n+4] -> {P:s}:tevents:<tenant>  the tenant's replay index in the shard (internal/replay/index.go)
+-- KEYS[3n+5] -> {P:s}:tlist:<tenant>    the tenant's delivery index in the shard (Keys.TenantIndex)
 -- ARGV[4+7n], ARGV[5+7n] -> ReplayOff, ReplayAdd or ReplayPrune; the event's id (unscoped)
+-- ARGV[6+7n] -> "" (no tenant: KEYS[3n+5] is not written), or 1 / 0: each new delivery is indexed in
+-- the tenant's index too, its TTL checked (1) or not (0)
 -- returns {ClaimConflict} when the event stored under this id has another fingerprint (nothing is
 -- written); else {event stored earlier or false, reply_1, ..., reply_n}: reply_i is ClaimCreated when
 -- this call created the delivery, or the existing record
 --#include index_all
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-local n = (#KEYS - 4) / 3
+local n = (#KEYS - 5) / 3
 local stored = redis.call('GET', KEYS[1])
 if stored and string.byte(stored, 1) == 0 then return redis.error_reply('{{OrderConflictReply}}') end
 if stored and string.byte(stored, 1) == 1 and string.sub(stored, 2, (1 + {{FingerprintLen}})) ~= string.sub(ARGV[3], 2, (1 + {{FingerprintLen}})) then
@@ -55,9 +58,10 @@ for i = 1, n do
 end
 -- Index entries next; if one cannot be appended, the ones appended and the records created are
 -- deleted again and nothing else is written.
+local tenantIndex = ARGV[6 + 7 * n]
 local err = indexAll(created, n, now, retention, function(i)
   return KEYS[3 * i + 2], ARGV[6 * i - 1], ARGV[3 + 6 * n + i] == '1'
-end)
+end, tenantIndex ~= '' and KEYS[3 * n + 5] or nil, tenantIndex == '1')
 if err then
   for j = 1, n do if created[j] then redis.call('DEL', KEYS[3 * j + 1]) end end
   error(err)
@@ -68,11 +72,11 @@ local indexed = replay ~= '{{ReplayOff}}'
 -- Its TTL is checked with every entry (the key may have expired since the caller last pruned it);
 -- old entries are pruned when the caller asks.
 if storeEvent(KEYS[1], stored, ARGV[3], retention, fresh > 0 or (indexed and not stored), reply) and indexed then
-  redis.call('ZADD', KEYS[#KEYS], now, ARGV[5 + 7 * n])
-  extend(KEYS[#KEYS], retention, math.floor(retention / 64))
+  redis.call('ZADD', KEYS[3 * n + 4], now, ARGV[5 + 7 * n])
+  extend(KEYS[3 * n + 4], retention, math.floor(retention / 64))
 end
 if replay == '{{ReplayPrune}}' then
-  redis.call('ZREMRANGEBYSCORE', KEYS[#KEYS], '-inf', '(' .. (now - retention))
+  redis.call('ZREMRANGEBYSCORE', KEYS[3 * n + 4], '-inf', '(' .. (now - retention))
 end
 for i = 1, n do
   if created[i] then

@@ -19,12 +19,14 @@
 -- ARGV[8i-4] .. ARGV[8i+3] (i = 1..n) -> target i's delivery id, hash, record as head, due (ms),
 -- webhook id, record as waiting, blocked zset member, 1 if leased for an inline attempt (else 0)
 -- ARGV[3+8n+i] -> 1 if target i's index key's TTL is to be checked (indexTTLs)
+-- KEYS[4n+5] -> {P:k}:tlist:<tenant>, and ARGV[4+9n] -> "", 1 or 0: the tenant's delivery index, as
+-- claim.lua's KEYS[3n+5] and ARGV[6+7n]
 -- returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is ClaimCreated (the head),
 -- ClaimWaiting, or the existing record
 --#include index_all
 --#include promote
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-local n = (#KEYS - 4) / 4
+local n = (#KEYS - 5) / 4
 local stored = redis.call('GET', KEYS[1])
 if stored and string.sub(stored, 2, (1 + {{FingerprintLen}})) ~= string.sub(ARGV[3], 2, (1 + {{FingerprintLen}})) then
   return {{{ClaimConflict}}}
@@ -43,9 +45,10 @@ for i = 1, n do
     reply[i + 1] = rec
   end
 end
+local tenantIndex = ARGV[4 + 9 * n]
 local err = indexAll(created, n, now, retention, function(i)
   return KEYS[4 * i + 2], ARGV[8 * i - 3], ARGV[3 + 8 * n + i] == '1'
-end)
+end, tenantIndex ~= '' and KEYS[4 * n + 5] or nil, tenantIndex == '1')
 if err then error(err) end
 storeEvent(KEYS[1], stored, ARGV[3], retention, fresh > 0, reply)
 for i = 1, n do

@@ -8,6 +8,7 @@
 -- KEYS[6] -> {P:s}:seq:<webhook_id>:<order_key>
 -- KEYS[7] -> {P:s}:blocked
 -- KEYS[8] -> {P:s}:inline
+-- KEYS[9] -> {P:s}:tlist:<tenant>, as redeliver.lua's KEYS[6]; absent for a webhook of no tenant
 -- ARGV[1] .. ARGV[10] -> as redeliver.lua's
 -- ARGV[11] -> the reset record as waiting
 -- ARGV[12] -> the sequence's blocked zset member
@@ -23,7 +24,14 @@ end
 if rec == ARGV[11] then return {{{RedeliverWaiting}}, false, rec} end
 if rec ~= ARGV[6] then return {{{RedeliverUnchanged}}, false, rec} end
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
-index(KEYS[4], now, retention, ARGV[8], ARGV[9], true)
+local entry = index(KEYS[4], now, retention, ARGV[8], ARGV[9], true)
+if KEYS[9] then
+  local ok, err = pcall(index, KEYS[9], now, retention, ARGV[8], ARGV[9], true)
+  if not ok then
+    redis.call('XDEL', KEYS[4], entry) -- nothing else written yet
+    error(err)
+  end
+end
 extend(KEYS[3], retention, 0)
 local first = redis.call('LINDEX', KEYS[6], 0)
 if first and first ~= ARGV[4] and not redis.call('ZSCORE', KEYS[5], first)

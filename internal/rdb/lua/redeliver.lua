@@ -1,6 +1,6 @@
 -- redeliver.lua resets a failed delivery for a new series of attempts, if its record is still the
 -- one the caller read: the new record (computed in Go) is pending, at retry step 0, leased for the
--- attempt Redeliver makes at once, and the record, its index entry and the event body are all extended
+-- attempt Redeliver makes at once, and the record, its index entries and the event body are all extended
 -- to now + retention. A record that changed since it was read is left as it is (concurrent calls reset
 -- it once), unless it is leased under this call's own token: the same call run again by a client
 -- whose reply was lost, reported as reset again.
@@ -10,6 +10,8 @@
 -- KEYS[3] -> {P:s}:evt:<event_id>
 -- KEYS[4] -> {P:s}:list:<webhook_id>
 -- KEYS[5] -> {P:s}:q:<webhook_id>
+-- KEYS[6] -> {P:s}:tlist:<tenant>, the tenant's delivery index (Keys.TenantIndex); absent for a
+-- webhook of no tenant
 -- ARGV[1] -> now (ms)
 -- ARGV[2] -> retention (ms)
 -- ARGV[3] -> lease end (ms)
@@ -33,7 +35,14 @@ if leaseOf(KEYS[1], ARGV[5]) == '{{LeaseHeld}}' then
 end
 if rec ~= ARGV[6] then return {{{RedeliverUnchanged}}, false, rec} end
 local retention = tonumber(ARGV[2])
-index(KEYS[4], tonumber(ARGV[1]), retention, ARGV[8], ARGV[9], true)
+local entry = index(KEYS[4], tonumber(ARGV[1]), retention, ARGV[8], ARGV[9], true)
+if KEYS[6] then
+  local ok, err = pcall(index, KEYS[6], tonumber(ARGV[1]), retention, ARGV[8], ARGV[9], true)
+  if not ok then
+    redis.call('XDEL', KEYS[4], entry) -- nothing else written yet
+    error(err)
+  end
+end
 redis.call('SET', KEYS[1], ARGV[7], 'PX', retention)
 extend(KEYS[3], retention, 0)
 redis.call('ZADD', KEYS[5], ARGV[3], ARGV[4])
