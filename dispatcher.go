@@ -206,10 +206,11 @@ func (d *Dispatcher) Enqueue(ctx context.Context, evt Event) ([]Result, error) {
 // SendTest sends a `webhook.test` event with a fresh id (`test_` + random) to one webhook, whatever its
 // subscriptions and even when it is disabled. It is never a duplicate of anything. Test sends are
 // bounded: at most TestSendsPerWebhook per second to a webhook and TestSendsPerTenant per second to a
-// tenant's webhooks (more wraps ErrTestSendsLimited, and nothing is claimed), and their records are
-// kept TestSendRetention (or Options.Retention when shorter), not Options.Retention. Its error follows
-// Dispatch's contract: ErrNotAccepted when the test delivery could not be claimed, ErrDeferred (with the
-// Delivery) when its attempt was left to the worker.
+// tenant's webhooks (more wraps ErrTestSendsLimited, saying when to try again; nothing is claimed for
+// it, nor a slot of either limit spent), and their records are kept TestSendRetention (or
+// Options.Retention when shorter), not Options.Retention. Its error follows Dispatch's contract:
+// ErrNotAccepted when the test delivery could not be claimed, ErrDeferred (with the Delivery) when its
+// attempt was left to the worker.
 func (d *Dispatcher) SendTest(ctx context.Context, webhookID string) (*Delivery, error) {
 	s, _, err := d.webhooks.load(ctx, webhookID)
 	if err != nil {

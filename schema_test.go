@@ -37,7 +37,7 @@ var schemaRow = regexp.MustCompile(`^//\t(\S+)\s+(\S+)`)
 var redisTypes = []string{"string", "hash", "zset", "stream", "set", "list"}
 
 // parseSchema reads the key patterns of the schema comment: the first comment block after the package
-// clause of src. A pattern is made a regexp for prefix: {P:s} is a shard's hash tag ({P:t<n>}), P elsewhere the prefix, <name> one or more bytes, the rest literal.
+// clause of src. A pattern is made a regexp for prefix: {P:s} is a shard's hash tag ({P:t<n>}), P elsewhere the prefix, <name> one or more bytes, <name?> zero or more, the rest literal.
 func parseSchema(src, prefix string) ([]schemaLine, error) {
 	var out []schemaLine
 	sc := bufio.NewScanner(strings.NewReader(src))
@@ -81,8 +81,13 @@ func patternRegexp(pattern, prefix string) *regexp.Regexp {
 			b.WriteString(`\{` + p + `:`)
 			rest = rest[len("{P:"):]
 		case rest[0] == '<' && strings.IndexByte(rest, '>') > 0:
-			b.WriteString(`.+`)
-			rest = rest[strings.IndexByte(rest, '>')+1:]
+			end := strings.IndexByte(rest, '>')
+			if rest[end-1] == '?' {
+				b.WriteString(`.*`)
+			} else {
+				b.WriteString(`.+`)
+			}
+			rest = rest[end+1:]
 		default:
 			b.WriteString(regexp.QuoteMeta(rest[:1]))
 			rest = rest[1:]
@@ -192,10 +197,11 @@ func TestSchemaParse(t *testing.T) {
 		"//\t                                   continued\n" +
 		"//\t{P:registry}:t:<t>:all     hash    tenant index\n" +
 		"//\t{P:rate:<webhook_id>}      string  limiter\n" +
+		"//\t{P:tests:<t?>}:w:<id>     string  maybe empty\n" +
 		"\n//\t{P:s}:not-in-block  string  after the block\n"
 	schema, err := parseSchema(src, "pre")
 	require.NoError(t, err)
-	require.Len(t, schema, 3)
+	require.Len(t, schema, 4)
 	assert.Equal(t, schemaLine{line: 5, pattern: "{P:s}:rec:<h>", typ: "string"}, schemaLine{line: schema[0].line, pattern: schema[0].pattern, typ: schema[0].typ})
 
 	tests := []struct {
@@ -213,6 +219,9 @@ func TestSchemaParse(t *testing.T) {
 		{"{pre:rate:wh_1}", "string", false},
 		{"{pre:rate:wh_1}:x", "string", true},
 		{"{pre:t3}:not-in-block", "string", true},
+		{"{pre:tests:}:w:wh_1", "string", false}, // <t?> may be empty
+		{"{pre:tests:acme}:w:wh_1", "string", false},
+		{"{pre:tests:acme}:w:", "string", true}, // <id> may not
 	}
 	for _, tc := range tests {
 		t.Run(tc.key+"_"+tc.typ, func(t *testing.T) {
@@ -221,7 +230,8 @@ func TestSchemaParse(t *testing.T) {
 		})
 	}
 	_, unwritten := schemaProblems(schema, map[string]string{"{pre:t1}:rec:a": "string"})
-	assert.Equal(t, []string{"line 7: {P:registry}:t:<t>:all (hash)", "line 8: {P:rate:<webhook_id>} (string)"}, unwritten)
+	assert.Equal(t, []string{"line 7: {P:registry}:t:<t>:all (hash)", "line 8: {P:rate:<webhook_id>} (string)",
+		"line 9: {P:tests:<t?>}:w:<id> (string)"}, unwritten)
 
 	_, err = parseSchema("package x\n\n//\t{P:s}:x  strin  typo\n", "pre")
 	assert.ErrorContains(t, err, "type \"strin\"")

@@ -220,9 +220,18 @@ func (k Keys) Concurrency(webhookID string) string {
 	return "{" + k.prefix + ":concurrency:" + webhookID + "}"
 }
 
-// TestSends is a test-send limiter of a scope ("webhook:<id>" or "tenant:<tenant>"): its own hash tag, as
-// a rate limiter's.
-func (k Keys) TestSends(scope string) string { return "{" + k.prefix + ":tests:" + scope + "}" }
+// TenantTestSends is a tenant's test-send limiter (SendTest; tenant "" for the webhooks of no tenant,
+// which count as one tenant): a hash tag of its own, which the test-send limiters of the tenant's
+// webhooks share, so that one script takes a slot of both (the TakeTestSend script).
+func (k Keys) TenantTestSends(tenant string) string {
+	return "{" + k.prefix + ":tests:tenant:" + tenant + "}"
+}
+
+// WebhookTestSends is a webhook's test-send limiter, in its tenant's hash tag (TenantTestSends): a
+// webhook's tenant never changes, so neither does its limiter's key.
+func (k Keys) WebhookTestSends(tenant, webhookID string) string {
+	return k.TenantTestSends(tenant) + ":webhook:" + webhookID
+}
 
 // Token is the webhook's cached OAuth2 token: "<expiry ms> <credentials fingerprint> <token>", sealed
 // when the library's secret keys are set.

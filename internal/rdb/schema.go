@@ -6,9 +6,11 @@ package rdb
 // one event's deliveries carries its shard's hash tag, written {P:s} below: it is {P:t<n>}, chosen by
 // hash slot (tags.go), so every script touches one hash slot, and the shards spread the load evenly
 // over the masters of a Redis Cluster. The registry's keys share the tag {P:registry}; a rate limiter
-// and an OAuth2 token have tags of their own. Keys are built in Go (Keys, keys.go) and passed in KEYS;
-// ids follow the tag, so no id can change which slot a key hashes to. <event_id> is scoped by tenant
-// (ScopedEventID), <pattern> is a subscription pattern (`pool.*`).
+// and an OAuth2 token have tags of their own; a tenant's test-send limiters share the tenant's. Keys
+// are built in Go (Keys, keys.go) and passed in KEYS; ids follow the tag, so no id can change which
+// slot a key hashes to (a tenant in a tag is a name of [A-Za-z0-9_.-], without braces). <event_id> is
+// scoped by tenant (ScopedEventID), <pattern> is a subscription pattern (`pool.*`); a name written
+// <name?> may be empty.
 //
 //	{P:s}:rec:<h>                          string  the pair's claim and delivery record (record.go)  TTL Retention
 //	{P:s}:evt:<event_id>                   string  the event's fingerprint, then its request body, stored once per
@@ -55,8 +57,12 @@ package rdb
 //	                                               one for every tenant (event_types.go); no TTL
 //	{P:registry}:event_types:version       string  a random token replaced by every change of the catalog, which each
 //	                                               process's cache compares (internal/eventtypes); no TTL
-//	{P:tests:<scope>}                      string  a test-send limiter (SendTest), scope "webhook:<id>" or "tenant:<tenant>":
-//	                                               the start of its next free slot (µs, Redis time)  TTL 1 s after that slot
+//	{P:tests:tenant:<tenant?>}             string  a tenant's test-send limiter (SendTest; "" for the webhooks of no
+//	                                               tenant): the start of its next free slot (µs, Redis time)
+//	                                               (internal/ratelimit)  TTL 1 s after that slot
+//	{P:tests:tenant:<tenant?>}:webhook:<webhook_id>  string  a webhook's test-send limiter, in its tenant's hash
+//	                                               tag, taken with the tenant's in one script: the start of its
+//	                                               next free slot (µs, Redis time)  TTL 1 s after that slot
 //	{P:concurrency:<webhook_id>}           zset    the attempts holding a slot of the webhook's MaxConcurrency: token ->
 //	                                               the end of its lease (ms, Redis time) (worker.Attempter)  TTL the
 //	                                               last lease taken

@@ -46,6 +46,7 @@ var (
 	StatsLeases      = load("stats_leases")
 	StatsQueues      = load("stats_queues")
 	TakeConcurrency  = load("take_concurrency")
+	TakeTestSend     = load("take_test_send")
 	Unschedule       = load("unschedule")
 	WakeParked       = load("wake_parked")
 )

@@ -22,7 +22,7 @@ var scripts = map[string]*redis.Script{
 	"probe_now": ProbeNow, "rate": Rate, "redeliver": Redeliver, "release_probe": ReleaseProbe,
 	"reserve_order": ReserveOrder, "retry_now": RetryNow, "save_webhook": SaveWebhook,
 	"search": Search, "shard_count": ShardCount, "stats_leases": StatsLeases, "stats_queues": StatsQueues,
-	"unschedule": Unschedule, "wake_parked": WakeParked,
+	"take_test_send": TakeTestSend, "unschedule": Unschedule, "wake_parked": WakeParked,
 }
 
 // TestEveryScriptFileIsAScriptThatCompiles: each file of lua/ is one exported script, opens with its
