@@ -216,3 +216,53 @@ func TestStateStoryAnswersAgree(t *testing.T) {
 		assert.Equal(t, string(StatusSuccess), dl["status"], id)
 	}
 }
+
+// TestHealthSaysWhyTheCircuitOpened: a webhook's health answer (GET /webhooks/{id}/health) says in
+// words the newest failure its circuit counted: the status the endpoint answered, a timeout, a
+// refused connection; an earlier 4xx, which the circuit does not count, is not the reason.
+func TestHealthSaysWhyTheCircuitOpened(t *testing.T) {
+	t.Parallel()
+	gone := httptest.NewServer(http.NotFoundHandler())
+	goneURL := gone.URL
+	gone.Close() // nothing listens there any more: connections are refused
+	for _, tc := range []struct {
+		name  string
+		setup func(rc *receiver) string // the webhook's URL, the receiver set to fail
+		want  string
+	}{
+		{"503", func(rc *receiver) string { rc.status.Store(http.StatusServiceUnavailable); return rc.srv.URL },
+			"the endpoint answered 503 Service Unavailable"},
+		{"timeout", func(rc *receiver) string {
+			rc.setHook(func(*http.Request) { time.Sleep(600 * time.Millisecond) })
+			return rc.srv.URL
+		}, "no answer within the timeout"},
+		{"refused", func(*receiver) string { return goneURL }, "the connection was refused"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			tr := newTestRedis(t)
+			d := newTestDispatcher(t, tr, Options{BreakAfter: 2, RetrySchedule: []time.Duration{}, Timeout: 200 * time.Millisecond})
+			rc := newReceiver(t)
+			rc.status.Store(http.StatusNotFound) // first a 4xx: in the run, not in the count
+			w, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"a.*"}})
+			require.NoError(t, err)
+			_, err = d.Dispatch(ctx, Event{ID: "e0", Type: "a.b"})
+			require.NoError(t, err)
+			url := tc.setup(rc)
+			w.URL = url
+			_, err = d.Webhooks().Update(ctx, *w)
+			require.NoError(t, err)
+			for i := 1; i <= 2; i++ {
+				_, err := d.Dispatch(ctx, Event{ID: fmt.Sprintf("e%d", i), Type: "a.b"})
+				require.NoError(t, err)
+			}
+			rec := call(d.Handler(), "GET", "/webhooks/"+w.ID+"/health", "")
+			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
+			var h map[string]any
+			require.NoError(t, json.Unmarshal(rec.Body.Bytes(), &h))
+			assert.Equal(t, "open", h["state"], "two failures open the circuit: %s", rec.Body.String())
+			assert.Equal(t, tc.want, h["last_failure"], "why: %s", rec.Body.String())
+		})
+	}
+}

@@ -68,10 +68,10 @@ func TestUIRoundTwo(t *testing.T) {
 		}
 	}
 
-	// The list: the open circuit in a customer's words, with the next try's time and zone.
+	// The list: the open circuit in a customer's words, why it opened, and the next try's time and zone.
 	e.waitFor("circuit and success rate loaded", `!document.querySelector('#endpoints').innerText.includes('…')`)
 	row := e.text(`#endpoints tr[data-id="` + flaky.ID + `"]`)
-	if !regexp.MustCompile(`paused after 2 failures, (next try (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC|next try any moment|trying again now)`).MatchString(row) {
+	if !regexp.MustCompile(`paused after 2 failures \(the endpoint answered 500 Internal Server Error\), (next try (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC|next try any moment|trying again now)`).MatchString(row) {
 		t.Errorf("the paused endpoint's row: %q", row)
 	}
 	if !strings.Contains(row, "0 of 2 succeeded") {

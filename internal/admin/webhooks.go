@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/api"
+	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 )
@@ -61,7 +62,32 @@ func (b *Backend) Health(ctx context.Context, s api.Scope, id string) (*types.He
 		return nil, err
 	}
 	h, err := b.WebhookRepo.Health(ctx, id)
+	if err == nil && h.ConsecutiveFailures > 0 {
+		h.LastFailure, err = b.lastFailure(ctx, id)
+	}
 	return api.ViewHealth(wh, h), err
+}
+
+// lastFailureScan is how many of a webhook's newest deliveries lastFailure reads.
+const lastFailureScan = 20
+
+// lastFailure is, in words, the newest attempt among a webhook's newest deliveries that its circuit
+// counts as a failure (breaker.FailureWords); "" when none is.
+func (b *Backend) lastFailure(ctx context.Context, id string) (string, error) {
+	page, err := b.DeliveryRepo.Page(ctx, id, types.DeliveryQuery{Limit: lastFailureScan})
+	if err != nil {
+		return "", err
+	}
+	var words string
+	var at time.Time
+	for _, dl := range page.Deliveries {
+		for _, a := range dl.History {
+			if w, ok := breaker.FailureWords(a); ok && a.At.After(at) {
+				words, at = w, a.At
+			}
+		}
+	}
+	return words, nil
 }
 
 // Stats is a webhook's attempts per hour by outcome (GET /webhooks/{id}/stats).

@@ -26,6 +26,12 @@ type Health struct {
 	ConsecutiveFailures int          `json:"consecutive_failures"`
 	FailingSince        time.Time    `json:"failing_since,omitzero"` // start of the current run of failures
 	OpenUntil           time.Time    `json:"open_until,omitzero"`    // when the next probe may go out
+	// LastFailure says in words the newest failed attempt that counts towards BreakAfter ("the
+	// endpoint answered 503 Service Unavailable", "no answer within the timeout", "the connection was
+	// refused"), while the circuit holds failures: why it is open or failing. The admin API's health
+	// answer reads it from the webhook's newest deliveries; "" when none of them holds such an attempt,
+	// and in WebhookRepo.Health, which reads the circuit only.
+	LastFailure string `json:"last_failure,omitempty"`
 	// OpenFor is the current open period; in JSON "open_for_ms", whole milliseconds.
 	OpenFor time.Duration `json:"-"`
 }

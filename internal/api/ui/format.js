@@ -37,14 +37,17 @@
     return ok + ' of ' + all + ' succeeded' + pct;
   }
   const plural = (n, one) => n + ' ' + one + (n === 1 ? '' : 's');
-  // circuit is the circuit breaker in words: { text, tone } with tone ok, warn or bad.
+  // circuit is the circuit breaker in words: { text, tone } with tone ok, warn or bad; the newest
+  // counted failure, in words, follows the count: "paused after 5 failures (the endpoint answered 503
+  // Service Unavailable), next try 18:17:11 UTC".
   function circuit(h) {
     const n = h.consecutive_failures || 0;
+    const why = h.last_failure ? ' (' + h.last_failure + ')' : '';
     if (h.state === 'closed') {
-      return n ? { text: 'delivering · ' + plural(n, 'recent failure'), tone: 'warn' } : { text: 'delivering', tone: 'ok' };
+      return n ? { text: 'delivering · ' + plural(n, 'recent failure') + why, tone: 'warn' } : { text: 'delivering', tone: 'ok' };
     }
-    if (h.state === 'disabled') return { text: 'not delivering: disabled' + (n ? ' after ' + plural(n, 'failure') : ''), tone: 'bad' };
-    const paused = 'paused after ' + plural(n, 'failure');
+    if (h.state === 'disabled') return { text: 'not delivering: disabled' + (n ? ' after ' + plural(n, 'failure') + why : ''), tone: 'bad' };
+    const paused = 'paused after ' + plural(n, 'failure') + why;
     if (h.state === 'probing') return { text: paused + ', trying again now', tone: 'warn' };
     const at = h.open_until ? new Date(h.open_until) : null;
     if (!at || at <= new Date()) return { text: paused + ', next try any moment', tone: 'bad' };
