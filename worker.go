@@ -26,8 +26,7 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // is followed at once by the next while the worker leases more, shared fairly among the webhooks with
 // deliveries due (a webhook at its in-flight cap, rate limit or with an open circuit never keeps the
 // others' due deliveries waiting).
-// Two passes may lease at once, each for the slots freed while the other waits for Redis. When nothing
-// is due it waits until the next due time, at most 250ms, or until Enqueue in this process or an
+// When nothing is due it waits until the next due time, at most 250ms, or until Enqueue in this process or an
 // ending attempt wakes it. The deliveries this Dispatcher queued itself (Enqueue, a retry its outcome
 // scheduled) it leases by id, without reading the schedule to find them (worker.LocalDue); beyond those,
 // it reads only the shards whose schedule may hold something due (as it last read them), a few at a

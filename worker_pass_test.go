@@ -80,7 +80,7 @@ func TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead(t *testing.T) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan error)
 	go func() { done <- d.Run(runCtx) }()
-	for i := range events { // each Enqueue pokes the worker: both lanes lease
+	for i := range events { // each Enqueue pokes the worker
 		_, err := d.Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("e-%d", i)})
 		require.NoError(t, err)
 	}

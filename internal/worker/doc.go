@@ -1,5 +1,5 @@
 // Package worker is the library's worker machinery, as units with their own types: the worker's loop
-// (Worker, worker.go: its lease lanes, waits and backoff); its lease pass (Leaser, leaser*.go: the
+// (Worker, worker.go: its lease loop, waits and backoff); its lease pass (Leaser, leaser*.go: the
 // schedule's scan, the fair share of free slots among the webhooks due, parks, probes, and the lease
 // of each shard's due deliveries in one script); its attempts (Attempter, attempter*.go: rate-limit
 // waits, MaxConcurrency slots, refusals and parks, the request through the root's Send, ProcessDue's

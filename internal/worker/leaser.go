@@ -72,7 +72,7 @@ type LeaserConfig struct {
 // Leaser is a Dispatcher's lease pass (see the file comment): it finds the webhooks with deliveries
 // due, from the local hint (LocalDue) and the shards that may have some (ScanHints), shares the free
 // slots among them (chooseTakes) and leases their due deliveries (leaseTakes). Safe for concurrent use:
-// Run's lanes lease at once.
+// ProcessDue, and other Runs of the Dispatcher, may lease while Run does.
 type Leaser struct {
 	cfg       LeaserConfig
 	hintsOnce sync.Once

@@ -217,9 +217,9 @@ func (h *ScanHints) AfterLease(now time.Time, read ScanRead, heads map[Queue]int
 	}
 }
 
-// setNext sets a shard's hint from a read of generation gen, unless a newer read set it already: Run's
-// two lanes read and lease at once, and a slower pass's older read must not undo what a newer one
-// found (a shard hinted empty or due later would wait for the sweep).
+// setNext sets a shard's hint from a read of generation gen, unless a newer read set it already:
+// passes may read and lease at once (ProcessDue while Run leases), and a slower pass's older read must
+// not undo what a newer one found (a shard hinted empty or due later would wait for the sweep).
 func (h *ScanHints) setNext(shard int, gen uint64, next int64) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

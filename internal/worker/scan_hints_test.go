@@ -9,7 +9,8 @@ import (
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
-// TestOlderScanDoesNotUndoANewerHint: Run's two lanes scan and lease at once; the hint a slower pass
+// TestOlderScanDoesNotUndoANewerHint: two passes scan and lease at once (ProcessDue while Run leases);
+// the hint a slower pass
 // sets from an older read of a shard (empty here) must not replace what a newer read found (a webhook
 // due soon), else the shard would wait for the sweep. Whichever order they land in, the newer stays.
 func TestOlderScanDoesNotUndoANewerHint(t *testing.T) {

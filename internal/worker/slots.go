@@ -9,7 +9,7 @@ import (
 // (J: a leased delivery with its body read), each started as soon as a slot frees, in about the order
 // they were leased: up to twice concurrency, fewer once attempts are slow (aheadNow). The caller's start
 // begins an attempt (on a goroutine of its own) and calls Freed once it is over. Safe for concurrent
-// use by a Run's lanes and attempts.
+// use by Run's pass and its attempts.
 type Slots[J any] struct {
 	concurrency int
 	ahead       int           // 2 × concurrency: the most deliveries leased ahead
@@ -20,7 +20,7 @@ type Slots[J any] struct {
 	mu      sync.Mutex
 	busy    int           // attempts started and not over
 	waiting []J           // leased ahead, waiting for a slot
-	leasing int           // slots claimed by lanes' passes in progress
+	leasing int           // slots claimed by a pass in progress
 	took    time.Duration // moving average of attempts' durations; 0 before the first
 }
 
@@ -31,7 +31,7 @@ func NewSlots[J any](concurrency int, budget time.Duration, start func(J)) *Slot
 		budget: budget, start: start}
 }
 
-// Claim claims for a lane's pass every slot free and not claimed by another pass, and returns how
+// Claim claims for a pass every slot free and not claimed by another pass, and returns how
 // many (Add or Unclaim gives them back). While deliveries leased ahead wait, it claims none until
 // batch are free: a pass costs Redis about as much for one delivery as for many, and the waiting keep
 // the slots busy meanwhile.
@@ -62,7 +62,7 @@ func (s *Slots[J]) Add(jobs []J, claimed int) {
 	}
 }
 
-// Unclaim gives back the slots a lane's pass claimed and did not fill.
+// Unclaim gives back the slots a pass claimed and did not fill.
 func (s *Slots[J]) Unclaim(claimed int) {
 	s.mu.Lock()
 	s.leasing -= claimed

@@ -42,16 +42,14 @@ func TestLeasedAheadFollowsAttemptTimes(t *testing.T) {
 	assert.Equal(t, 32, r.Claim(), "slow: as aheadNow says")
 }
 
-// TestLanesClaimDisjointSlots: a slot one lane's pass has claimed is not claimed again by the other
-// lane until the pass gives back what it did not fill; the root's Run-level test
-// (TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead) sees this only when both lanes happen to
-// pass at once.
-func TestLanesClaimDisjointSlots(t *testing.T) {
+// TestClaimedSlotsAreNotClaimedAgain: a slot a pass has claimed is not claimed again until the pass
+// gives back what it did not fill (the slots a pass leases for are its own while it waits for Redis).
+func TestClaimedSlotsAreNotClaimedAgain(t *testing.T) {
 	t.Parallel()
 	r := &Slots[int]{concurrency: 64, ahead: 128, batch: 8, budget: 5 * time.Second}
 	first := r.Claim()
 	assert.Equal(t, 192, first, "every slot and every delivery ahead")
-	assert.Equal(t, 0, r.Claim(), "nothing left for the other lane while the pass runs")
+	assert.Equal(t, 0, r.Claim(), "nothing left to claim while the pass runs")
 	r.Unclaim(first)
 	assert.Equal(t, 192, r.Claim(), "given back, claimed again")
 }

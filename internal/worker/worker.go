@@ -3,15 +3,10 @@ package worker
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 )
 
 const (
-	// Lanes is how many passes of one Run may lease at once: while one pass waits for Redis (its
-	// schedule read, lease and bodies, round trips in turn), another leases for the slots freed
-	// meanwhile, so attempts ending during a pass do not leave their slots idle until it is over.
-	Lanes = 2
 	// MinWait keeps Run from spinning on a due time that is a hair away.
 	MinWait = 5 * time.Millisecond
 	// minBackoff is Run's first wait after Redis failed it.
@@ -45,8 +40,8 @@ type Config struct {
 	Failed func(err error) (retryable bool)
 }
 
-// Worker is a Dispatcher's worker loop: Lanes lease loops sharing one set of attempt slots, each
-// leasing for the slots free, waiting when nothing is due, and backing off when Redis fails it.
+// Worker is a Dispatcher's worker loop: it leases for the attempt slots free, waits when nothing is
+// due, and backs off when Redis fails it.
 type Worker struct {
 	cfg Config
 }
@@ -54,28 +49,14 @@ type Worker struct {
 // New returns the Worker of cfg. It does no I/O.
 func New(cfg Config) *Worker { return &Worker{cfg: cfg} }
 
-// Run runs the lanes until ctx ends, and returns once each has ended.
+// Run is the lease loop: it leases for the slots free (one pass at a time; BENCHMARKS.md measured a
+// second loop leasing meanwhile and found no gain), polls when nothing is due, until ctx ends.
 func (w *Worker) Run(ctx context.Context) {
-	var lanes sync.WaitGroup
-	for i := range Lanes {
-		lanes.Go(func() { w.lane(ctx, i == 0) })
-	}
-	lanes.Wait()
-}
-
-// lane is one of Run's lease loops: it leases for the slots free and not claimed by another lane's
-// pass, until ctx ends. Only the first lane scans first and polls when nothing is due (an idle worker
-// costs Redis what one lane's polls do); the others start, and wait when nothing is due, for a poke
-// (Enqueue, an ending attempt).
-func (w *Worker) lane(ctx context.Context, first bool) {
 	c := w.cfg
 	backoff := minBackoff
 	mode := ScanHinted  // an idle poll sweeps (ScanHints.Plan)
 	var known time.Time // the earliest due time the scans know of
 	dry := 0            // passes in a row that leased nothing though more may be due
-	if !first {
-		c.Wake.Wait(ctx) // the first lane makes the first scan
-	}
 	for ctx.Err() == nil {
 		if c.Outage.IsDown() { // after an outage: lease nothing until Redis answers, then wait the grace
 			if err := c.Ping(ctx); err != nil {
@@ -121,10 +102,6 @@ func (w *Worker) lane(ctx context.Context, first bool) {
 			continue // shards left unread may have some due: every one is read before Run waits
 		}
 		dry = 0
-		if !first {
-			c.Wake.Wait(ctx)
-			continue
-		}
 		wait := IdleWait
 		if !known.IsZero() {
 			wait = min(wait, max(known.Sub(c.Now()), MinWait))
