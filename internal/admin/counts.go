@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/api"
+	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/index"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
-	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // CountsRecent is how many of a webhook's newest deliveries GET /webhooks/{id}/counts reads to count
@@ -39,7 +39,7 @@ func (b *Backend) counts(ctx context.Context, webhookID string) (api.Counts, err
 	h := hs[webhookID]
 	var parkedUntil time.Time // zero: the circuit is closed, nothing is parked
 	if h.State != types.CircuitClosed {
-		parkedUntil = types.Later(h.OpenUntil, now).Add(worker.ProbeRecheck)
+		parkedUntil = types.Later(h.OpenUntil, now).Add(breaker.ProbeRecheck)
 	}
 	batch := 2*CountsRecent/b.Keys.Shards + 2 // per shard: the newest CountsRecent, when spread evenly
 	qs, err := rdb.ReadWebhookQueues(ctx, b.Client, b.Keys, webhookID, parkedUntil, batch)

@@ -23,7 +23,6 @@ import (
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
-	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 const (
@@ -63,7 +62,7 @@ func (b *Backend) Probe(ctx context.Context, webhookID string) (types.Health, in
 	}
 	b.Breaker.Put(h, now)
 	// Parked deliveries are due at the end of the open period as it was (or a recheck later).
-	until := types.Later(end.Was, now).Add(worker.ProbeRecheck)
+	until := types.Later(end.Was, now).Add(breaker.ProbeRecheck)
 	n, err := b.wakeParked(ctx, webhookID, until, now.Add(ProbeNowDelay))
 	return h, n, err
 }

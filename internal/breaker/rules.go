@@ -13,6 +13,10 @@ import (
 // MaxBreakFor bounds a circuit's open period, which doubles while its probes fail.
 const MaxBreakFor = 10 * time.Minute
 
+// ProbeRecheck is how long past its circuit's probe time a webhook's deliveries stay parked when
+// another replica holds the probe: a worker looks again then.
+const ProbeRecheck = time.Second
+
 // Kind is how the circuit counts an attempt that got an answer: rdb.CountSuccess when it succeeded;
 // rdb.CountFailure for a timeout or a connection error (code 0: no status), a 5xx or a 429, the
 // failures that say the endpoint is unwell; rdb.CountRejected for any other (a 4xx, a 3xx), which is in

@@ -76,7 +76,7 @@ func (a *Attempter) Attempt(ctx context.Context, j LeasedDelivery, body []byte) 
 	}
 	if j.Probe == "" {
 		if h := a.cfg.Breaker.Circuit(ctx, rec.WebhookID); h.State != types.CircuitClosed {
-			return parkOutcome(rec, types.Later(h.OpenUntil, a.cfg.Now().Add(ProbeRecheck)), h)
+			return parkOutcome(rec, types.Later(h.OpenUntil, a.cfg.Now().Add(breaker.ProbeRecheck)), h)
 		}
 	}
 	slot, ok := a.TakeConcurrencySlot(ctx, wh)

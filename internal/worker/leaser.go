@@ -43,8 +43,6 @@ import (
 // round trips in all; nothing is maintained for it on the write paths.
 
 const (
-	// ProbeRecheck is how long a worker parks a webhook whose probe another replica holds.
-	ProbeRecheck = time.Second
 	// rateHorizon is how far ahead an attempt to a rate-limited webhook takes its slot (then waits
 	// for it), and how far ahead a worker counts free slots when it decides how many to lease.
 	rateHorizon = 100 * time.Millisecond

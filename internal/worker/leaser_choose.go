@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 )
@@ -47,9 +48,9 @@ func (l *Leaser) chooseTakes(ctx context.Context, now time.Time, due []Due, t *d
 		if h := circuits[id]; h.State != types.CircuitClosed && wh != nil && !wh.Disabled {
 			tok, ok := l.cfg.Breaker.TryProbe(ctx, id, now, h)
 			if !ok {
-				l.park(ctx, shards[id], types.Later(h.OpenUntil, now.Add(ProbeRecheck)))
+				l.park(ctx, shards[id], types.Later(h.OpenUntil, now.Add(breaker.ProbeRecheck)))
 				// The probe's holder may have given it back meanwhile, its delivery handed back (due at
-				// once) before the park landed: then the park would hold that delivery a ProbeRecheck.
+				// once) before the park landed: then the park would hold that delivery a breaker.ProbeRecheck.
 				// Tried again after the park, the probe is either ours now or still held, and its
 				// holder's release lowers the ready score after the park (ReleaseProbe).
 				if tok, ok = l.cfg.Breaker.TryProbe(ctx, id, now, h); !ok {
