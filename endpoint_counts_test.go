@@ -17,7 +17,8 @@ import (
 
 // TestEndpointCounts: GET /webhooks/{id}/counts counts exactly the deliveries scheduled for an attempt,
 // those of them parked behind an open circuit (not the retries waiting for their own later time), and
-// the failed ones among the newest deliveries only, reading at most admin.CountsRecent records.
+// the failed ones and the ordered ones waiting behind their key among the newest deliveries only,
+// reading at most admin.CountsRecent records.
 func TestEndpointCounts(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
@@ -40,6 +41,13 @@ func TestEndpointCounts(t *testing.T) {
 				rc.status.Store(0)
 				dispatchN(t, d, "ok", 2)
 			}, api.Counts{Failed: 3, Examined: 5}},
+		{"ordered: waiting behind their key", Options{},
+			func(t *testing.T, d *Dispatcher, _ *testClock, _ *receiver, _ *Webhook) {
+				for i := range 4 { // no worker: the head is scheduled, the three after it wait behind it
+					_, err := d.Enqueue(context.Background(), Event{ID: fmt.Sprintf("o%d", i), Type: "order.created", OrderKey: "order-1"})
+					require.NoError(t, err)
+				}
+			}, api.Counts{Pending: 1, Waiting: 3, Examined: 4}},
 		{"only the newest are read", Options{RetrySchedule: []time.Duration{time.Minute}},
 			func(t *testing.T, d *Dispatcher, clock *testClock, rc *receiver, _ *Webhook) {
 				rc.status.Store(http.StatusInternalServerError)

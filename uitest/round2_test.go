@@ -56,12 +56,13 @@ func TestUIRoundTwo(t *testing.T) {
 	e.do("open the operator UI", chromedp.Navigate(base))
 	e.page("endpoints")
 	for expr, want := range map[string]string{
-		`webhooksFormat.duration(47000)`:                                          "47 µs",
-		`webhooksFormat.duration(3.2e6)`:                                          "3.2 ms",
-		`webhooksFormat.success([{success: 0, failed: 7}])`:                       "0 of 7 succeeded",
-		`webhooksFormat.success([{success: 5, failed: 2}])`:                       "5 of 7 succeeded (71 %)",
-		`webhooksFormat.time('2026-12-03T12:40:05Z')`:                             "2026-12-03 12:40:05 UTC",
-		`webhooksFormat.circuit({state: 'closed', consecutive_failures: 0}).text`: "delivering",
+		`webhooksFormat.duration(47000)`:                                                     "47 µs",
+		`webhooksFormat.duration(3.2e6)`:                                                     "3.2 ms",
+		`webhooksFormat.success([{success: 0, failed: 7}])`:                                  "0 of 7 succeeded",
+		`webhooksFormat.success([{success: 5, failed: 2}])`:                                  "5 of 7 succeeded (71 %)",
+		`webhooksFormat.time('2026-12-03T12:40:05Z')`:                                        "2026-12-03 12:40:05 UTC",
+		`webhooksFormat.circuit({state: 'closed', consecutive_failures: 0}).text`:            "delivering",
+		`webhooksFormat.counts({pending: 1, parked: 0, waiting: 3, failed: 0, examined: 4})`: "1 pending · 3 of the latest 4 queued behind their order key · none of the latest 4 deliveries failed for good",
 	} {
 		if got := e.eval(expr); got != want {
 			t.Errorf("%s = %q, want %q", expr, got, want)

@@ -61,6 +61,9 @@ func (b *Backend) counts(ctx context.Context, webhookID string) (api.Counts, err
 		if rec.Status == types.StatusFailed {
 			out.Failed++
 		}
+		if rec.IsWaiting() {
+			out.Waiting++
+		}
 	}
 	return out, nil
 }

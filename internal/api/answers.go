@@ -88,8 +88,10 @@ type Counts struct {
 	// the circuit may next be probed. 0 while the circuit is closed, and for a disabled webhook.
 	Parked int64 `json:"parked"`
 	// Failed is how many of the Examined newest deliveries (in the listing's order, by creation or
-	// last Redeliver) have failed for good.
+	// last Redeliver) have failed for good; Waiting how many of them are ordered deliveries waiting
+	// behind an earlier delivery of their order key (pending, not scheduled yet: not in Pending).
 	Failed   int `json:"failed"`
+	Waiting  int `json:"waiting"`
 	Examined int `json:"examined"`
 	// ReplayAvailable is whether POST /webhooks/{id}/replay can work: Options.ReplayIndex is on.
 	ReplayAvailable bool `json:"replay_available"`

@@ -253,3 +253,9 @@ func (r *Record) Waiting() *Record {
 	w.LeaseState, w.LeaseEnd, w.NextAttemptAt = LeaseNone, MilliTime(0), MilliTime(0)
 	return &w
 }
+
+// IsWaiting reports whether r is an ordered delivery waiting behind an earlier delivery of its key
+// (Waiting's record: pending, not leased, no next attempt): not scheduled yet.
+func (r *Record) IsWaiting() bool {
+	return r.OrderKey != "" && r.Status == types.StatusPending && r.LeaseState == LeaseNone && r.NextAttemptAt.IsZero()
+}

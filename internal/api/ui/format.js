@@ -54,12 +54,14 @@
     return { text: paused + ', next try ' + soon(h.open_until), tone: 'bad' };
   }
   // counts is an endpoint's delivery counts (GET /webhooks/{id}/counts) in words: "3 waiting for the
-  // next try · 2 pending · 1 of the latest 12 deliveries failed for good" (attempts that failed and
-  // will be retried are not failures: their deliveries are pending or waiting).
+  // next try · 2 pending · 6 of the latest 12 queued behind their order key · 1 of the latest 12
+  // deliveries failed for good" (attempts that failed and will be retried are not failures: their
+  // deliveries are pending or waiting).
   function counts(c) {
     const parts = [];
     if (c.parked) parts.push(c.parked + ' waiting for the next try');
     if (c.pending - c.parked > 0) parts.push((c.pending - c.parked) + ' pending');
+    if (c.waiting) parts.push(c.waiting + ' of the latest ' + c.examined + ' queued behind their order key');
     if (!c.examined) parts.push('no deliveries yet');
     else if (c.examined === 1) parts.push(c.failed ? 'the latest delivery failed for good' : 'the latest delivery has not failed');
     else parts.push((c.failed || 'none') + ' of the latest ' + c.examined + ' deliveries failed for good');
