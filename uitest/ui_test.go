@@ -340,7 +340,7 @@ func TestUI(t *testing.T) {
 	e.page("endpoints")
 	e.waitFor("circuit and success rate loaded", `!document.querySelector('#endpoints').innerText.includes('…')`)
 	list := e.text("#endpoints")
-	for _, want := range []string{flaky.URL, globex.URL, "acme", "globex", "Acme billing", "X-Api-Key", "0 of 6 succeeded"} {
+	for _, want := range []string{flaky.URL, globex.URL, "acme", "globex", "Acme billing", "X-Api-Key", "0 of 6 attempts succeeded"} {
 		if !strings.Contains(list, want) {
 			t.Errorf("operator list lacks %q:\n%s", want, list)
 		}

@@ -56,8 +56,14 @@ window.webhooksDeliveryDetail = function (ui) {
     const d = await api('GET', '/deliveries/' + enc(id));
     let endpoint = null;
     try { endpoint = await api('GET', '/webhooks/' + enc(d.webhook_id)); } catch (e) { if (e instanceof Stale) throw e; /* deleted */ }
-    const [{ payload }, request] = await Promise.all([api('GET', '/deliveries/' + enc(id) + '/payload'),
-      endpoint ? api('GET', '/deliveries/' + enc(id) + '/request') : null]);
+    const [{ payload }, request, health] = await Promise.all([api('GET', '/deliveries/' + enc(id) + '/payload'),
+      endpoint ? api('GET', '/deliveries/' + enc(id) + '/request') : null,
+      endpoint ? api('GET', '/webhooks/' + enc(d.webhook_id) + '/health') : null]);
+    // Retry now is not offered when it cannot work (the API would refuse it): the endpoint disabled or
+    // paused, or an ordered delivery behind earlier ones of its key.
+    const held = endpoint && endpoint.disabled ? 'The endpoint is disabled: nothing is sent to it'
+      : health && (health.state === 'open' || health.state === 'probing') ? 'The endpoint is paused: its deliveries wait for its next try'
+      : d.order_position > 0 ? 'It waits for the earlier deliveries of its order key' : '';
     const retry = d.status !== 'pending' ? null : button('Retry now', async () => {
       retry.disabled = true;
       try {
@@ -68,7 +74,7 @@ window.webhooksDeliveryDetail = function (ui) {
         if (e instanceof APIError && e.status === 409) flash(plain(e.message.replace(/^webhooks: the delivery cannot be retried now: /, '')), 'error');
         else showError(e);
       } finally { retry.disabled = false; }
-    }, { id: 'retry-now', class: 'primary' });
+    }, { id: 'retry-now', class: 'primary', disabled: !!held, title: held || null });
     // A failed delivery is redelivered; one that succeeded (unordered) is sent once more, with the same
     // webhook-id, for a receiver that lost it.
     const resendable = d.status === 'failed' || (d.status === 'success' && !d.order_key);

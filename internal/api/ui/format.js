@@ -28,13 +28,14 @@
     if (ns < 1e9) { const ms = ns / 1e6; return ms.toFixed(ms < 10 ? 1 : 0) + ' ms'; }
     return (ns / 1e9).toFixed(2) + ' s';
   }
-  // success is the hourly stats' attempts as "5 of 7 succeeded (71 %)", "0 of 7 succeeded", "no attempts".
+  // success is the hourly stats' attempts as "5 of 7 attempts succeeded (71 %)", "0 of 7 attempts
+  // succeeded", "no attempts": attempts, not deliveries (a delivery retried counts once per attempt).
   function success(hours) {
     let ok = 0, all = 0;
     for (const h of hours || []) { ok += h.success; all += h.success + h.failed; }
     if (!all) return 'no attempts';
     const pct = ok > 0 && ok < all ? ' (' + Math.min(99, Math.max(1, Math.round(100 * ok / all))) + ' %)' : '';
-    return ok + ' of ' + all + ' succeeded' + pct;
+    return ok + ' of ' + all + (all === 1 ? ' attempt' : ' attempts') + ' succeeded' + pct;
   }
   const plural = (n, one) => n + ' ' + one + (n === 1 ? '' : 's');
   // circuit is the circuit breaker in words: { text, tone } with tone ok, warn or bad; the newest
