@@ -53,6 +53,17 @@ func TestUIProbeNow(t *testing.T) {
 		t.Error("the portal offers Probe now")
 	}
 
+	// Its deliveries' list says why each waits.
+	e.do("its deliveries", chromedp.Navigate(base+"#/webhooks/"+flaky.ID+"/deliveries"))
+	e.page("deliveries")
+	parked, err := d.Deliveries().Find(ctx, flaky.ID, "inv_3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if row := e.text(`#deliveries tr[data-id="` + parked.ID + `"]`); !strings.Contains(row, "not attempted") || !strings.Contains(row, "waiting: the endpoint is paused after 2 failed attempts in a row") {
+		t.Errorf("a parked delivery's row: %q", row)
+	}
+
 	e.do("the operator's endpoint", chromedp.Navigate(base+"#/webhooks/"+flaky.ID))
 	e.page("endpoint")
 	if s := e.text("#delivery-state"); !regexp.MustCompile(`^paused after 2 failures \(the endpoint answered 500 Internal Server Error\), next try (\d{4}-\d\d-\d\d )?\d\d:\d\d:\d\d UTC$`).MatchString(s) {

@@ -28,14 +28,15 @@ window.webhooksDeliveryPages = function (ui) {
       el('td', { 'data-label': 'Status' }, statusBadge(d.status)),
       el('td', { 'data-label': 'Attempts', text: d.attempts }),
       el('td', { 'data-label': 'Last code', title: d.why || '', text: d.last_status_code || (d.attempts === 0 ? 'not attempted' : d.last_error ? 'error' : '—') }),
-      el('td', { 'data-label': 'Next attempt', text: d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—' })));
+      el('td', { 'data-label': 'Next attempt', text: d.status === 'pending' ? fmtTime(d.next_attempt_at) : '—' }),
+      el('td', { 'data-label': 'Why', class: 'muted why', text: d.why || '—' })));
     render('Deliveries',
       el('p', { class: 'crumbs' }, el('a', { href: '#/webhooks/' + enc(id) }, '← ' + w.url)),
       el('div', { class: 'bar' }, el('div', { class: 'toolbar' }, el('label', { for: 'status-filter', text: 'Status' }), select),
         button('Refresh', () => route(), { id: 'refresh' })),
       page.deliveries.length === 0 ? el('p', { class: 'empty', text: 'No deliveries' + (status ? ' with status ' + status : '') + '.' }) :
         el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'deliveries' },
-          el('thead', {}, el('tr', {}, ['Created', 'Event', 'Status', 'Attempts', 'Last code', 'Next attempt'].map((h) => el('th', { scope: 'col', text: h })))),
+          el('thead', {}, el('tr', {}, ['Created', 'Event', 'Status', 'Attempts', 'Last code', 'Next attempt', 'Why'].map((h) => el('th', { scope: 'col', text: h })))),
           el('tbody', {}, rows))),
       el('nav', { class: 'pager', 'aria-label': 'Pages' },
         cursor ? el('a', { class: 'button', href: href(status, ''), id: 'newest' }, '« Newest') : null,
@@ -87,12 +88,13 @@ window.webhooksDeliveryPages = function (ui) {
       el('td', { 'data-label': 'Event' }, el('code', { text: d.event_type }), el('div', { class: 'muted', text: d.event_id })),
       el('td', { 'data-label': 'Status' }, statusBadge(d.status)),
       el('td', { 'data-label': 'Attempts', text: d.attempts }),
-      el('td', { 'data-label': 'Last code', title: d.why || '', text: d.last_status_code || (d.attempts === 0 ? 'not attempted' : d.last_error ? 'error' : '—') })));
+      el('td', { 'data-label': 'Last code', title: d.why || '', text: d.last_status_code || (d.attempts === 0 ? 'not attempted' : d.last_error ? 'error' : '—') }),
+      el('td', { 'data-label': 'Why', class: 'muted why', text: d.why || '—' })));
     const none = next ? 'No delivery matches among those examined so far.' : 'No delivery matches.';
     render('Deliveries', el('div', { class: 'bar' }, form),
       deliveries.length === 0 ? el('p', { class: 'empty', id: 'no-deliveries', text: none }) :
         el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'all-deliveries' },
-          el('thead', {}, el('tr', {}, ['Created', 'Endpoint', 'Event', 'Status', 'Attempts', 'Last code'].map((h) => el('th', { scope: 'col', text: h })))),
+          el('thead', {}, el('tr', {}, ['Created', 'Endpoint', 'Event', 'Status', 'Attempts', 'Last code', 'Why'].map((h) => el('th', { scope: 'col', text: h })))),
           el('tbody', {}, rows))),
       el('nav', { class: 'pager', 'aria-label': 'Pages' },
         params.get('cursor') ? el('a', { class: 'button', href: '#/deliveries?' + new URLSearchParams([...params].filter(([k]) => k !== 'cursor')), id: 'search-newest' }, '« Newest') : null,
