@@ -6,14 +6,12 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
-	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // BenchmarkBacklogDrain: how fast Run drains a backlog. One op is one delivery of a backlog of b.N
 // deliveries (b.N/4 events to 4 webhooks) that Enqueue built with the timer stopped; the timer runs
 // from Run's start until every receiver has answered every request. Default Concurrency (64);
-// MaxInFlightPerWebhook is benchDrainCap.
+// the in-flight floor is benchDrainCap.
 //
 //   - receiver=50ms: each receiver answers after 50ms. of-ceiling is deliveries/s ÷ (Concurrency / 50ms),
 //     the most 64 slots can do (goal ≥ 0.9).
@@ -28,7 +26,8 @@ func BenchmarkBacklogDrain(b *testing.B) {
 		b.Run("receiver="+delay.String(), func(b *testing.B) {
 			const w = 4
 			events := max(1, b.N/w)
-			e := newBenchEnv(b, w, Options{MaxInFlightPerWebhook: benchDrainCap})
+			e := newBenchEnv(b, w, Options{})
+			setInFlightFloor(e.d, benchDrainCap)
 			for _, rc := range e.rcvs {
 				rc.delay.Store(int64(delay))
 			}
@@ -39,8 +38,7 @@ func BenchmarkBacklogDrain(b *testing.B) {
 				b.ReportMetric(rate/(float64(DefaultConcurrency)/delay.Seconds()), "of-ceiling")
 				return
 			}
-			e.d.flights = worker.NewInFlight(benchInlineCap, e.d.opts.Timeout, e.d.now)
-			wireUnits(e.d)
+			setInFlightFloor(e.d, benchInlineCap)
 			start := time.Now()
 			e.dispatchAll(b, "pool.created", "in-", events, 64, StatusSuccess)
 			inline := float64(events*w) / time.Since(start).Seconds()
@@ -57,12 +55,14 @@ func BenchmarkBacklogDrain(b *testing.B) {
 //	WEBHOOKS_REDIS_ADDR=127.0.0.1:6379 go test -run='^$' -bench=BacklogDrainOtherReplica -benchtime=20000x -count=5
 func BenchmarkBacklogDrainOtherReplica(b *testing.B) {
 	const w = 4
-	opts := Options{MaxInFlightPerWebhook: benchDrainCap}
+	var opts Options
 	e := newBenchEnv(b, w, opts)
+	setInFlightFloor(e.d, benchDrainCap)
 	opts.Timeout = e.d.opts.Timeout
 	c, sent := e.tr.newClient(b), &benchHook{}
 	c.AddHook(sent)
 	other := newTestDispatcherOn(b, c, e.tr, opts) // the replica that drains, on a client of its own
+	setInFlightFloor(other, benchDrainCap)
 	events := max(1, b.N/w)
 	b.ResetTimer()
 	b.ReportMetric(drainRate(b, e, other, "wk-", events, w), "deliveries/s")
@@ -110,8 +110,8 @@ func drainRate(b *testing.B, e *benchEnv, run *Dispatcher, prefix string, events
 	return float64(events*w) / elapsed.Seconds()
 }
 
-// benchDrainCap is BenchmarkBacklogDrain's MaxInFlightPerWebhook: WEBHOOKS_BENCH_DRAIN_CAP, or the
-// library's default, Concurrency/4. With the default, 4 webhooks' caps add up to Concurrency, so no
+// benchDrainCap is BenchmarkBacklogDrain's in-flight floor (setInFlightFloor): WEBHOOKS_BENCH_DRAIN_CAP,
+// or the library's, Concurrency/4. With the default, 4 webhooks' caps add up to Concurrency, so no
 // delivery can be leased ahead (it would hold an in-flight slot of its webhook).
 var benchDrainCap = func() int {
 	if n, err := strconv.Atoi(os.Getenv("WEBHOOKS_BENCH_DRAIN_CAP")); err == nil && n > 0 {

@@ -55,7 +55,7 @@ func BenchmarkFleet(b *testing.B) {
 	transport := &http.Transport{TLSClientConfig: pool, MaxIdleConnsPerHost: concurrency, IdleConnTimeout: time.Minute}
 	d := newTestDispatcher(b, tr, Options{Concurrency: concurrency, Timeout: timeout,
 		RetrySchedule: []time.Duration{100 * time.Millisecond, 100 * time.Millisecond, 100 * time.Millisecond},
-		HTTPClient:    &http.Client{Transport: transport}, MaxInFlightPerWebhook: concurrency})
+		HTTPClient:    &http.Client{Transport: transport}})
 	ctx := context.Background()
 	for i := range webhooks {
 		srv := servers[i/perServer]

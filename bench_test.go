@@ -108,20 +108,14 @@ type benchEnv struct {
 	data  benchEvent
 }
 
-// benchInlineCap is the MaxInFlightPerWebhook of the benchmarks' Dispatchers: more than their
-// concurrent callers, so that no attempt is left to the worker.
+// benchInlineCap is the in-flight floor of the benchmarks' Dispatchers (setInFlightFloor): more than
+// their concurrent callers, so that no attempt is left to the worker.
 const benchInlineCap = 256
 
 func newBenchEnv(b *testing.B, w int, opts Options) *benchEnv {
 	b.Helper()
 	tr := newTestRedis(b)
 	e := &benchEnv{tr: tr, hook: &benchHook{}, admin: tr.newClient(b), data: benchData()}
-	if opts.MaxInFlightPerWebhook == 0 {
-		// These benchmarks measure inline attempts: with the default cap (Concurrency/4 = 16 per
-		// webhook, inline attempts included) 64 callers would see most pairs left to the worker
-		// (ErrDeferred). cmd/webhooks-bench measures the default, worker included.
-		opts.MaxInFlightPerWebhook = benchInlineCap
-	}
 	if opts.Timeout == 0 {
 		// The library's default, not the test harness's 2s: its lease (2 × Timeout) must outlast a
 		// slow claim reply under 64 callers on a loaded machine, or the inline attempt is left to
@@ -129,6 +123,10 @@ func newBenchEnv(b *testing.B, w int, opts Options) *benchEnv {
 		opts.Timeout = DefaultTimeout
 	}
 	e.d = newTestDispatcher(b, tr, opts)
+	// These benchmarks measure inline attempts: with the default in-flight floor (Concurrency/4 = 16
+	// per webhook, inline attempts included) 64 callers would wait for slots, or see pairs left to the
+	// worker (ErrDeferred). cmd/webhooks-bench measures the default, worker included.
+	setInFlightFloor(e.d, benchInlineCap)
 	for i := range w {
 		rc := newBenchReceiver(b)
 		events := []string{"pool.created"}

@@ -115,12 +115,13 @@ func TestCommandsPerDelivery(t *testing.T) {
 	// shared with other tests lengthens the wait.
 	const webhooks, events = 4, 50
 	tr := newTestRedis(t)
-	// The in-flight cap is raised so that every first attempt of 50 concurrent calls is inline: how
-	// the cap treats healthy webhooks is the breaker's tests' concern, not this count's.
+	// 8 concurrent callers (below) stay within the default in-flight floor (Concurrency/4 = 16 per
+	// webhook), so every first attempt is inline: how the limit treats healthy webhooks is the
+	// limit's tests' concern, not this count's.
 	// The test's clock jumps over the leases' ends (done, below), so the Timeout need not be short for
 	// them to end within the test: 5s (a 10s lease) leaves an inline attempt room to start on a loaded
 	// machine (at 1s, calls held there over a second had their attempts deferred for lease margin).
-	d := newTestDispatcher(t, tr, Options{BreakAfter: DefaultBreakAfter, MaxInFlightPerWebhook: 1024, Timeout: 5 * time.Second})
+	d := newTestDispatcher(t, tr, Options{BreakAfter: DefaultBreakAfter, Timeout: 5 * time.Second})
 	// Real time plus what the test adds.
 	clock := &offsetClock{}
 	d.now = clock.Now

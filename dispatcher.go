@@ -92,7 +92,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	d.scripts, d.counts = newBatchers(rdb)
 	d.breaker = newBreaker(rdb, d)
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
-	d.flights = worker.NewInFlight(opts.MaxInFlightPerWebhook, opts.Timeout, time.Now)
+	d.flights = worker.NewInFlight(inFlightFloor(opts.Concurrency), opts.Timeout, time.Now)
 	ring, _ := sealed.NewRing(opts.SecretKeys) // checked by withDefaults
 	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: keys, Ring: ring, Client: client,
 		Timeout: opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
@@ -107,6 +107,13 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	wireUnits(d)
 	return d, nil
 }
+
+// inFlightFloor is the floor of each webhook's in-flight limit in a Dispatcher of concurrency
+// Concurrency (worker.InFlight: the limit starts there, grows up to worker.FastInFlightFactor times it
+// for a webhook that answers fast, and comes back to it when the webhook stalls): a quarter of
+// Concurrency, at least one. The engine's own protection, not a maximum (Options.Concurrency says it
+// to users; a hard bound is Webhook.MaxConcurrency).
+func inFlightFloor(concurrency int) int { return max(1, concurrency/4) }
 
 // wireUnits builds the units that take d's dependencies at construction (the lease pass, the attempts,
 // the event encoder, replay, redeliver, the admin backend), in the order they depend on each other. A
@@ -378,7 +385,7 @@ func (d *Dispatcher) notAttempted(eventID string, t *storedWebhook, rec *rdb.Rec
 
 // targetPlan is how a claim creates one target's delivery.
 type targetPlan struct {
-	inline bool      // leased for an attempt this call makes, holding a slot of MaxInFlightPerWebhook
+	inline bool      // leased for an attempt this call makes, holding one of its webhook's in-flight slots
 	due    time.Time // when the worker may take it: the lease's end when leased
 	reason string    // why a Dispatch makes no attempt ("" for Enqueue); a parked delivery's LastError
 	parked bool      // its webhook's circuit is open
@@ -419,7 +426,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 			p.reason = breaker.ParkedReason(h, p.due)
 		case !inline:
 		case !d.flights.Acquire(ctx, t.ID, waitFrom):
-			p.reason = "webhook at its in-flight cap (MaxInFlightPerWebhook): attempt left to the worker"
+			p.reason = "webhook at its in-flight limit in this process: attempt left to the worker"
 		default:
 			p.inline, p.due = true, now.Add(d.lease)
 			if t.RateLimit > 0 {

@@ -122,12 +122,13 @@ func TestHungSubscriberOpensItsCircuit(t *testing.T) {
 }
 
 // TestHungWebhookDoesNotHoldTheWorker: while every request to webhook A hangs, the worker delivers all
-// of webhook B's due deliveries; A holds no more than MaxInFlightPerWebhook requests at once.
+// of webhook B's due deliveries; A holds no more than the in-flight floor (Concurrency/4 = 2) requests
+// at once.
 func TestHungWebhookDoesNotHoldTheWorker(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	d := newTestDispatcher(t, tr, Options{Timeout: 15 * time.Second, Concurrency: 8, MaxInFlightPerWebhook: 2})
+	d := newTestDispatcher(t, tr, Options{Timeout: 15 * time.Second, Concurrency: 8}) // in-flight floor 8/4 = 2
 	a, b := newReceiver(t), newReceiver(t)
 	release := make(chan struct{})
 	var c concurrency
@@ -142,7 +143,7 @@ func TestHungWebhookDoesNotHoldTheWorker(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- d.Run(runCtx) }()
 	eventually(t, 15*time.Second, func() bool { return b.count() == 40 }, "B's deliveries go out while A hangs")
-	assert.LessOrEqual(t, c.peak.Load(), int32(2), "A holds at most MaxInFlightPerWebhook requests")
+	assert.LessOrEqual(t, c.peak.Load(), int32(2), "A holds at most the in-flight floor, Concurrency/4 = 2, requests")
 	assert.Equal(t, int32(2), c.now.Load(), "A's requests are still hung")
 	close(release)
 	eventually(t, 15*time.Second, func() bool { return a.count() == 40 }, "A's deliveries follow once it recovers")
@@ -246,7 +247,10 @@ func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 	var runHooks []worker.Hooks
 	var idle atomic.Int32
 	for range 3 {
-		d := newTestDispatcherOn(t, tr.newClient(t), tr, Options{Concurrency: 8, MaxInFlightPerWebhook: 8})
+		d := newTestDispatcherOn(t, tr.newClient(t), tr, Options{Concurrency: 8})
+		// An in-flight floor of Concurrency, not 8/4 = 2: a replica whose webhooks are all at their
+		// limit waits (Idled) with deliveries due that it may not take; this test is about the others.
+		setInFlightFloor(d, 8)
 		runHooks = append(runHooks, worker.Hooks{Idled: func() {
 			now := strconv.FormatInt(time.Now().UnixMilli(), 10)
 			ids, err := tr.rdb.HKeys(ctx, d.keys.Webhooks()).Result()

@@ -66,25 +66,26 @@ func TestFastWebhooksGetTheirFirstAttemptsInline(t *testing.T) {
 }
 
 // TestHungWebhookHoldsItsCapInline: concurrent Dispatch calls to a webhook whose every request hangs
-// from the start make at most MaxInFlightPerWebhook requests to it at once, with a cap set and with the
-// default one; the other calls wait until the webhook is stalled (Timeout/2 with no attempt ended),
-// then defer their attempts to the worker: recorded and pending.
+// from the start make at most the in-flight floor (Concurrency/4) requests to it at once, with a
+// Concurrency set (12: a floor of 3) and with the default one (64: 16); the other calls wait until the
+// webhook is stalled (Timeout/2 with no attempt ended), then defer their attempts to the worker:
+// recorded and pending.
 func TestHungWebhookHoldsItsCapInline(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name       string
-		cap, calls int // cap 0: the default, Concurrency/4 = 16
+		cap, calls int // the in-flight floor, Concurrency/4 (cap 0: Concurrency's default, 64/4 = 16)
 		holds      int
 	}{
-		{"a cap of 3", 3, 12, 3},
-		{"the default cap", 0, 48, DefaultConcurrency / 4},
+		{"a floor of 3 (Concurrency 12)", 3, 12, 3},
+		{"the default floor (Concurrency 64)", 0, 48, DefaultConcurrency / 4},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			tr := newTestRedis(t)
 			// A long Timeout: no attempt deferred for lease margin on a loaded machine.
-			d := newTestDispatcher(t, tr, Options{Timeout: 10 * time.Second, MaxInFlightPerWebhook: tc.cap})
+			d := newTestDispatcher(t, tr, Options{Timeout: 10 * time.Second, Concurrency: 4 * tc.cap})
 			rc := newReceiver(t)
 			release := make(chan struct{})
 			free := sync.OnceFunc(func() { close(release) })
@@ -103,7 +104,7 @@ func TestHungWebhookHoldsItsCapInline(t *testing.T) {
 					}
 					if res[0].Err != nil {
 						assert.ErrorIs(t, res[0].Err, ErrDeferred)
-						assert.Contains(t, res[0].Err.Error(), "in-flight cap")
+						assert.Contains(t, res[0].Err.Error(), "in-flight limit")
 						assert.Equal(t, StatusPending, res[0].Delivery.Status)
 						deferred.Add(1)
 					}
@@ -121,17 +122,17 @@ func TestHungWebhookHoldsItsCapInline(t *testing.T) {
 	}
 }
 
-// TestHungAfterFastWebhookHoldsItsLimit: a webhook fast under a burst raises its limit above
-// MaxInFlightPerWebhook (at most 16 × the cap); when it then hangs, a burst of Dispatch calls holds
-// exactly the limit it had reached, no more; once it is stalled (Timeout/2 with no attempt ended) its
-// limit is the cap again, so further calls start nothing while it holds more than that, and a burst
-// after its hung attempts ended holds at most the cap.
+// TestHungAfterFastWebhookHoldsItsLimit: a webhook fast under a burst raises its limit above the
+// in-flight floor, Concurrency/4 (the cap, here 16/4 = 4), to at most 16 × the cap; when it then hangs,
+// a burst of Dispatch calls holds exactly the limit it had reached, no more; once it is stalled
+// (Timeout/2 with no attempt ended) its limit is the cap again, so further calls start nothing while it
+// holds more than that, and a burst after its hung attempts ended holds at most the cap.
 func TestHungAfterFastWebhookHoldsItsLimit(t *testing.T) {
 	t.Parallel()
 	const capacity, callers, events = 4, 32, 400
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	d := newTestDispatcher(t, tr, Options{Timeout: 6 * time.Second, MaxInFlightPerWebhook: capacity})
+	d := newTestDispatcher(t, tr, Options{Timeout: 6 * time.Second, Concurrency: 4 * capacity}) // floor: capacity
 	rc := newReceiver(t)
 	w := mustCreate(t, d, rc, "*")
 	flight := func() (held, limit int) { return d.flights.Held(w.ID) } // as the next caller sees it
@@ -202,7 +203,7 @@ func TestWaitingForASlotTakesNothingFromTheLease(t *testing.T) {
 	const timeout, answer, calls = 4 * time.Second, 1200 * time.Millisecond, 3 // the last waits about 2.4s
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	d := newTestDispatcher(t, tr, Options{Timeout: timeout, MaxInFlightPerWebhook: 1})
+	d := newTestDispatcher(t, tr, Options{Timeout: timeout, Concurrency: 4}) // in-flight floor 4/4 = 1
 	require.Equal(t, timeout/2, (d.lease-timeout)/2, "the lease's margin beyond an attempt")
 	rc := newReceiver(t)
 	var c concurrency

@@ -104,26 +104,12 @@ type Options struct {
 
 	// Concurrency bounds the attempts one worker (Run, ProcessDue) makes at once: Run starts another
 	// as soon as one ends. Must not be negative. Defaults to 64.
+	//
+	// Each webhook may hold at most a share of the worker's and of Dispatch's attempts at once in this
+	// process (a quarter of Concurrency at first, more for a webhook that answers fast), so a hung or
+	// slow endpoint cannot take every slot; this is the engine's own protection, not a maximum: for a
+	// hard bound across every replica set Webhook.MaxConcurrency (docs/delivery.md says how it works).
 	Concurrency int
-
-	// MaxInFlightPerWebhook is the engine's own protection, per process, not a maximum: for a bound on
-	// the requests an endpoint gets at once, across every replica, set Webhook.MaxConcurrency. It
-	// bounds one webhook's attempts in flight in this Dispatcher, inline
-	// (Dispatch, Redeliver) and worker alike, so a hung, slow or failing subscriber holds at most this
-	// many of the worker's slots and of the process's connections. It is the floor of a limit per
-	// webhook that follows its health: an attempt recorded as a success within Timeout/4 raises the
-	// limit by one while the webhook has held at least half of it at once since it last changed (so it
-	// grows to at most twice the most attempts the webhook has held at once, plus one, and at most 16
-	// times this); a failed attempt or a slower success lowers it by a tenth; a webhook that holds
-	// attempts and has ended none for Timeout/2 (stalled) is held to this again at once. A webhook hung
-	// from the start holds at most this many attempts. One that hangs after being fast holds at most the
-	// limit it had reached (at most 16 times this), starting new attempts only until Timeout/2 after its
-	// last ended attempt; then this again. A Dispatch that finds a webhook at its limit waits for a slot
-	// in turn (first come, first served: each ended attempt hands its slot to the longest waiting call)
-	// while the webhook keeps ending attempts, and leaves the attempt to the worker once the webhook is
-	// stalled, or once it has waited Timeout for its webhooks' slots in all; the wait takes nothing from
-	// the attempt's lease. Must not be negative. Defaults to max(1, Concurrency/4).
-	MaxInFlightPerWebhook int
 
 	// BreakAfter is how many consecutive failed attempts to a webhook (timeouts, connection errors,
 	// 5xx, 429) open its circuit, consecutive in the order the receiver answered them: each attempt's
@@ -296,7 +282,6 @@ func (o *Options) fillDefaults() {
 	orDefault(&o.Retention, DefaultRetention)
 	orDefault(&o.MaxPayloadBytes, DefaultMaxPayloadBytes)
 	orDefault(&o.Concurrency, DefaultConcurrency)
-	orDefault(&o.MaxInFlightPerWebhook, max(1, o.Concurrency/4))
 	orDefault(&o.BreakAfter, DefaultBreakAfter)
 	orDefault(&o.BreakFor, DefaultBreakFor)
 	orDefault(&o.DisableAfter, DefaultDisableAfter)
@@ -340,8 +325,6 @@ func (o Options) checkEngine() error {
 	switch {
 	case o.Concurrency < 0:
 		return fmt.Errorf("%w: Concurrency must be positive", ErrInvalidOptions)
-	case o.MaxInFlightPerWebhook < 0:
-		return fmt.Errorf("%w: MaxInFlightPerWebhook must be positive", ErrInvalidOptions)
 	case o.BreakAfter > MaxBreakAfter:
 		return fmt.Errorf("%w: BreakAfter must be at most %d", ErrInvalidOptions, MaxBreakAfter)
 	case o.BreakFor < 0 || o.BreakFor > MaxBreakFor:

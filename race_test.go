@@ -110,12 +110,13 @@ func TestConcurrentDispatchStress(t *testing.T) {
 	tr := newTestRedis(t)
 	var ds []*Dispatcher
 	for range replicas {
-		// Every caller's fresh pair is attempted inline: no in-flight cap in the way (the cap has its
-		// own tests), and a long Timeout, so a long lease: under the race detector on a loaded machine,
-		// a claim's reply can come more than the default test lease's margin (1s) late, and its attempt
-		// is then rightly deferred to a worker, which this test does not run.
-		ds = append(ds, newTestDispatcherOn(t, tr.newClient(t), tr, Options{Timeout: 10 * time.Second,
-			MaxInFlightPerWebhook: events * callers}))
+		// Every caller's fresh pair is attempted inline: a webhook has 20 fresh pairs over 4 replicas,
+		// within the default in-flight floor (Concurrency/4 = 16 per replica), and a call at the limit
+		// would wait for a slot of this fast receiver (the limit has its own tests); and a long Timeout,
+		// so a long lease: under the race detector on a loaded machine, a claim's reply can come more
+		// than the default test lease's margin (1s) late, and its attempt is then rightly deferred to a
+		// worker, which this test does not run.
+		ds = append(ds, newTestDispatcherOn(t, tr.newClient(t), tr, Options{Timeout: 10 * time.Second}))
 	}
 	rc := newReceiver(t)
 	var hooks []*Webhook

@@ -39,11 +39,12 @@ func TestRedisPauseRepeatsNoRequest(t *testing.T) {
 
 	var ds []*Dispatcher
 	for range 2 {
-		// go-redis's default timeouts: a command waiting out the pause fails after 3 s.
+		// go-redis's default timeouts: a command waiting out the pause fails after 3 s. Concurrency
+		// 4 × events: an in-flight floor (Concurrency/4) of events, so all 40 are at the receiver at once.
 		c := redis.NewClient(&redis.Options{Addr: addr})
 		t.Cleanup(func() { _ = c.Close() })
 		d, err := New(c, Options{KeyPrefix: "pause", AllowPrivateNetworks: true, Timeout: time.Second,
-			MaxInFlightPerWebhook: events, RetrySchedule: []time.Duration{50 * time.Millisecond}})
+			Concurrency: 4 * events, RetrySchedule: []time.Duration{50 * time.Millisecond}})
 		require.NoError(t, err)
 		ds = append(ds, d)
 	}

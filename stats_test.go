@@ -46,8 +46,8 @@ func (c *commandCounter) take() int { c.mu.Lock(); defer c.mu.Unlock(); n := c.n
 func TestStatsKnownBacklog(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	d, clock := newClockedDispatcher(t, tr, Options{Concurrency: 4, MaxInFlightPerWebhook: 16,
-		RetrySchedule: []time.Duration{time.Minute}})
+	d, clock := newClockedDispatcher(t, tr, Options{Concurrency: 4, RetrySchedule: []time.Duration{time.Minute}})
+	setInFlightFloor(d, 16) // Concurrency 4 would give each webhook one slot: room for the leases below
 	rc := newReceiver(t)
 	rc.status.Store(http.StatusInternalServerError)
 	a, b := mustCreate(t, d, rc, "t.*"), mustCreate(t, d, rc, "t.*")

@@ -70,7 +70,8 @@ func TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	const slots, events = 4, 40
-	d := newTestDispatcher(t, tr, Options{Concurrency: slots, MaxInFlightPerWebhook: events, Timeout: 15 * time.Second})
+	d := newTestDispatcher(t, tr, Options{Concurrency: slots, Timeout: 15 * time.Second})
+	setInFlightFloor(d, events) // the one webhook may hold every slot and every lease ahead
 	rc := newReceiver(t)
 	release := make(chan struct{})
 	var c concurrency
@@ -136,7 +137,8 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	const events = 3
-	d, clock := newClockedDispatcher(t, tr, Options{Concurrency: 1, MaxInFlightPerWebhook: events, Timeout: 5 * time.Second})
+	d, clock := newClockedDispatcher(t, tr, Options{Concurrency: 1, Timeout: 5 * time.Second})
+	setInFlightFloor(d, events) // the one webhook may hold the slot and every lease ahead
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
 	release := make(chan struct{})

@@ -58,7 +58,6 @@ type config struct {
 	slow         int
 	slowDelay    time.Duration
 	only         string
-	libCap       int
 	v1           string
 	child        bool
 	rotate       bool
@@ -84,7 +83,6 @@ func main() {
 	flag.IntVar(&cfg.slow, "slow", 1000, "due deliveries of the slow-receiver scenario (16 webhooks)")
 	flag.DurationVar(&cfg.slowDelay, "slow-delay", 50*time.Millisecond, "the slow receiver's time per request")
 	flag.StringVar(&cfg.only, "only", "", "run only the systems whose name contains one of these (comma-separated; diagnosis: the report's ratios need all)")
-	flag.IntVar(&cfg.libCap, "lib-max-inflight", 0, "also measure the library's Dispatch row with MaxInFlightPerWebhook set to this (0: not measured)")
 	flag.StringVar(&cfg.v1, "v1", "ac27a5b", "also measure the child program built against this version of the library: a directory holding the module, or a git revision of the repository this runs in (\"\": not measured)")
 	flag.BoolVar(&cfg.child, "child", true, "also measure the child program built against this tree (the same program as the -v1 row)")
 	flag.BoolVar(&cfg.rotate, "rotate", true, "start round r at the r-th system (the engine scenarios stay last), so that no system always runs first or after the same one")
@@ -183,9 +181,6 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 	systems, err := e.systems(ctx)
 	if err != nil {
 		return err
-	}
-	if cfg.libCap > 0 {
-		systems = slices.Insert(systems, 1, system{name: sysLibraryCap, run: runLibraryCap(cfg.libCap)})
 	}
 	if cfg.only != "" {
 		systems = slices.DeleteFunc(systems, func(s system) bool {
@@ -295,8 +290,6 @@ const (
 	// and against -v1.
 	sysChild = "webhooks, child process (same program as v1's row)"
 	sysV1    = "v1 (-v1, default ac27a5b), child process"
-	// sysLibraryCap is the library's row with -lib-max-inflight.
-	sysLibraryCap = "webhooks, Dispatch, MaxInFlightPerWebhook = -lib-max-inflight"
 )
 
 // loadAverage is the machine's load average, from /proc/loadavg ("?" where there is none).

@@ -142,7 +142,7 @@ func withCommas(n int64) string {
 }
 
 func report(w io.Writer, cfg config, facts redisFacts, results map[string][]result, background []float64, sampled, badSig int64) {
-	order := []string{sysLibrary, sysLibraryCap, sysEnqueue, sysChild, sysV1, sysHand, sysQueue, sysHTTP}
+	order := []string{sysLibrary, sysEnqueue, sysChild, sysV1, sysHand, sysQueue, sysHTTP}
 	fmt.Fprintf(w, "## webhooks-bench: %d events × %d webhooks, %d-byte payload, concurrency %d, %d interleaved runs (medians)\n\n",
 		cfg.events, cfg.webhooks, cfg.payload, cfg.concurrency, cfg.runs)
 	fmt.Fprintf(w, "Redis %s (%s) at %s; Go %s, GOMAXPROCS %d, %d CPUs; background traffic of other Redis clients (INFO commandstats over an idle second before each run) %s commands/s: it inflates the commands and Redis CPU per delivery of a phase by its rate × the phase's length.\n\n",
@@ -173,29 +173,11 @@ func report(w io.Writer, cfg config, facts redisFacts, results map[string][]resu
 			f2(med(rs, tripsPerDelivery)), rt)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Client commands and round trips are counted by a go-redis hook on each system's own client (a pipeline or MULTI/EXEC is one round trip; EVALSHA is one command). Redis commands are the server's INFO commandstats delta over the fresh phase, which counts every EVALSHA and every command a script calls (INFO itself excluded); it also counts other clients of a shared Redis (see background traffic) and, for the library, its retry-worker replica. The library's fresh phase lasts until every pair is delivered: a Dispatch that finds a webhook at its in-flight cap (MaxInFlightPerWebhook, default Concurrency/4 per Dispatcher, inline attempts included) leaves that attempt to the worker, here the retry-worker replica, and the phase waits for it. The Enqueue + worker row enqueues from the same number of goroutines while one Run of the same Dispatcher delivers, until the receiver has answered every pair. Memory is the used_memory delta over the fresh phase ÷ fresh deliveries, measured before anything is deleted (records are retained for the retention period).")
+	fmt.Fprintln(w, "Client commands and round trips are counted by a go-redis hook on each system's own client (a pipeline or MULTI/EXEC is one round trip; EVALSHA is one command). Redis commands are the server's INFO commandstats delta over the fresh phase, which counts every EVALSHA and every command a script calls (INFO itself excluded); it also counts other clients of a shared Redis (see background traffic) and, for the library, its retry-worker replica. The library's fresh phase lasts until every pair is delivered: a Dispatch that finds a webhook at its in-flight limit (the engine's own, per Dispatcher: Concurrency/4 at first, more for a webhook that answers fast, inline attempts included) waits for a slot while the webhook keeps answering and otherwise leaves that attempt to the worker, here the retry-worker replica, and the phase waits for it. The Enqueue + worker row enqueues from the same number of goroutines while one Run of the same Dispatcher delivers, until the receiver has answered every pair. Memory is the used_memory delta over the fresh phase ÷ fresh deliveries, measured before anything is deleted (records are retained for the retention period).")
 	fmt.Fprintln(w)
 
 	reportRuns(w, results)
-	lib, hand, tq := results[sysLibrary], results[sysHand], results[sysQueue]
 	engs := engines(results)
-	if capped := results[sysLibraryCap]; len(capped) > 0 {
-		var cq, cl, ch []float64
-		for i := range capped {
-			a := deliveriesPerSec(capped[i])
-			if i < len(tq) {
-				cq = append(cq, per(a, deliveriesPerSec(tq[i])))
-			}
-			if i < len(lib) {
-				cl = append(cl, per(a, deliveriesPerSec(lib[i])))
-			}
-			if i < len(hand) {
-				ch = append(ch, per(a, deliveriesPerSec(hand[i])))
-			}
-		}
-		fmt.Fprintf(w, "With MaxInFlightPerWebhook = %d (%d pairs left to the worker, median): Dispatch deliveries/s ÷ task queue %s, ÷ hand-written loop %s, ÷ the default cap's row %s (medians of per-run ratios; %s).\n\n",
-			cfg.libCap, int(med(capped, func(r result) float64 { return float64(r.deferred) })), f2(median(cq)), f2(median(ch)), f2(median(cl)), fmtList(cq))
-	}
 	reportGoals(w, cfg, results)
 	if len(engs) > 0 {
 		reportEngine(w, cfg, engs)
@@ -304,8 +286,8 @@ func medEng(gs []*engineResult, m func(*engineResult) float64) float64 {
 // reportEngine prints the engine scenarios' figures run by run.
 func reportEngine(w io.Writer, cfg config, gs []*engineResult) {
 	bound := float64(cfg.concurrency) / cfg.slowDelay.Seconds()
-	fmt.Fprintf(w, "Engine scenarios, run by run. **Hung subscriber**: 4 webhooks (Timeout %s), %d events dispatched from %d goroutines all healthy, then again once webhook 0's handler sleeps %s and its circuit shows open (Health); latency is per Dispatch; healthy deliveries are those to webhooks 1–3, inline or left by Dispatch to the worker (a Run of the same Dispatcher runs throughout), counted until the receiver has answered them all. **Backlog drain**: %d due deliveries (Enqueue, %d webhooks, no worker running: the end-to-end rows' load unless -drain says otherwise), then 1 or 3 Dispatchers' Run, each on its own go-redis client, until the receiver has answered all and the stopped workers have recorded their attempts (order 1, 3 in odd runs, 3, 1 in even ones). **Slow receiver**: %d due deliveries over 16 webhooks, each request answered after %s, one worker with Concurrency %d and MaxInFlightPerWebhook %d; the bound is %s requests/s.\n\n",
-		hungTimeout, cfg.hungEvents, cfg.concurrency, 3*hungTimeout/2, cfg.drain, cfg.webhooks, cfg.slow, cfg.slowDelay, cfg.concurrency, cfg.concurrency, f0(bound))
+	fmt.Fprintf(w, "Engine scenarios, run by run. **Hung subscriber**: 4 webhooks (Timeout %s), %d events dispatched from %d goroutines all healthy, then again once webhook 0's handler sleeps %s and its circuit shows open (Health); latency is per Dispatch; healthy deliveries are those to webhooks 1–3, inline or left by Dispatch to the worker (a Run of the same Dispatcher runs throughout), counted until the receiver has answered them all. **Backlog drain**: %d due deliveries (Enqueue, %d webhooks, no worker running: the end-to-end rows' load unless -drain says otherwise), then 1 or 3 Dispatchers' Run, each on its own go-redis client, until the receiver has answered all and the stopped workers have recorded their attempts (order 1, 3 in odd runs, 3, 1 in even ones). **Slow receiver**: %d due deliveries over 16 webhooks, each request answered after %s, one worker with Concurrency %d (each webhook's in-flight limit starts at Concurrency/4, at least Concurrency/16: the 16 webhooks can fill every slot); the bound is %s requests/s.\n\n",
+		hungTimeout, cfg.hungEvents, cfg.concurrency, 3*hungTimeout/2, cfg.drain, cfg.webhooks, cfg.slow, cfg.slowDelay, cfg.concurrency, f0(bound))
 	fmt.Fprintln(w, "| run | all healthy: p50 / p99 (ms), healthy deliveries/s | one hung: p50 / p99 (ms), healthy deliveries/s | hung ÷ healthy | circuit open after | requests to the hung webhook while measured | drain, 1 replica (deliveries/s) | drain, 3 replicas | 3 ÷ 1 | slow receiver (requests/s) | ÷ bound |")
 	fmt.Fprintln(w, "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	row := func(name string, g *engineResult) {

@@ -52,7 +52,8 @@ type result struct {
 	loneTrips [2]float64
 	eng       *engineResult // the engine scenarios (sysEngine only)
 	// deferred are the fresh pairs whose first attempt Dispatch left to the worker replica
-	// (MaxInFlightPerWebhook reached), delivered by it within the phase. Library only.
+	// (their webhook at its in-flight limit in the Dispatcher), delivered by it within the phase.
+	// Library only.
 	deferred int
 }
 
@@ -138,33 +139,16 @@ func (e *env) cleanup(pattern string) {
 func (e *env) warmups() int { return 2 * e.cfg.concurrency }
 
 // runLibrary measures this library: Dispatch of every event from -concurrency goroutines.
-func runLibrary(ctx context.Context, e *env, run int, hc *http.Client) (result, error) {
-	return runLibraryCap(0)(ctx, e, run, hc)
-}
-
-// runLibraryCap is runLibrary with Options.MaxInFlightPerWebhook set to maxInFlight (0: the default,
-// Concurrency/4): with a cap of at least the number of concurrent callers, Dispatch defers nothing.
-func runLibraryCap(maxInFlight int) func(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
-	return func(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
-		return runLibraryOpts(ctx, e, run, maxInFlight)
-	}
-}
-
-func runLibraryOpts(ctx context.Context, e *env, run int, maxInFlight int) (result, error) {
+func runLibrary(ctx context.Context, e *env, run int, _ *http.Client) (result, error) {
 	cfg := e.cfg
-	letter := "l"
-	if maxInFlight > 0 {
-		letter = "m"
-	}
-	prefix := fmt.Sprintf("%s%d%s", e.prefix, run, letter)
+	prefix := fmt.Sprintf("%s%dl", e.prefix, run)
 	pattern := "{" + prefix + ":*"
 	defer e.cleanup(pattern)
 	res := result{events: cfg.events, pairs: cfg.events * cfg.webhooks}
 
 	rdb, ctr := newClient(cfg)
 	defer rdb.Close()
-	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention,
-		MaxInFlightPerWebhook: maxInFlight}
+	opts := webhooks.Options{KeyPrefix: prefix, AllowPrivateNetworks: true, Retention: cfg.retention}
 	d, err := webhooks.New(rdb, opts)
 	if err != nil {
 		return res, err
@@ -175,7 +159,7 @@ func runLibraryOpts(ctx context.Context, e *env, run int, maxInFlight int) (resu
 	}
 
 	// dispatch dispatches one event and counts its pairs that went as wanted. A fresh pair whose
-	// attempt Dispatch left to the worker (its webhook at MaxInFlightPerWebhook in this Dispatcher) is
+	// attempt Dispatch left to the worker (its webhook at its in-flight limit in this Dispatcher) is
 	// counted in deferred: the worker replica delivers it, and the phase waits for that.
 	var deferred atomic.Int64
 	dispatch := func(ctx context.Context, id string, wantDup bool) (ok, failed int, err error) {
@@ -209,7 +193,7 @@ func runLibraryOpts(ctx context.Context, e *env, run int, maxInFlight int) (resu
 		})
 	}
 
-	label := fmt.Sprintf("run %d/%d webhooks%s", run, cfg.runs, map[bool]string{true: " (cap)"}[maxInFlight > 0])
+	label := fmt.Sprintf("run %d/%d webhooks", run, cfg.runs)
 	stopWorker := func() {}
 	if cfg.worker {
 		// A replica's retry worker, on its own client: its Redis commands count in the server's

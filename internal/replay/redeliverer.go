@@ -29,7 +29,7 @@ type Redeliverer struct {
 	Keys      rdb.Keys
 	Records   Records
 	Webhooks  Webhooks
-	Flights   *worker.InFlight // Options.MaxInFlightPerWebhook
+	Flights   *worker.InFlight // the in-flight limits, floor Concurrency/4
 	Log       *slog.Logger
 	Now       func() time.Time
 	Lease     time.Duration // the attempt's lease

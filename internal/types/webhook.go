@@ -45,7 +45,8 @@ type Webhook struct {
 	// (inline attempts included), for receivers that take only so many requests at a time: an attempt
 	// over it waits for the worker, it is not failed. A slot is held for the attempt's lease at most,
 	// so a crashed replica's slots come back when their leases end. 0 means no limit beyond the
-	// engine's own protection (Options.MaxInFlightPerWebhook); at most MaxConcurrencyLimit.
+	// engine's own protection, per process (a share of Options.Concurrency; see its doc); at most
+	// MaxConcurrencyLimit.
 	MaxConcurrency int `json:"max_concurrency,omitempty"`
 	// Headers are extra request headers sent with every attempt, e.g. a receiver's own auth token.
 	// Names the library sets or that control the connection are refused (see ReservedHeaders); at

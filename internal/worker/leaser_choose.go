@@ -13,7 +13,7 @@ import (
 // webhook with a large backlog gets no more than its share while others have deliveries due. With
 // fewer slots than webhooks due, the turns go round the webhooks by id from where the last such pass
 // stopped (Turns), so the webhooks a pass leaves out are served first by the next. Each webhook's share
-// is bounded by its room under MaxInFlightPerWebhook and by its circuit (none while open, one probe
+// is bounded by its room under its in-flight limit (InFlight) and by its circuit (none while open, one probe
 // when the open period has ended; a webhook waiting for its probe is parked); leaseTakes then reserves
 // the room and the rate-limit slots. The circuits of every webhook found due are read at once (cached,
 // one HMGET for those not cached). Webhooks whose stored JSON is broken are left leased to nobody and

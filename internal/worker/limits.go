@@ -11,7 +11,8 @@ import (
 // limit per webhook that follows its health (additive increase, multiplicative decrease, as TCP's
 // congestion window and Netflix's concurrency-limits AIMD do):
 //
-//   - A webhook's limit starts at the root's Options.MaxInFlightPerWebhook (the cap), its floor.
+//   - A webhook's limit starts at the in-flight floor (Concurrency/4, at least one: the root's
+//     inFlightFloor), the cap.
 //   - A recorded attempt that succeeded within Timeout/4 (fast) raises it by one, up to
 //     FastInFlightFactor × the cap, when the webhook has held at least half its limit at once since
 //     the limit last changed: the limit grows only as far as the webhook uses it, to at most twice the
@@ -39,7 +40,7 @@ import (
 type InFlight struct {
 	mu      sync.Mutex
 	hooks   map[string]*flight
-	max     int           // Options.MaxInFlightPerWebhook: every limit's floor
+	max     int           // the in-flight floor (Concurrency/4): every limit's floor
 	ceiling int           // FastInFlightFactor × max
 	fast    time.Duration // Timeout/4: a success within it is fast
 	stall   time.Duration // Timeout/2: a webhook holding attempts that frees no slot for it is stalled
@@ -62,11 +63,12 @@ type slotWaiter struct {
 	ready   chan struct{}
 }
 
-// FastInFlightFactor is how many times MaxInFlightPerWebhook a webhook's limit may grow to.
+// FastInFlightFactor is how many times the in-flight floor (Concurrency/4) a webhook's limit may grow
+// to.
 const FastInFlightFactor = 16
 
-// NewInFlight bounds attempts by MaxInFlightPerWebhook limit for attempts of timeout, on the clock now
-// (the wall clock in a Dispatcher: waiting is real time).
+// NewInFlight bounds attempts by limits whose floor is limit (the in-flight floor, Concurrency/4), for
+// attempts of timeout, on the clock now (the wall clock in a Dispatcher: waiting is real time).
 func NewInFlight(limit int, timeout time.Duration, now func() time.Time) *InFlight {
 	return &InFlight{hooks: map[string]*flight{}, max: limit, ceiling: limit * FastInFlightFactor,
 		fast: timeout / 4, stall: timeout / 2, maxWait: timeout, now: now}

@@ -32,7 +32,7 @@ func (c *testClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// TestInFlightCapTracksHealth: a webhook's limit starts at MaxInFlightPerWebhook; a fast success
+// TestInFlightCapTracksHealth: a webhook's limit starts at the in-flight floor (Concurrency/4 in a Dispatcher); a fast success
 // (within Timeout/4) raises it by one while the webhook has held at least half of it since it last
 // changed; a slow success or a failure lowers it by a tenth (at least one), never below the cap; a
 // webhook holding attempts that frees no slot for Timeout/2 drops to the cap at once.
