@@ -19,7 +19,7 @@ import (
 func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*rdb.Record, plans []targetPlan) ([]any, error) {
 	keys := make([]string, 3, 5+3*len(recs))
 	keys[0], keys[1], keys[2] = d.keys.Event(shard, eventID), d.keys.Ready(shard), d.keys.Inline(shard)
-	args := make([]any, 3, 6+7*len(recs))
+	args := make([]any, 3, 7+7*len(recs))
 	now := d.now()
 	args[0], args[1], args[2] = now.UnixMilli(), recordRetention(recs, d.opts.Retention).Milliseconds(), rdb.StoredEvent(fingerprint, body)
 	if len(recs) > 0 {
@@ -36,7 +36,7 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 	pruneDue := func(key string) bool { return d.indexTTLs.due(key, now) }
 	replayKey, mode, id := replay.IndexArgs(d.keys, d.opts.ReplayIndex, shard, eventID, pruneDue)
 	tenantKey, tenantMode := d.tenantIndexArgs(shard, eventID, now)
-	keys, args = append(keys, replayKey, tenantKey), append(args, mode, id, tenantMode)
+	keys, args = append(keys, replayKey, tenantKey), append(args, mode, id, tenantMode, d.opts.Retention.Milliseconds())
 	reply, err := d.runClaim(ctx, rdb.Claim, eventID, len(recs), keys, args)
 	if err != nil {
 		return nil, err

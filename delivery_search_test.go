@@ -226,6 +226,18 @@ func TestSearchPagesExactly(t *testing.T) {
 			require.Len(t, all.Deliveries, 12)
 			assert.Equal(t, again, all.Deliveries[0].ID, "the delivery sent again is listed first")
 			assert.Len(t, slices.Compact(slices.Sorted(slices.Values(ids(all.Deliveries)))), 12, "each once")
+			// A delivery has another place in its tenant's index than in its webhook's: a cursor of one
+			// kind of search is refused by the other.
+			if tenant != "" {
+				portalNext := searchOnce(t, h, token, url.Values{"limit": {"1"}}).NextCursor
+				operatorNext := searchOnce(t, d.Handler(), "", url.Values{"limit": {"1"}}).NextCursor
+				require.NotEmpty(t, portalNext)
+				require.NotEmpty(t, operatorNext)
+				rec := call(d.Handler(), "GET", "/deliveries?limit=1&cursor="+portalNext, "")
+				assert.Equal(t, http.StatusBadRequest, rec.Code, "a portal's cursor in the operator's search: %s", rec.Body.String())
+				rec = call(h, "GET", "/deliveries?limit=1&cursor="+operatorNext, token)
+				assert.Equal(t, http.StatusBadRequest, rec.Code, "the operator's cursor in a portal's search: %s", rec.Body.String())
+			}
 			window := url.Values{"from": {t0.Add(90 * time.Second).UTC().Format(time.RFC3339Nano)}, "to": {t0.Add(210 * time.Second).UTC().Format(time.RFC3339Nano)}}
 			for _, tc := range []struct {
 				name  string
@@ -428,4 +440,59 @@ func TestSearchScriptKeepsItsReadBudget(t *testing.T) {
 		from = fmt.Sprintf("(%d-%d", ms, seq)
 	}
 	assert.Equal(t, want, got, "every entry once")
+}
+
+// TestTestSendCutsNoIndexShort: a test send's record is kept an hour, but the indexes it is written to
+// keep Options.Retention: a tenant's deliveries made two hours before a test send are still found by
+// the portal's search after it, and the tenant's index streams keep a TTL of at least the retention.
+func TestTestSendCutsNoIndexShort(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{Shards: 4, PortalKey: []byte(strings.Repeat("k", 32))})
+	rc := newReceiver(t)
+	w, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, Tenant: "acme"})
+	require.NoError(t, err)
+	for i := range 8 {
+		_, err := d.Enqueue(ctx, Event{ID: fmt.Sprintf("e%d", i), Type: "a.b", Tenant: "acme"})
+		require.NoError(t, err)
+	}
+	clock.Advance(2 * time.Hour)
+	_, err = d.SendTest(ctx, w.ID)
+	require.NoError(t, err)
+	token, err := d.PortalToken("acme", time.Hour)
+	require.NoError(t, err)
+	ans := searchOnce(t, d.Portal(), token, url.Values{"limit": {"500"}})
+	assert.Len(t, ans.Deliveries, 9, "the 8 deliveries and the test send")
+	for s := range d.keys.Shards {
+		key := d.keys.TenantIndex(s, "acme")
+		if n, err := tr.rdb.Exists(ctx, key).Result(); err == nil && n == 1 {
+			ttl, err := tr.rdb.PTTL(ctx, key).Result()
+			require.NoError(t, err)
+			assert.GreaterOrEqual(t, ttl, d.opts.Retention-2*time.Hour, "%s keeps the retention", key)
+		}
+	}
+}
+
+// TestPortalSearchReachesEveryWebhookOfItsTenant: a portal's search reads its tenant's index, so it
+// finds the deliveries of every webhook of the tenant, beyond the MaxSearchWebhooks the operator's
+// search (each webhook's index) examines.
+func TestPortalSearchReachesEveryWebhookOfItsTenant(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	hooks := MaxSearchWebhooks + 1
+	d := newTestDispatcher(t, tr, Options{Shards: 4, MaxWebhooksPerTenant: hooks, PortalKey: []byte(strings.Repeat("k", 32))})
+	rc := newReceiver(t)
+	for range hooks {
+		_, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, Tenant: "acme"})
+		require.NoError(t, err)
+	}
+	res, err := d.Enqueue(ctx, Event{ID: "e1", Type: "a.b", Tenant: "acme"})
+	require.NoError(t, err)
+	require.Len(t, res, hooks)
+	token, err := d.PortalToken("acme", time.Hour)
+	require.NoError(t, err)
+	assert.Len(t, searchOnce(t, d.Portal(), token, url.Values{"limit": {"500"}}).Deliveries, hooks, "the portal's search")
+	assert.Len(t, searchOnce(t, d.Handler(), "", url.Values{"limit": {"500"}}).Deliveries, MaxSearchWebhooks, "the operator's search")
 }

@@ -48,6 +48,16 @@ func TestEndpointCounts(t *testing.T) {
 					require.NoError(t, err)
 				}
 			}, api.Counts{Pending: 1, Waiting: 3, Examined: 4}},
+		{"ordered: the one after a delivered head is queued, not waiting", Options{},
+			func(t *testing.T, d *Dispatcher, _ *testClock, _ *receiver, _ *Webhook) {
+				for i := range 3 {
+					_, err := d.Enqueue(context.Background(), Event{ID: fmt.Sprintf("o%d", i), Type: "order.created", OrderKey: "order-1"})
+					require.NoError(t, err)
+				}
+				n, err := d.ProcessDue(context.Background()) // the head succeeds; the second is promoted to the queue
+				require.NoError(t, err)
+				require.Equal(t, 1, n)
+			}, api.Counts{Pending: 1, Waiting: 1, Examined: 3}},
 		{"only the newest are read", Options{RetrySchedule: []time.Duration{time.Minute}},
 			func(t *testing.T, d *Dispatcher, clock *testClock, rc *receiver, _ *Webhook) {
 				rc.status.Store(http.StatusInternalServerError)

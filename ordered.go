@@ -82,7 +82,7 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 	keys := make([]string, 4, 5+4*len(recs))
 	keys[0], keys[1] = d.keys.OrderedEvent(shard, scoped), d.keys.Ready(shard)
 	keys[2], keys[3] = d.keys.Inline(shard), d.keys.Blocked(shard)
-	args := make([]any, 3, 4+9*len(recs))
+	args := make([]any, 3, 5+9*len(recs))
 	args[0], args[1], args[2] = rdb.UnixMilli(recs[0].CreatedAt), d.opts.Retention.Milliseconds(), rdb.StoredEvent(fingerprint, body)
 	now := d.now()
 	waiting, checks := make([]*rdb.Record, len(recs)), make([]any, len(recs))
@@ -96,7 +96,7 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	tenantKey, tenantMode := d.tenantIndexArgs(shard, scoped, now)
-	keys, args = append(keys, tenantKey), append(append(args, checks...), tenantMode)
+	keys, args = append(keys, tenantKey), append(append(args, checks...), tenantMode, d.opts.Retention.Milliseconds())
 	reply, err := d.runClaim(ctx, rdb.OrderedClaim, scoped, len(recs), keys, args)
 	if err != nil {
 		return nil, err

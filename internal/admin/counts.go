@@ -25,7 +25,8 @@ const CountsRecent = 100
 
 // counts reads a webhook's delivery counts: its circuit, then in one round trip every shard's
 // queue (ZCARD, and ZCOUNT up to the probe's time while the circuit is open) and newest index entries,
-// then the records of the newest CountsRecent of them.
+// then the records of the newest CountsRecent of them, and whether those in the waiting form are
+// queued (rdb.Queued).
 func (b *Backend) counts(ctx context.Context, webhookID string) (api.Counts, error) {
 	out := api.Counts{ReplayAvailable: b.ReplayIndex}
 	if err := b.LoadKeys(ctx); err != nil {
@@ -53,7 +54,8 @@ func (b *Backend) counts(ctx context.Context, webhookID string) (api.Counts, err
 	if err != nil {
 		return out, err
 	}
-	for _, rec := range recs {
+	var waiting []rdb.IndexedRecord // in the waiting form: behind their key's head, or just promoted
+	for i, rec := range recs {
 		if rec == nil {
 			continue // expired, gone, or an entry a later Redeliver replaced
 		}
@@ -62,6 +64,17 @@ func (b *Backend) counts(ctx context.Context, webhookID string) (api.Counts, err
 			out.Failed++
 		}
 		if rec.IsWaiting() {
+			waiting = append(waiting, take[i])
+		}
+	}
+	// A delivery promoted to the head of its key is queued before its record leaves the waiting form:
+	// it is counted in Pending, not here.
+	queued, err := rdb.Queued(ctx, b.Client, b.Keys, webhookID, waiting)
+	if err != nil {
+		return out, err
+	}
+	for _, q := range queued {
+		if !q {
 			out.Waiting++
 		}
 	}

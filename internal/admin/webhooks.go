@@ -63,17 +63,18 @@ func (b *Backend) Health(ctx context.Context, s api.Scope, id string) (*types.He
 	}
 	h, err := b.WebhookRepo.Health(ctx, id)
 	if err == nil && h.ConsecutiveFailures > 0 {
-		h.LastFailure, err = b.lastFailure(ctx, id)
+		h.LastFailure, err = b.lastFailure(ctx, id, h.FailingSince)
 	}
 	return api.ViewHealth(wh, h), err
 }
 
 // lastFailureScan is how many of a webhook's newest deliveries lastFailure reads.
-const lastFailureScan = 20
+const lastFailureScan = CountsRecent
 
 // lastFailure is, in words, the newest attempt among a webhook's newest deliveries that its circuit
-// counts as a failure (breaker.FailureWords); "" when none is.
-func (b *Backend) lastFailure(ctx context.Context, id string) (string, error) {
+// counts as a failure (breaker.FailureWords) and that was answered in the current run of failures,
+// which began at since; "" when none is.
+func (b *Backend) lastFailure(ctx context.Context, id string, since time.Time) (string, error) {
 	page, err := b.DeliveryRepo.Page(ctx, id, types.DeliveryQuery{Limit: lastFailureScan})
 	if err != nil {
 		return "", err
@@ -82,6 +83,10 @@ func (b *Backend) lastFailure(ctx context.Context, id string) (string, error) {
 	var at time.Time
 	for _, dl := range page.Deliveries {
 		for _, a := range dl.History {
+			answered := a.At.Add(a.Duration)
+			if answered.Before(since.Add(-time.Millisecond)) {
+				continue // before the run: another story
+			}
 			if w, ok := breaker.FailureWords(a); ok && a.At.After(at) {
 				words, at = w, a.At
 			}

@@ -65,6 +65,15 @@ type SearchQuery struct {
 	scope map[string]bool // WebhookIDs as a set (Search)
 }
 
+// cursorVersion is the version of q's cursors: a tenant's index places a delivery elsewhere than its
+// webhook's.
+func (q SearchQuery) cursorVersion() byte {
+	if q.Tenant != "" {
+		return tenantCursorVersion
+	}
+	return cursorVersion
+}
+
 // indexes are the index keys q reads in a shard.
 func (q SearchQuery) indexes(k rdb.Keys, shard int) []string {
 	if q.Tenant != "" {
@@ -128,7 +137,7 @@ func (r *Reader) Search(ctx context.Context, q SearchQuery) (*SearchPage, error)
 	var start *Pos
 	switch {
 	case q.Cursor != "":
-		p, err := decodeCursor(q.Cursor)
+		p, err := decodeCursorAs(q.Cursor, q.cursorVersion())
 		if err != nil {
 			return nil, err
 		}
@@ -169,7 +178,7 @@ func (r *Reader) Search(ctx context.Context, q SearchQuery) (*SearchPage, error)
 		reads := (SearchCommandBudget - page.commands - 2*len(sel)) / len(sel)
 		first := page.commands == searchSetupCommands
 		if !first && (reads < perShard+1 || examineLeft < len(sel)) {
-			return page.stop(SearchStoppedBudget, searchFrontier(shards)), nil
+			return page.stop(SearchStoppedBudget, searchFrontier(shards), q.cursorVersion()), nil
 		}
 		reads = max(reads, perShard+1)
 		// Each shard's share of what is left to examine, up to a few entries in the first round (which
@@ -202,7 +211,7 @@ func (r *Reader) Search(ctx context.Context, q SearchQuery) (*SearchPage, error)
 			page.Deliveries = append(page.Deliveries, f.dl)
 			if len(page.Deliveries) == q.Limit {
 				if frontier != nil || i < len(held)-1 { // more may follow
-					return page.stop(SearchStoppedLimit, &f.pos), nil
+					return page.stop(SearchStoppedLimit, &f.pos, q.cursorVersion()), nil
 				}
 				break
 			}
@@ -212,14 +221,14 @@ func (r *Reader) Search(ctx context.Context, q SearchQuery) (*SearchPage, error)
 			break
 		}
 	}
-	return page.stop(SearchStoppedEnd, nil), nil
+	return page.stop(SearchStoppedEnd, nil, 0), nil
 }
 
-// stop ends the page for a reason, with a cursor after at (none for nil).
-func (p *SearchPage) stop(why string, at *Pos) *SearchPage {
+// stop ends the page for a reason, with a cursor of version v after at (none for nil).
+func (p *SearchPage) stop(why string, at *Pos, v byte) *SearchPage {
 	p.Stopped = why
 	if at != nil {
-		p.Next = at.cursor()
+		p.Next = at.cursorAs(v)
 	}
 	return p
 }

@@ -161,3 +161,24 @@ func ReadRecord(ctx context.Context, c redis.UniversalClient, k Keys, shard int,
 	}
 	return raw, err == nil, err
 }
+
+// Queued reports, for each of webhookID's records refs, whether it is in its webhook's queue in its
+// shard (scheduled for an attempt), in one round trip.
+func Queued(ctx context.Context, c redis.UniversalClient, k Keys, webhookID string, refs []IndexedRecord) ([]bool, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	cmds := make([]*redis.FloatCmd, len(refs))
+	pipe := c.Pipeline()
+	for i, r := range refs {
+		cmds[i] = pipe.ZScore(ctx, k.Queue(r.Shard, webhookID), r.ID)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
+		return nil, err
+	}
+	out := make([]bool, len(refs))
+	for i, cmd := range cmds {
+		out[i] = cmd.Err() == nil
+	}
+	return out, nil
+}

@@ -29,7 +29,8 @@ type Health struct {
 	// LastFailure says in words the newest failed attempt that counts towards BreakAfter ("the
 	// endpoint answered 503 Service Unavailable", "no answer within the timeout", "the connection was
 	// refused"), while the circuit holds failures: why it is open or failing. The admin API's health
-	// answer reads it from the webhook's newest deliveries; "" when none of them holds such an attempt,
+	// answer reads it from the attempts of the webhook's 100 newest deliveries answered since
+	// FailingSince; "" when none of them holds such an attempt (e.g. every one of them parked since),
 	// and in WebhookRepo.Health, which reads the circuit only.
 	LastFailure string `json:"last_failure,omitempty"`
 	// OpenFor is the current open period; in JSON "open_for_ms", whole milliseconds.

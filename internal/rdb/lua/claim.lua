@@ -20,7 +20,7 @@
 -- KEYS[3] -> {P:s}:inline
 -- KEYS[3i+1], KEYS[3i+2], KEYS[3i+3] (i = 1..n) -> target i's delivery key, index key, queue key
 -- ARGV[1] -> now (ms)
--- ARGV[2] -> retention (ms): the expiry of the record, and of the index entry
+-- ARGV[2] -> retention (ms): the expiry of the record (the index entries carry it as x)
 -- ARGV[3] -> the event as stored: its fingerprint, then its body (event_store.go)
 -- ARGV[6i-2] .. ARGV[6i+3] (i = 1..n) -> target i's delivery id (its inline entry is the id followed
 -- by its webhook id), its hash (the id's last 12 bytes, raw), its new
@@ -31,6 +31,8 @@
 -- ARGV[4+7n], ARGV[5+7n] -> ReplayOff, ReplayAdd or ReplayPrune; the event's id (unscoped)
 -- ARGV[6+7n] -> "" (no tenant: KEYS[3n+5] is not written), or 1 / 0: each new delivery is indexed in
 -- the tenant's index too, its TTL checked (1) or not (0)
+-- ARGV[7+7n] -> how long the index streams keep their entries (ms): Options.Retention, which may be
+-- longer than ARGV[2] (a test send's records)
 -- returns {ClaimConflict} when the event stored under this id has another fingerprint (nothing is
 -- written); else {event stored earlier or false, reply_1, ..., reply_n}: reply_i is ClaimCreated when
 -- this call created the delivery, or the existing record
@@ -59,7 +61,7 @@ end
 -- Index entries next; if one cannot be appended, the ones appended and the records created are
 -- deleted again and nothing else is written.
 local tenantIndex = ARGV[6 + 7 * n]
-local err = indexAll(created, n, now, retention, function(i)
+local err = indexAll(created, n, now, retention, tonumber(ARGV[7 + 7 * n]), function(i)
   return KEYS[3 * i + 2], ARGV[6 * i - 1], ARGV[3 + 6 * n + i] == '1'
 end, tenantIndex ~= '' and KEYS[3 * n + 5] or nil, tenantIndex == '1')
 if err then

@@ -21,6 +21,7 @@
 -- ARGV[3+8n+i] -> 1 if target i's index key's TTL is to be checked (indexTTLs)
 -- KEYS[4n+5] -> {P:k}:tlist:<tenant>, and ARGV[4+9n] -> "", 1 or 0: the tenant's delivery index, as
 -- claim.lua's KEYS[3n+5] and ARGV[6+7n]
+-- ARGV[5+9n] -> how long the index streams keep their entries (ms), as claim.lua's ARGV[7+7n]
 -- returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is ClaimCreated (the head),
 -- ClaimWaiting, or the existing record
 --#include index_all
@@ -46,7 +47,7 @@ for i = 1, n do
   end
 end
 local tenantIndex = ARGV[4 + 9 * n]
-local err = indexAll(created, n, now, retention, function(i)
+local err = indexAll(created, n, now, retention, tonumber(ARGV[5 + 9 * n]), function(i)
   return KEYS[4 * i + 2], ARGV[8 * i - 3], ARGV[3 + 8 * n + i] == '1'
 end, tenantIndex ~= '' and KEYS[4 * n + 5] or nil, tenantIndex == '1')
 if err then error(err) end
