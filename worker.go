@@ -49,7 +49,7 @@ func runWorker(ctx context.Context, d *Dispatcher, hooks worker.Hooks) error {
 	worker.New(worker.Config{
 		Log: d.log, Now: d.now, Shards: func() int { return d.keys.Shards },
 		Wake: d.wake, RedisLog: d.redisDown, Outage: &d.pending.Outage, Hooks: hooks,
-		Claim:        run.Claim,
+		Free:         run.Free,
 		Ping:         func(ctx context.Context) error { return rdb.Ping(ctx, d.rdb) },
 		WritePending: func(ctx context.Context) { d.pending.Write(ctx, d.now, d.settle, d.log) },
 		Lease:        run.Lease,

@@ -105,14 +105,14 @@ func (a *Attempter) RunSlots(ctx context.Context, wg *sync.WaitGroup) *RunSlots 
 	return r
 }
 
-// Claim claims for a pass the slots free and not claimed by another pass (Config.Claim).
-func (r *RunSlots) Claim() int { return r.slots.Claim() }
+// Free is how many deliveries a pass may lease now (Config.Free).
+func (r *RunSlots) Free() int { return r.slots.Free() }
 
 // Lease is a pass of Run's worker (Config.Lease): it leases up to free due deliveries, reading the
 // shards mode says (Leaser.Lease), and starts their attempts (add).
 func (r *RunSlots) Lease(ctx context.Context, free int, mode ScanMode) (int, time.Time, bool, error) {
 	jobs, next, more, err := r.a.cfg.Leaser.Lease(ctx, free, mode)
-	r.add(jobs, free)
+	r.add(jobs)
 	return len(jobs), next, more, err
 }
 
@@ -128,15 +128,13 @@ type leasedReady struct {
 // add reads the bodies of leased deliveries (one round trip) and starts their attempts, as many as
 // there are free slots; the others wait for one (Slots.Add). Deliveries whose bodies cannot be read
 // are let go: their leases expire and a later pass takes them again.
-func (r *RunSlots) add(jobs []LeasedDelivery, claimed int) {
+func (r *RunSlots) add(jobs []LeasedDelivery) {
 	a := r.a
 	if len(jobs) == 0 {
-		r.slots.Unclaim(claimed)
 		return
 	}
 	bodies, err := a.loadBodies(context.WithoutCancel(r.ctx), jobs)
 	if err != nil {
-		r.slots.Unclaim(claimed)
 		for _, j := range jobs {
 			a.cfg.Flights.Release(j.Rec.WebhookID)
 		}
@@ -157,7 +155,7 @@ func (r *RunSlots) add(jobs []LeasedDelivery, claimed int) {
 	for i, j := range jobs {
 		ready[i] = leasedReady{job: j, body: bodies[i], batch: batches[j.Shard]}
 	}
-	r.slots.Add(ready, claimed)
+	r.slots.Add(ready)
 }
 
 // report logs a worker's outcome that could not be recorded (OutcomeBatch.Report).

@@ -20,7 +20,6 @@ type Slots[J any] struct {
 	mu      sync.Mutex
 	busy    int           // attempts started and not over
 	waiting []J           // leased ahead, waiting for a slot
-	leasing int           // slots claimed by a pass in progress
 	took    time.Duration // moving average of attempts' durations; 0 before the first
 }
 
@@ -31,27 +30,25 @@ func NewSlots[J any](concurrency int, budget time.Duration, start func(J)) *Slot
 		budget: budget, start: start}
 }
 
-// Claim claims for a pass every slot free and not claimed by another pass, and returns how
-// many (Add or Unclaim gives them back). While deliveries leased ahead wait, it claims none until
-// batch are free: a pass costs Redis about as much for one delivery as for many, and the waiting keep
-// the slots busy meanwhile.
-func (s *Slots[J]) Claim() int {
+// Free is how many deliveries a pass may lease now: the slots free and the room ahead, less those
+// waiting. While deliveries leased ahead wait, it is 0 until batch are free: a pass costs Redis about
+// as much for one delivery as for many, and the waiting keep the slots busy meanwhile. Run makes one
+// pass at a time, so nothing else takes them before the pass's Add.
+func (s *Slots[J]) Free() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	free := s.freeLocked()
+	free := s.concurrency - s.busy + s.aheadNow() - len(s.waiting)
 	if free <= 0 || (free < s.batch && len(s.waiting) > 0) {
 		return 0
 	}
-	s.leasing += free
 	return free
 }
 
 // Add starts the attempts of a pass's leased deliveries, as many as there are free slots; the others
-// wait for one. claimed is what the pass claimed: Add gives it back.
-func (s *Slots[J]) Add(jobs []J, claimed int) {
+// wait for one.
+func (s *Slots[J]) Add(jobs []J) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.leasing -= claimed
 	for _, j := range jobs {
 		if s.busy < s.concurrency {
 			s.busy++
@@ -60,13 +57,6 @@ func (s *Slots[J]) Add(jobs []J, claimed int) {
 			s.waiting = append(s.waiting, j)
 		}
 	}
-}
-
-// Unclaim gives back the slots a pass claimed and did not fill.
-func (s *Slots[J]) Unclaim(claimed int) {
-	s.mu.Lock()
-	s.leasing -= claimed
-	s.mu.Unlock()
 }
 
 // Freed passes an attempt's slot to the next waiting delivery, or frees it.
@@ -91,12 +81,6 @@ func (s *Slots[J]) Observe(took time.Duration) {
 		return
 	}
 	s.took += (took - s.took) / 8
-}
-
-// freeLocked is how many deliveries may be leased now: slots free, and room ahead, less those waiting
-// and those being leased. Called with mu held.
-func (s *Slots[J]) freeLocked() int {
-	return s.concurrency - s.busy + s.aheadNow() - len(s.waiting) - s.leasing
 }
 
 // aheadNow is how many deliveries may wait leased ahead now: ahead, or fewer once attempts are slow, so

@@ -37,21 +37,9 @@ func TestLeasedAheadFollowsAttemptTimes(t *testing.T) {
 
 	// What a pass may claim follows it: with every slot busy, only the deliveries it may lease ahead.
 	r = &Slots[int]{concurrency: 64, ahead: 128, batch: 8, budget: 5 * time.Second, busy: 64}
-	assert.Equal(t, 128, r.Claim(), "fast: twice Concurrency ahead")
+	assert.Equal(t, 128, r.Free(), "fast: twice Concurrency ahead")
 	r = &Slots[int]{concurrency: 64, ahead: 128, batch: 8, budget: 5 * time.Second, busy: 64, took: 5 * time.Second}
-	assert.Equal(t, 32, r.Claim(), "slow: as aheadNow says")
-}
-
-// TestClaimedSlotsAreNotClaimedAgain: a slot a pass has claimed is not claimed again until the pass
-// gives back what it did not fill (the slots a pass leases for are its own while it waits for Redis).
-func TestClaimedSlotsAreNotClaimedAgain(t *testing.T) {
-	t.Parallel()
-	r := &Slots[int]{concurrency: 64, ahead: 128, batch: 8, budget: 5 * time.Second}
-	first := r.Claim()
-	assert.Equal(t, 192, first, "every slot and every delivery ahead")
-	assert.Equal(t, 0, r.Claim(), "nothing left to claim while the pass runs")
-	r.Unclaim(first)
-	assert.Equal(t, 192, r.Claim(), "given back, claimed again")
+	assert.Equal(t, 32, r.Free(), "slow: as aheadNow says")
 }
 
 // TestSlotsStartInOrderAsSlotsFree: Add starts as many attempts as there are slots, the others wait,
@@ -60,18 +48,15 @@ func TestSlotsStartInOrderAsSlotsFree(t *testing.T) {
 	t.Parallel()
 	var started []int
 	s := NewSlots(2, 5*time.Second, func(j int) { started = append(started, j) })
-	claimed := s.Claim()
-	assert.Equal(t, 2+4, claimed, "two slots and four ahead")
-	s.Add([]int{1, 2, 3, 4}, claimed)
+	assert.Equal(t, 2+4, s.Free(), "two slots and four ahead")
+	s.Add([]int{1, 2, 3, 4})
 	assert.Equal(t, []int{1, 2}, started, "one attempt per slot")
-	more := s.Claim()
-	assert.Equal(t, 2, more, "two busy, two waiting: room for two more ahead")
-	s.Unclaim(more)
+	assert.Equal(t, 2, s.Free(), "two busy, two waiting: room for two more ahead")
 	s.Freed()
 	assert.Equal(t, []int{1, 2, 3}, started, "the freed slot goes to the first waiting")
 	s.Freed()
 	s.Freed()
 	s.Freed()
 	assert.Equal(t, []int{1, 2, 3, 4}, started)
-	assert.Equal(t, 6, s.Claim(), "every slot free again")
+	assert.Equal(t, 6, s.Free(), "every slot free again")
 }

@@ -25,14 +25,14 @@ type Config struct {
 	Outage   *Outage          // the worker's view of a Redis outage
 	Hooks    Hooks
 
-	// Claim claims for a pass the slots free and not claimed by another pass (Slots.Claim).
-	Claim func() int
+	// Free is how many deliveries a pass may lease now (Slots.Free).
+	Free func() int
 	// Ping asks Redis whether it answers, after an outage.
 	Ping func(ctx context.Context) error
 	// WritePending writes the outcomes kept while Redis could not take them.
 	WritePending func(ctx context.Context)
 	// Lease leases up to free due deliveries, reading the shards mode says, and starts their attempts
-	// (giving back the claimed slots it did not fill). It returns how many it leased, the earliest due
+	// It returns how many it leased, the earliest due
 	// time in the future it knows of, whether more may be due at once, and Redis's errors.
 	Lease func(ctx context.Context, free int, mode ScanMode) (leased int, next time.Time, more bool, err error)
 	// Failed tells the Dispatcher a pass failed with err and leased nothing (a cluster's slot map may
@@ -72,7 +72,7 @@ func (w *Worker) Run(ctx context.Context) {
 			c.Wake.Sleep(ctx, wait)
 			continue
 		}
-		free := c.Claim()
+		free := c.Free()
 		if free <= 0 {
 			c.Wake.Sleep(ctx, IdleWait) // an ending attempt pokes
 			continue
