@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -43,7 +44,7 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 	}
 	d.tenantIndexChecked(tenantKey, tenantMode, reply, now)
 	for i, c := range checks {
-		if c == 1 {
+		if c == 1 && createdBy(reply[1+i]) { // a duplicate's claim wrote, and checked, nothing
 			d.indexTTLs.checked(keys[3+3*i+1], now)
 		}
 	}
@@ -68,15 +69,16 @@ func (d *Dispatcher) tenantIndexArgs(shard int, scoped string, now time.Time) (s
 // tenantIndexChecked remembers that a claim checked its tenant index key's TTL: it did when the mode
 // asked it to and the claim created a delivery (reply, runClaim's).
 func (d *Dispatcher) tenantIndexChecked(key string, mode any, reply []any, now time.Time) {
-	if mode != 1 {
-		return
+	if mode == 1 && slices.ContainsFunc(reply[1:], createdBy) {
+		d.indexTTLs.checked(key, now)
 	}
-	for _, r := range reply[1:] {
-		if r == int64(rdb.ClaimCreated) || r == int64(rdb.ClaimWaiting) {
-			d.indexTTLs.checked(key, now)
-			return
-		}
-	}
+}
+
+// createdBy reports whether a claim's reply item says the claim created its pair (rdb.ClaimCreated, or
+// rdb.ClaimWaiting for an ordered pair behind its key's head): only then did it write, and check the
+// TTL of, the pair's index keys.
+func createdBy(item any) bool {
+	return item == any(int64(rdb.ClaimCreated)) || item == any(int64(rdb.ClaimWaiting))
 }
 
 // runClaim runs a claim script (rdb.Claim, rdb.OrderedClaim) for n targets, asking again for a

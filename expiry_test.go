@@ -75,3 +75,35 @@ func TestEveryKeyExpiresWhenWrittenAgain(t *testing.T) {
 	round(2)
 	assert.Empty(t, noTTL(), "keys re-created without a TTL")
 }
+
+// TestIndexesOutliveTheirNewestEntryAfterADuplicate: a claim that only finds duplicates writes no
+// index entry and checks no index TTL, so it does not count as the check this Dispatcher makes once
+// per Retention/64: a webhook's and its tenant's index streams whose TTL has run down (here set to
+// half the retention, as if half its life had passed) are extended by the next fresh claim, and keep
+// their newest entry's record (Retention) in Redis.
+func TestIndexesOutliveTheirNewestEntryAfterADuplicate(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d, clock := newClockedDispatcher(t, tr, Options{Shards: 1})
+	rc := newReceiver(t)
+	w, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, Tenant: "acme"})
+	require.NoError(t, err)
+	indexes := []string{d.keys.Index(0, w.ID), d.keys.TenantIndex(0, "acme")}
+	_, err = d.Enqueue(ctx, Event{ID: "e1", Type: "a.b", Tenant: "acme"})
+	require.NoError(t, err)
+	clock.Advance(d.opts.Retention/64 + time.Minute) // each index's TTL is due a check again
+	for _, k := range indexes {
+		require.NoError(t, tr.rdb.PExpire(ctx, k, d.opts.Retention/2).Err())
+	}
+	res, err := d.Enqueue(ctx, Event{ID: "e1", Type: "a.b", Tenant: "acme"})
+	require.NoError(t, err)
+	require.True(t, res[0].Duplicate)
+	_, err = d.Enqueue(ctx, Event{ID: "e2", Type: "a.b", Tenant: "acme"}) // fresh: its entries go in
+	require.NoError(t, err)
+	for _, k := range indexes {
+		ttl, err := tr.rdb.PTTL(ctx, k).Result()
+		require.NoError(t, err)
+		assert.GreaterOrEqual(t, ttl, d.opts.Retention, "%s outlives its newest entry's record", k)
+	}
+}

@@ -106,7 +106,7 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 		if reply[1+i] == int64(rdb.ClaimWaiting) {
 			*r = *waiting[i]
 		}
-		if checks[i] == 1 {
+		if checks[i] == 1 && createdBy(reply[1+i]) { // a duplicate's claim wrote, and checked, nothing
 			d.indexTTLs.checked(keys[4+4*i+1], now)
 		}
 	}
