@@ -54,6 +54,15 @@ func (tr *testRedis) commandStats(t testing.TB) map[string]int64 {
 	return out
 }
 
+// countTries is how many counted rounds commandsPer takes the fewest of: one on miniredis (the test's
+// own server, no other client), three on a real Redis, which other tests' commands may share.
+func countTries(tr *testRedis) int {
+	if tr.mini != nil {
+		return 1
+	}
+	return 3
+}
+
 // commandsPer runs work (which makes deliveries deliveries) once uncounted, then tries times, and
 // returns the fewest commands per delivery seen: other clients of a shared real Redis can only add to
 // a count.
@@ -109,7 +118,7 @@ const (
 // Lua-inner ones included, when Dispatch makes its attempt inline, at most workerBudget when Enqueue
 // leaves it to a Run going meanwhile and backlogBudget when Run drains it afterwards, counted until
 // the schedule is clean, with the breaker and hourly stats on, as by default. Each figure is the fewest of
-// three runs (others' commands on a shared Redis only add to it); per command on a real Redis with -v.
+// three runs on a real Redis (others' commands on a shared one only add to it), of one on miniredis; per command on a real Redis with -v.
 func TestCommandsPerDelivery(t *testing.T) {
 	// Not parallel: the worker figures take in the idle worker's polls while the test waits, and a CPU
 	// shared with other tests lengthens the wait.
@@ -137,7 +146,7 @@ func TestCommandsPerDelivery(t *testing.T) {
 	// 8 concurrent callers: calls share pipelines, and a call's 4 attempts end close enough together
 	// (within worker.SettleLinger) on a loaded machine to share their outcome script, as they do in service.
 	const callers = 8
-	inline := commandsPer(t, tr, 3, webhooks*events, func(try int) {
+	inline := commandsPer(t, tr, countTries(tr), webhooks*events, func(try int) {
 		var wg sync.WaitGroup
 		for c := range callers {
 			wg.Go(func() {
@@ -171,7 +180,7 @@ func TestCommandsPerDelivery(t *testing.T) {
 			return scheduleClean(t, tr, d)
 		}
 	}
-	backlog := commandsPer(t, tr, 3, webhooks*events, func(try int) {
+	backlog := commandsPer(t, tr, countTries(tr), webhooks*events, func(try int) {
 		want := rc.count() + webhooks*events
 		for i := range events {
 			_, err := d.Enqueue(ctx, Event{Type: "x", ID: "wb-" + strconv.Itoa(try) + "-" + strconv.Itoa(i)})
@@ -179,7 +188,7 @@ func TestCommandsPerDelivery(t *testing.T) {
 		}
 		runUntil(t, d, done(want))
 	})
-	alongside := commandsPer(t, tr, 3, webhooks*events, func(try int) {
+	alongside := commandsPer(t, tr, countTries(tr), webhooks*events, func(try int) {
 		want := rc.count() + webhooks*events
 		runCtx, stop := context.WithCancel(ctx)
 		stopped := make(chan error, 1)

@@ -298,9 +298,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	if stored, ok := reply[0].(string); ok {
 		body = rdb.EventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}
-	var wg sync.WaitGroup
 	queued := false
-	batch := worker.NewOutcomeBatch(shard, worker.SettleLinger(d.opts.Timeout), d.settle, d.leaser.RequeueInline)
 	var attempts []int
 	for i, t := range targets {
 		results[i].WebhookID = t.ID
@@ -318,8 +316,17 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		results[i].Delivery = &recs[i].Delivery // settle applies the outcome to it
 		attempts = append(attempts, i)
 	}
+	if queued {
+		d.bodies.Put(bodyKey, body, time.Now())
+		d.wake.Poke()
+	}
+	if len(attempts) == 0 { // duplicates, or every attempt left to the worker
+		return results
+	}
+	batch := worker.NewOutcomeBatch(shard, worker.SettleLinger(d.opts.Timeout), d.settle, d.leaser.RequeueInline)
 	batch.Add(len(attempts))
 	waited := make([]bool, len(targets)) // at the webhook's MaxConcurrency: handed back to the worker
+	var wg sync.WaitGroup
 	for _, i := range attempts {
 		t := targets[i]
 		wg.Go(func() {
@@ -343,10 +350,6 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 			}
 			batch.Ended(ctx, recs[i], o, &results[i].Err)
 		})
-	}
-	if queued {
-		d.bodies.Put(bodyKey, body, time.Now())
-		d.wake.Poke()
 	}
 	wg.Wait()
 	for i, w := range waited {

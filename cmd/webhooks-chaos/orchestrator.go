@@ -64,7 +64,7 @@ func runOrchestrator(ctx context.Context, cfg config) (err error) {
 	if err != nil {
 		return err
 	}
-	return s.verdict(res, dr)
+	return s.verdict(ctx, res, dr)
 }
 
 // setUp starts Redis and the receiver, creates the three webhooks and starts the producers.
@@ -249,7 +249,7 @@ func (s *soak) dupCauses(window time.Duration) (dc dupReport) {
 		okAt[k.producer] = slices.Clone(s.recv.okAt[k.producer])
 	}
 	s.recv.mu.Unlock()
-	dc.byCause = map[string]int{}
+	dc.byCause, dc.kills = map[string]int{}, kills
 	lost := s.lostWindow()
 	for _, k := range kills {
 		if k.kind == killProducer {
@@ -286,6 +286,7 @@ func (s *soak) dupCauses(window time.Duration) (dc dupReport) {
 		})
 		if !explained {
 			dc.unexplainedByProducerKill++
+			dc.unexplained = append(dc.unexplained, d)
 		}
 	}
 	return dc
@@ -301,6 +302,33 @@ type dupReport struct {
 	// offsets is, for each extra 2xx after a producer kill, when the pair's 2xx before it was answered
 	// relative to the nearest producer kill before the extra one (negative: before that kill).
 	offsets []time.Duration
+	// unexplained are the extra 2xx after a producer kill that no kill explains.
+	unexplained []dup
+	kills       []kill
+}
+
+// describeUnexplained prints, for at most 5 of the unexplained extra 2xx, when each of the pair's two
+// 2xx was answered and to which producer, the kills within 3s of them, and the attempts its record
+// holds: what the next such failure needs to be understood.
+func (s *soak) describeUnexplained(ctx context.Context, dc dupReport) {
+	at := func(t time.Time) string { return t.Sub(s.started).Round(time.Millisecond).String() }
+	for _, d := range dc.unexplained[:min(5, len(dc.unexplained))] {
+		fmt.Printf("    unexplained    %s/%s: 2xx to producer %d at %s, again to producer %d at %s\n", endpoints[d.pair.endpoint].name,
+			d.pair.event, d.previous.producer, at(d.previous.at), d.producer, at(d.at))
+		for _, k := range dc.kills {
+			if k.at.After(d.previous.at.Add(-3*time.Second)) && k.at.Before(d.at.Add(time.Second)) {
+				fmt.Printf("      %s kill (producer %d) at %s, %d requests in flight\n", k.kind, k.producer, at(k.at), k.inFlight)
+			}
+		}
+		dl, err := s.d.Deliveries().Find(ctx, s.ids[d.pair.endpoint], d.pair.event)
+		if err != nil {
+			fmt.Printf("      record: %v\n", err)
+			continue
+		}
+		for _, a := range dl.History {
+			fmt.Printf("      attempt at %s took %s: status %d %s\n", at(a.At), a.Duration.Round(time.Millisecond), a.StatusCode, a.Error)
+		}
+	}
 }
 
 func abs(d time.Duration) time.Duration {

@@ -49,6 +49,8 @@ type answer struct {
 // dup is an extra 2xx: when it was answered, and the pair's 2xx before it.
 type dup struct {
 	at       time.Time
+	producer int
+	pair     pair
 	previous answer
 }
 
@@ -160,7 +162,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request, i int) {
 	}
 	r.ok[p]++
 	if r.ok[p] > 1 {
-		r.dups = append(r.dups, dup{at: now, previous: r.lastOK[p]})
+		r.dups = append(r.dups, dup{at: now, producer: producer, pair: p, previous: r.lastOK[p]})
 	}
 	r.lastOK[p] = answer{at: now, producer: producer}
 	if producer >= 0 {

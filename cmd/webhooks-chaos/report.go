@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -11,7 +12,7 @@ import (
 )
 
 // verdict prints the soak's figures and returns an error naming every failed check.
-func (s *soak) verdict(r *sweepResult, dr drainResult) error {
+func (s *soak) verdict(ctx context.Context, r *sweepResult, dr drainResult) error {
 	pairs := len(s.pairs)
 	f := s.fleet
 	f.mu.Lock()
@@ -30,6 +31,7 @@ func (s *soak) verdict(r *sweepResult, dr drainResult) error {
 	fmt.Printf("    by cause       %d after Redis restarts, %d after producer kills (%d requests in flight at those kills, %d answered within %s before them; %d of the duplicates with no 2xx of their pair answered within %s before a kill or %s after it), %d other (a 2xx within %s of the kill)\n",
 		dc.byCause[killRedis], dc.byCause[killProducer], dc.inFlightAtProducerKills, dc.answeredBeforeProducerKills, s.lostWindow(),
 		dc.unexplainedByProducerKill, s.lostWindow(), killAnswerWindow, dc.byCause["other"], s.dupWindow())
+	s.describeUnexplained(ctx, dc)
 	drain := fmt.Sprintf("%.1fs after the last accept", dr.after.Seconds())
 	if !dr.drained {
 		drain = fmt.Sprintf("NOT drained: %d pairs not final %.1fs after the last accept", dr.left, dr.after.Seconds())
