@@ -30,7 +30,7 @@ type circuitCount struct {
 	cmd  *redis.Cmd // the last try's reply; nil before the first
 }
 
-// attemptEnd is what the in-flight cap learns from an attempt.
+// attemptEnd is what the in-flight limit learns from an attempt.
 type attemptEnd struct {
 	success bool
 	took    time.Duration

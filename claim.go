@@ -20,32 +20,24 @@ import (
 func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*rdb.Record, plans []targetPlan) ([]any, error) {
 	keys := make([]string, 3, 5+3*len(recs))
 	keys[0], keys[1], keys[2] = d.keys.Event(shard, eventID), d.keys.Ready(shard), d.keys.Inline(shard)
-	now := d.now()
-	// The arguments are pointers (go-redis writes *string and *int64 as their values) into two arrays
-	// and the records: a string or an int64 put in an interface is a heap allocation, a pointer is
-	// none, and a claim of 4 records passes 24 of them.
-	strs, ints := make([]string, 1+2*len(recs)), make([]int64, 3+len(recs))
 	args := make([]any, 3, 7+7*len(recs))
-	ints[0], ints[1], ints[2] = now.UnixMilli(), recordRetention(recs, d.opts.Retention).Milliseconds(), d.opts.Retention.Milliseconds()
-	strs[0] = rdb.StoredEvent(fingerprint, body)
+	now := d.now()
+	args[0], args[1], args[2] = now.UnixMilli(), recordRetention(recs, d.opts.Retention).Milliseconds(), rdb.StoredEvent(fingerprint, body)
 	if len(recs) > 0 {
-		ints[0] = rdb.UnixMilli(recs[0].CreatedAt)
+		args[0] = rdb.UnixMilli(recs[0].CreatedAt)
 	}
-	args[0], args[1], args[2] = &ints[0], &ints[1], &strs[0]
 	checks := make([]any, len(recs))
 	for i, r := range recs {
 		index := d.keys.Index(shard, r.WebhookID)
 		keys = append(keys, d.keys.Delivery(shard, r.ID), index, d.keys.Queue(shard, r.WebhookID))
-		s, n := strs[1+2*i:3+2*i], &ints[3+i]
-		s[0], s[1], *n = rdb.IndexedHash(r.ID), r.Encode(), plans[i].due.UnixMilli()
-		args = append(args, &r.ID, &s[0], &s[1], n, &r.WebhookID, flag(plans[i].inline))
+		args = append(args, r.ID, rdb.IndexedHash(r.ID), r.Encode(), plans[i].due.UnixMilli(), r.WebhookID, flag(plans[i].inline))
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	args = append(args, checks...)
 	pruneDue := func(key string) bool { return d.indexTTLs.due(key, now) }
 	replayKey, mode, id := replay.IndexArgs(d.keys, d.opts.ReplayIndex, shard, eventID, pruneDue)
 	tenantKey, tenantMode := d.tenantIndexArgs(shard, eventID, now)
-	keys, args = append(keys, replayKey, tenantKey), append(args, mode, id, tenantMode, &ints[2])
+	keys, args = append(keys, replayKey, tenantKey), append(args, mode, id, tenantMode, d.opts.Retention.Milliseconds())
 	reply, err := d.runClaim(ctx, rdb.Claim, eventID, len(recs), keys, args)
 	if err != nil {
 		return nil, err

@@ -403,7 +403,7 @@ func (p *targetPlan) cancel(d *Dispatcher, webhookID string) {
 }
 
 // plan decides, per target, whether this call attempts it inline or leaves it to the worker: a
-// webhook whose circuit is open is parked until its probe, one at its in-flight cap or over its rate
+// webhook whose circuit is open is parked until its probe, one at its in-flight limit or over its rate
 // limit is due at once (or at its next rate slot) for the worker. Enqueue attempts nothing, and reads
 // only circuits already cached.
 func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline bool) []targetPlan {

@@ -179,10 +179,6 @@ func carriesOperational(cmd redis.Cmder) bool {
 			if strings.Contains(a, `"type":"delivery.failed"`) {
 				return true
 			}
-		case *string: // the claim passes its arguments by pointer (claim.go)
-			if strings.Contains(*a, `"type":"delivery.failed"`) {
-				return true
-			}
 		case []byte:
 			if bytes.Contains(a, []byte(`"type":"delivery.failed"`)) {
 				return true

@@ -24,7 +24,7 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // Run is the worker: it keeps up to Options.Concurrency attempts in flight, and up to twice as many
 // deliveries leased ahead (their bodies read; fewer when attempts are slow), so that an ending attempt
 // is followed at once by the next while the worker leases more, shared fairly among the webhooks with
-// deliveries due (a webhook at its in-flight cap, rate limit or with an open circuit never keeps the
+// deliveries due (a webhook at its in-flight limit, rate limit or with an open circuit never keeps the
 // others' due deliveries waiting).
 // When nothing is due it waits until the next due time, at most 250ms, or until Enqueue in this process or an
 // ending attempt wakes it. The deliveries this Dispatcher queued itself (Enqueue, a retry its outcome

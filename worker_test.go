@@ -56,7 +56,7 @@ func TestReplicasRetryEachDeliveryOnce(t *testing.T) {
 		res, err := ds[e%replicas].Dispatch(context.Background(), Event{Type: "retry.me", ID: fmt.Sprintf("r-%d", e)})
 		require.NoError(t, err)
 		for _, r := range res {
-			if r.Err != nil { // the webhook is at its in-flight cap with retries: a worker makes the attempt
+			if r.Err != nil { // the webhook is at its in-flight limit with retries: a worker makes the attempt
 				require.ErrorIs(t, r.Err, ErrDeferred)
 			}
 			require.Equal(t, StatusPending, r.Delivery.Status)

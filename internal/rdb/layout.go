@@ -75,14 +75,8 @@ func (l Layout) DeliveryShard(id string) (int, error) {
 // IndexedHash is the part of a delivery id after its prefix and shard, as the 12 bytes it spells: what
 // a shard's index holds (the index knows its shard).
 func IndexedHash(deliveryID string) string {
-	h := DeliveryHash(deliveryID)
-	var buf [12]byte
-	if len(h) != 2*len(buf) {
-		b, _ := hex.DecodeString(h)
-		return string(b)
-	}
-	n, _ := hex.Decode(buf[:], []byte(h)) // on the stack: one allocation, the string
-	return string(buf[:n])
+	b, _ := hex.DecodeString(DeliveryHash(deliveryID))
+	return string(b)
 }
 
 // IndexedID is the delivery id of an index entry of a shard.

@@ -87,7 +87,7 @@ func (a *Attempter) AttemptAll(ctx context.Context, jobs []LeasedDelivery) (int,
 
 // RunSlots are Run's attempt slots (Slots) and what its attempts need. Deliveries leased ahead hold
 // their webhooks' in-flight slots (InFlight) as attempts do, so leasing ahead never lets a
-// webhook hold more than its cap. A delivery that waited so long for a slot (attempts hanging) that
+// webhook hold more than its in-flight limit. A delivery that waited so long for a slot (attempts hanging) that
 // too little of its lease is left for an attempt (LeaseLeftToAttempt) is not attempted: it goes back
 // to its queue, due at once, rather than wait there for its lease to end; so does one whose attempt
 // refuses to start for that reason after its rate-limit wait. A probe not sent is given back.

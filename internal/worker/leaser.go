@@ -15,7 +15,7 @@ import (
 
 // The schedule has two levels per shard, so that leasing is fair across webhooks. A single zset of
 // due deliveries per shard, ordered by time, cannot be: a webhook with ten thousand due deliveries
-// at its head (its circuit open, at its in-flight cap or rate limit) would hide every other webhook's
+// at its head (its circuit open, at its in-flight limit or rate limit) would hide every other webhook's
 // due deliveries behind them. Instead:
 //
 //	{P:s}:ready        zset  webhook id -> at most when its earliest delivery in the shard is due (ms),
@@ -26,7 +26,7 @@ import (
 // while one that takes a delivery out of the due (a lease, a final outcome) leaves it as it is, so
 // that the hot paths pay no read of the queue's head. A worker reads the ready zsets (the webhooks
 // that may have something due), chooses how many deliveries to take of each webhook (its fair share
-// of the free slots, within its in-flight cap, rate limit and circuit), reads that many due ids of
+// of the free slots, within its in-flight limit, rate limit and circuit), reads that many due ids of
 // each chosen queue, and leases them; when it reads a queue to its last due entry, or finds none, the
 // lease sets the webhook's ready score to the queue's head (retime) in the same step, so a score that
 // says due when nothing is costs one read, once. A webhook it cannot take from for a while (open

@@ -36,7 +36,7 @@ func (l *Leaser) chooseTakes(ctx context.Context, now time.Time, due []Due, t *d
 		}
 		room := l.cfg.Flights.Room(id)
 		if room <= 0 {
-			continue // at its cap: an ending attempt wakes the worker
+			continue // at its in-flight limit: an ending attempt wakes the worker
 		}
 		probe := ""
 		wh := t.webhooks[id]

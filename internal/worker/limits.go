@@ -12,15 +12,15 @@ import (
 // congestion window and Netflix's concurrency-limits AIMD do):
 //
 //   - A webhook's limit starts at the in-flight floor (Concurrency/4, at least one: the root's
-//     inFlightFloor), the cap.
+//     inFlightFloor).
 //   - A recorded attempt that succeeded within Timeout/4 (fast) raises it by one, up to
-//     FastInFlightFactor × the cap, when the webhook has held at least half its limit at once since
+//     FastInFlightFactor × the floor, when the webhook has held at least half its limit at once since
 //     the limit last changed: the limit grows only as far as the webhook uses it, to at most twice the
 //     most attempts it has held at once, plus one.
 //   - A failed attempt (any other answer, a timeout, a connection error), or a success slower than
-//     Timeout/4, lowers it by a tenth (at least one), not below the cap.
+//     Timeout/4, lowers it by a tenth (at least one), not below the floor.
 //   - A webhook that holds attempts and has freed no slot for Timeout/2 is stalled: its limit drops to
-//     the cap at once.
+//     the floor at once.
 //
 // A caller that finds its webhook at its limit (Acquire) waits in turn, first come first served: each
 // slot freed, or added by a raise of the limit, goes to the caller that has waited longest. It waits as
@@ -32,15 +32,15 @@ import (
 // margin an inline lease keeps beyond an attempt: a machine that slow defers attempts for their lease
 // anyway.)
 //
-// A webhook never seen to succeed within Timeout/4 (hung from the start) holds at most the cap. One that
-// turns hung after being fast holds at most the limit it had reached: at most FastInFlightFactor × the
-// cap, and at most twice the most attempts it held at once while it was fast, plus one; and it starts
-// new attempts only until Timeout/2 after its last ended attempt, when it is stalled and held to the cap
-// (its hung attempts end with Timeout, each failure lowering the limit).
+// A webhook never seen to succeed within Timeout/4 (hung from the start) holds at most the floor. One
+// that turns hung after being fast holds at most the limit it had reached: at most FastInFlightFactor ×
+// the floor, and at most twice the most attempts it held at once while it was fast, plus one; and it
+// starts new attempts only until Timeout/2 after its last ended attempt, when it is stalled and held to
+// the floor (its hung attempts end with Timeout, each failure lowering the limit).
 type InFlight struct {
 	mu      sync.Mutex
 	hooks   map[string]*flight
-	max     int           // the in-flight floor (Concurrency/4): every limit's floor
+	floor   int           // the in-flight floor (Concurrency/4): where every limit starts, and its least
 	ceiling int           // FastInFlightFactor × max
 	fast    time.Duration // Timeout/4: a success within it is fast
 	stall   time.Duration // Timeout/2: a webhook holding attempts that frees no slot for it is stalled
@@ -70,7 +70,7 @@ const FastInFlightFactor = 16
 // NewInFlight bounds attempts by limits whose floor is limit (the in-flight floor, Concurrency/4), for
 // attempts of timeout, on the clock now (the wall clock in a Dispatcher: waiting is real time).
 func NewInFlight(limit int, timeout time.Duration, now func() time.Time) *InFlight {
-	return &InFlight{hooks: map[string]*flight{}, max: limit, ceiling: limit * FastInFlightFactor,
+	return &InFlight{hooks: map[string]*flight{}, floor: limit, ceiling: limit * FastInFlightFactor,
 		fast: timeout / 4, stall: timeout / 2, maxWait: timeout, now: now}
 }
 
@@ -83,7 +83,7 @@ func (f *InFlight) Held(webhookID string) (n, limit int) {
 	defer f.mu.Unlock()
 	w := f.hooks[webhookID]
 	if w == nil {
-		return 0, f.max
+		return 0, f.floor
 	}
 	return w.n, f.limitOf(w, f.now())
 }
@@ -93,10 +93,10 @@ func (f *InFlight) stalled(w *flight, now time.Time) bool {
 	return w.n > 0 && now.Sub(w.progress) >= f.stall
 }
 
-// limitOf is w's limit at now: the cap once it is stalled; f.mu is held.
+// limitOf is w's limit at now: the floor once it is stalled; f.mu is held.
 func (f *InFlight) limitOf(w *flight, now time.Time) int {
-	if f.stalled(w, now) && w.limit > f.max {
-		w.limit, w.busy = f.max, false
+	if f.stalled(w, now) && w.limit > f.floor {
+		w.limit, w.busy = f.floor, false
 	}
 	return w.limit
 }
@@ -105,7 +105,7 @@ func (f *InFlight) limitOf(w *flight, now time.Time) int {
 func (f *InFlight) get(webhookID string) *flight {
 	w := f.hooks[webhookID]
 	if w == nil {
-		w = &flight{limit: f.max}
+		w = &flight{limit: f.floor}
 		f.hooks[webhookID] = w
 	}
 	return w
@@ -212,7 +212,7 @@ func (f *InFlight) Room(webhookID string) int {
 	defer f.mu.Unlock()
 	w := f.hooks[webhookID]
 	if w == nil {
-		return f.max
+		return f.floor
 	}
 	return f.limitOf(w, f.now()) - w.n
 }
@@ -237,13 +237,13 @@ func (f *InFlight) free(webhookID string, w *flight) {
 
 // Observe notes a recorded attempt of a webhook: a success within Timeout/4 (fast) raises its limit by
 // one when it has held at least half of it since it last changed; a failure or a slow success lowers it
-// by a tenth (at least one), not below the cap.
+// by a tenth (at least one), not below the floor.
 func (f *InFlight) Observe(webhookID string, success bool, took time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	w := f.hooks[webhookID]
 	if w == nil {
-		return // holding nothing, at the cap: not busy, and never below the cap
+		return // holding nothing, at the floor: not busy, and never below the floor
 	}
 	now := f.now()
 	w.progress = now
@@ -254,7 +254,7 @@ func (f *InFlight) Observe(webhookID string, success bool, took time.Duration) {
 			w.limit++
 		}
 	default:
-		w.limit = max(f.max, limit-max(1, limit/10))
+		w.limit = max(f.floor, limit-max(1, limit/10))
 	}
 	if w.limit != limit {
 		w.busy = 2*w.n >= w.limit
@@ -263,12 +263,12 @@ func (f *InFlight) Observe(webhookID string, success bool, took time.Duration) {
 	f.drop(webhookID, w)
 }
 
-// drop forgets a webhook's entry once it holds no slot, has no waiter, and its limit is the cap with
+// drop forgets a webhook's entry once it holds no slot, has no waiter, and its limit is the floor with
 // no raise pending (busy: a fast success after its slots were freed still raises it), and forgets the
 // other idle webhooks (their limits too) when the map grows large; f.mu is held.
 func (f *InFlight) drop(webhookID string, w *flight) {
 	idle := func(w *flight) bool { return w.n <= 0 && len(w.waiters) == 0 }
-	if idle(w) && w.limit == f.max && !w.busy {
+	if idle(w) && w.limit == f.floor && !w.busy {
 		delete(f.hooks, webhookID)
 	}
 	if len(f.hooks) > 10_000 {

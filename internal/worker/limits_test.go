@@ -34,8 +34,8 @@ func (c *testClock) Advance(d time.Duration) {
 
 // TestInFlightCapTracksHealth: a webhook's limit starts at the in-flight floor (Concurrency/4 in a Dispatcher); a fast success
 // (within Timeout/4) raises it by one while the webhook has held at least half of it since it last
-// changed; a slow success or a failure lowers it by a tenth (at least one), never below the cap; a
-// webhook holding attempts that frees no slot for Timeout/2 drops to the cap at once.
+// changed; a slow success or a failure lowers it by a tenth (at least one), never below the floor; a
+// webhook holding attempts that frees no slot for Timeout/2 drops to the floor at once.
 func TestInFlightCapTracksHealth(t *testing.T) {
 	t.Parallel()
 	const slow = 500 * time.Millisecond
@@ -62,8 +62,8 @@ func TestInFlightCapTracksHealth(t *testing.T) {
 		}
 	}
 	for _, s := range []step{
-		{"unknown: the cap", func() {}, 4, 0},
-		{"the cap taken", func() { require.Equal(t, 4, f.Take("w", 100)); require.Zero(t, f.Take("w", 1)) }, 0, 4},
+		{"unknown: the floor", func() {}, 4, 0},
+		{"the floor taken", func() { require.Equal(t, 4, f.Take("w", 100)); require.Zero(t, f.Take("w", 1)) }, 0, 4},
 		{"a fast success while busy raises it", fast, 1, 4},
 		{"and again: 4 of 5 held is busy", fast, 2, 4},
 		{"slots freed", release(4), 6, 0},
@@ -75,10 +75,10 @@ func TestInFlightCapTracksHealth(t *testing.T) {
 		{"raised", fast, 4, 4},
 		{"a slow success lowers it", slowOK, 3, 4},
 		{"a failure lowers it", failed, 2, 4},
-		{"failures stop at the cap", func() { failed(); failed(); failed() }, 0, 4},
+		{"failures stop at the floor", func() { failed(); failed(); failed() }, 0, 4},
 		{"a fast success while busy", fast, 1, 4},
 		{"Timeout/2 less a tick with no slot freed: not stalled", func() { clock.Advance(2*slow - time.Millisecond) }, 1, 4},
-		{"stalled: the cap at once", func() { clock.Advance(time.Millisecond) }, 0, 4},
+		{"stalled: the floor at once", func() { clock.Advance(time.Millisecond) }, 0, 4},
 		{"a slot freed", release(1), 1, 3},
 		{"all freed", release(3), 4, 0},
 	} {
@@ -93,7 +93,7 @@ func TestInFlightCapTracksHealth(t *testing.T) {
 		assert.Equal(t, s.holding, held, s.name)
 	}
 	f.mu.Lock()
-	assert.Empty(t, f.hooks, "a webhook holding nothing, at the cap, is forgotten")
+	assert.Empty(t, f.hooks, "a webhook holding nothing, at the floor, is forgotten")
 	f.mu.Unlock()
 }
 
@@ -197,9 +197,9 @@ func TestInFlightWaitersAreServedInTurn(t *testing.T) {
 	require.Eventually(t, func() bool { return waiting() == 1 }, 5*time.Second, 10*time.Millisecond, "queued")
 	clock.Advance(2 * slow)
 	assert.Equal(t, 0, <-got, "a caller gives up once the webhook is stalled")
-	assert.Equal(t, -1, f.Room("w"), "stalled: the cap, and it holds 2")
+	assert.Equal(t, -1, f.Room("w"), "stalled: the floor, and it holds 2")
 
-	f.Release("w") // progress: not stalled, at the cap, holding 1
+	f.Release("w") // progress: not stalled, at the floor, holding 1
 	ctx2, cancel2 := context.WithCancel(ctx)
 	wg.Go(func() { got <- map[bool]int{true: 1, false: 0}[f.Acquire(ctx2, "w", clock.Now())] })
 	require.Eventually(t, func() bool { return waiting() == 1 }, 5*time.Second, 10*time.Millisecond, "queued")

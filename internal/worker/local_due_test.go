@@ -157,7 +157,7 @@ func TestLocalDueConcurrent(t *testing.T) {
 	}
 }
 
-// anyRoom is a webhook's room when none is at its cap.
+// anyRoom is a webhook's room when none is at its in-flight limit.
 func anyRoom(string) int { return 1 << 30 }
 
 // TestLocalDueWith: the queues the hint holds due ids of join the webhooks a scan found due; one found

@@ -31,9 +31,9 @@ type Config struct {
 	Ping func(ctx context.Context) error
 	// WritePending writes the outcomes kept while Redis could not take them.
 	WritePending func(ctx context.Context)
-	// Lease leases up to free due deliveries, reading the shards mode says, and starts their attempts
-	// It returns how many it leased, the earliest due
-	// time in the future it knows of, whether more may be due at once, and Redis's errors.
+	// Lease leases up to free due deliveries, reading the shards mode says, and starts their attempts.
+	// It returns how many it leased, the earliest due time in the future it knows of, whether more may
+	// be due at once, and Redis's errors.
 	Lease func(ctx context.Context, free int, mode ScanMode) (leased int, next time.Time, more bool, err error)
 	// Failed tells the Dispatcher a pass failed with err and leased nothing (a cluster's slot map may
 	// need reloading); it reports whether err is one Redis may get over (Retryable).
