@@ -50,6 +50,7 @@ type Dispatcher struct {
 	flights    *worker.InFlight
 	breaker    *breaker.Breaker
 	indexTTLs  *indexTTLs
+	known      *knownEvents            // the events claimed lately, whose calls again first look for duplicates (duplicates.go)
 	bodies     *worker.Bodies          // of events this Dispatcher left to its worker lately (internal/worker)
 	wake       *worker.Wake            // pokes a sleeping worker: Enqueue, an ending attempt
 	leaser     *worker.Leaser          // the worker's lease passes (internal/worker)
@@ -86,7 +87,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		indexTTLs: newIndexTTLs(opts.Retention), bodies: worker.NewBodies(),
+		indexTTLs: newIndexTTLs(opts.Retention), known: newKnownEvents(), bodies: worker.NewBodies(),
 		wake: worker.NewWake(), redisDown: down, trace: trace.Tracing{Tracer: opts.Tracer}}
 	d.send = d.trace.Attempts(d.attempt)
 	d.scripts, d.counts = newBatchers(rdb)
@@ -284,6 +285,11 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	}
 	scoped := rdb.ScopedEventID(tenant, eventID)
 	shard := d.keys.EventShard(tenant, scoped, orderKey)
+	if orderKey == "" {
+		if dups, ok := d.answerDuplicates(ctx, shard, scoped, eventID, eventType, body, targets); ok {
+			return dups
+		}
+	}
 	plans := d.plan(ctx, targets, inline)
 	recs := d.newRecords(retention, scoped, eventID, eventType, targets, plans)
 	d.trace.Stamp(ctx, recs)
@@ -295,6 +301,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		}
 		return results
 	}
+	d.known.add(scoped)
 	if stored, ok := reply[0].(string); ok {
 		body = rdb.EventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}

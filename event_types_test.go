@@ -309,8 +309,10 @@ func TestEventTypeCatalogCostsNoRoundTrip(t *testing.T) {
 	_, err := d.EventTypes().Create(ctx, EventType{Name: "payment.created", Schema: json.RawMessage(paymentSchema)})
 	require.NoError(t, err)
 	evt := Event{Type: "payment.created", ID: "p1", Data: map[string]any{"amount": 1, "currency": "EUR"}}
-	_, err = d.Dispatch(ctx, evt)
-	require.NoError(t, err)
+	for range 2 { // fresh, then a duplicate: each script the counts below run is loaded
+		_, err = d.Dispatch(ctx, evt)
+		require.NoError(t, err)
+	}
 	for _, typ := range []string{"payment.created", "payment.untyped"} {
 		evt.Type, evt.ID = typ, "dup-"+typ
 		_, err = d.Dispatch(ctx, evt) // warm: the pair claimed, the subscribers cached
@@ -319,7 +321,7 @@ func TestEventTypeCatalogCostsNoRoundTrip(t *testing.T) {
 		res, err := d.Dispatch(ctx, evt)
 		require.NoError(t, err)
 		require.True(t, res[0].Duplicate)
-		assert.Equal(t, int32(1), rt.n.Load(), "%s: a duplicate costs its claim only", typ)
+		assert.Equal(t, int32(1), rt.n.Load(), "%s: a duplicate costs one round trip", typ)
 	}
 	rt.n.Store(0)
 	_, err = d.Dispatch(ctx, Event{Type: "payment.created", ID: "p2", Data: map[string]any{"amount": "x"}})

@@ -27,6 +27,7 @@ var (
 	Count            = load("count")
 	DelIfEqual       = load("del_if_equal")
 	EventTypes       = load("event_types")
+	FindDuplicates   = load("find_duplicates")
 	IndexedWebhooks  = load("indexed_webhooks")
 	Lease            = load("lease")
 	OrderedClaim     = load("ordered_claim")

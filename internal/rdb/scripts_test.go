@@ -16,7 +16,7 @@ import (
 // scripts are the package's scripts by file name.
 var scripts = map[string]*redis.Script{
 	"acquire_probe": AcquireProbe, "take_concurrency": TakeConcurrency, "adopt": Adopt, "claim": Claim, "count": Count, "del_if_equal": DelIfEqual,
-	"event_types": EventTypes, "save_event_type": SaveEventType,
+	"event_types": EventTypes, "find_duplicates": FindDuplicates, "save_event_type": SaveEventType,
 	"indexed_webhooks": IndexedWebhooks, "lease": Lease, "ordered_claim": OrderedClaim,
 	"ordered_outcome": OrderedOutcome, "ordered_redeliver": OrderedRedeliver, "outcome": Outcome,
 	"probe_now": ProbeNow, "rate": Rate, "redeliver": Redeliver, "release_probe": ReleaseProbe,
