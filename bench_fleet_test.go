@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,13 +17,14 @@ import (
 
 // BenchmarkFleet: a fleet of 1,000 webhooks on TLS receivers (one httptest TLS server per 100
 // webhooks) that answer after log-normal delays (median 50 ms, p99 500 ms) and time out 1% of the
-// time (they hold the request past Timeout). b.N events are enqueued, each to one webhook in turn,
-// with Run going (Concurrency 512), until the receivers have answered every event 2xx. It reports
-// attempts/s against the bound Concurrency ÷ mean latency (the latencies the receivers drew for the
-// attempts made, timeouts counted at Timeout), the process's heap and goroutines at the end. Run
-// with -benchtime=20000x; a real Redis with WEBHOOKS_REDIS_ADDR.
+// time (they hold the request past Timeout). 32 producers enqueue b.N events, each to one webhook in
+// turn, with Run going (Concurrency 512), until the receivers have answered every event 2xx. It
+// reports attempts/s, over the whole run and in the steady state (from a tenth of the events answered
+// to nine tenths), against the bound Concurrency ÷ mean latency (the latencies the receivers drew for
+// the attempts made, timeouts counted at Timeout), and the process's heap and goroutines at the end.
+// Run with -benchtime=30000x; a real Redis with WEBHOOKS_REDIS_ADDR.
 func BenchmarkFleet(b *testing.B) {
-	const webhooks, perServer, concurrency = 1000, 100, 512
+	const webhooks, perServer, concurrency, producers = 1000, 100, 512, 32
 	const median, p99, timeouts = 50 * time.Millisecond, 500 * time.Millisecond, 0.01
 	timeout := time.Second
 	sigma := math.Log(float64(p99)/float64(median)) / 2.326 // z of the 99th percentile
@@ -68,16 +70,36 @@ func BenchmarkFleet(b *testing.B) {
 	runCtx, stop := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = d.Run(runCtx) }()
-	for i := range b.N {
-		if _, err := d.Enqueue(ctx, Event{Type: fmt.Sprintf("t%d", i%webhooks), ID: fmt.Sprint("f-", i)}); err != nil {
-			b.Fatal(err)
-		}
+	// The producers: 32 goroutines enqueue the events, each to one webhook in turn.
+	var next atomic.Int64
+	var enqueued sync.WaitGroup
+	for range producers {
+		enqueued.Go(func() {
+			for i := int(next.Add(1) - 1); i < b.N; i = int(next.Add(1) - 1) {
+				if _, err := d.Enqueue(ctx, Event{Type: fmt.Sprintf("t%d", i%webhooks), ID: fmt.Sprint("f-", i)}); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
 	}
+	// The steady state: from the time a tenth of the attempts were answered to the time nine tenths
+	// were, leaving out the start (connections and TLS handshakes) and the tail (the last timeouts
+	// and their retries, which wait Timeout and more whatever the throughput).
+	var steadyFrom, steadyTo time.Time
+	var answeredFrom, answeredTo int64
 	deadline := time.Now().Add(10 * time.Minute)
 	for delivered.Load() < int64(b.N) && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
+		switch n := delivered.Load(); {
+		case steadyFrom.IsZero() && n >= int64(b.N)/10:
+			steadyFrom, answeredFrom = time.Now(), answered.Load()
+		case steadyTo.IsZero() && n >= int64(b.N)*9/10:
+			steadyTo, answeredTo = time.Now(), answered.Load()
+		}
 	}
 	took := time.Since(start)
+	enqueued.Wait()
 	b.StopTimer()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
@@ -90,10 +112,16 @@ func BenchmarkFleet(b *testing.B) {
 	attempts := answered.Load()
 	meanLatency := time.Duration(drawn.Load() / max(attempts, 1))
 	perSec := float64(attempts) / took.Seconds()
+	steady := perSec // a run too short to tell a steady state (a smoke run)
+	if window := steadyTo.Sub(steadyFrom); !steadyFrom.IsZero() && window > 0 {
+		steady = float64(answeredTo-answeredFrom) / window.Seconds()
+	}
 	bound := float64(concurrency) / meanLatency.Seconds()
 	b.ReportMetric(perSec, "attempts/s")
+	b.ReportMetric(steady, "steady-attempts/s")
 	b.ReportMetric(bound, "bound/s")
 	b.ReportMetric(perSec/bound, "of-bound")
+	b.ReportMetric(steady/bound, "steady-of-bound")
 	b.ReportMetric(float64(ms.HeapInuse)/(1<<20), "heap-MiB")
 	b.ReportMetric(float64(goroutines), "goroutines")
 	b.ReportMetric(float64(meanLatency.Microseconds())/1000, "mean-latency-ms")
