@@ -309,14 +309,16 @@ func TestEventTypeCatalogCostsNoRoundTrip(t *testing.T) {
 	_, err := d.EventTypes().Create(ctx, EventType{Name: "payment.created", Schema: json.RawMessage(paymentSchema)})
 	require.NoError(t, err)
 	evt := Event{Type: "payment.created", ID: "p1", Data: map[string]any{"amount": 1, "currency": "EUR"}}
-	for range 2 { // fresh, then a duplicate: each script the counts below run is loaded
-		_, err = d.Dispatch(ctx, evt)
-		require.NoError(t, err)
-	}
+	_, err = d.Dispatch(ctx, evt)
+	require.NoError(t, err)
 	for _, typ := range []string{"payment.created", "payment.untyped"} {
 		evt.Type, evt.ID = typ, "dup-"+typ
-		_, err = d.Dispatch(ctx, evt) // warm: the pair claimed, the subscribers cached
-		require.NoError(t, err)
+		// Warm: the pair claimed, the subscribers cached, and the scripts of a fresh call and of a
+		// duplicate loaded on the event's node (a cluster's nodes load each script apart).
+		for range 2 {
+			_, err = d.Dispatch(ctx, evt)
+			require.NoError(t, err)
+		}
 		rt.n.Store(0)
 		res, err := d.Dispatch(ctx, evt)
 		require.NoError(t, err)

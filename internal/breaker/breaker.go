@@ -60,15 +60,15 @@ func (b *Breaker) Circuit(ctx context.Context, webhookID string) types.Health {
 
 // Circuits is Circuit for several webhooks, with at most one read of Redis.
 func (b *Breaker) Circuits(ctx context.Context, ids []string) map[string]types.Health {
-	out := make(map[string]types.Health, len(ids))
+	var out map[string]types.Health
 	if b.breakAfter >= 0 && len(ids) > 0 {
-		hs, err := b.cache.get(ctx, b.store, b.now(), ids)
-		if err != nil {
+		var err error
+		if out, err = b.cache.get(ctx, b.store, b.now(), ids); err != nil {
 			b.log.Warn("webhooks: read circuits", "error", err)
 		}
-		for id, h := range hs {
-			out[id] = h
-		}
+	}
+	if out == nil {
+		out = make(map[string]types.Health, len(ids))
 	}
 	for _, id := range ids {
 		if out[id].State == "" {
@@ -94,7 +94,7 @@ func (b *Breaker) Put(h types.Health, now time.Time) { b.cache.put(h, now) }
 // answered after it be counted as a run. A healthy webhook's count still rides with the outcome's
 // write, at no round trip of its own.
 func (b *Breaker) FailingNow(webhookID string) bool {
-	h, ok := b.cache.peek(b.now(), []string{webhookID})[webhookID]
+	h, ok := b.cache.lookup(b.now(), webhookID)
 	return ok && (h.ConsecutiveFailures > 0 || h.State != types.CircuitClosed)
 }
 

@@ -61,15 +61,23 @@ func (c *cache) put(h types.Health, now time.Time) {
 
 // peek returns the circuits of ids cached within CacheTTL, without reading Redis.
 func (c *cache) peek(now time.Time, ids []string) map[string]types.Health {
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	out := make(map[string]types.Health, len(ids))
 	for _, id := range ids {
-		if at, ok := c.at[id]; ok && now.Sub(at) < CacheTTL {
-			out[id] = c.entries[id]
+		if h, ok := c.lookup(now, id); ok {
+			out[id] = h
 		}
 	}
 	return out
+}
+
+// lookup returns a webhook's circuit when it is cached within CacheTTL, without reading Redis.
+func (c *cache) lookup(now time.Time, id string) (types.Health, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if at, ok := c.at[id]; ok && now.Sub(at) < CacheTTL {
+		return c.entries[id], true
+	}
+	return types.Health{}, false
 }
 
 // forget drops a webhook's cached circuit: the next read goes to Redis.

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,6 +65,7 @@ func SettleLinger(timeout time.Duration) time.Duration {
 func (b *OutcomeBatch) Add(n int) {
 	b.mu.Lock()
 	b.running += n
+	b.waiting = slices.Grow(b.waiting, n)
 	b.mu.Unlock()
 }
 
