@@ -35,14 +35,10 @@ type OutcomeBatch struct {
 
 	mu      sync.Mutex
 	running int // attempts not ended; set before the first starts
-	waiting []endedAttempt
-}
-
-// endedAttempt is an outcome waiting to be recorded, and where its Result's error goes.
-type endedAttempt struct {
-	rec *rdb.Record
-	o   Outcome
-	err *error
+	// The outcomes waiting to be recorded, their records, and where each Result's error goes.
+	recs     []*rdb.Record
+	outcomes []Outcome
+	errs     []*error
 }
 
 // NewOutcomeBatch is an empty batch of outcomes of one shard, recorded by settle, lingering at most
@@ -65,7 +61,7 @@ func SettleLinger(timeout time.Duration) time.Duration {
 func (b *OutcomeBatch) Add(n int) {
 	b.mu.Lock()
 	b.running += n
-	b.waiting = slices.Grow(b.waiting, n)
+	b.recs, b.outcomes, b.errs = slices.Grow(b.recs, n), slices.Grow(b.outcomes, n), slices.Grow(b.errs, n)
 	b.mu.Unlock()
 }
 
@@ -74,9 +70,9 @@ func (b *OutcomeBatch) Add(n int) {
 // what has ended after the linger.
 func (b *OutcomeBatch) Ended(ctx context.Context, rec *rdb.Record, o Outcome, err *error) {
 	b.mu.Lock()
-	b.waiting = append(b.waiting, endedAttempt{rec: rec, o: o, err: err})
+	b.recs, b.outcomes, b.errs = append(b.recs, rec), append(b.outcomes, o), append(b.errs, err)
 	b.running--
-	last, lead := b.running == 0, len(b.waiting) == 1
+	last, lead := b.running == 0, len(b.recs) == 1
 	if last {
 		close(b.allEnded)
 	}
@@ -94,25 +90,23 @@ func (b *OutcomeBatch) Ended(ctx context.Context, rec *rdb.Record, o Outcome, er
 		t.Stop()
 	}
 	b.mu.Lock()
-	batch := b.waiting
-	b.waiting = nil
+	recs, outcomes, errs := b.recs, b.outcomes, b.errs
+	b.recs, b.outcomes, b.errs = nil, nil, nil
 	b.mu.Unlock()
-	if len(batch) == 0 {
+	if len(recs) == 0 {
 		return // the last attempt recorded them
 	}
-	recs, outcomes := make([]*rdb.Record, len(batch)), make([]Outcome, len(batch))
 	var unrecorded []*rdb.Record
-	for i, e := range batch {
-		recs[i], outcomes[i] = e.rec, e.o
-		if e.o.Unrecorded && e.o.Inline {
-			unrecorded = append(unrecorded, e.rec)
+	for i := range outcomes {
+		if outcomes[i].Unrecorded && outcomes[i].Inline {
+			unrecorded = append(unrecorded, recs[i])
 		}
 	}
 	if len(unrecorded) > 0 {
 		b.requeue(ctx, b.shard, unrecorded) // settle leaves them to their leases
 	}
 	for i, e := range b.settle(ctx, b.shard, recs, outcomes) {
-		*batch[i].err = e
+		*errs[i] = e
 		if b.Report != nil {
 			b.Report(e)
 		}
