@@ -12,8 +12,8 @@ import (
 // TestDuplicateDispatchAllocationBudget: a duplicate Dispatch to 4 webhooks (a producer replaying its
 // events, the core use case; every v3 feature at its default) stays within its allocation budget, on a
 // real Redis with go-redis's single-node client: answered by rdb.FindDuplicates when this Dispatcher
-// claimed the event (67 allocations at this test's commit, 69 under -race), or by the claim when
-// another Dispatcher did (150, 155 under -race). On miniredis the server's allocations are the
+// claimed the event (67 allocations at 58ed809, 68–70 under -race), or by the claim when
+// another Dispatcher did (148–150, 153–155 under -race). On miniredis the server's allocations are the
 // process's too, so it runs on a real Redis only.
 func TestDuplicateDispatchAllocationBudget(t *testing.T) {
 	tr := newTestRedis(t)

@@ -301,7 +301,9 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		}
 		return results
 	}
-	d.known.add(scoped)
+	if orderKey == "" && d.opts.ReplicaAcks == 0 && retention == d.opts.Retention { // what answerDuplicates may read: no test send
+		d.known.add(scoped)
+	}
 	if stored, ok := reply[0].(string); ok {
 		body = rdb.EventBody(stored) // the event was stored by an earlier Dispatch: deliver what it stored
 	}

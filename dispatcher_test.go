@@ -647,8 +647,9 @@ func TestReturnedDeliveryIsTheStoredOne(t *testing.T) {
 }
 
 // TestRoundTripsPerDispatch: once subscribers are cached, a duplicate Dispatch costs 1 Redis round trip
-// whatever its number of targets (the claim), and a fresh one 2: the claim, and one outcome script for
-// the outcomes of its 4 attempts, which end within worker.SettleLinger of each other.
+// whatever its number of targets (the read of its records by the Dispatcher that claimed it, the
+// claim by another), and a fresh one 2: the claim, and one outcome script for the outcomes of its 4
+// attempts, which end within worker.SettleLinger of each other.
 func TestRoundTripsPerDispatch(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
@@ -682,17 +683,21 @@ func TestRoundTripsPerDispatch(t *testing.T) {
 	for _, cn := range conns {
 		require.NoError(t, cn.Close()) // back to the pool, idle
 	}
-	for range 2 { // fresh, then a duplicate: each script the counts below run is loaded
-		_, err := d.Dispatch(ctx, Event{Type: "x", ID: ids[0]})
+	// Another Dispatcher on the same client never claimed these events: its duplicates are answered by
+	// the claim, not by a read of the records.
+	other := newTestDispatcherOn(t, c, tr, Options{})
+	for _, disp := range []*Dispatcher{d, d, other} { // fresh, then duplicates: every script below loaded, subscribers cached
+		_, err := disp.Dispatch(ctx, Event{Type: "x", ID: ids[0]})
 		require.NoError(t, err)
 	}
 
 	for _, tc := range []struct {
+		d     *Dispatcher
 		id    string
 		trips int32 // at most; a duplicate exactly
-	}{{ids[1], 2}, {ids[1], 1}, {ids[2], 2}} {
+	}{{d, ids[1], 2}, {d, ids[1], 1}, {other, ids[1], 1}, {d, ids[2], 2}} {
 		rt.n.Store(0)
-		res, err := d.Dispatch(ctx, Event{Type: "x", ID: tc.id})
+		res, err := tc.d.Dispatch(ctx, Event{Type: "x", ID: tc.id})
 		require.NoError(t, err)
 		require.Len(t, res, 4)
 		for _, r := range res {

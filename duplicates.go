@@ -8,12 +8,15 @@ import (
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
-// knownEventSlots is how many events a Dispatcher remembers having claimed (knownEvents): 65,536
-// slots of 8 bytes, 512 KiB, allocated by the first claim.
-const knownEventSlots = 1 << 16
+// knownEventSlots is how many events a Dispatcher remembers having claimed at most (knownEvents):
+// 65,536 slots of 8 bytes, 512 KiB, allocated by the first claim.
+const knownEventSlots = 1 << knownEventBits
 
-// knownEvents remembers, as 64-bit hashes in a table of knownEventSlots, the events (ids scoped by
-// their tenant) that this Dispatcher claimed lately, newer ones taking the slots of older ones. A call
+const knownEventBits = 16
+
+// knownEvents remembers, as 64-bit hashes in a table of knownEventSlots (an event's slot is given by
+// the top 16 bits of its hash), the events (ids scoped by their tenant) that this Dispatcher claimed
+// lately, a newer one taking the slot of an older one. A call
 // for a remembered event, which is most likely a duplicate, first asks Redis only for its records
 // (answerDuplicates); a call for any other event claims at once, as it would without the table. The
 // table only chooses which script runs first: what a call returns is decided in Redis either way, so
@@ -26,14 +29,17 @@ type knownEvents struct {
 
 func newKnownEvents() *knownEvents { return &knownEvents{seed: maphash.MakeSeed()} }
 
-// hash is an event's hash in the table, never 0 (an empty slot).
-func (k *knownEvents) hash(scoped string) uint64 { return maphash.String(k.seed, scoped) | 1 }
+// hash is an event's hash as its slot holds it, never 0 (an empty slot), and its slot.
+func (k *knownEvents) hash(scoped string) (h uint64, slot int) {
+	h = maphash.String(k.seed, scoped)
+	return h | 1, int(h >> (64 - knownEventBits))
+}
 
 // has reports whether the event may have been claimed by this Dispatcher.
 func (k *knownEvents) has(scoped string) bool {
 	t := k.table.Load()
-	h := k.hash(scoped)
-	return t != nil && t[h%knownEventSlots].Load() == h
+	h, slot := k.hash(scoped)
+	return t != nil && t[slot].Load() == h
 }
 
 // add remembers that the event was claimed.
@@ -43,8 +49,8 @@ func (k *knownEvents) add(scoped string) {
 		k.table.CompareAndSwap(nil, new([knownEventSlots]atomic.Uint64))
 		t = k.table.Load()
 	}
-	h := k.hash(scoped)
-	t[h%knownEventSlots].Store(h)
+	h, slot := k.hash(scoped)
+	t[slot].Store(h)
 }
 
 // answerDuplicates answers a call for an event of no order key that this Dispatcher claimed lately

@@ -2,6 +2,7 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -132,19 +133,94 @@ func TestDuplicatesOfAKnownEventAreAnsweredAsByTheClaim(t *testing.T) {
 
 // TestDuplicatesOfAnUnknownEventAreClaimed: a Dispatcher that did not claim an event (another
 // replica's, or this process before a restart) answers a duplicate by the claim, and the same as the
-// Dispatcher that claimed it.
+// Dispatcher that claimed it, by Dispatch and by Enqueue, for an event of a tenant or of none.
 func TestDuplicatesOfAnUnknownEventAreClaimed(t *testing.T) {
 	t.Parallel()
-	tr, other, log, rc, evt := newDuplicateScene(t)
-	first := newTestDispatcher(t, tr, Options{})
+	for _, enqueue := range []bool{false, true} {
+		for _, tenant := range []string{"", "acme"} {
+			t.Run(fmt.Sprintf("enqueue=%t/tenant=%q", enqueue, tenant), func(t *testing.T) {
+				t.Parallel()
+				tr, other, log, rc, evt := newDuplicateScene(t)
+				ctx := context.Background()
+				if tenant != "" {
+					evt.Tenant = tenant
+					for range 2 {
+						_, err := other.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"dup.*"}, Tenant: tenant})
+						require.NoError(t, err)
+					}
+				}
+				first := newTestDispatcher(t, tr, Options{})
+				call, otherCall := first.Dispatch, other.Dispatch
+				if enqueue {
+					call, otherCall = first.Enqueue, other.Enqueue
+				}
+				res, err := call(ctx, evt)
+				require.NoError(t, err)
+				require.NotEmpty(t, res)
+				known, err := call(ctx, evt)
+				require.NoError(t, err)
+				unknown, err := otherCall(ctx, evt)
+				require.NoError(t, err)
+				assert.Equal(t, []string{"claim"}, claimScriptsRun(log))
+				assert.Equal(t, known, unknown, "the same answer either way")
+				for _, r := range known {
+					assert.True(t, r.Duplicate, "webhook %s", r.WebhookID)
+				}
+				if !enqueue {
+					assert.Equal(t, len(res), rc.count(), "each pair sent once")
+				}
+			})
+		}
+	}
+}
+
+// TestAnOrderedEventIsNotReadAsADuplicate: an event first dispatched with an order key is not
+// remembered as a duplicate to read: the same id without one goes to the claim, which refuses it.
+func TestAnOrderedEventIsNotReadAsADuplicate(t *testing.T) {
+	t.Parallel()
+	_, d, log, rc, evt := newDuplicateScene(t)
 	ctx := context.Background()
-	_, err := first.Dispatch(ctx, evt)
+	ordered := evt
+	ordered.OrderKey = "k"
+	_, err := d.Dispatch(ctx, ordered)
 	require.NoError(t, err)
-	known, err := first.Dispatch(ctx, evt)
-	require.NoError(t, err)
-	unknown, err := other.Dispatch(ctx, evt)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"claim"}, claimScriptsRun(log))
-	assert.Equal(t, known, unknown, "the same answer either way")
+	claimScriptsRun(log)
+	_, err = d.Dispatch(ctx, evt)
+	assert.ErrorIs(t, err, ErrOrderKeyConflict)
+	assert.Equal(t, []string{"claim"}, claimScriptsRun(log), "no read of duplicates first")
 	assert.Equal(t, 2, rc.count())
+}
+
+// TestKnownEventsRememberTheNewest: the table remembers the events added last, one per slot, and
+// spreads them over all its slots: of the last 1,000 of 200,000 events added, all but a few that
+// share a slot with a newer one; and two thirds of the slots in use (1 - 1/e of them, for as many
+// events as slots, with hashes spread evenly).
+func TestKnownEventsRememberTheNewest(t *testing.T) {
+	t.Parallel()
+	k := newKnownEvents()
+	assert.False(t, k.has("e"), "an empty table remembers nothing")
+	const n, last = 200_000, 1000
+	for i := range n {
+		k.add(fmt.Sprint("event-", i))
+	}
+	remembered := 0
+	for i := n - last; i < n; i++ {
+		if k.has(fmt.Sprint("event-", i)) {
+			remembered++
+		}
+	}
+	assert.GreaterOrEqual(t, remembered, last*97/100, "the newest events are remembered")
+	assert.False(t, k.has("never added"))
+
+	k = newKnownEvents()
+	for i := range knownEventSlots {
+		k.add(fmt.Sprint("event-", i))
+	}
+	used := 0
+	for i := range knownEventSlots {
+		if k.table.Load()[i].Load() != 0 {
+			used++
+		}
+	}
+	assert.InDelta(t, 0.632, float64(used)/knownEventSlots, 0.02, "slots in use after as many events as slots")
 }

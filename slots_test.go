@@ -156,6 +156,16 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 		})
 	}
 	wg.Wait()
+	// Each unordered event again: a duplicate, read by the Dispatcher that claimed it (find_duplicates).
+	for i, id := range ids {
+		if orderKeys[i] == "" {
+			res, err := d.Dispatch(ctx, Event{Type: "slot.test", ID: id})
+			require.NoError(t, err)
+			for _, x := range res {
+				assert.True(t, x.Duplicate, "event %q", id)
+			}
+		}
+	}
 	// Events no webhook takes are stored and indexed for replay; a replay claims them.
 	for _, id := range ids[:10] {
 		_, err := d.Enqueue(ctx, Event{Type: "none.taken", ID: id + "-none", Tenant: "t1"})
@@ -244,7 +254,7 @@ func TestEveryScriptIsSingleSlot(t *testing.T) {
 	names := map[string]*redis.Script{
 		"eventTypes": rdb.EventTypes, "saveEventType": rdb.SaveEventType,
 		"probeNow": rdb.ProbeNow, "wakeParked": rdb.WakeParked, "releaseProbe": rdb.ReleaseProbe, "acquireProbe": rdb.AcquireProbe,
-		"claim": rdb.Claim, "outcome": rdb.Outcome, "lease": rdb.Lease, "unschedule": rdb.Unschedule,
+		"claim": rdb.Claim, "findDuplicates": rdb.FindDuplicates, "outcome": rdb.Outcome, "lease": rdb.Lease, "unschedule": rdb.Unschedule,
 		"redeliver": rdb.Redeliver, "adopt": rdb.Adopt, "saveWebhook": rdb.SaveWebhook, "layout": rdb.ShardCount,
 		"circuitCount":    rdb.Count,           // every attempt's outcome is counted in its webhook's circuit
 		"indexedWebhooks": rdb.IndexedWebhooks, // resolving subscribers, listing a tenant
