@@ -334,20 +334,27 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	}
 	batch := worker.NewOutcomeBatch(shard, worker.SettleLinger(d.opts.Timeout), d.settle, d.leaser.RequeueInline)
 	batch.Add(len(attempts))
-	waited := make([]bool, len(targets)) // at the webhook's MaxConcurrency: handed back to the worker
+	deferred := make([]string, len(targets)) // why an attempt was handed back to the worker
 	var wg sync.WaitGroup
 	for _, i := range attempts {
 		t := targets[i]
 		wg.Go(func() {
 			defer d.flights.Release(t.ID)
-			// A MaxConcurrency slot is taken once the claim has leased a fresh pair: a duplicate
-			// costs nothing here, and one refused goes back to its queue with its outcome.
-			slot, ok := d.attempter.TakeConcurrencySlot(ctx, t)
-			if !ok {
-				o := worker.WaitForSlot(recs[i], d.now().Add(worker.ConcurrencyRecheck))
-				o.Inline, waited[i] = true, true
+			handBack := func(o worker.Outcome, reason string) {
+				o.Inline, deferred[i] = true, reason
 				d.bodies.Put(bodyKey, body, time.Now()) // for this process's worker, as for a queued pair
 				batch.Ended(ctx, recs[i], o, &results[i].Err)
+			}
+			// A rate-limit slot and a MaxConcurrency slot are taken once the claim has leased a fresh
+			// pair: a duplicate costs neither, and a pair refused one goes back to its queue with its
+			// outcome.
+			if retryIn, ok := takeRateSlot(ctx, d.rdb, d.keys, t); !ok {
+				handBack(worker.HandBack(recs[i], d.now().Add(retryIn)), overRateLimit)
+				return
+			}
+			slot, ok := d.attempter.TakeConcurrencySlot(ctx, t)
+			if !ok {
+				handBack(worker.WaitForSlot(recs[i], d.now().Add(worker.ConcurrencyRecheck)), worker.AtMaxConcurrency)
 				return
 			}
 			res := d.send(ctx, t, recs[i], body)
@@ -361,9 +368,9 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		})
 	}
 	wg.Wait()
-	for i, w := range waited {
-		if w && results[i].Err == nil {
-			results[i].Err = fmt.Errorf("webhooks: delivery %s: %s: %w", recs[i].ID, worker.AtMaxConcurrency, ErrDeferred)
+	for i, reason := range deferred {
+		if reason != "" && results[i].Err == nil {
+			results[i].Err = fmt.Errorf("webhooks: delivery %s: %s: %w", recs[i].ID, reason, ErrDeferred)
 		}
 	}
 	return results
@@ -412,9 +419,9 @@ func (p *targetPlan) cancel(d *Dispatcher, webhookID string) {
 }
 
 // plan decides, per target, whether this call attempts it inline or leaves it to the worker: a
-// webhook whose circuit is open is parked until its probe, one at its in-flight limit or over its rate
-// limit is due at once (or at its next rate slot) for the worker. Enqueue attempts nothing, and reads
-// only circuits already cached.
+// webhook whose circuit is open is parked until its probe, one at its in-flight limit is due at once
+// for the worker. Enqueue attempts nothing, and reads only circuits already cached. A webhook's
+// RateLimit and MaxConcurrency are taken after the claim, by fresh pairs only (claimAndAttemptFor).
 func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline bool) []targetPlan {
 	now := d.now()
 	plans := make([]targetPlan, len(targets))
@@ -441,12 +448,6 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 			p.reason = "webhook at its in-flight limit in this process: attempt left to the worker"
 		default:
 			p.inline, p.due = true, now.Add(d.lease)
-			if t.RateLimit > 0 {
-				if delays, retryIn, err := ratelimit.Take(ctx, d.rdb, d.keys.Rate(t.ID), t.RateLimit, 1, 0); err != nil || len(delays) == 0 {
-					p.cancel(d, t.ID)
-					p.due, p.reason = now.Add(retryIn), "webhook over its rate limit: attempt left to the worker"
-				}
-			}
 		}
 	}
 	// An inline lease starts once the call has every slot it waited for: the wait takes nothing from
@@ -487,3 +488,17 @@ func (d *Dispatcher) newRecords(retention time.Duration, scoped, eventID, eventT
 
 // newKeys is the keyspace of opts' KeyPrefix, read by the first call that needs it (loadKeys).
 func newKeys(opts Options) rdb.Keys { return rdb.NewKeys(opts.KeyPrefix, opts.Shards, DefaultShards) }
+
+// overRateLimit is why an inline attempt refused a rate-limit slot is left to the worker.
+const overRateLimit = "webhook over its rate limit: attempt left to the worker"
+
+// takeRateSlot takes a slot of t's RateLimit for an attempt now (always granted to a webhook with no
+// RateLimit); ok is false when no slot is free now, or Redis did not answer, and retryIn says when
+// the next one is.
+func takeRateSlot(ctx context.Context, c redis.UniversalClient, keys rdb.Keys, t *storedWebhook) (retryIn time.Duration, ok bool) {
+	if t.RateLimit <= 0 {
+		return 0, true
+	}
+	delays, retryIn, err := ratelimit.Take(ctx, c, keys.Rate(t.ID), t.RateLimit, 1, 0)
+	return retryIn, err == nil && len(delays) > 0
+}

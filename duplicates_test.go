@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
@@ -223,4 +224,32 @@ func TestKnownEventsRememberTheNewest(t *testing.T) {
 		}
 	}
 	assert.InDelta(t, 0.632, float64(used)/knownEventSlots, 0.02, "slots in use after as many events as slots")
+}
+
+// TestADuplicateTakesNoRateSlot: a duplicate, answered by the claim (a Dispatcher that never saw the
+// event) or by a read, takes none of its webhook's RateLimit slots: a fresh event right after it is
+// attempted inline, in the slot the duplicates left free.
+func TestADuplicateTakesNoRateSlot(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newTestDispatcher(t, tr, Options{})
+	other := newTestDispatcher(t, tr, Options{})
+	rc := newReceiver(t)
+	_, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, RateLimit: 2}) // a slot every 500ms
+	require.NoError(t, err)
+	evt := Event{Type: "rated.made", ID: "e1"}
+	res, err := d.Dispatch(ctx, evt)
+	require.NoError(t, err)
+	require.Equal(t, StatusSuccess, res[0].Delivery.Status)
+	time.Sleep(600 * time.Millisecond) // the next slot is free
+	for _, disp := range []*Dispatcher{other, other, d, d} {
+		res, err = disp.Dispatch(ctx, evt)
+		require.NoError(t, err)
+		require.True(t, res[0].Duplicate)
+	}
+	res, err = d.Dispatch(ctx, Event{Type: "rated.made", ID: "e2"})
+	require.NoError(t, err, "attempted inline, not left to the worker for want of a rate slot")
+	assert.Equal(t, StatusSuccess, res[0].Delivery.Status)
+	assert.Equal(t, 2, rc.count())
 }
