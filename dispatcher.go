@@ -87,7 +87,7 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	}
 	keys := newKeys(opts)
 	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		indexTTLs: newIndexTTLs(opts.Retention), known: newKnownEvents(), bodies: worker.NewBodies(),
+		indexTTLs: newIndexTTLs(opts.Retention), known: newKnownEvents(opts.ReplicaAcks == 0), bodies: worker.NewBodies(),
 		wake: worker.NewWake(), redisDown: down, trace: trace.Tracing{Tracer: opts.Tracer}}
 	d.send = d.trace.Attempts(d.attempt)
 	d.scripts, d.counts = newBatchers(rdb)
@@ -301,7 +301,7 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 		}
 		return results
 	}
-	if orderKey == "" && d.opts.ReplicaAcks == 0 && retention == d.opts.Retention { // what answerDuplicates may read: no test send
+	if orderKey == "" && retention == d.opts.Retention { // what answerDuplicates may read: no ordered event, no test send
 		d.known.add(scoped)
 	}
 	if stored, ok := reply[0].(string); ok {

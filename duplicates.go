@@ -21,13 +21,20 @@ const knownEventBits = 16
 // (answerDuplicates); a call for any other event claims at once, as it would without the table. The
 // table only chooses which script runs first: what a call returns is decided in Redis either way, so
 // a hash collision, an event forgotten, or one remembered whose records have expired costs at most
-// one round trip. Safe for concurrent use.
+// one round trip. Safe for concurrent use. A nil *knownEvents remembers nothing: a Dispatcher with
+// ReplicaAcks has none, since its claim of a duplicate also waits for the replicas.
 type knownEvents struct {
 	seed  maphash.Seed
 	table atomic.Pointer[[knownEventSlots]atomic.Uint64]
 }
 
-func newKnownEvents() *knownEvents { return &knownEvents{seed: maphash.MakeSeed()} }
+// newKnownEvents is an empty table, or nil when on is false.
+func newKnownEvents(on bool) *knownEvents {
+	if !on {
+		return nil
+	}
+	return &knownEvents{seed: maphash.MakeSeed()}
+}
 
 // hash is an event's hash as its slot holds it, never 0 (an empty slot), and its slot.
 func (k *knownEvents) hash(scoped string) (h uint64, slot int) {
@@ -37,6 +44,9 @@ func (k *knownEvents) hash(scoped string) (h uint64, slot int) {
 
 // has reports whether the event may have been claimed by this Dispatcher.
 func (k *knownEvents) has(scoped string) bool {
+	if k == nil {
+		return false
+	}
 	t := k.table.Load()
 	h, slot := k.hash(scoped)
 	return t != nil && t[slot].Load() == h
@@ -44,6 +54,9 @@ func (k *knownEvents) has(scoped string) bool {
 
 // add remembers that the event was claimed.
 func (k *knownEvents) add(scoped string) {
+	if k == nil {
+		return
+	}
 	t := k.table.Load()
 	if t == nil {
 		k.table.CompareAndSwap(nil, new([knownEventSlots]atomic.Uint64))
@@ -57,11 +70,10 @@ func (k *knownEvents) add(scoped string) {
 // (knownEvents) when every target's pair was claimed before and the event stored is this one: one
 // script (rdb.FindDuplicates) that carries the event's fingerprint and the targets' record keys, not
 // the records and indexes a claim carries, and a Result per target as the claim gives a duplicate. ok
-// is false when the script found anything else, or failed: the caller then claims. Not with
-// ReplicaAcks, whose claim of a duplicate waits for the replicas too.
+// is false when the script found anything else, or failed: the caller then claims.
 func (d *Dispatcher) answerDuplicates(ctx context.Context, shard int, scoped, eventID, eventType string, body []byte,
 	targets []*storedWebhook) (results []Result, ok bool) {
-	if d.opts.ReplicaAcks > 0 || !d.known.has(scoped) {
+	if !d.known.has(scoped) {
 		return nil, false
 	}
 	keys := make([]string, 1+len(targets))

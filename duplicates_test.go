@@ -198,7 +198,10 @@ func TestAnOrderedEventIsNotReadAsADuplicate(t *testing.T) {
 // events as slots, with hashes spread evenly).
 func TestKnownEventsRememberTheNewest(t *testing.T) {
 	t.Parallel()
-	k := newKnownEvents()
+	off := newKnownEvents(false)
+	off.add("e")
+	assert.False(t, off.has("e"), "a table that is off (ReplicaAcks) remembers nothing")
+	k := newKnownEvents(true)
 	assert.False(t, k.has("e"), "an empty table remembers nothing")
 	const n, last = 200_000, 1000
 	for i := range n {
@@ -213,7 +216,7 @@ func TestKnownEventsRememberTheNewest(t *testing.T) {
 	assert.GreaterOrEqual(t, remembered, last*97/100, "the newest events are remembered")
 	assert.False(t, k.has("never added"))
 
-	k = newKnownEvents()
+	k = newKnownEvents(true)
 	for i := range knownEventSlots {
 		k.add(fmt.Sprint("event-", i))
 	}

@@ -102,7 +102,8 @@ func TestClaimInterleaving(t *testing.T) {
 }
 
 // TestConcurrentDispatchStress: 20 events × 3 webhooks, each event dispatched by 16 concurrent callers
-// spread over 4 Dispatchers with their own clients → exactly one request and one fresh result per pair.
+// spread over 4 Dispatchers with their own clients → exactly one request and one fresh result per pair;
+// then dispatched as often again, the duplicates read concurrently in every replica → nothing sent.
 func TestConcurrentDispatchStress(t *testing.T) {
 	t.Parallel()
 	const events, callers, replicas = 20, 16, 4
@@ -157,4 +158,25 @@ func TestConcurrentDispatchStress(t *testing.T) {
 		assert.Equal(t, 1, n, "requests for delivery %s", id)
 	}
 	assert.Equal(t, events*len(hooks), rc.count())
+
+	// Every event again, from as many callers: each replica has claimed it (or got its duplicates from
+	// the claim), so it reads them (find_duplicates), concurrently in every replica. Every pair comes
+	// back a duplicate as it stands, and the receiver gets nothing more.
+	for e := range events {
+		for c := range callers {
+			wg.Go(func() {
+				res, err := ds[c%replicas].Dispatch(ctx, Event{Type: "stress.run", ID: fmt.Sprintf("stress-%d", e), Data: e})
+				if assert.NoError(t, err) && assert.Len(t, res, len(hooks)) {
+					for _, r := range res {
+						assert.True(t, r.Duplicate, "stress-%d to %s", e, r.WebhookID)
+						if assert.NotNil(t, r.Delivery) {
+							assert.Equal(t, StatusSuccess, r.Delivery.Status)
+						}
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	assert.Equal(t, events*len(hooks), rc.count(), "no request sent again")
 }

@@ -41,7 +41,7 @@ type InFlight struct {
 	mu      sync.Mutex
 	hooks   map[string]*flight
 	floor   int           // the in-flight floor (Concurrency/4): where every limit starts, and its least
-	ceiling int           // FastInFlightFactor × max
+	ceiling int           // FastInFlightFactor × floor
 	fast    time.Duration // Timeout/4: a success within it is fast
 	stall   time.Duration // Timeout/2: a webhook holding attempts that frees no slot for it is stalled
 	maxWait time.Duration // Timeout: the longest a call waits for its slots
@@ -51,7 +51,7 @@ type InFlight struct {
 // flight is one webhook's attempts in flight, its limit and the callers waiting for a slot.
 type flight struct {
 	n        int
-	limit    int       // max ≤ limit ≤ ceiling
+	limit    int       // floor ≤ limit ≤ ceiling
 	busy     bool      // it has held at least half its limit at once since the limit last changed
 	progress time.Time // when it last freed a slot or had an attempt recorded, or took one holding none
 	waiters  []*slotWaiter
