@@ -128,8 +128,13 @@ func TestOperationalCircuitOpenedAndClosed(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	d := newOpsDispatcher(t, tr, Options{BreakAfter: 1, BreakFor: 50 * time.Millisecond,
-		RetrySchedule: []time.Duration{20 * time.Millisecond, 20 * time.Millisecond}})
+	// Retries to spare: on a loaded machine the worker may probe (and fail) again before the
+	// receiver recovers, and the closing probe needs a retry left.
+	retries := make([]time.Duration, 10)
+	for i := range retries {
+		retries[i] = 20 * time.Millisecond
+	}
+	d := newOpsDispatcher(t, tr, Options{BreakAfter: 1, BreakFor: 50 * time.Millisecond, RetrySchedule: retries})
 	bad := failingReceiver(t, http.StatusServiceUnavailable)
 	flaky := hookOn(t, d, bad.srv.URL, "", "x")
 	op := newReceiver(t)
