@@ -57,16 +57,24 @@ func TestTestSendsAreBounded(t *testing.T) {
 	assert.LessOrEqual(t, ttl, TestSendRetention, "its record's key expires with it")
 	assert.Greater(t, ttl, time.Duration(0))
 
-	// A tenant's webhooks together: 6 webhooks × 10 is more than the tenant's burst.
-	tenantRefused := 0
-	for i := range 6 {
+	// A tenant's webhooks together: 10 sends to each of more webhooks than the tenant's burst allows.
+	// Its slots refill while the test runs (5 a second on a real Redis), so it goes on until one is
+	// refused: at most 40 webhooks, 400 sends, more than 50 + 5 a second over any plausible run.
+	tenantSent, tenantRefused := 0, 0
+	for i := 0; i < 40 && tenantRefused == 0; i++ {
 		tw, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, Tenant: "acme"})
 		require.NoError(t, err, i)
 		for range 10 {
-			if _, err := d.SendTest(ctx, tw.ID); errors.Is(err, ErrTestSendsLimited) && strings.Contains(err.Error(), "its tenant") {
+			_, err := d.SendTest(ctx, tw.ID)
+			switch {
+			case errors.Is(err, ErrTestSendsLimited) && strings.Contains(err.Error(), "its tenant"):
 				tenantRefused++
+			case tenantRefused == 0:
+				require.NoError(t, err)
+				tenantSent++
 			}
 		}
 	}
 	assert.Positive(t, tenantRefused, "the tenant's bound refuses some")
+	assert.GreaterOrEqual(t, tenantSent, int(TestSendsPerTenant*TestSendsBurst.Seconds()), "not before the tenant's burst is spent")
 }
