@@ -50,7 +50,9 @@ func IsRedirect(err error) bool {
 
 // Retryable reports whether a write that failed with err may be run again to the same effect: it
 // failed in transport, the cluster was changing, or Redis refused it for now (IsRefusedForNow).
-func Retryable(err error) bool { return IsTransient(err) || IsRedirect(err) || IsRefusedForNow(err) }
+func Retryable(err error) bool {
+	return err != nil && (IsTransient(err) || IsRedirect(err) || IsRefusedForNow(err))
+}
 
 // IsRefusedForNow reports whether Redis refused a command for a reason that passes: it is out of
 // memory under maxmemory-policy noeviction (OOM) or still loading its dataset after a restart

@@ -15,7 +15,8 @@ import (
 // need only the prefix; the event shards' keys need the prefix's Layout, which the first Load reads
 // from Redis (storing it on first use). Copies of a Keys share the layout.
 type Keys struct {
-	prefix string
+	prefix   string
+	registry string // RegistryTag, built once
 	*lazyLayout
 }
 
@@ -39,14 +40,14 @@ func NewKeys(prefix string, want, defaultShards int) Keys {
 	if fresh == 0 {
 		fresh = defaultShards
 	}
-	return Keys{prefix: prefix, lazyLayout: &lazyLayout{want: want, fresh: fresh}}
+	return Keys{prefix: prefix, registry: registryTag(prefix), lazyLayout: &lazyLayout{want: want, fresh: fresh}}
 }
 
 // KeysOf is the Keys of prefix with a layout of shards shards, built whole (no Load needed).
 func KeysOf(prefix string, shards int) Keys {
 	l := &lazyLayout{Layout: NewLayout(prefix, shards), want: shards}
 	l.loaded.Store(true)
-	return Keys{prefix: prefix, lazyLayout: l}
+	return Keys{prefix: prefix, registry: registryTag(prefix), lazyLayout: l}
 }
 
 // Prefix is the key prefix.
@@ -175,7 +176,10 @@ func (k Keys) Replay(shard int, tenant string) string {
 }
 
 // RegistryTag is the hash tag every registry key shares.
-func (k Keys) RegistryTag() string { return "{" + k.prefix + ":registry}" }
+func (k Keys) RegistryTag() string { return k.registry }
+
+// registryTag is the RegistryTag of prefix.
+func registryTag(prefix string) string { return "{" + prefix + ":registry}" }
 
 // Webhooks is the hash of every webhook: id -> webhook JSON.
 func (k Keys) Webhooks() string { return k.RegistryTag() + ":webhooks" }
