@@ -329,7 +329,7 @@ func BenchmarkDispatchFresh(b *testing.B) {
 
 // BenchmarkDispatchDuplicate: one op is a Dispatch, to 4 webhooks, of an event dispatched before, with
 // the timer stopped: b.N events, each dispatched again once, by the Dispatcher that claimed it (it
-// remembers the event, as long as no newer one took its slot, and reads the pairs' records:
+// remembers the event, as long as two newer ones have not taken its pair of slots, and reads the pairs' records:
 // rdb.FindDuplicates), or by another one that never saw it (the claim answers).
 func BenchmarkDispatchDuplicate(b *testing.B) {
 	const w = 4

@@ -162,7 +162,7 @@ func TestOperationalCircuitOpenedAndClosed(t *testing.T) {
 		require.NoError(t, err)
 		h, err := d.Webhooks().Health(ctx, flaky.ID)
 		require.NoError(t, err)
-		return h.OpenFor == 100*time.Millisecond
+		return h.OpenFor >= 100*time.Millisecond // twice BreakFor, or more when a loaded machine's drain probed first
 	}, "a failed probe reopens the circuit")
 	drain(t, d)
 	assert.Len(t, opEvents(t, op, opWh, EventCircuitOpened), 1, "once per run of failures: a reopening sends nothing")

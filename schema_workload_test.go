@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -114,14 +115,26 @@ func (w *schemaWorkload) dispatch(evt Event, enqueue bool) []string {
 // waitStatus waits until every delivery has the status.
 func (w *schemaWorkload) waitStatus(ids []string, status Status) {
 	w.t.Helper()
-	eventually(w.t, schemaWait, func() bool {
+	var seen []string // what the last look found, for the failure message
+	deadline := time.Now().Add(schemaWait)
+	for {
+		seen = seen[:0]
 		for _, id := range ids {
-			if dl, err := w.d.Deliveries().Get(w.ctx, id); err != nil || dl.Status != status {
-				return false
+			switch dl, err := w.d.Deliveries().Get(w.ctx, id); {
+			case err != nil:
+				seen = append(seen, id+": "+err.Error())
+			case dl.Status != status:
+				seen = append(seen, fmt.Sprintf("%s: %s after %d attempts (%s)", id, dl.Status, dl.Attempts, dl.LastError))
 			}
 		}
-		return true
-	}, "deliveries "+string(status))
+		if len(seen) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("not within %s: deliveries %s; %s", schemaWait, status, strings.Join(seen, "; "))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // waitCircuit waits until a webhook's circuit is in the state.
