@@ -148,6 +148,21 @@ func TestReplicaAcks(t *testing.T) {
 	master, replica := fc.masterAndReplica(t, c, d.keys.Ready(0))
 	pid := fc.pids[replica]
 	require.NotZero(t, pid)
+	// An event on that master, claimed (and acknowledged) before the replica stops: dispatched again
+	// below, its duplicate must wait for the replica as its claim did.
+	known := ""
+	for i := 0; known == "" && i < 200; i++ {
+		id := fmt.Sprint("known-", i)
+		node, err := c.MasterForKey(ctx, d.keys.Ready(d.keys.ShardOf(id)))
+		require.NoError(t, err)
+		if node.Options().Addr == master {
+			res, err := d.Enqueue(ctx, Event{Type: "a.x", ID: id})
+			require.NoError(t, err)
+			require.True(t, res[0].Accepted())
+			known = id
+		}
+	}
+	require.NotEmpty(t, known, "an event on the master whose replica stops")
 	require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
 	t.Cleanup(func() {
 		_ = syscall.Kill(pid, syscall.SIGCONT)
@@ -194,6 +209,14 @@ func TestReplicaAcks(t *testing.T) {
 		}
 	}
 	t.Logf("claims to the stopped replica's master: %d, slowest %s; to the others: %d, slowest %s", slow, slowMax, other, otherMax)
+
+	// A duplicate of an event this Dispatcher claimed is not answered by a read of its records (the
+	// known events): with ReplicaAcks its claim runs, and waits for the replica, as the first did.
+	start := time.Now()
+	res, err := d.Enqueue(ctx, Event{Type: "a.x", ID: known})
+	require.ErrorIs(t, err, ErrNotAccepted, "a duplicate waits for the replica that does not acknowledge")
+	assert.False(t, res[0].Accepted())
+	assert.GreaterOrEqual(t, time.Since(start), ackTimeout, "it waited for the replica")
 	require.Equal(t, 3, slow)
 	require.Equal(t, 10, other)
 
