@@ -47,15 +47,13 @@ func TestChecks(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			recv, err := startReceiver(time.Second, 5)
-			require.NoError(t, err)
-			t.Cleanup(recv.close)
+			recv := testReceiver(t)
 			s := &soak{cfg: config{breakAfter: 6, drainBound: time.Minute, maxDupRatio: 0.003, producerKills: 2, redisKills: 2},
 				pairs: make([]pair, pairs), recv: recv, watch: newCircuitWatch([]string{"wh_healthy", "wh_flaky", "wh_hanging"}),
 				redis: &redisServer{restarts: 2}}
 			r, dr := clean()
 			tt.breakIt(r, &dr, s)
-			err = s.checks(r, dr, 2)
+			err := s.checks(r, dr, 2)
 			if tt.want == "" {
 				assert.NoError(t, err)
 				return
@@ -69,9 +67,7 @@ func TestChecks(t *testing.T) {
 // TestReceiverCounts: the receiver counts 2xx per pair and the longest run of failures in arrival order.
 func TestReceiverCounts(t *testing.T) {
 	t.Parallel()
-	recv, err := startReceiver(time.Second, 5)
-	require.NoError(t, err)
-	t.Cleanup(recv.close)
+	recv := testReceiver(t)
 	for _, fails := range []bool{true, true, false, true, true, true, false, true} {
 		recv.countRun(1, fails)
 	}
@@ -134,4 +130,54 @@ func TestAssess(t *testing.T) {
 			assert.Equal(t, tt.want, w.assess(0, tt.longRuns, window))
 		})
 	}
+}
+
+// TestDupCauses: an extra 2xx after a producer kill is explained when the pair's 2xx before it was
+// answered to that producer just before the kill, or just before a Redis kill that the producer
+// outlived by less than keptWindow once Redis answered again (the outcome it kept through the outage,
+// lost); not otherwise.
+func TestDupCauses(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	redisKill := kill{at: at(14_253), kind: killRedis, producer: -1, back: at(16_900)}
+	tests := []struct {
+		name        string
+		kills       []kill
+		previous    answer // the pair's 2xx before the extra one, answered at 18.131 s
+		unexplained int
+	}{
+		{"answered just before its producer's kill", []kill{{at: at(10_000), kind: killProducer, producer: 1}},
+			answer{at: at(9_900), producer: 1}, 0},
+		{"answered just before another producer's kill", []kill{{at: at(10_000), kind: killProducer, producer: 2}},
+			answer{at: at(9_900), producer: 1}, 1},
+		{"kept through a Redis outage, its producer killed once Redis answered", []kill{redisKill, {at: at(17_875), kind: killProducer, producer: 1}},
+			answer{at: at(14_246), producer: 1}, 0},
+		{"kept through a Redis outage, its producer killed over a Timeout after Redis answered", []kill{redisKill, {at: at(17_950), kind: killProducer, producer: 1}},
+			answer{at: at(14_246), producer: 1}, 1},
+		{"kept through a Redis outage, another producer killed", []kill{redisKill, {at: at(17_875), kind: killProducer, producer: 2}},
+			answer{at: at(14_246), producer: 1}, 1},
+		{"answered long before the Redis kill", []kill{redisKill, {at: at(17_875), kind: killProducer, producer: 1}},
+			answer{at: at(13_000), producer: 1}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			recv := testReceiver(t)
+			recv.dups = []dup{{at: at(18_131), producer: 1, previous: tt.previous}}
+			s := &soak{cfg: config{timeout: time.Second}, recv: recv, kills: tt.kills}
+			dc := s.dupCauses(10 * time.Second)
+			assert.Equal(t, 1, dc.byCause[killProducer])
+			assert.Equal(t, tt.unexplained, dc.unexplainedByProducerKill)
+		})
+	}
+}
+
+// testReceiver is a started receiver (hanging requests 1s, BreakAfter 5), closed with the test.
+func testReceiver(t *testing.T) *receiver {
+	t.Helper()
+	recv, err := startReceiver(time.Second, 5)
+	require.NoError(t, err)
+	t.Cleanup(recv.close)
+	return recv
 }

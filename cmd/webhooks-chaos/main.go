@@ -22,7 +22,9 @@
 // attempts a kill can lose + 5% (the requests in flight at it, and the 2xx answered to the killed
 // producer within the outcome linger and a quarter Timeout before it, whose outcomes it may not have
 // recorded yet), each repeating a pair whose earlier 2xx was answered in that window or just after the
-// kill; no success recorded without a 2xx seen; no
+// kill, or answered to it just before or during a Redis outage that it outlived by less than a Timeout
+// once Redis answered again (an outcome kept through the outage, lost with the process); no success
+// recorded without a 2xx seen; no
 // bad signature; all planned kills happened; and no circuit opening that no run of failures explains:
 // each opening a producer's hook reports (or a Health poll sees) must follow, within a few seconds, a
 // run of at least BreakAfter-1 failed requests in the order they reached the receiver (one less than

@@ -161,6 +161,7 @@ func (s *soak) acceptPhase(ctx context.Context) error {
 			if err := s.redis.killRestart(ctx, down); err != nil {
 				return err
 			}
+			s.noteBack()
 			s.logf("Redis restarted on its AOF (pid %d)", s.redis.proc.pid())
 		}
 		if len(pkills) > 0 && at >= pkills[0] {
@@ -216,7 +217,8 @@ type kill struct {
 	at       time.Time
 	kind     string // killRedis or killProducer
 	inFlight int64
-	producer int // the producer killed (killProducer)
+	producer int       // the producer killed (killProducer)
+	back     time.Time // when Redis answered again (killRedis)
 }
 
 const (
@@ -231,6 +233,18 @@ func (s *soak) noteKill(kind string, producer int) {
 	s.kills = append(s.kills, kill{at: time.Now(), kind: kind, inFlight: s.recv.inFlight.Load(), producer: producer})
 }
 
+// noteBack records that Redis answers again after the last Redis kill.
+func (s *soak) noteBack() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.kills) - 1; i >= 0; i-- {
+		if s.kills[i].kind == killRedis {
+			s.kills[i].back = time.Now()
+			return
+		}
+	}
+}
+
 // dupCauses attributes each extra 2xx to the last SIGKILL before it, when that was at most window
 // earlier ("other" otherwise), and sums the attempts a producer kill can lose: the requests in flight
 // at it and the 2xx answered to the killed producer within lostWindow before it (their outcomes perhaps
@@ -238,6 +252,9 @@ func (s *soak) noteKill(kind string, producer int) {
 // down to a producer kill is explained when the pair's 2xx before it was answered to the producer of
 // some kill up to the extra one, within lostWindow before that kill or killAnswerWindow after it: the
 // outcome a kill can lose (answered, not yet recorded) or a request the killed process had in flight.
+// It is explained too when that 2xx was answered within lostWindow before a Redis kill, or while Redis
+// was down, and its producer was killed before it could write the outcome it kept through the outage:
+// at most keptWindow after Redis answered again.
 func (s *soak) dupCauses(window time.Duration) (dc dupReport) {
 	s.mu.Lock()
 	kills := slices.Clone(s.kills)
@@ -280,9 +297,17 @@ func (s *soak) dupCauses(window time.Duration) (dc dupReport) {
 			}
 		}
 		dc.offsets = append(dc.offsets, nearest)
-		explained := slices.ContainsFunc(kills, func(k kill) bool {
+		killedBy := func(k kill, from, to time.Time) bool { // the producer of d.previous, killed within [from, to]
 			return k.kind == killProducer && k.producer == d.previous.producer && !k.at.After(d.at) &&
-				!d.previous.at.Before(k.at.Add(-lost)) && !d.previous.at.After(k.at.Add(killAnswerWindow))
+				!k.at.Before(from) && !k.at.After(to)
+		}
+		explained := slices.ContainsFunc(kills, func(k kill) bool {
+			return killedBy(k, d.previous.at.Add(-killAnswerWindow), d.previous.at.Add(lost))
+		}) || slices.ContainsFunc(kills, func(r kill) bool { // kept through a Redis outage, then killed
+			return r.kind == killRedis && !r.back.IsZero() && !d.previous.at.Before(r.at.Add(-lost)) &&
+				!d.previous.at.After(r.back) && slices.ContainsFunc(kills, func(k kill) bool {
+				return killedBy(k, r.at, r.back.Add(s.keptWindow()))
+			})
 		})
 		if !explained {
 			dc.unexplainedByProducerKill++
@@ -316,9 +341,14 @@ func (s *soak) describeUnexplained(ctx context.Context, dc dupReport) {
 		fmt.Printf("    unexplained    %s/%s: 2xx to producer %d at %s, again to producer %d at %s\n", endpoints[d.pair.endpoint].name,
 			d.pair.event, d.previous.producer, at(d.previous.at), d.producer, at(d.at))
 		for _, k := range dc.kills {
-			if k.at.After(d.previous.at.Add(-3*time.Second)) && k.at.Before(d.at.Add(time.Second)) {
-				fmt.Printf("      %s kill (producer %d) at %s, %d requests in flight\n", k.kind, k.producer, at(k.at), k.inFlight)
+			if !k.at.After(d.previous.at.Add(-3*time.Second)) || !k.at.Before(d.at.Add(time.Second)) {
+				continue
 			}
+			fmt.Printf("      %s kill (producer %d) at %s, %d requests in flight", k.kind, k.producer, at(k.at), k.inFlight)
+			if !k.back.IsZero() {
+				fmt.Printf(", Redis answering again at %s", at(k.back))
+			}
+			fmt.Println()
 		}
 		dl, err := s.d.Deliveries().Find(ctx, s.ids[d.pair.endpoint], d.pair.event)
 		if err != nil {
