@@ -64,9 +64,13 @@ func (w *schemaWorkload) oauth2() {
 	ts := newTokenServer(w.t, "schema-client", "schema-secret", 3600)
 	endpoint, _ := ts.endpoint(w.t)
 	fetching, release := make(chan struct{}), make(chan struct{})
+	var first sync.Once // only the first token request waits: an attempt that timed out meanwhile (a
+	// loaded machine's scan outlasts Timeout) fetches again, and that request goes through
 	ts.setBefore(func() {
-		close(fetching)
-		<-release
+		first.Do(func() {
+			close(fetching)
+			<-release
+		})
 	})
 	w.create(Webhook{URL: endpoint.URL, Events: []string{"auth.*"}, Auth: &EndpointAuth{OAuth2: &OAuth2ClientCredentials{
 		TokenURL: ts.srv.URL, ClientID: "schema-client", ClientSecret: "schema-secret"}}})
