@@ -2,11 +2,13 @@ package webhooks
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/admin"
 	"github.com/smartdrop/webhooks/internal/api"
+	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
 
@@ -67,13 +69,16 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	GET    /webhooks/{id}/secret         -> 200, {"secret": S, "public_key": K}: the signing secret (and,
 //	                                     for an ed25519 webhook, the key receivers verify with)
 //	GET    /webhooks/{id}/health         Health -> 200, the circuit: {state, consecutive_failures, ...}
-//	GET    /webhooks/{id}/stats          -> 200, {"hours": [{"hour", "success", "failed"}, ...]}: attempts
-//	                                     per hour by outcome, the last 24 hours, oldest first
+//	GET    /webhooks/{id}/stats          -> 200, {"hours": [{"hour", "success", "failed", "skipped"}, ...]}:
+//	                                     attempts per hour by outcome, and deliveries skipped by the
+//	                                     transformation, the last 24 hours, oldest first
 //	GET    /webhooks/{id}/counts         -> 200, {"pending", "parked", "failed", "examined"}: deliveries scheduled
 //	                                     for an attempt, those of them waiting for the open circuit's probe,
 //	                                     and the failed ones among the newest examined (at most 100)
 //	GET    /deliveries/{id}              -> 200, the delivery with its attempt history and "redelivered_at":
-//	                                     when it was redelivered, as far as its webhook's index shows
+//	                                     when it was redelivered, as far as its webhook's index shows;
+//	                                     once its payload is gone (Options.PayloadRetention),
+//	                                     "payload_expired_at" and "payload_expired": "payload expired on …"
 //	GET    /deliveries/{id}/queue        -> 200, {"order_key", "length", "deliveries": [...]}: the deliveries of
 //	                                     an ordered delivery's (webhook, order key), head first (at most 50,
 //	                                     without history); 400 for a delivery with no order key
@@ -81,12 +86,14 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	                                     the request rebuilt (not stored): fixed and latest-attempt values;
 //	                                     signatures, the endpoint's header values and credentials withheld
 //	POST   /deliveries/{id}/redeliver    Redeliver -> 200, the delivery (unchanged unless it was failed);
-//	                                     202 when the attempt was left to the worker (ErrDeferred).
+//	                                     202 when the attempt was left to the worker (ErrDeferred); 409
+//	                                     payload_expired once its payload is gone (ErrPayloadExpired).
 //	                                     Repeated or concurrent calls re-send it once
 //	POST   /deliveries/{id}/retry        a pending delivery due now (the next worker attempts it) -> 200, the
 //	                                     delivery; 409 not_retryable when not pending, in flight, held back
 //	                                     behind an earlier delivery of its order key, or its webhook paused
-//	GET    /deliveries/{id}/payload      -> 200, {"payload": the body the delivery sends, null once expired}
+//	GET    /deliveries/{id}/payload      -> 200, {"payload": the body the delivery sends, null once expired,
+//	                                     with "payload_expired_at" and "payload_expired" as above}
 //	GET    /deliveries                   ?id=I&status=S&event_type=T&from=F&to=U&limit=N: across webhooks
 //	                                     (see MaxSearchWebhooks), I a delivery id or an event id; F
 //	                                     and U (RFC 3339, each optional) bound when they were created;
@@ -99,6 +106,8 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	                                     probe -> 200, {"circuit": Health, "deliveries_due": n}; 409
 //	                                     probe_refused when the circuit is closed or its probe in flight,
 //	                                     409 webhook_disabled for a disabled webhook; operator only
+//	DELETE /tenants/{tenant}             ExpungeTenant: one bounded step of the tenant's erasure -> 200,
+//	                                     {"removed": n}; call again until n is 0; operator only
 //	GET    /event-types                  -> 200, {"event_types": [...]}: the catalog of event types, by name
 //	POST   /event-types                  EventTypeRepo.Create, body: an EventType's JSON -> 201, the type; 400
 //	                                     naming the field (name, schema, examples, description); 409 exists
@@ -126,6 +135,7 @@ const UIContentSecurityPolicy = api.UIContentSecurityPolicy
 //	409 tenant_quota        a create over Options.MaxWebhooksPerTenant
 //	409 not_retryable       a retry of a delivery that cannot be made due now
 //	409 probe_refused       a probe now of a webhook whose circuit is closed, or whose probe is in flight
+//	409 payload_expired     redeliver of a delivery whose payload is gone (Options.PayloadRetention)
 //	413 too_large           a request body over 64 KiB
 //	500 internal            anything else; the cause is logged to Options.Logger, never sent
 func (d *Dispatcher) Handler() http.Handler { return api.NewHandler(d.admin, d.log) }
@@ -148,9 +158,12 @@ func newAdmin(d *Dispatcher) *admin.Backend {
 		Scripts: d.scripts, Breaker: d.breaker, Index: d.deliveries.indexes(),
 		WebhookRepo: webhookStore{d.webhooks}, DeliveryRepo: adminDeliveries{d.deliveries}, EventTypeRepo: adminEventTypes{d.eventTypes},
 		Actions: d, Now: func() time.Time { return d.now() }, Lease: d.lease,
-		ReplayIndex: d.opts.ReplayIndex, Traced: d.opts.Tracer != nil, UserAgent: userAgent,
+		ReplayIndex: d.opts.ReplayIndex, PayloadRetention: d.opts.PayloadRetention, Traced: d.opts.Tracer != nil, UserAgent: userAgent,
 		PortalKey: d.opts.PortalKey, ValidTenant: validateTenant,
-		Resend: d.resend.Redeliver, Woken: func(shard int) { d.leaser.MarkShard(shard) }, Poke: d.wake.Poke}
+		Resend: func(ctx context.Context, id string) (*Delivery, bool, error) {
+			return d.resend.Redeliver(ctx, id, false)
+		}, Woken: func(shard int) { d.leaser.MarkShard(shard) }, Poke: d.wake.Poke,
+		Reshape: d.transforms.reshape, Preview: d.PreviewTransform}
 }
 
 // webhookStore is the registry as internal/admin and internal/notify read and change it.
@@ -194,6 +207,15 @@ func (r adminDeliveries) Record(ctx context.Context, id string) (*rdb.Record, er
 
 // adminEventTypes is the catalog as internal/admin reads and changes it.
 type adminEventTypes struct{ *EventTypeRepo }
+
+// Catalog is the process's copy of the catalog, as Dispatch reads it.
+func (r adminEventTypes) Catalog(ctx context.Context) (*eventtypes.Catalog, error) {
+	cat, err := r.cache.Get(ctx, false)
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: list event types: %w", err)
+	}
+	return cat, nil
+}
 
 // Patch changes an event type by apply in one read-modify-write.
 func (r adminEventTypes) Patch(ctx context.Context, name string, apply func(*EventType) error) (*EventType, error) {

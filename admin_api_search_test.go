@@ -1,12 +1,15 @@
 package webhooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -161,4 +164,46 @@ func TestSearchBefore1970FindsNothing(t *testing.T) {
 	assert.Len(t, searchIDs(t, d.Handler(), "", "?to=2999-01-01T00:00:00Z"), 1)
 	assert.Empty(t, searchIDs(t, d.Handler(), "", "?to=1960-01-01T00:00:00Z"))
 	assert.Empty(t, searchIDs(t, d.Handler(), "", "?to=1969-12-31T23:59:59.999Z"))
+}
+
+// TestSearchRefusesACursorAtNoPosition: a cursor of the right shape at stream position 0-0, which no
+// listing issues and before which no entry can be (Redis refuses the exclusive range it would start),
+// is refused with 400 in words by the operator's search, a portal's search and a webhook's page, and
+// logs nothing at error level (issue 43, finding 8). Broken by accepting 0-0 in decodeCursorAs (on a
+// real Redis: 500 and an ERROR log line "invalid end ID for the interval").
+func TestSearchRefusesACursorAtNoPosition(t *testing.T) {
+	t.Parallel()
+	tr := newTestRedis(t)
+	var logs bytes.Buffer
+	var logMu sync.Mutex
+	d := newTestDispatcher(t, tr, Options{PortalKey: []byte(strings.Repeat("k", 32)),
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&logs, &logMu}, nil))})
+	rc := newReceiver(t)
+	ctx := context.Background()
+	wh, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, Tenant: "acme"})
+	require.NoError(t, err)
+	_, err = d.Dispatch(ctx, Event{Type: "a.b", ID: "e1", Tenant: "acme"})
+	require.NoError(t, err)
+	token, err := d.PortalToken("acme", time.Hour)
+	require.NoError(t, err)
+	// Version byte (2: the operator's and a webhook's listings, 3: a tenant's), ms 0, seq 0, no id.
+	operator, tenant := "AgAAAAAAAAAAAAAAAAAAAAA", "AwAAAAAAAAAAAAAAAAAAAAA"
+	for _, c := range []struct {
+		name   string
+		h      http.Handler
+		token  string
+		target string
+	}{
+		{"portal search", d.Portal(), token, "/deliveries?status=failed&cursor=" + tenant},
+		{"portal search, unfiltered", d.Portal(), token, "/deliveries?cursor=" + tenant},
+		{"operator search", d.Handler(), "", "/deliveries?status=failed&cursor=" + operator},
+		{"webhook page", d.Handler(), "", "/webhooks/" + wh.ID + "/deliveries?cursor=" + operator},
+	} {
+		rec := call(c.h, "GET", c.target, c.token)
+		assert.Equal(t, http.StatusBadRequest, rec.Code, "%s: %s", c.name, rec.Body.String())
+		assert.Contains(t, rec.Body.String(), "cursor", "%s: the answer names the cursor", c.name)
+	}
+	logMu.Lock()
+	defer logMu.Unlock()
+	assert.NotContains(t, logs.String(), "level=ERROR", "a bad cursor is the caller's mistake, not the server's")
 }

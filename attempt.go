@@ -1,19 +1,13 @@
 package webhooks
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
-	"strings"
-	"sync"
 	"time"
 
+	"github.com/smartdrop/webhooks/destination"
 	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/rdb"
 
@@ -21,12 +15,9 @@ import (
 	"github.com/smartdrop/webhooks/internal/worker"
 )
 
-// responseHeads holds the buffers that keep the start of a response body.
-var responseHeads = sync.Pool{New: func() any { return new([maxHistoryBody]byte) }}
-
-// attempt sends one signed request for a leased delivery. It is made only if a whole attempt
-// (Options.Timeout) still ends with a margin before the lease does, so a worker that takes the
-// delivery over after the lease can never overlap it.
+// attempt sends one signed message for a leased delivery through its webhook's destination. It is made
+// only if a whole attempt (Options.Timeout) still ends with a margin before the lease does, so a worker
+// that takes the delivery over after the lease can never overlap it.
 func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *rdb.Record, body []byte) worker.AttemptResult {
 	start := d.now()
 	res := worker.AttemptResult{At: start}
@@ -41,64 +32,51 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *rdb.Re
 		res.Err = "webhook secret is unusable: " + err.Error()
 		return res
 	}
-	parent := ctx
-	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, wh.URL, bytes.NewReader(body))
+	u, dest, err := d.dests.target(wh)
 	if err != nil {
-		res.Err = "bad request: " + err.Error()
-		return res
-	}
-	req.Header = make(http.Header, 6+len(wh.Headers))
-	endpoint.SetHeaders(req.Header, wh.Headers) // first: the library's own headers cannot be overridden
-	req.Header["Content-Type"], req.Header["User-Agent"] = []string{"application/json"}, []string{userAgent}
-	signing.SetHeaders(req.Header, rec.ID, start, body, secrets...)
-	d.trace.SetHeader(ctx, req.Header, rec)
-	resp, err := d.auth.Send(ctx, req, wh.ID, wh.Auth) // with the webhook's endpoint authentication
-	res.Answered = d.now()
-	res.Dur = res.Answered.Sub(start)
-	if err != nil {
-		res.Canceled = parent.Err() != nil
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err // the URL may carry credentials in its query: keep it out of records
-		}
 		res.Err = err.Error()
 		return res
 	}
-	defer resp.Body.Close()
-	res.Code = resp.StatusCode
-	head := responseHeads.Get().(*[maxHistoryBody]byte)
-	n, _ := io.ReadFull(resp.Body, head[:])
-	res.Body = string(head[:n])
-	responseHeads.Put(head)
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxResponseBody-int64(n)))
-	res.Dur = d.now().Sub(start)
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
+	defer cancel()
+	body, skip, err := d.transforms.reshape(ctx, wh, body)
 	switch {
-	case res.Code >= 200 && res.Code < 300:
-	case res.Code >= 300 && res.Code < 400:
-		res.Err = fmt.Sprintf("HTTP %d redirect to %q not followed", res.Code, resp.Header.Get("Location"))
-	default:
-		res.Err = "HTTP " + strconv.Itoa(res.Code)
-		if res.Code == http.StatusTooManyRequests || res.Code == http.StatusServiceUnavailable {
-			res.RetryAfter = parseRetryAfter(resp.Header.Get("Retry-After"), start)
-		}
+	case skip:
+		res.Skipped = true
+		return res
+	case err != nil:
+		res.Canceled = parent.Err() != nil
+		res.NotSent, res.Err = true, err.Error()
+		return res
 	}
+	m := &Message{URL: u, ID: rec.ID, Header: make(http.Header, 6+len(wh.Headers)), Body: body,
+		EventType: rec.EventType, EventID: rec.EventID, Tenant: wh.Tenant, OrderKey: rec.OrderKey, WebhookID: wh.ID,
+		Attempt: rec.Attempts + 1, Dial: d.dial}
+	endpoint.SetHeaders(m.Header, wh.Headers) // first: the library's own headers cannot be overridden
+	m.Header["Content-Type"] = []string{"application/json"}
+	signing.SetHeaders(m.Header, rec.ID, start, body, secrets...)
+	d.trace.SetHeader(ctx, m.Header, rec)
+	res.Ticket = d.breaker.Sends().Start(wh.ID, start) // open until its outcome is counted (breaker.Sends)
+	if dest == Destination(d.dests.http) {
+		err = d.dests.http.SendAuth(ctx, m, wh.Auth) // with the webhook's endpoint authentication
+	} else {
+		err = dest.Send(ctx, m)
+	}
+	res.Answered = d.now()
+	res.Dur = res.Answered.Sub(start)
+	res.Code, res.Body = m.StatusCode, m.Response
+	if len(res.Body) > maxHistoryBody {
+		res.Body = res.Body[:maxHistoryBody]
+	}
+	if err != nil {
+		res.Canceled = parent.Err() != nil
+		res.Kind, res.RetryAfter = destination.Classify(err)
+		res.Err = err.Error()
+		return res
+	}
+	res.OK = true
 	return res
-}
-
-// parseRetryAfter reads a Retry-After header: seconds or an HTTP date.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && s > 0 {
-		return time.Duration(min(s, int(MaxRetryAfter/time.Second))) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return min(t.Sub(now), MaxRetryAfter)
-	}
-	return 0
 }
 
 // applyRecorded applies each outcome the script recorded (reply, or err for the whole write) to its
@@ -132,6 +110,9 @@ func (d *Dispatcher) settle(ctx context.Context, shard int, recs []*rdb.Record, 
 	for i, o := range outcomes {
 		if o.Unrecorded {
 			errs[i] = fmt.Errorf("webhooks: delivery %s: %s; a worker attempts it after its lease: %w", o.ID, o.Err, ErrDeferred)
+			if !o.Counted {
+				d.countReleased(context.WithoutCancel(ctx), d.breaker.Sends().End(o.Ticket)) // not counted: it holds nothing back
+			}
 			continue
 		}
 		next := *recs[i] // the record as the outcome leaves it; applied in memory once recorded

@@ -517,3 +517,47 @@ func BenchmarkResolveTenant(b *testing.B) {
 		})
 	}
 }
+
+// benchTransform is a 3-field transformation of the benchmarks' event (BENCHMARKS.md, "Transformations").
+const benchTransform = `{"text": "Pool " + event.data.pool_id + " created", "owner": event.data.owner, "region": event.data.region}`
+
+// BenchmarkDispatchTransform: one op is a Dispatch of a new event to 1 webhook by 64 callers, its first
+// attempt succeeding, the webhook with no transformation or with a 3-field one (benchTransform): run
+// both, interleaved (-count), to compare deliveries/s.
+func BenchmarkDispatchTransform(b *testing.B) {
+	for _, tc := range []struct{ name, expr string }{{"none", ""}, {"3-field", benchTransform}} {
+		b.Run("transform="+tc.name, func(b *testing.B) {
+			e := newBenchEnv(b, 1, Options{})
+			ctx := context.Background()
+			if tc.expr != "" {
+				hooks, err := e.d.Webhooks().List(ctx)
+				if err != nil || len(hooks) != 1 {
+					b.Fatal(err)
+				}
+				w := *hooks[0]
+				w.Transform = tc.expr
+				if _, err := e.d.Webhooks().Update(ctx, w); err != nil {
+					b.Fatal(err)
+				}
+			}
+			e.dispatchAll(b, "pool.created", "warm-", 128, 64, StatusSuccess)
+			var failed atomic.Int64
+			m := &benchMeter{e: e}
+			b.ReportAllocs()
+			b.ResetTimer()
+			m.begin(b)
+			runCallers(b, 64, func(i int) {
+				res, err := e.d.Dispatch(ctx, Event{Type: "pool.created", ID: "evt-" + strconv.Itoa(i), Data: e.data})
+				if err != nil || len(res) != 1 || res[0].Err != nil || res[0].Delivery.Status != StatusSuccess {
+					failed.Add(1)
+				}
+			})
+			b.StopTimer()
+			m.end(b)
+			if failed.Load() > 0 {
+				b.Fatalf("%d dispatches failed", failed.Load())
+			}
+			m.report(b, b.N, 1, "deliveries/s")
+		})
+	}
+}

@@ -36,20 +36,41 @@ type attemptEnd struct {
 	took    time.Duration
 }
 
-// countOutcomes is the circuit write for the outcomes settle records (those of idx), nil when none was
-// attempted. It is made with the breaker on or off: the circuit's run of failures is what disables a
-// webhook failing for DisableAfter (with the breaker off, the count never opens the circuit).
+// countOutcomes is the circuit write for the outcomes settle records (those of idx), nil when none is
+// counted now (an attempted or skipped one: a skip is counted in its webhook's hourly counters only).
+// It is made with the breaker on or off: the circuit's run of failures is what disables a webhook
+// failing for DisableAfter (with the breaker off, the count never opens the circuit). A failure that an
+// attempt of this process sent before its answer still holds back (breaker.Sends) is marked counted
+// and left out: it is counted once released, by whoever releases it; the failures this write releases
+// are counted in it, after its own.
 func (d *Dispatcher) countOutcomes(now time.Time, outcomes []worker.Outcome, recs []*rdb.Record, idx []int) *circuitCount {
 	cc := &circuitCount{now: now}
+	var released []breaker.Held
 	for _, i := range idx {
-		o := outcomes[i]
-		if !o.Attempted || o.Counted {
+		o := &outcomes[i]
+		skipped := o.Status == StatusSkipped // counted per hour, never in the circuit
+		if (!o.Attempted && !skipped) || o.Counted {
 			continue
 		}
-		kind := breaker.Kind(o.Status == StatusSuccess, o.Code)
-		cc.outs = append(cc.outs, breaker.Outcome{WebhookID: recs[i].WebhookID, Kind: kind, Probe: o.Probe,
-			Answered: o.Answered})
-		cc.ends = append(cc.ends, attemptEnd{success: kind == rdb.CountSuccess, took: o.Attempt.Duration})
+		kind := breaker.Kind(o.Status == StatusSuccess, o.Kind)
+		if skipped {
+			kind = rdb.CountSkipped
+		}
+		out := breaker.Outcome{WebhookID: recs[i].WebhookID, Kind: kind, Probe: o.Probe, Answered: o.Answered,
+			Sent: o.Ticket.Sent, Ticket: o.Ticket}
+		end := attemptEnd{success: kind == rdb.CountSuccess, took: o.Attempt.Duration}
+		if kind == rdb.CountFailure || kind == rdb.CountRejected {
+			held, rel := d.breaker.Sends().Hold(o.Ticket, &out, end)
+			released = append(released, rel...)
+			if held {
+				o.Counted = true
+				continue
+			}
+		}
+		cc.add(out, end)
+	}
+	for _, h := range released {
+		cc.add(h.Outcome, h.Data.(attemptEnd))
 	}
 	if len(cc.outs) == 0 {
 		return nil
@@ -58,21 +79,42 @@ func (d *Dispatcher) countOutcomes(now time.Time, outcomes []worker.Outcome, rec
 	return cc
 }
 
+// add adds an outcome to the count.
+func (cc *circuitCount) add(o breaker.Outcome, end attemptEnd) {
+	cc.outs = append(cc.outs, o)
+	cc.ends = append(cc.ends, end)
+}
+
 // countNow counts an attempt's outcome in its webhook's circuit at once, on its own: on the count lane,
 // where the counts of attempts ending while one is sent wait for the next and go out merged into one
 // script run (mergeCounts), in the order they ended. It marks the outcome counted: for an outcome whose
-// record waits for others' to be written with it (a worker.OutcomeBatch). The circuit's count is of
-// attempts in the order they end; an outcome held back by its batch would be counted behind attempts
-// that ended after it, and a run of failures could appear that no receiver answered.
+// record waits for others' to be written with it (a worker.OutcomeBatch). A failure held back by an
+// attempt sent before its answer (breaker.Sends) is counted when released.
 func (d *Dispatcher) countNow(ctx context.Context, rec *rdb.Record, o *worker.Outcome) {
 	if !o.Attempted {
 		return
 	}
-	cc := d.countOutcomes(d.now(), []worker.Outcome{*o}, []*rdb.Record{rec}, []int{0})
+	outs := []worker.Outcome{*o}
+	cc := d.countOutcomes(d.now(), outs, []*rdb.Record{rec}, []int{0})
+	o.Counted = outs[0].Counted
 	if cc == nil {
 		return
 	}
 	o.Counted = true
+	cc.cmd = d.counts.Run(ctx, rdb.Count, cc.keys, cc.args...)
+	d.afterCount(ctx, cc)
+}
+
+// countReleased counts, on the count lane, the failures an attempt's end released (breaker.Sends).
+func (d *Dispatcher) countReleased(ctx context.Context, released []breaker.Held) {
+	if len(released) == 0 {
+		return
+	}
+	cc := &circuitCount{now: d.now()}
+	for _, h := range released {
+		cc.add(h.Outcome, h.Data.(attemptEnd))
+	}
+	cc.keys, cc.args = d.breaker.CountArgs(cc.now, cc.outs)
 	cc.cmd = d.counts.Run(ctx, rdb.Count, cc.keys, cc.args...)
 	d.afterCount(ctx, cc)
 }
@@ -102,24 +144,29 @@ func (d *Dispatcher) writeBesideCount(ctx context.Context, cc *circuitCount, scr
 // afterCount applies a circuit count's reply: it caches each circuit as the count left it, and tells
 // the Notifier of each count (internal/notify: the circuit's hooks and operational events, and
 // disabling a webhook whose run of failures began Options.DisableAfter ago). A count lost in
-// transport is sent once more on its own.
+// transport is sent once more on its own. Then the failures its successes held back are counted.
 func (d *Dispatcher) afterCount(ctx context.Context, cc *circuitCount) {
 	if cc == nil {
 		return
 	}
 	for i, o := range cc.outs {
-		d.flights.Observe(o.WebhookID, cc.ends[i].success, cc.ends[i].took)
+		if o.Kind != rdb.CountSkipped {
+			d.flights.Observe(o.WebhookID, cc.ends[i].success, cc.ends[i].took)
+		}
 	}
 	if !cc.sent() { // not run, or lost in transport: once more, on its own
 		cc.cmd = d.scripts.Run(ctx, rdb.Count, cc.keys, cc.args...)
 	}
+	defer d.countReleased(ctx, d.breaker.Sends().Counted(cc.outs))
 	events, err := d.breaker.Counted(cc.cmd, cc.now, cc.outs)
 	if err != nil {
 		d.log.Warn("webhooks: count attempts in circuits", "error", err)
 		return
 	}
 	for i, ev := range events {
-		d.notify.Counted(ctx, cc.outs[i].WebhookID, ev, cc.outs[i].Kind != rdb.CountSuccess, cc.now)
+		if kind := cc.outs[i].Kind; kind != rdb.CountSkipped {
+			d.notify.Counted(ctx, cc.outs[i].WebhookID, ev, kind != rdb.CountSuccess, cc.now)
+		}
 	}
 }
 

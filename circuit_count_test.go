@@ -27,64 +27,98 @@ import (
 
 // TestCircuitCountIsExactlyConsecutive: outcomes counted from many goroutines on three clients at once,
 // with answer times up to 50ms apart from the order they reach Redis in (as late outcomes, slow
-// goroutines and replicas make them), give exactly the receiver's-order rule. Each count runs in a MULTI
-// with an INCR of a key in the circuits' slot, so the test learns the order Redis ran them in, replays
-// it on a model of the rule (countModel) and checks every reply against it.
+// goroutines and replicas make them) and send times up to 20ms before their answers, give exactly the
+// rule (docs/delivery.md: a success drops the failures sent at or before its answer; a failure counts
+// only if sent after the newest success's answer). Each count runs in a MULTI with an INCR of a key in
+// the circuits' slot, so the test learns the order Redis ran them in, replays it on a model of the rule
+// (countModel) and checks every reply against it.
 func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 	t.Parallel()
 	const breakAfter, clients, perClient, each = 3, 3, 5, 60
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	keys := newKeyspace(tr.prefix)
+	registerIDs(t, tr, keys, "wh_1")
 	seqKey := keys.RegistryTag() + ":test-seq" // same slot as the circuits
 	type applied struct {
-		seq      int64
-		kind     string
-		answered int64
-		ev       breaker.Event
+		seq            int64
+		kind           string
+		sent, answered int64
+		ev             breaker.Event
 	}
 	var mu sync.Mutex
 	var log []applied
-	var wg sync.WaitGroup
+	type sender struct {
+		client redis.UniversalClient
+		b      *breaker.Breaker
+		rng    *rand.Rand
+	}
+	var senders []sender
 	for c := range clients {
 		client := tr.newClient(t)
 		b := breaker.New(breaker.Config{Client: client, Keys: keys, BreakAfter: breakAfter, BreakFor: time.Minute})
 		require.NoError(t, rdb.Count.Load(ctx, client).Err())
 		for g := range perClient {
-			wg.Go(func() {
-				rng := rand.New(rand.NewPCG(uint64(c), uint64(g)))
-				for range each {
-					kind := rdb.CountFailure
-					if rng.IntN(5) < 2 { // 40% successes: runs of every length, openings and closings
-						kind = rdb.CountSuccess
-					}
-					now := time.Now()
-					answered := now.Add(-time.Duration(rng.IntN(50)) * time.Millisecond)
-					outs := []breaker.Outcome{{WebhookID: "wh_1", Kind: kind, Answered: answered}}
-					ks, args := b.CountArgs(now, outs)
-					var seq *redis.IntCmd
-					var cmd *redis.Cmd
-					_, err := client.TxPipelined(ctx, func(p redis.Pipeliner) error {
-						seq = p.Incr(ctx, seqKey)
-						cmd = rdb.Count.EvalSha(ctx, p, ks, args...)
-						return nil
-					})
-					if !assert.NoError(t, err) {
-						return
-					}
-					ev, err := b.Counted(cmd, now, outs)
-					if !assert.NoError(t, err) {
-						return
-					}
-					mu.Lock()
-					log = append(log, applied{seq: seq.Val(), kind: kind, answered: answered.UnixMilli(), ev: ev[0]})
-					mu.Unlock()
-				}
-			})
+			senders = append(senders, sender{client, b, rand.New(rand.NewPCG(uint64(c), uint64(g)))})
 		}
 	}
-	wg.Wait()
-	require.Len(t, log, clients*perClient*each)
+	count := func(s sender, kind string, sent, answered, now time.Time) {
+		outs := []breaker.Outcome{{WebhookID: "wh_1", Kind: kind, Answered: answered, Sent: sent}}
+		ks, args := s.b.CountArgs(now, outs)
+		var seq *redis.IntCmd
+		var cmd *redis.Cmd
+		_, err := s.client.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			seq = p.Incr(ctx, seqKey)
+			cmd = rdb.Count.EvalSha(ctx, p, ks, args...)
+			return nil
+		})
+		if !assert.NoError(t, err) {
+			return
+		}
+		ev, err := s.b.Counted(cmd, now, outs)
+		if !assert.NoError(t, err) {
+			return
+		}
+		mu.Lock()
+		log = append(log, applied{seq: seq.Val(), kind: kind, sent: sent.UnixMilli(), answered: answered.UnixMilli(), ev: ev[0]})
+		mu.Unlock()
+	}
+	mixed := func(s sender, n int) {
+		for range n {
+			kind := rdb.CountFailure
+			if s.rng.IntN(5) < 2 { // 40% successes: runs of every length, closings
+				kind = rdb.CountSuccess
+			}
+			now := time.Now()
+			answered := now.Add(-time.Duration(s.rng.IntN(50)) * time.Millisecond)
+			sent := answered.Add(-time.Duration(s.rng.IntN(20)) * time.Millisecond)
+			count(s, kind, sent, answered, now)
+		}
+	}
+	// Three rounds, every sender in each: a mix, then only failures sent after every success of the
+	// first round was answered (so the circuit opens however fast Redis answers: a mix alone on a fast
+	// Redis keeps a success answered after nearly every failure's send), then a mix again while open.
+	rounds := []func(s sender){
+		func(s sender) { mixed(s, each/2) },
+		func(s sender) {
+			for range breakAfter {
+				now := time.Now()
+				count(s, rdb.CountFailure, now, now, now)
+			}
+		},
+		func(s sender) { mixed(s, each/2) },
+	}
+	for i, round := range rounds {
+		if i == 1 {
+			time.Sleep(2 * time.Millisecond) // past the millisecond of every answer so far
+		}
+		var wg sync.WaitGroup
+		for _, s := range senders {
+			wg.Go(func() { round(s) })
+		}
+		wg.Wait()
+	}
+	require.Len(t, log, clients*perClient*(each/2*2+breakAfter))
 	slices.SortFunc(log, func(a, b applied) int { return int(a.seq - b.seq) })
 	m := countModel{breakAfter: breakAfter}
 	openings, late := 0, 0
@@ -93,7 +127,7 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 		if a.answered < m.newest {
 			late++
 		}
-		wantOpened, wantClosed := m.apply(a.kind, a.answered)
+		wantOpened, wantClosed := m.apply(a.kind, a.sent, a.answered, 0)
 		if wantOpened {
 			openings++
 		}
@@ -110,44 +144,59 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 	m.requireFailures(t, hs["wh_1"].ConsecutiveFailures, "the stored count")
 }
 
-// countModel is the circuit breaker's rule, by answer times (ms), kept exactly: the newest success's
-// time, every failure answered after it, and whether the circuit is open (no probes here). The newest
+// countModel is the circuit breaker's rule (ms), kept exactly: the newest success's answer, the send
+// times of the failures sent after it, and whether the circuit is open (no probes here). The newest
 // success is forgotten, as the circuit forgets it, when it leaves no failure and came rdb.CircuitQuiet
-// or more after the newest failure (or when there was none).
+// or more after the newest failure's answer (or when there was none).
 type countModel struct {
 	breakAfter int
 	lastOK     int64
 	lastFailed int64
-	fails      []int64 // answered after lastOK
+	fails      []int64 // sent after lastOK
 	open       bool
 	newest     int64 // the newest answer applied, of any kind
 }
 
-// apply applies one outcome, in the order Redis ran it, and returns whether it opened or closed the circuit.
-func (m *countModel) apply(kind string, answered int64) (opened, closed bool) {
+// apply applies one outcome, in the order Redis ran it, and returns whether it opened or closed the
+// circuit. A failure's seenOK (the newest success its replica counted, 0 for none) is a success
+// applied first.
+func (m *countModel) apply(kind string, sent, answered, seenOK int64) (opened, closed bool) {
 	m.newest = max(m.newest, answered)
-	if answered < m.lastOK {
-		return false, false // a success was answered after it, or it is an older success
-	}
 	if kind == rdb.CountSuccess {
-		m.lastOK = answered
-		m.fails = slices.DeleteFunc(m.fails, func(f int64) bool { return f <= answered })
-		if m.open && len(m.fails) < m.breakAfter {
-			m.open = false
-			closed = true
+		if answered < m.lastOK {
+			return false, false // an older success
 		}
+		closed = m.success(answered)
 		if !m.open && len(m.fails) == 0 && answered-m.lastFailed >= rdb.CircuitQuiet.Milliseconds() {
 			m.lastOK = 0
 		}
 		return false, closed
 	}
-	m.fails = append(m.fails, answered)
+	if seenOK > m.lastOK {
+		closed = m.success(seenOK)
+	}
+	if sent <= m.lastOK {
+		return false, closed // sent before the newest success was answered
+	}
+	m.fails = append(m.fails, sent)
 	m.lastFailed = max(m.lastFailed, answered)
 	if !m.open && len(m.fails) >= m.breakAfter {
 		m.open = true
 		return true, false
 	}
-	return false, false
+	return false, closed
+}
+
+// success applies a success answered at answered (not older than lastOK) and reports whether it
+// closed the circuit.
+func (m *countModel) success(answered int64) bool {
+	m.lastOK = answered
+	m.fails = slices.DeleteFunc(m.fails, func(f int64) bool { return f <= answered })
+	if m.open && len(m.fails) < m.breakAfter {
+		m.open = false
+		return true
+	}
+	return false
 }
 
 // requireFailures checks a circuit's ConsecutiveFailures against the model: exact below BreakAfter;
@@ -163,43 +212,24 @@ func (m *countModel) requireFailures(t *testing.T, got int, msgAndArgs ...any) {
 	require.GreaterOrEqual(t, got, len(m.fails), msgAndArgs...)
 }
 
-// patternReceiver answers request n (from 0, in the order it answers them) with 500 when fail(n), else
-// 200. It answers a failure only once every request answered before it is counted in its webhook's
-// circuit (finished counts them: the count log on the Dispatchers' clients), so that the successes
-// answered before a failure are known to the circuit when the failure is: the rule's bound (a success
-// counted after BreakAfter failures answered after it can open the circuit; see Options.BreakAfter) is
-// kept, whatever the machine's load. Successes are answered at once. With serial set it answers every
-// request so, one at a time: the circuit then counts the outcomes in exactly the order the receiver gave
-// them.
+// patternReceiver answers request n (from 0, in the order it answers them, one at a time) with 500
+// when fail(n), else 200, at once: nothing waits for the library, so the answers reach it, and their
+// counts reach Redis, in whatever order the scheduler gives them.
 type patternReceiver struct {
 	srv      *httptest.Server
 	fail     func(n int) bool
-	serial   bool
-	mu       sync.Mutex // held while a request waits for its turn
+	mu       sync.Mutex // held while a request takes its turn
 	answered int64
-	failed   atomic.Int64  // requests answered 500
-	finished *atomic.Int64 // attempts counted in the circuit (countLog.done of the Dispatchers' clients)
-	late     atomic.Int64  // a turn that did not come within its bound
-	ok       sync.Map      // delivery id -> true once answered 200
-	other    sync.Map      // errors of attempts answered neither 200 nor 500 (none expected)
+	failed   atomic.Int64 // requests answered 500
+	ok       sync.Map     // delivery id -> true once answered 200
+	other    sync.Map     // errors of attempts answered neither 200 nor 500 (none expected)
 }
 
-func newPatternReceiver(t *testing.T, serial bool, fail func(n int) bool) *patternReceiver {
-	p := &patternReceiver{fail: fail, serial: serial, finished: &atomic.Int64{}}
+func newPatternReceiver(t *testing.T, fail func(n int) bool) *patternReceiver {
+	p := &patternReceiver{fail: fail}
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
-		n := p.answered
-		failed := p.fail(int(n))
-		if failed || p.serial {
-			deadline := time.Now().Add(5 * time.Second)
-			for p.finished.Load() < n {
-				if time.Now().After(deadline) {
-					p.late.Add(1)
-					break
-				}
-				time.Sleep(100 * time.Microsecond)
-			}
-		}
+		failed := p.fail(int(p.answered))
 		p.answered++
 		p.mu.Unlock()
 		if failed {
@@ -225,14 +255,14 @@ func (p *patternReceiver) delivered() int {
 	return n
 }
 
-// TestFlakyWebhookKeepsItsCircuitClosed (DESIGN guarantee 2): a webhook whose requests never fail
-// BreakAfter times in a row, in the order its receiver answered them, keeps its circuit closed: one
-// broken backend of three behind a round robin (every 3rd request answered 500 at once), 16 goroutines
-// dispatching inline or enqueueing for Run, through one or three Dispatchers (separate Redis clients,
-// each running Run); and requests failing BreakAfter-1 times in a row then succeeding, answered one at a
-// time. Every answer is counted once, with its outcome; replaying the counts in the order Redis ran them
-// on the rule (countModel, by answer times) gives every count's reply, and never BreakAfter failures
-// in a row.
+// TestFlakyWebhookKeepsItsCircuitClosed (DESIGN guarantees 2 and 4): a webhook whose requests never
+// fail BreakAfter times in a row, in the order its receiver answered them, keeps its circuit closed:
+// one broken backend of three behind a round robin (every 3rd request answered 500 at once), 16
+// goroutines dispatching inline or enqueueing for Run, through one or three Dispatchers (separate Redis
+// clients, each running Run); and requests failing BreakAfter-1 times in a row then succeeding. The
+// receiver waits for nothing (patternReceiver). Every answer is counted once, with its outcome;
+// replaying the counts in the order Redis ran them on the rule (countModel) gives every count's reply,
+// and never BreakAfter failures in the run.
 func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 	t.Parallel()
 	every3rd := func(n int) bool { return n%3 == 2 }
@@ -242,27 +272,28 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 		events     int
 		replicas   int
 		enqueue    bool
-		serial     bool
 		late       bool // failures' counts reach Redis 0-20ms late, successes' at once
 		fail       func(n int) bool
 	}{
 		// 600 and 150 events with WEBHOOKS_LONG_TESTS (CI).
-		{"every 3rd request fails, inline, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, false, false, false, every3rd},
-		{"every 3rd request fails, inline, 1 replica", DefaultBreakAfter, sized(300, 600), 1, false, false, false, every3rd},
-		{"every 3rd request fails, Run, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, true, false, false, every3rd},
-		{"every 3rd request fails, Run, 1 replica", DefaultBreakAfter, sized(300, 600), 1, true, false, false, every3rd},
-		{"every 3rd request fails, failures counted late, inline, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, false, false, true, every3rd},
-		{"BreakAfter-1 fail in a row, then one succeeds, answered one at a time", 3, sized(75, 150), 3, false, true, false, func(n int) bool { return n%3 != 2 }},
+		{"every 3rd request fails, inline, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, false, false, every3rd},
+		{"every 3rd request fails, inline, 1 replica", DefaultBreakAfter, sized(300, 600), 1, false, false, every3rd},
+		{"every 3rd request fails, Run, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, true, false, every3rd},
+		{"every 3rd request fails, Run, 1 replica", DefaultBreakAfter, sized(300, 600), 1, true, false, every3rd},
+		{"every 3rd request fails, failures counted late, inline, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, false, true, every3rd},
+		// One replica: its own attempts are ordered exactly (breaker.Sends); across replicas a success
+		// counted after BreakAfter failures of others can still open the circuit (docs/delivery.md), and
+		// with a single success between runs of BreakAfter-1 it does (issue 46's report).
+		{"BreakAfter-1 fail in a row, then one succeeds, 1 replica", 3, sized(75, 150), 1, false, false, func(n int) bool { return n%3 != 2 }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			tr := newTestRedis(t)
 			var opened atomic.Int32
-			rc := newPatternReceiver(t, tc.serial, tc.fail)
+			rc := newPatternReceiver(t, tc.fail)
 			schedule := slices.Repeat([]time.Duration{10 * time.Millisecond}, 40)
 			counts := newCountLog()
-			rc.finished = counts.done
 			var ds []*Dispatcher
 			for range tc.replicas {
 				c := tr.newClient(t)
@@ -299,7 +330,6 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 			assert.Equal(t, CircuitClosed, h.State)
 			assert.Less(t, h.ConsecutiveFailures, tc.breakAfter)
 			assert.Equal(t, tc.events, rc.delivered(), "every event delivered")
-			assert.Zero(t, rc.late.Load(), "every answer that waited for the ones before to be counted saw them counted")
 			r := replayCounts(t, counts.log(), tc.breakAfter)
 			assert.Equal(t, rc.requests()-rc.failed.Load(), int64(r.successes), "every 2xx counted once, as a success")
 			assert.Equal(t, rc.failed.Load(), int64(r.failures), "every 500 counted once, as a failure")
@@ -333,7 +363,9 @@ func (h lateFailures) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.
 
 // TestBrokenWebhookOpensItsCircuitAtOnce: a webhook failing every request, dispatched from 16
 // goroutines through three Dispatchers, opens its circuit once, by the time it has had at most
-// BreakAfter requests plus those in flight (one per goroutine); every failed attempt is in the count.
+// BreakAfter requests plus twice those in flight (one out per goroutine, and one whose count waits for
+// the attempts its process sent before its answer: TestBreakerLoopOpensOnAllFailing); every failed
+// attempt is in the count.
 func TestBrokenWebhookOpensItsCircuitAtOnce(t *testing.T) {
 	t.Parallel()
 	const goroutines, events = 16, 400
@@ -359,7 +391,7 @@ func TestBrokenWebhookOpensItsCircuitAtOnce(t *testing.T) {
 	stop()
 	t.Logf("requests %d (at opening %d), openings %d", rc.count(), atOpen.Load(), opened.Load())
 	require.EqualValues(t, 1, opened.Load(), "opened once, and not again without a probe")
-	assert.LessOrEqual(t, atOpen.Load(), int64(DefaultBreakAfter+goroutines), "opened within BreakAfter + attempts in flight")
+	assert.LessOrEqual(t, atOpen.Load(), int64(DefaultBreakAfter+2*goroutines), "opened within BreakAfter + twice the attempts in flight")
 	h, err := ds[2].Webhooks().Health(ctx, w.ID)
 	require.NoError(t, err)
 	assert.Equal(t, CircuitOpen, h.State)
@@ -423,20 +455,19 @@ type countLog struct {
 	passHook
 	mu      *sync.Mutex // held while a count is in flight
 	entries *[]countEntry
-	done    *atomic.Int64 // outcomes counted so far, readable without mu
 }
 
 // countEntry is one outcome as a count applied it, and the circuit the count left.
 type countEntry struct {
 	webhookID, kind, probe string
-	answered               int64 // ms
+	answered, sent, seenOK int64 // ms
 	event                  int64 // rdb.EventNone, rdb.EventOpened or rdb.EventClosed
 	failures               int
 	open                   bool
 }
 
 func newCountLog() countLog {
-	return countLog{mu: &sync.Mutex{}, entries: &[]countEntry{}, done: &atomic.Int64{}}
+	return countLog{mu: &sync.Mutex{}, entries: &[]countEntry{}}
 }
 
 // log returns the counts recorded so far, in Redis's order.
@@ -505,7 +536,7 @@ func (l countLog) add(c redis.Cmder) {
 	args := cmd.Args() // evalsha|eval, sha|source, numkeys, keys..., ARGV...
 	numKeys, _ := strconv.Atoi(fmt.Sprint(args[2]))
 	argv := args[3+numKeys:]
-	n := len(reply) / 2 // outcomes: after 4 arguments, each its webhook id, kind, probe token and answer time first
+	n := len(reply) / 2 // outcomes: after 4 arguments, each its webhook id, kind, probe token, answer, send and seenOK times first
 	if n == 0 || (len(argv)-4)%n != 0 {
 		return
 	}
@@ -515,26 +546,27 @@ func (l countLog) add(c redis.Cmder) {
 		event, _ := reply[2*i].(int64)
 		s, _ := reply[2*i+1].(string)
 		circ := breaker.HealthOf(fmt.Sprint(argv[a]), s, time.Time{})
-		answered, _ := strconv.ParseInt(fmt.Sprint(argv[a+3]), 10, 64)
+		ms := func(i int) int64 { v, _ := strconv.ParseInt(fmt.Sprint(argv[a+i]), 10, 64); return v }
 		*l.entries = append(*l.entries, countEntry{webhookID: fmt.Sprint(argv[a]), kind: fmt.Sprint(argv[a+1]),
-			probe: fmt.Sprint(argv[a+2]), answered: answered, event: event, failures: circ.ConsecutiveFailures, open: circ.State != CircuitClosed})
-		l.done.Add(1)
+			probe: fmt.Sprint(argv[a+2]), answered: ms(3), sent: ms(4), seenOK: ms(5), event: event,
+			failures: circ.ConsecutiveFailures, open: circ.State != CircuitClosed})
 	}
 }
 
 // countReplay is what replaying a log of counts on the rule found.
 type countReplay struct {
 	outcomes, successes, failures int
-	runs                          int // runs of at least BreakAfter consecutive failures, by answer times
-	longest                       int // the most consecutive failures, by answer times
+	runs                          int // runs of at least BreakAfter failures in the rule's run
+	longest                       int // the most failures in the rule's run
 	openings                      int // counts that opened a closed circuit
 	reopenings                    int // failed probes that opened an open circuit again
 }
 
 // replayCounts checks a log of counts (Redis's order) against the rule (countModel), outcome by
-// outcome: a success drops the failures answered before it and closes an open circuit that keeps fewer
-// than breakAfter; a failure answered after the newest success adds one and opens a closed circuit when
-// breakAfter are kept; only a failed probe opens an open circuit again. Every count must leave exactly
+// outcome: a success (or a failure's seenOK) drops the failures sent at or before its answer and closes
+// an open circuit that keeps fewer than breakAfter; a failure sent after the newest success's answer
+// adds one and opens a closed circuit when breakAfter are kept; only a failed probe opens an open
+// circuit again. Every count must leave exactly
 // the circuit the rule gives; it returns what the replay found.
 func replayCounts(t *testing.T, log []countEntry, breakAfter int) countReplay {
 	t.Helper()
@@ -545,14 +577,16 @@ func replayCounts(t *testing.T, log []countEntry, breakAfter int) countReplay {
 		switch e.kind {
 		case rdb.CountSuccess:
 			r.successes++
-			_, closed := m.apply(e.kind, e.answered)
+			_, closed := m.apply(e.kind, e.sent, e.answered, 0)
 			require.Equal(t, map[bool]int64{true: rdb.EventClosed, false: rdb.EventNone}[closed], e.event, "count %d: a success closes an open circuit it leaves below BreakAfter", i)
 		case rdb.CountFailure:
 			r.failures++
 			wasOpen := m.open
-			opened, _ := m.apply(e.kind, e.answered)
+			opened, closed := m.apply(e.kind, e.sent, e.answered, e.seenOK)
 			r.longest = max(r.longest, len(m.fails))
 			switch {
+			case closed: // by the success its replica counted (seenOK)
+				require.EqualValues(t, rdb.EventClosed, e.event, "count %d: a failure's seenOK closes an open circuit it leaves below BreakAfter", i)
 			case opened:
 				require.EqualValues(t, rdb.EventOpened, e.event, "count %d: failure %d in a row opens", i, len(m.fails))
 				r.openings++
@@ -601,7 +635,8 @@ func runsBound(n, k int, p, odds float64) (int, float64) {
 // answered, counted or not) hold m runs with probability below 1e-6 (runsBound: with n about 1,665 that
 // is m = 3 for BreakAfter 5, where 0.015 are expected, and m = 55 for BreakAfter 2, where about 15 are;
 // 1,500 events per case with WEBHOOKS_LONG_TESTS, 500 otherwise).
-// The exact side is the guarantee; the odds catch a gross excess. (The rule of 77c4ab0, where a success
+// The exact side is the guarantee; the odds catch a gross excess (under issue 46's rule the openings
+// are rarer still: a failure sent before a success's answer does not count). (The rule of 77c4ab0, where a success
 // reset the count only when the process's cached circuit showed failures, fails the exact side: about
 // a quarter of the 2xx were counted. Its openings, 2 and 35 in one run, stayed within the odds.)
 func TestRandomFailuresOpenTheCircuitOnlyOnTheirOdds(t *testing.T) {
@@ -684,9 +719,10 @@ func TestRandomFailuresOpenTheCircuitOnlyOnTheirOdds(t *testing.T) {
 			assert.EqualValues(t, r.openings+r.reopenings, opened.Load(), "Hooks.CircuitOpened once per opening")
 			assert.Less(t, r.openings, bound, "openings within the rule's own odds (false alarm %.2g)", odds)
 			assert.Equal(t, tc.events, deliveredN(), "every event delivered")
-			if tc.breakAfter == 2 {
-				assert.Positive(t, r.openings, "the rule was exercised (the seeded sequence holds 7 runs of 2 in its first 500 answers, 15 in 1,500)")
-			}
+			// No floor on the openings: the seeded sequence holds 7 runs of 2 in its first 500 answers (15
+			// in 1,500), but with 16 attempts in flight a success is nearly always out while two failures
+			// are, and the rule (docs/delivery.md) does not count a failure sent before a success's answer.
+			// TestBreakerLoopOpensOnAllFailing and TestBrokenWebhookOpensItsCircuitAtOnce open it.
 		})
 	}
 }
@@ -702,16 +738,21 @@ func runReplicas(t *testing.T, ds []*Dispatcher) (stop func()) {
 	return func() { cancel(); runs.Wait() }
 }
 
-// sendSpread dispatches (or, with enqueue, enqueues) the events <prefix>-1 to <prefix>-<events> from
-// goroutines, goroutine g on ds[g % len(ds)], while keepOn (nil: always) holds, and returns once they
-// are done.
+// sendSpread dispatches (or, with enqueue, enqueues) the events <prefix>-1 to <prefix>-<events> of
+// type "e" from goroutines, goroutine g on ds[g % len(ds)], while keepOn (nil: always) holds, and
+// returns once they are done.
 func sendSpread(t *testing.T, ds []*Dispatcher, goroutines, events int, prefix string, enqueue bool, keepOn func() bool) {
+	sendSpreadType(t, ds, goroutines, events, "e", prefix, enqueue, keepOn)
+}
+
+// sendSpreadType is sendSpread of events of type typ.
+func sendSpreadType(t *testing.T, ds []*Dispatcher, goroutines, events int, typ, prefix string, enqueue bool, keepOn func() bool) {
 	var next atomic.Int64
 	var callers sync.WaitGroup
 	for g := range goroutines {
 		callers.Go(func() {
 			for i := next.Add(1); i <= int64(events) && (keepOn == nil || keepOn()); i = next.Add(1) {
-				d, evt := ds[g%len(ds)], Event{Type: "e", ID: fmt.Sprintf("%s-%d", prefix, i)}
+				d, evt := ds[g%len(ds)], Event{Type: typ, ID: fmt.Sprintf("%s-%d", prefix, i)}
 				var err error
 				if enqueue {
 					_, err = d.Enqueue(context.Background(), evt)

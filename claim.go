@@ -37,7 +37,8 @@ func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint 
 	pruneDue := func(key string) bool { return d.indexTTLs.due(key, now) }
 	replayKey, mode, id := replay.IndexArgs(d.keys, d.opts.ReplayIndex, shard, eventID, pruneDue)
 	tenantKey, tenantMode := d.tenantIndexArgs(shard, eventID, now)
-	keys, args = append(keys, replayKey, tenantKey), append(args, mode, id, tenantMode, d.opts.Retention.Milliseconds())
+	keys, args = append(keys, replayKey, tenantKey), append(args, mode, id, tenantMode, d.opts.Retention.Milliseconds(), d.leaser.WakeDelay(),
+		d.opts.payloadTTL(recordRetention(recs, d.opts.Retention)).Milliseconds())
 	reply, err := d.runClaim(ctx, rdb.Claim, eventID, len(recs), keys, args)
 	if err != nil {
 		return nil, err

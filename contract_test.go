@@ -175,9 +175,9 @@ func pinSubscribers(t *testing.T, d *Dispatcher, evtType string, want int) {
 	require.NoError(t, err)
 	require.Len(t, subs, want)
 	d.webhooks.mu.Lock()
-	d.webhooks.cache["\x00"+evtType] = subscriberEntry{at: time.Now().Add(time.Hour), list: subs} // the key of tenant "" (registry_cache.go)
+	d.webhooks.cache["\x00"+evtType] = subscriberEntry{at: d.now().Add(time.Hour), list: subs} // the key of tenant "" (registry_cache.go)
 	d.webhooks.mu.Unlock()
-	d.eventTypes.cache = eventtypes.New(d.rdb, d.keys, time.Hour)
+	d.eventTypes.cache = eventtypes.New(d.rdb, d.keys, time.Hour, func() time.Time { return d.now() })
 	d.events.Catalog = d.eventTypes.cache // the catalog the Dispatches check events against
 	_, err = d.eventTypes.cache.Get(context.Background(), false)
 	require.NoError(t, err)

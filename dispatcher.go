@@ -25,6 +25,7 @@ import (
 
 	"github.com/smartdrop/webhooks/internal/egress"
 	"github.com/smartdrop/webhooks/internal/filter"
+	"github.com/smartdrop/webhooks/internal/httpdest"
 	"github.com/smartdrop/webhooks/internal/notify"
 	"github.com/smartdrop/webhooks/internal/sealed"
 	"github.com/smartdrop/webhooks/internal/worker"
@@ -36,7 +37,9 @@ type Dispatcher struct {
 	rdb        redis.UniversalClient
 	opts       Options
 	keys       rdb.Keys
-	client     *http.Client
+	dests      destinations    // by URL scheme: the built-in HTTP one and Options.Destinations
+	dial       egress.DialFunc // the egress guard's dialer, every Message's Dial
+	transforms *transforms     // Webhook.Transform's programs (transforms.go)
 	lease      time.Duration
 	log        *slog.Logger
 	trace      trace.Tracing  // the Options.Tracer's spans and traceparents (internal/trace)
@@ -50,19 +53,18 @@ type Dispatcher struct {
 	flights    *worker.InFlight
 	breaker    *breaker.Breaker
 	indexTTLs  *indexTTLs
-	known      *knownEvents            // the events claimed lately, whose calls again first look for duplicates (duplicates.go)
-	bodies     *worker.Bodies          // of events this Dispatcher left to its worker lately (internal/worker)
-	wake       *worker.Wake            // pokes a sleeping worker: Enqueue, an ending attempt
-	leaser     *worker.Leaser          // the worker's lease passes (internal/worker)
-	attempter  *worker.Attempter       // the worker's attempts, and their MaxConcurrency slots (internal/worker)
-	auth       *endpoint.Authenticator // endpoint authentication (internal/endpoint)
-	redisDown  *worker.RedisLog        // the worker's warnings while Redis fails it
-	pending    worker.PendingOutcomes  // outcomes Redis could not take, for Run to write (pending_outcomes.go)
-	admin      *admin.Backend          // the admin API's backend, and Stats, RetryNow, ProbeNow (internal/admin)
-	notify     *notify.Notifier        // hooks, logs, operational events, auto-disable (internal/notify)
-	events     *events.Encoder         // the checks and request body of an event (internal/events)
-	replayer   *replay.Replayer        // ReplayMissing (internal/replay)
-	resend     *replay.Redeliverer     // Redeliver (internal/replay)
+	known      *knownEvents           // the events claimed lately, whose calls again first look for duplicates (duplicates.go)
+	bodies     *worker.Bodies         // of events this Dispatcher left to its worker lately (internal/worker)
+	wake       *worker.Wake           // pokes a sleeping worker: Enqueue, an ending attempt
+	leaser     *worker.Leaser         // the worker's lease passes (internal/worker)
+	attempter  *worker.Attempter      // the worker's attempts, and their MaxConcurrency slots (internal/worker)
+	redisDown  *worker.RedisLog       // the worker's warnings while Redis fails it
+	pending    worker.PendingOutcomes // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+	admin      *admin.Backend         // the admin API's backend, and Stats, RetryNow, ProbeNow (internal/admin)
+	notify     *notify.Notifier       // hooks, logs, operational events, auto-disable (internal/notify)
+	events     *events.Encoder        // the checks and request body of an event (internal/events)
+	replayer   *replay.Replayer       // ReplayMissing (internal/replay)
+	resend     *replay.Redeliverer    // Redeliver (internal/replay)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does
@@ -86,8 +88,9 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 		return nil, err
 	}
 	keys := newKeys(opts)
-	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, client: client, lease: lease, log: opts.Logger, now: time.Now,
-		indexTTLs: newIndexTTLs(opts.Retention), known: newKnownEvents(opts.ReplicaAcks == 0), bodies: worker.NewBodies(),
+	d := &Dispatcher{rdb: rdb, opts: opts, keys: keys, dial: policy.Dialer(opts.Timeout), lease: lease, log: opts.Logger, now: time.Now,
+		transforms: &transforms{maxCost: uint64(opts.MaxTransformCost)},
+		indexTTLs:  newIndexTTLs(opts.Retention), known: newKnownEvents(opts.ReplicaAcks == 0), bodies: worker.NewBodies(),
 		wake: worker.NewWake(), redisDown: down, trace: trace.Tracing{Tracer: opts.Tracer}}
 	d.send = d.trace.Attempts(d.attempt)
 	d.scripts, d.counts = newBatchers(rdb)
@@ -95,18 +98,28 @@ func New(rdb redis.UniversalClient, opts Options) (*Dispatcher, error) {
 	// The in-flight limit runs on the wall clock: waiting for a slot is real time, whatever d.now says.
 	d.flights = worker.NewInFlight(inFlightFloor(opts.Concurrency), opts.Timeout, time.Now)
 	ring, _ := sealed.NewRing(opts.SecretKeys) // checked by withDefaults
-	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: keys, Ring: ring, Client: client,
-		Timeout: opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
-	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy, ring: ring,
-		https: opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.breaker,
+	if d.dests, err = newDestinations(newHTTPDestination(d, rdb, ring, client), opts.Destinations); err != nil {
+		return nil, err
+	}
+	d.webhooks = &WebhookRepo{rdb: rdb, keys: keys, now: func() time.Time { return d.now() }, policy: policy, ring: ring, dests: d.dests,
+		transforms: d.transforms,
+		https:      opts.RequireHTTPS, cache: map[string]subscriberEntry{}, circuits: d.breaker,
 		quota: opts.MaxWebhooksPerTenant}
 	d.deliveries = &DeliveryRepo{rdb: rdb, keys: keys, webhooks: d.webhooks}
 	d.notify = &notify.Notifier{Hooks: opts.Hooks, Log: opts.Logger, Now: func() time.Time { return d.now() },
 		OperationalEvents: opts.OperationalEvents, DisableAfter: opts.DisableAfter, Webhooks: webhookStore{d.webhooks},
-		Enqueue: d.enqueueOperational}
-	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL)}
+		Enqueue: d.enqueueOperational, Client: rdb, Keys: keys}
+	d.eventTypes = &EventTypeRepo{rdb: rdb, keys: keys, cache: eventtypes.New(rdb, keys, eventTypeCacheTTL, func() time.Time { return d.now() })}
 	wireUnits(d)
 	return d, nil
+}
+
+// newHTTPDestination is d's built-in HTTP destination, sending with client (the guarded one) and
+// keeping the OAuth2 tokens of endpoint authentication in rdb.
+func newHTTPDestination(d *Dispatcher, rdb redis.UniversalClient, ring *sealed.Ring, client *http.Client) *httpdest.Destination {
+	auth := endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: d.keys, Ring: ring, Client: client,
+		Timeout: d.opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
+	return httpdest.New(httpdest.Config{Client: client, Auth: auth, RequireHTTPS: d.opts.RequireHTTPS, UserAgent: userAgent})
 }
 
 // inFlightFloor is the floor of each webhook's in-flight limit in a Dispatcher of concurrency
@@ -127,11 +140,9 @@ func wireUnits(d *Dispatcher) {
 }
 
 // CloseIdleConnections closes the idle keep-alive connections of the attempts' HTTP client, for a
-// clean shutdown (a Dispatcher holds no other resource; the Redis client is the caller's).
-func (d *Dispatcher) CloseIdleConnections() {
-	d.client.CloseIdleConnections()
-	d.auth.CloseIdleConnections()
-}
+// clean shutdown (a Dispatcher holds no other resource of its own: the Redis client and
+// Options.Destinations are the caller's to close).
+func (d *Dispatcher) CloseIdleConnections() { d.dests.http.CloseIdleConnections() }
 
 // Webhooks returns the webhook registry.
 func (d *Dispatcher) Webhooks() *WebhookRepo { return d.webhooks }
@@ -202,8 +213,9 @@ func notAccepted(eventID string, results []Result) error {
 
 // Enqueue is Dispatch without the inline attempt: the producer's fast path. It claims every
 // subscribed webhook's pair in one round trip (once subscribers are cached), makes every fresh
-// delivery due at once, and returns; a worker (Run) in this process starts the attempts at once,
-// other replicas' workers within their sweep (Shards/14 polls of 250ms: 1.25s with 64 shards). A
+// delivery due at once, and returns; a worker (Run) in this process starts the attempts at once, and
+// the claim wakes other replicas' workers (Run): at once when this process runs none, else a second
+// later (worker.WakeGrace), for what its own worker has not taken by then. A
 // webhook whose circuit this Dispatcher has seen open gets its delivery parked until
 // the circuit's probe. Its results and errors follow Dispatch's contract: a nil error means every pair
 // is durably recorded and every Result has a Delivery (pending, or the existing one of a duplicate).

@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
 
@@ -206,11 +207,11 @@ func TestKnownEventsRememberTheNewest(t *testing.T) {
 	assert.False(t, k.has("e"), "an empty table remembers nothing")
 	const n, last = 200_000, 1000
 	for i := range n {
-		k.add(fmt.Sprint("event-", i))
+		k.add("event-" + strconv.Itoa(i))
 	}
 	remembered := 0
 	for i := n - last; i < n; i++ {
-		if k.has(fmt.Sprint("event-", i)) {
+		if k.has("event-" + strconv.Itoa(i)) {
 			remembered++
 		}
 	}
@@ -220,11 +221,11 @@ func TestKnownEventsRememberTheNewest(t *testing.T) {
 	k = newKnownEvents(true)
 	const replay = knownEventSlots / 3
 	for i := range replay {
-		k.add(fmt.Sprint("event-", i))
+		k.add("event-" + strconv.Itoa(i))
 	}
 	remembered = 0
 	for i := range replay {
-		if k.has(fmt.Sprint("event-", i)) {
+		if k.has("event-" + strconv.Itoa(i)) {
 			remembered++
 		}
 	}
@@ -232,7 +233,7 @@ func TestKnownEventsRememberTheNewest(t *testing.T) {
 
 	k = newKnownEvents(true)
 	for i := range knownEventSlots {
-		k.add(fmt.Sprint("event-", i))
+		k.add("event-" + strconv.Itoa(i))
 	}
 	used := 0
 	for i := range knownEventSlots {

@@ -47,7 +47,7 @@ func TestTLSClientCert(t *testing.T) {
 		assert.Equal(t, StatusSuccess, r.Delivery.Status, r.Delivery.LastError)
 	}
 	assert.EqualValues(t, 2, presented.Load())
-	assert.Equal(t, 1, d.auth.CertClients(), "one client per certificate")
+	assert.Equal(t, 1, d.dests.http.Auth().CertClients(), "one client per certificate")
 
 	for _, typ := range []string{"mtls.intruder", "mtls.none"} {
 		res, err := d.Dispatch(ctx, Event{Type: typ, ID: "e2-" + typ}) // an id names one event
@@ -58,7 +58,7 @@ func TestTLSClientCert(t *testing.T) {
 		assert.NotContains(t, res[0].Delivery.LastError, otherKey)
 	}
 	assert.EqualValues(t, 2, presented.Load(), "no request got through without the CA's client certificate")
-	assert.Equal(t, 2, d.auth.CertClients())
+	assert.Equal(t, 2, d.dests.http.Auth().CertClients())
 }
 
 // TestTLSClientCertWithHTTPClientRoots: without CACert, the server is verified with the roots of

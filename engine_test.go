@@ -234,12 +234,14 @@ func TestEnqueueIsOneRoundTripAndWakesTheWorker(t *testing.T) {
 	require.NoError(t, <-done)
 }
 
-// TestReplicasDoNotIdleWhileDeliveriesAreDue: three replicas drain a backlog, racing for the same
+// TestReplicasDoNotIdleWhileDeliveriesAreDue: three replicas drain a backlog (150 deliveries; 300 with
+// WEBHOOKS_LONG_TESTS), racing for the same
 // deliveries; none of them waits idle (the wait for the next due time) while the schedule holds a due
 // delivery (a webhook's queue holds one due and not leased: a ready score is only a lower bound).
 func TestReplicasDoNotIdleWhileDeliveriesAreDue(t *testing.T) {
 	t.Parallel()
-	const events, hooks = 100, 3
+	const hooks = 3
+	events := sized(50, 100)
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	rc := newReceiver(t)

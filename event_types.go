@@ -29,6 +29,9 @@ const (
 	MaxEventTypeBytes = 64 << 10
 	// MaxEventTypeExamples is the most examples a type may have.
 	MaxEventTypeExamples = 16
+	// MaxCatalogBytes bounds the catalog's JSON in all (every type's together): what a process holds
+	// of it, and what GET /event-types and its OpenAPI document answer, both served from that copy.
+	MaxCatalogBytes = 4 << 20
 )
 
 // catalogDocumentName is the name the catalog's OpenAPI document is served under (GET
@@ -54,7 +57,7 @@ type EventTypeRepo struct {
 // every example must satisfy it; else the error wraps ErrInvalidEventType. A name the catalog holds
 // wraps ErrEventTypeExists.
 func (r *EventTypeRepo) Create(ctx context.Context, t EventType) (*EventType, error) {
-	raw, err := r.check(&t)
+	raw, err := r.check(ctx, &t)
 	if err != nil {
 		return nil, err
 	}
@@ -126,7 +129,7 @@ func (r *EventTypeRepo) modify(ctx context.Context, name string, change func(*Ev
 			return nil, err
 		}
 		cur.Name = name
-		raw, err := r.check(cur)
+		raw, err := r.check(ctx, cur)
 		if err != nil {
 			return nil, err
 		}
@@ -160,7 +163,7 @@ func (r *EventTypeRepo) load(ctx context.Context, name string) (*EventType, stri
 // makes this process's cache read the catalog again. A stored JSON other than old wraps ErrConflict.
 func (r *EventTypeRepo) save(ctx context.Context, name, old, raw string) error {
 	defer r.cache.Invalidate() // whatever the outcome: a write that timed out may have been applied
-	res, err := rdb.WriteEventType(ctx, r.rdb, r.keys, name, old, raw, randomHex(8), MaxEventTypes)
+	res, err := rdb.WriteEventType(ctx, r.rdb, r.keys, name, old, raw, randomHex(8), MaxEventTypes, MaxCatalogBytes)
 	switch {
 	case err != nil:
 		return fmt.Errorf("webhooks: save event type %s: %w", name, err)
@@ -168,12 +171,15 @@ func (r *EventTypeRepo) save(ctx context.Context, name, old, raw string) error {
 		return fmt.Errorf("webhooks: event type %s changed meanwhile: %w", name, ErrConflict)
 	case res == rdb.SaveOverQuota:
 		return fmt.Errorf("%w: the catalog holds %d types, its most", ErrInvalidEventType, MaxEventTypes)
+	case res == rdb.SaveOverSize:
+		return fmt.Errorf("%w: the catalog's types would take more than MaxCatalogBytes (%d bytes of JSON) together: delete a type, or make its schema or examples smaller",
+			ErrInvalidEventType, MaxCatalogBytes)
 	}
 	return nil
 }
 
 // check validates a type (normalizing what it may) and returns the JSON to store.
-func (r *EventTypeRepo) check(t *EventType) (string, error) {
+func (r *EventTypeRepo) check(ctx context.Context, t *EventType) (string, error) {
 	if err := validateEventType(t.Name); err != nil {
 		return "", inField("name", fmt.Errorf("%w: %w", ErrInvalidEventType, err))
 	}
@@ -205,7 +211,10 @@ func (r *EventTypeRepo) check(t *EventType) (string, error) {
 		if sch == nil {
 			continue
 		}
-		if err := sch.Validate(ex); err != nil {
+		if err := sch.Validate(ctx, ex); err != nil {
+			if ctx.Err() != nil && !errors.Is(err, schema.ErrOverBudget) {
+				return "", fmt.Errorf("webhooks: check example %d: %w", i, err)
+			}
 			return "", inField("examples", fmt.Errorf("%w: example %d: %w", ErrInvalidEventType, i, err))
 		}
 	}

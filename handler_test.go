@@ -375,6 +375,18 @@ func TestHandlerTestAndRotate(t *testing.T) {
 }
 
 // TestHandlerDeliveries: paging over HTTP while new deliveries are written neither skips nor repeats;
+// listedDelivery is a delivery as the admin API answers it: its record, and why it waits or failed.
+type listedDelivery struct {
+	Delivery
+	Why string `json:"why"`
+}
+
+// listedPage is a page of deliveries as the admin API answers it.
+type listedPage struct {
+	Deliveries []listedDelivery `json:"deliveries"`
+	NextCursor string           `json:"next_cursor"`
+}
+
 // the status filter; one delivery with its history.
 func TestHandlerDeliveries(t *testing.T) {
 	t.Parallel()
@@ -389,12 +401,17 @@ func TestHandlerDeliveries(t *testing.T) {
 
 	fetch := func(query string) func(cursor string) (*DeliveryPage, error) {
 		return func(cursor string) (*DeliveryPage, error) {
-			var page DeliveryPage
-			api.do("GET", "/webhooks/"+wh.ID+"/deliveries?"+query+"&cursor="+url.QueryEscape(cursor), "").ok(t, http.StatusOK, &page)
-			for _, dl := range page.Deliveries {
+			var listed listedPage
+			api.do("GET", "/webhooks/"+wh.ID+"/deliveries?"+query+"&cursor="+url.QueryEscape(cursor), "").ok(t, http.StatusOK, &listed)
+			page := &DeliveryPage{NextCursor: listed.NextCursor}
+			for _, dl := range listed.Deliveries {
 				assert.Empty(t, dl.History, "pages leave history out")
+				if dl.Status == StatusFailed {
+					assert.NotEmpty(t, dl.Why, "a failed delivery says why")
+				}
+				page.Deliveries = append(page.Deliveries, &dl.Delivery)
 			}
-			return &page, nil
+			return page, nil
 		}
 	}
 	n := 0
@@ -408,12 +425,13 @@ func TestHandlerDeliveries(t *testing.T) {
 	got, _ = pageCollect(t, fetch("status=failed&limit=4"), nil)
 	assert.Equal(t, listingOrder(t, d, failing), got)
 
-	var page DeliveryPage
+	var page listedPage
 	api.do("GET", "/webhooks/"+wh.ID+"/deliveries", "").ok(t, http.StatusOK, &page)
 	assert.Len(t, page.Deliveries, DefaultPageLimit)
 
-	var dl Delivery
+	var dl listedDelivery
 	api.do("GET", "/deliveries/"+failing[0], "").ok(t, http.StatusOK, &dl)
+	assert.Equal(t, "failed after 2 attempts; the last: the endpoint answered 500 Internal Server Error", dl.Why)
 	assert.Equal(t, StatusFailed, dl.Status)
 	assert.Equal(t, 2, dl.Attempts)
 	require.Len(t, dl.History, 2, "a delivery shows its history")

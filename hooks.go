@@ -22,16 +22,16 @@ type (
 // Outcomes of an attempt, as AttemptOutcome names them: the values telemetry (otelwebhooks,
 // promwebhooks) labels attempts with.
 const (
-	OutcomeSuccess   = "success"    // a 2xx response
+	OutcomeSuccess   = "success"    // the destination has the message: a 2xx, a broker's confirm
 	OutcomeHTTPError = "http_error" // a response with another status
-	OutcomeError     = "error"      // no response: a timeout, a connection error, a refused address
+	OutcomeError     = "error"      // no answer with a status: a timeout, a connection error, a broker's refusal
 )
 
 // AttemptOutcome classifies an attempt by its status code and error (AttemptInfo.StatusCode and
 // Error, or a Tracer's AttemptEnd).
 func AttemptOutcome(statusCode int, errText string) string {
 	switch {
-	case statusCode >= 200 && statusCode < 300 && errText == "":
+	case errText == "" && (statusCode == 0 || statusCode >= 200 && statusCode < 300):
 		return OutcomeSuccess
 	case statusCode > 0:
 		return OutcomeHTTPError

@@ -220,6 +220,8 @@ func TestAttemptOutcome(t *testing.T) {
 		{302, "redirect not followed", OutcomeHTTPError},
 		{500, "HTTP 500", OutcomeHTTPError},
 		{0, "timeout", OutcomeError},
+		{0, "", OutcomeSuccess}, // a broker's confirm: no status
+		{0, "no queue is bound", OutcomeError},
 	} {
 		assert.Equal(t, tc.want, AttemptOutcome(tc.code, tc.err), "%d %q", tc.code, tc.err)
 	}

@@ -22,12 +22,12 @@ import (
 // webhook's limit wait in turn for the slots its attempts free, and the limit grows with its successes.
 // The verdict does not hang on how fast the machine runs the attempts, only on each webhook ending one
 // at least every Timeout/2 (7.5s). (Not parallel: 64 callers for seconds would slow the suite's
-// timing-bound tests, not this one.) 250 events by default, 1,000 with WEBHOOKS_LONG_TESTS (CI): 1,000
+// timing-bound tests, not this one.) 120 events by default, 1,000 with WEBHOOKS_LONG_TESTS (CI): 480
 // pairs already hold every caller at a limit from the first burst (64 callers, 16 slots per webhook at
-// first), where an attempt deferred instead of waiting would count 48 per webhook, far past the 1%.
+// first), where an attempt deferred instead of waiting would count 48 per webhook, far past the 1% (4).
 func TestFastWebhooksGetTheirFirstAttemptsInline(t *testing.T) {
 	const callers, hooks = 64, 4
-	events := int64(sized(250, 1000))
+	events := int64(sized(120, 1000))
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d := newTestDispatcher(t, tr, Options{Timeout: DefaultTimeout, BreakAfter: DefaultBreakAfter})
@@ -132,7 +132,12 @@ func TestHungAfterFastWebhookHoldsItsLimit(t *testing.T) {
 	const capacity, callers, events = 4, 32, 400
 	ctx := context.Background()
 	tr := newTestRedis(t)
-	d := newTestDispatcher(t, tr, Options{Timeout: 6 * time.Second, Concurrency: 4 * capacity}) // floor: capacity
+	const timeout = 12 * time.Second                                                    // a hung attempt's real bound: past any test step on a loaded machine
+	d := newTestDispatcher(t, tr, Options{Timeout: timeout, Concurrency: 4 * capacity}) // floor: capacity
+	advance := clockInFlight(d)
+	// slow holds the hung attempts until each has lasted Timeout/4 (real time: a lower bound), so
+	// that their successes, once freed, are slow ones, which never raise a limit.
+	slow := func(since time.Time) { time.Sleep(time.Until(since.Add(timeout / 4))) }
 	rc := newReceiver(t)
 	w := mustCreate(t, d, rc, "*")
 	flight := func() (held, limit int) { return d.flights.Held(w.ID) } // as the next caller sees it
@@ -168,11 +173,16 @@ func TestHungAfterFastWebhookHoldsItsLimit(t *testing.T) {
 	defer calls.Wait()
 	defer free() // first: a test that failed lets its calls end
 	eventually(t, 10*time.Second, func() bool { return hung.now.Load() == int32(reached) }, "the limit reached, held")
-	eventually(t, 10*time.Second, func() bool { return deferred.Load() == int32(2*reached) }, "the others deferred")
+	heldSince := time.Now()
+	advance(timeout / 2) // stalled
+	// Within less than the stall's real time: the waiting calls see the moved clock (Recheck), not
+	// their own timers, which end Timeout/2 after they began to wait.
+	eventually(t, timeout/2-time.Second, func() bool { return deferred.Load() == int32(2*reached) }, "the others deferred")
 	_, limit := flight()
 	assert.Equal(t, capacity, limit, "stalled: the cap again")
 	burst("stalled", 2*capacity, &stalled).Wait()
 	assert.Equal(t, int32(2*capacity), stalled.Load(), "a stalled webhook holding more than the cap starts nothing")
+	slow(heldSince)
 	free()
 	calls.Wait()
 	assert.Equal(t, int32(2*reached), deferred.Load())
@@ -189,7 +199,8 @@ func TestHungAfterFastWebhookHoldsItsLimit(t *testing.T) {
 	defer calls2.Wait()
 	defer free2()
 	eventually(t, 10*time.Second, func() bool { return again.now.Load() == capacity }, "the cap held")
-	eventually(t, 10*time.Second, func() bool { return deferred2.Load() == 3*capacity }, "the others deferred")
+	advance(timeout / 2) // stalled again
+	eventually(t, timeout/2-time.Second, func() bool { return deferred2.Load() == 3*capacity }, "the others deferred")
 	free2()
 	calls2.Wait()
 	assert.Equal(t, int32(capacity), again.peak.Load(), "a stalled webhook's limit is the cap")

@@ -104,17 +104,17 @@ func TestOAuth2LateRefusalKeepsNewToken(t *testing.T) {
 		Auth: &EndpointAuth{OAuth2: &OAuth2ClientCredentials{TokenURL: ts.srv.URL, ClientID: "c", ClientSecret: "s"}}})
 	require.NoError(t, err)
 	s := &storedWebhook{Webhook: *wh}
-	first, err := a.auth.Tokens.Get(ctx, s.ID, s.Auth.OAuth2)
+	first, err := a.dests.http.Auth().Tokens.Get(ctx, s.ID, s.Auth.OAuth2)
 	require.NoError(t, err)
-	late, err := b.auth.Tokens.Get(ctx, s.ID, s.Auth.OAuth2)
+	late, err := b.dests.http.Auth().Tokens.Get(ctx, s.ID, s.Auth.OAuth2)
 	require.NoError(t, err)
 	require.Equal(t, first.Value, late.Value)
-	require.NoError(t, a.auth.Tokens.Drop(ctx, s.ID, first))
-	renewed, err := a.auth.Tokens.Get(ctx, s.ID, s.Auth.OAuth2)
+	require.NoError(t, a.dests.http.Auth().Tokens.Drop(ctx, s.ID, first))
+	renewed, err := a.dests.http.Auth().Tokens.Get(ctx, s.ID, s.Auth.OAuth2)
 	require.NoError(t, err)
 	require.NotEqual(t, first.Value, renewed.Value)
-	require.NoError(t, b.auth.Tokens.Drop(ctx, s.ID, late)) // B's 401 on the old token, late
-	got, err := b.auth.Tokens.Get(ctx, s.ID, s.Auth.OAuth2)
+	require.NoError(t, b.dests.http.Auth().Tokens.Drop(ctx, s.ID, late)) // B's 401 on the old token, late
+	got, err := b.dests.http.Auth().Tokens.Get(ctx, s.ID, s.Auth.OAuth2)
 	require.NoError(t, err)
 	assert.Equal(t, renewed.Value, got.Value)
 	assert.EqualValues(t, 2, ts.issued.Load())

@@ -22,6 +22,11 @@ const (
 	EventDeliveryFailed  = types.EventDeliveryFailed
 )
 
+// OperationalWindow is the window of time of which a webhook's deliveries failed for good send one
+// delivery.failed event, the first's, which counts the failures of the window before beyond its event
+// (OperationalData.MoreFailed).
+const OperationalWindow = types.OperationalWindow
+
 // OperationalData is the data of an operational event: the webhook it is about, and per type the
 // fields that type sets (internal/types).
 type OperationalData = types.OperationalData

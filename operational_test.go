@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 	"testing"
@@ -111,9 +112,10 @@ func TestOperationalDeliveryFailed(t *testing.T) {
 	require.Len(t, evs, 1, "one delivery.failed to the operator")
 	e := evs[0]
 	assert.Equal(t, EventDeliveryFailed, e.Type)
-	assert.Equal(t, "delivery.failed:"+failing.ID+":"+dlv.ID+":"+itoa(dlv.UpdatedAt.UnixMilli()), e.ID)
+	window := dlv.UpdatedAt.Truncate(OperationalWindow).UTC()
+	assert.Equal(t, "delivery.failed:"+failing.ID+":w"+itoa(window.UnixMilli()), e.ID, "one event per webhook per window")
 	assert.Equal(t, OperationalData{WebhookID: failing.ID, URL: bad.srv.URL + "/hook", DeliveryID: dlv.ID, EventID: "e1",
-		EventType: "x", Attempts: 1, LastStatusCode: 500, LastError: "HTTP 500"}, e.Data)
+		EventType: "x", Attempts: 1, LastStatusCode: 500, LastError: "HTTP 500", WindowStart: window}, e.Data)
 	got, err := d.Deliveries().Get(ctx, e.DeliveryID)
 	require.NoError(t, err, "the operational event is an ordinary delivery")
 	assert.Equal(t, StatusSuccess, got.Status)
@@ -274,7 +276,7 @@ func TestOperationalTenantScope(t *testing.T) {
 	toOp = opEvents(t, op, opWh)
 	require.Len(t, toOp, 2)
 	assert.Equal(t, OperationalData{WebhookID: opFailing.ID, URL: bad.srv.URL, DeliveryID: toOp[1].Data.DeliveryID,
-		EventID: "e2", EventType: "y", Attempts: 1, LastStatusCode: 500, LastError: "HTTP 500"}, toOp[1].Data)
+		EventID: "e2", EventType: "y", Attempts: 1, LastStatusCode: 500, LastError: "HTTP 500", WindowStart: toOp[1].Data.WindowStart}, toOp[1].Data)
 	assert.Len(t, opEvents(t, acme, acmeWh), 1, "an operator webhook's events are not a tenant's")
 	assert.Empty(t, opEvents(t, globex, globexWh))
 }
@@ -314,4 +316,43 @@ func TestOperationalDeliveryIsRetried(t *testing.T) {
 	assert.Equal(t, StatusSuccess, got.Status)
 	assert.Equal(t, 2, got.Attempts)
 	assert.Equal(t, 2, evs[0].Data.Attempts, "about the failing webhook's delivery: two attempts")
+}
+
+// TestOperationalDeliveryFailedIsCoalesced: 20 deliveries of one webhook failing for good within a
+// window send one delivery.failed (issue 43: they sent 20 in 3 s); the next window's event says how
+// many more failed in the window before.
+func TestOperationalDeliveryFailedIsCoalesced(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tr := newTestRedis(t)
+	d := newOpsDispatcher(t, tr, Options{})
+	clock := newTestClock()
+	d.now = clock.Now
+	bad := failingReceiver(t, http.StatusBadRequest)
+	failing := hookOn(t, d, bad.srv.URL, "", "x")
+	op := newReceiver(t)
+	opWh := hookOn(t, d, op.srv.URL, "", "delivery.failed")
+
+	const failed = 20
+	for i := range failed {
+		res, err := d.Dispatch(ctx, Event{Type: "x", ID: fmt.Sprintf("e%d", i)})
+		require.NoError(t, err)
+		require.Equal(t, StatusFailed, res[0].Delivery.Status)
+	}
+	drain(t, d)
+	evs := opEventsAt(t, clock.Now, op, opWh)
+	require.Len(t, evs, 1, "one delivery.failed per webhook per window, not %d", failed)
+	assert.Equal(t, failing.ID, evs[0].Data.WebhookID)
+	assert.Equal(t, "e0", evs[0].Data.EventID, "the window's first failure's")
+	assert.Zero(t, evs[0].Data.MoreFailed, "no window before it")
+
+	clock.Advance(OperationalWindow)
+	_, err := d.Dispatch(ctx, Event{Type: "x", ID: "next"})
+	require.NoError(t, err)
+	drain(t, d)
+	evs = opEventsAt(t, clock.Now, op, opWh)
+	require.Len(t, evs, 2, "the next window's first failure sends one")
+	assert.Equal(t, "next", evs[1].Data.EventID)
+	assert.Equal(t, failed-1, evs[1].Data.MoreFailed, "it counts the window before's failures that sent nothing")
+	assert.Equal(t, failed+1, bad.count(), "every delivery was attempted")
 }

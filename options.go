@@ -33,10 +33,16 @@ const (
 	DefaultReplicaAckTimeout = time.Second
 	// DefaultMaxPayloadBytes is the default bound on an encoded request body.
 	DefaultMaxPayloadBytes = 256 << 10
+	// DefaultMaxTransformCost bounds one evaluation of a webhook's transformation, in CEL cost units.
+	DefaultMaxTransformCost = 100_000
 )
 
 // Bounds of Options, and of what an attempt does.
 const (
+	// MaxTransformCost bounds Options.MaxTransformCost.
+	MaxTransformCost = 10_000_000
+	// MinPayloadRetention is the shortest Options.PayloadRetention but 0.
+	MinPayloadRetention = time.Minute
 	// MaxTimeout bounds Options.Timeout.
 	MaxTimeout = 5 * time.Minute
 	// MaxBreakFor bounds a circuit's open period, which doubles while its probes fail.
@@ -65,6 +71,17 @@ type Options struct {
 	// KeyPrefix starts every Redis key. It must not contain '{' or '}'. Defaults to "webhooks".
 	KeyPrefix string
 
+	// PayloadRetention is how long an event's payload (its request body, the bytes every delivery of
+	// it sends) is kept: from when the event was accepted (again, by a Dispatch or Enqueue that
+	// created a delivery of it), then dropped by Redis's own expiry, while its delivery records keep
+	// their attempts, status and metadata until Retention. After it the admin API and the UI say
+	// "payload expired on …" (the delivery's creation + PayloadRetention), Redeliver refuses the
+	// delivery with ErrPayloadExpired, a retry still due fails without an attempt (in words), and a
+	// later event with the same id is no longer compared with it (ErrEventConflict). 0 (the default)
+	// keeps a payload as long as its records. Else at least MinPayloadRetention (1 minute) and at
+	// most Retention.
+	PayloadRetention time.Duration
+
 	// Retention is the life of a delivery record, which is also its claim: a pair dispatched again
 	// within it is a duplicate, and after it the pair is forgotten. It must be at least
 	// Options.MinRetention(), the longest a delivery may stay pending, so that no record can expire
@@ -78,15 +95,24 @@ type Options struct {
 	// number of retries (the first attempt is not in it). Defaults to DefaultRetrySchedule().
 	RetrySchedule []time.Duration
 
-	// Timeout bounds one HTTP attempt, from connecting to reading the response. Leases derive from it:
-	// an attempt holds its delivery for Timeout + max(Timeout, 1s). At most MaxTimeout (5 minutes).
-	// Defaults to 15s.
+	// Timeout bounds one attempt, from connecting to reading the response (or a broker's confirm).
+	// Leases derive from it: an attempt holds its delivery for Timeout + max(Timeout, 1s). At most
+	// MaxTimeout (5 minutes). Defaults to 15s.
 	Timeout time.Duration
 
 	// HTTPClient is used for attempts when set. Its transport gets the egress guard, so it must then be
 	// an *http.Transport (or nil), and redirects are never followed. Defaults to a client of the
 	// library's own.
 	HTTPClient *http.Client
+
+	// Destinations serve URL schemes beyond http and https: a webhook's URL scheme picks the
+	// destination its attempts go through (amqpdest for amqp and amqps, natsdest for nats, kafkadest
+	// for kafka, or one of your own), and Create and Update refuse a URL whose scheme none serves.
+	// Each scheme may be served by one destination; one of scheme http or https replaces the built-in
+	// HTTP destination for it. A destination dials through the egress guard (Message.Dial), so
+	// AllowPrivateNetworks and AllowedNetworks apply to brokers as to HTTP endpoints. Defaults to
+	// none: HTTP only.
+	Destinations []Destination
 
 	// AllowPrivateNetworks turns the egress guard off: tests and local demos only. Defaults to false.
 	AllowPrivateNetworks bool
@@ -112,19 +138,19 @@ type Options struct {
 	Concurrency int
 
 	// BreakAfter is how many consecutive failed attempts to a webhook (timeouts, connection errors,
-	// 5xx, 429) open its circuit, consecutive in the order the receiver answered them: each attempt's
-	// outcome reaches the webhook's circuit in Redis with the time its answer came, and a failure counts
-	// only if no success was answered after it (a 4xx or 3xx neither counts nor resets). Outcomes that
-	// reach Redis out of that order — from goroutines and replicas ending attempts at once, or written
-	// late — land where the receiver put them, so a webhook whose requests never fail BreakAfter times
-	// in a row keeps its circuit closed at any concurrency, as long as each success is counted before
-	// BreakAfter failures answered after it are (a process starved of CPU can miss that). The order is exact to the millisecond on one
-	// clock (answers in the same millisecond are in the order their counts reach Redis) and, across
-	// replicas, within their clocks' difference. The counts go out as attempts end and cost no round
+	// 5xx, 429) open its circuit, by a rule that reordered answers cannot fool (docs/delivery.md,
+	// "Circuit breaker"): each attempt is stamped when its request is sent and when its answer comes; a
+	// success drops every failure sent before it was answered, and a failure counts only if it was sent
+	// after the newest success was answered (a 4xx or 3xx neither counts nor resets). A process counts a
+	// failure only once the attempts it sent to the webhook before that failure's answer have ended and
+	// their successes are counted, so a webhook whose requests never fail BreakAfter times in a row keeps
+	// its circuit closed whatever order the answers come back in; across replicas a success is counted
+	// as its replica's count reaches Redis (one counted after BreakAfter failures of others closes the
+	// circuit again), and stamps agree within the replicas' clocks' difference. The counts cost no round
 	// trip of their own. While the circuit is open no attempt is made to it, Dispatch and Enqueue record
 	// its deliveries parked until the circuit's next probe, and parked deliveries keep their retry
-	// budget; attempts already in flight when it opened still count, and a success answered after all
-	// but fewer than BreakAfter of the failures closes it. A webhook whose failures began DisableAfter
+	// budget; attempts already in flight when it opened still count, and a success that leaves fewer
+	// than BreakAfter failures in the run closes it. A webhook whose failures began DisableAfter
 	// ago is disabled at its next failed probe, and its parked deliveries fail: parking never outlasts a
 	// record (see Retention). Negative means never open: the count is still kept (at the same cost), for
 	// DisableAfter. At most MaxBreakAfter (100). Defaults to 5.
@@ -222,6 +248,14 @@ type Options struct {
 	// false: an unregistered type is delivered, and only a registered type with a Schema is validated.
 	RequireEventTypes bool
 
+	// MaxTransformCost bounds the work of a webhook's transformation (Webhook.Transform), in CEL cost
+	// units (about one per operation, and per item a comprehension visits): each evaluation stops at
+	// it, failing its delivery in words, and an expression whose estimated cost for an event whose
+	// lists and strings hold 100 items is over it is refused when its webhook is saved. Must not be
+	// negative; at most MaxTransformCost (10,000,000). Defaults to DefaultMaxTransformCost (100,000:
+	// about 5 ms of evaluation on one core).
+	MaxTransformCost int
+
 	// DisableAfter disables a webhook whose attempts have failed for this long with no success in
 	// between: when an attempt fails (any answer but a 2xx, with the breaker on or off) and the
 	// webhook's run of failed attempts, as its circuit counts it across every replica, began at least
@@ -252,15 +286,17 @@ func (o Options) MinRetention() time.Duration {
 	return m
 }
 
-// retentionError is New's error for a Retention below o.MinRetention(), naming the floor and the
-// options it comes from; o has its defaults.
+// retentionError is New's error for a Retention below o.MinRetention(), naming the value to set (in
+// whole days, rounded up), the floor and the options it comes from; o has its defaults.
 func (o Options) retentionError() error {
 	from := fmt.Sprintf("MinRetention(RetrySchedule, Timeout %s) = %s", o.Timeout, MinRetention(o.RetrySchedule, o.Timeout))
 	if o.BreakAfter >= 0 {
 		from += fmt.Sprintf(" + DisableAfter %s + MaxBreakFor %s, with the circuit breaker on (BreakAfter >= 0)", o.DisableAfter, MaxBreakFor)
 	}
-	return fmt.Errorf("%w: Retention %s is shorter than Options.MinRetention() = %s: %s", ErrInvalidOptions,
-		o.Retention, o.MinRetention(), from)
+	floor := o.MinRetention()
+	days := int((floor + 24*time.Hour - 1) / (24 * time.Hour))
+	return fmt.Errorf("%w: set Options.Retention to at least %d days (%d * 24 * time.Hour): Retention %s is shorter than Options.MinRetention() = %s: %s",
+		ErrInvalidOptions, days, days, o.Retention, floor, from)
 }
 
 // withDefaults returns the options with every zero field set to its default, or an error wrapping
@@ -281,6 +317,7 @@ func (o *Options) fillDefaults() {
 	orDefault(&o.Timeout, DefaultTimeout)
 	orDefault(&o.Retention, DefaultRetention)
 	orDefault(&o.MaxPayloadBytes, DefaultMaxPayloadBytes)
+	orDefault(&o.MaxTransformCost, DefaultMaxTransformCost)
 	orDefault(&o.Concurrency, DefaultConcurrency)
 	orDefault(&o.BreakAfter, DefaultBreakAfter)
 	orDefault(&o.BreakFor, DefaultBreakFor)
@@ -314,6 +351,8 @@ func (o Options) checkDelivery() error {
 		return fmt.Errorf("%w: RetrySchedule delays must be positive", ErrInvalidOptions)
 	case o.MaxPayloadBytes < 0:
 		return fmt.Errorf("%w: MaxPayloadBytes must be positive", ErrInvalidOptions)
+	case o.MaxTransformCost < 0 || o.MaxTransformCost > MaxTransformCost:
+		return fmt.Errorf("%w: MaxTransformCost must be in [1, %d]", ErrInvalidOptions, MaxTransformCost)
 	case slices.ContainsFunc(o.AllowedNetworks, func(p netip.Prefix) bool { return !p.IsValid() }):
 		return fmt.Errorf("%w: AllowedNetworks has an invalid prefix", ErrInvalidOptions)
 	}
@@ -380,5 +419,18 @@ func (o Options) checkParking() error {
 	if o.Retention < o.MinRetention() {
 		return o.retentionError()
 	}
+	if o.PayloadRetention != 0 && (o.PayloadRetention < MinPayloadRetention || o.PayloadRetention > o.Retention) {
+		return fmt.Errorf("%w: PayloadRetention %s must be 0 (as long as the records) or in [%s, Retention %s]",
+			ErrInvalidOptions, o.PayloadRetention, MinPayloadRetention, o.Retention)
+	}
 	return nil
+}
+
+// payloadTTL is how long a claim keeps its event's body when its records are kept retention: the
+// shorter of it and PayloadRetention.
+func (o Options) payloadTTL(retention time.Duration) time.Duration {
+	if o.PayloadRetention > 0 {
+		return min(retention, o.PayloadRetention)
+	}
+	return retention
 }

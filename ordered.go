@@ -96,7 +96,8 @@ func (d *Dispatcher) claimOrdered(ctx context.Context, shard int, scoped, orderK
 		checks[i] = flag(d.indexTTLs.due(index, now))
 	}
 	tenantKey, tenantMode := d.tenantIndexArgs(shard, scoped, now)
-	keys, args = append(keys, tenantKey), append(append(args, checks...), tenantMode, d.opts.Retention.Milliseconds())
+	keys, args = append(keys, tenantKey), append(append(args, checks...), tenantMode, d.opts.Retention.Milliseconds(), d.leaser.WakeDelay(),
+		d.opts.payloadTTL(d.opts.Retention).Milliseconds())
 	reply, err := d.runClaim(ctx, rdb.OrderedClaim, scoped, len(recs), keys, args)
 	if err != nil {
 		return nil, err

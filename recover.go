@@ -29,7 +29,8 @@ const (
 //
 // An unknown webhook gives an error wrapping ErrNotFound; until not after since, or a negative limit,
 // one wrapping ErrInvalidQuery. When some deliveries cannot be redelivered, Recover still re-sends the
-// others and returns their count with the errors joined.
+// others and returns their count with the errors joined; one whose payload has expired
+// (Options.PayloadRetention) is left failed, neither counted nor an error.
 func (d *Dispatcher) Recover(ctx context.Context, webhookID string, since, until time.Time, limit int) (int, error) {
 	return d.admin.RecoverFailed(ctx, webhookID, since, until, limit)
 }

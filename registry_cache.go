@@ -33,7 +33,7 @@ func (r *WebhookRepo) invalidate() {
 // process-local cache at most subscriberCacheTTL old, otherwise with one round trip (rdb.ReadSubscribers)
 // that reads only that tenant's subscription hashes and the webhooks they name.
 func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string) ([]*storedWebhook, error) {
-	now := time.Now()
+	now := r.now()
 	cacheKey := tenant + "\x00" + eventType
 	r.mu.Lock()
 	e, ok := r.cache[cacheKey]
@@ -61,7 +61,7 @@ func (r *WebhookRepo) subscribers(ctx context.Context, tenant, eventType string)
 // deleted webhook is cached as missing), the others read in one round trip (rdb.ReadWebhooks). Webhooks whose stored JSON
 // cannot be decoded are reported in broken, and not cached.
 func (r *WebhookRepo) byIDs(ctx context.Context, ids []string) (map[string]*storedWebhook, map[string]error, error) {
-	now := time.Now()
+	now := r.now()
 	found := make(map[string]*storedWebhook, len(ids))
 	var missing []string
 	r.mu.Lock()

@@ -35,7 +35,8 @@ const schemaWait = 15 * time.Second
 func runSchemaWorkload(t *testing.T, tr *testRedis, kw *keyWatch) {
 	opts := Options{KeyPrefix: tr.prefix, AllowPrivateNetworks: true, Timeout: 2 * time.Second,
 		RetrySchedule: slices.Repeat([]time.Duration{20 * time.Millisecond}, 6),
-		BreakAfter:    2, BreakFor: 100 * time.Millisecond, PortalKey: []byte(strings.Repeat("k", 32)), ReplayIndex: true}
+		BreakAfter:    2, BreakFor: 100 * time.Millisecond, PortalKey: []byte(strings.Repeat("k", 32)), ReplayIndex: true,
+		OperationalEvents: true} // a delivery failed for good counts in its window ({P:ops:…})
 	d, err := New(tr.rdb, opts)
 	require.NoError(t, err)
 	replica, err := New(tr.rdb, opts)

@@ -59,6 +59,9 @@ func (r *WebhookRepo) sealedCurrent(raw string) bool {
 	if json.Unmarshal([]byte(raw), &s) != nil {
 		return true
 	}
+	if r.ring.Enabled() && s.ClearURLPassword() {
+		return false
+	}
 	for _, f := range s.SealedFields() {
 		if !r.ring.Current(*f) {
 			return false

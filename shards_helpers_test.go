@@ -8,7 +8,6 @@ import (
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
-	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/rdb"
 )
@@ -43,9 +42,9 @@ func useClient(d *Dispatcher, rdb redis.UniversalClient) {
 	d.scripts, d.counts = newBatchers(rdb)
 	d.breaker = newBreaker(rdb, d)
 	d.webhooks.circuits, d.webhooks.rdb, d.deliveries.rdb = d.breaker, rdb, rdb
-	d.eventTypes.rdb, d.eventTypes.cache = rdb, eventtypes.New(rdb, d.keys, eventTypeCacheTTL)
-	d.auth = endpoint.NewAuthenticator(endpoint.Config{Redis: rdb, Keys: d.keys, Ring: d.webhooks.ring, Client: d.client,
-		Timeout: d.opts.Timeout, Now: func() time.Time { return d.now() }, UserAgent: userAgent})
+	d.eventTypes.rdb, d.eventTypes.cache = rdb, eventtypes.New(rdb, d.keys, eventTypeCacheTTL, func() time.Time { return d.now() })
+	d.dests, _ = newDestinations(newHTTPDestination(d, rdb, d.webhooks.ring, d.dests.http.Client()), d.opts.Destinations)
+	d.webhooks.dests = d.dests
 	wireUnits(d)
 }
 

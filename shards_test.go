@@ -2,17 +2,14 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/smartdrop/webhooks/internal/rdb"
-	"github.com/smartdrop/webhooks/internal/worker"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -126,42 +123,4 @@ func (c *cmdCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (c *cmdCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error { c.n.Add(int64(len(cmds))); return next(ctx, cmds) }
-}
-
-// TestIdleWorkerCostIsBounded: an idle worker (Run with nothing due) sends Redis at most
-// worker.IdleScanShards commands per idle poll — 64 commands/s — whatever the shard count.
-func TestIdleWorkerCostIsBounded(t *testing.T) {
-	t.Parallel()
-	tr := newTestRedis(t)
-	for _, shards := range []int{16, 64, 256} {
-		c := tr.newClient(t)
-		count := &cmdCounter{}
-		c.AddHook(count)
-		trs := *tr
-		trs.prefix = fmt.Sprintf("%s_%d", tr.prefix, shards)
-		if tr.mini == nil {
-			t.Cleanup(func() { trs.deleteKeys(t) })
-		}
-		d := newTestDispatcherOn(t, c, &trs, Options{Shards: shards})
-		ctx, cancel := context.WithCancel(context.Background())
-		done, idle := make(chan struct{}), make(chan struct{})
-		var once sync.Once
-		go func() {
-			defer close(done)
-			_ = runWorker(ctx, d, worker.Hooks{Idled: func() { once.Do(func() { close(idle) }) }})
-		}()
-		select { // the first, full scan ends before the worker first waits idle
-		case <-idle:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the worker never idled")
-		}
-		before, start := count.n.Load(), time.Now()
-		time.Sleep(2 * time.Second)
-		n, took := count.n.Load()-before, time.Since(start)
-		cancel()
-		<-done
-		perSec := float64(n) / took.Seconds()
-		t.Logf("idle worker, %d shards: %.1f commands/s", shards, perSec)
-		assert.LessOrEqual(t, perSec, float64(worker.IdleScanShards)*float64(time.Second/worker.IdleWait)*1.1, "%d shards", shards)
-	}
 }

@@ -236,7 +236,7 @@ func TestHealthSaysWhyTheCircuitOpened(t *testing.T) {
 			rc.setHook(func(*http.Request) { time.Sleep(600 * time.Millisecond) })
 			return rc.srv.URL
 		}, "no answer within the timeout"},
-		{"refused", func(*receiver) string { return goneURL }, "the connection was refused"},
+		{"refused", func(*receiver) string { return goneURL }, "the connection to " + strings.TrimPrefix(goneURL, "http://") + " was refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -22,3 +22,19 @@ const (
 	// shorter).
 	TestSendRetention = time.Hour
 )
+
+// Bounds of Redeliver, RetryNow and ProbeNow (internal/ratelimit), each on limiters of its own: each
+// sends a request, or makes deliveries due, at once, so a portal user cannot make them without limit.
+// A refusal wraps ErrActionsLimited and says when to try again (the admin API: 429 with Retry-After).
+const (
+	// ActionsPerWebhook is how many resends (or retries, or tries now) a webhook takes per second,
+	// every replica together, after a burst of ActionsBurst seconds' worth.
+	ActionsPerWebhook = ratelimit.ActionsPerWebhook
+	// ActionsPerTenant is how many resends (or retries, or tries now) a tenant's webhooks take per
+	// second together (the webhooks of no tenant count as one tenant), after a burst of ActionsBurst
+	// seconds' worth.
+	ActionsPerTenant = ratelimit.ActionsPerTenant
+	// ActionsBurst is how far ahead an action may draw on its limiters: 11 resends to a webhook at
+	// once, 51 to a tenant's, then the rates above.
+	ActionsBurst = ratelimit.ActionsBurst
+)

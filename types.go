@@ -41,6 +41,7 @@ const (
 	StatusPending  = types.StatusPending
 	StatusSuccess  = types.StatusSuccess
 	StatusFailed   = types.StatusFailed
+	StatusSkipped  = types.StatusSkipped
 	CircuitClosed  = types.CircuitClosed
 	CircuitOpen    = types.CircuitOpen
 	CircuitProbing = types.CircuitProbing
@@ -52,6 +53,7 @@ const (
 // in internal/types.
 var (
 	ErrTestSendsLimited = types.ErrTestSendsLimited
+	ErrActionsLimited   = types.ErrActionsLimited
 	ErrNotRetryable     = types.ErrNotRetryable
 	ErrProbeRefused     = types.ErrProbeRefused
 	ErrInvalidQuery     = types.ErrInvalidQuery
@@ -78,4 +80,5 @@ var (
 	ErrNotAccepted      = types.ErrNotAccepted
 	ErrInvalidToken     = types.ErrInvalidToken
 	ErrTenantQuota      = types.ErrTenantQuota
+	ErrPayloadExpired   = types.ErrPayloadExpired
 )

@@ -29,7 +29,7 @@ func TestWebhookJSONIsTheCodec(t *testing.T) {
 	t.Cleanup(srv.Close)
 	in := Webhook{Tenant: "acme", URL: "https://example.com/hook", Description: "d", Events: []string{"a.*", "b"},
 		Disabled: false, RateLimit: 7, MaxConcurrency: 2, Headers: map[string]string{"X-Team": "t"}, Filter: json.RawMessage(`{"type":"b"}`),
-		Asymmetric: true, Auth: &EndpointAuth{Bearer: "tok-codec"}}
+		Asymmetric: true, Auth: &EndpointAuth{Bearer: "tok-codec"}, Transform: `{"n": event.data}`}
 	body, err := json.Marshal(in)
 	require.NoError(t, err)
 	status, answer := portalCall(t, srv, "", "POST", "/webhooks", string(body))

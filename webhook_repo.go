@@ -71,14 +71,16 @@ func signingKeys(s *storedWebhook, now time.Time) ([]signing.Key, error) {
 // enabled, once more under each of its subscription patterns, so that resolving the subscribers of an
 // event type reads a handful of small hashes whatever the number of webhooks.
 type WebhookRepo struct {
-	circuits *breaker.Breaker
-	quota    int // Options.MaxWebhooksPerTenant
-	rdb      redis.UniversalClient
-	keys     rdb.Keys
-	now      func() time.Time
-	policy   egress.Policy
-	https    bool
-	ring     *sealed.Ring // Options.SecretKeys
+	circuits   *breaker.Breaker
+	quota      int // Options.MaxWebhooksPerTenant
+	rdb        redis.UniversalClient
+	keys       rdb.Keys
+	now        func() time.Time
+	policy     egress.Policy
+	https      bool
+	ring       *sealed.Ring // Options.SecretKeys
+	dests      destinations // whose URL schemes webhooks may have
+	transforms *transforms  // which compile a webhook's Transform
 
 	mu    sync.Mutex
 	cache map[string]subscriberEntry // tenant and event type -> subscribers
@@ -90,7 +92,7 @@ type WebhookRepo struct {
 const maxSaveTries = 8
 
 func (r *WebhookRepo) validate(w *storedWebhook) error {
-	if err := endpoint.CheckURL(w.URL, r.https, r.policy); err != nil {
+	if err := r.dests.checkURL(w.URL, r.policy); err != nil {
 		return inField("url", err)
 	}
 	if err := validatePatterns(w.Events); err != nil {
@@ -116,6 +118,11 @@ func (r *WebhookRepo) validate(w *storedWebhook) error {
 	}
 	if _, err := parseFilter(w.Filter); err != nil {
 		return inField("filter", err)
+	}
+	if w.Transform != "" {
+		if _, err := r.transforms.compile(w.Transform); err != nil {
+			return inField("transform", err)
+		}
 	}
 	return endpoint.ValidateAuth(w.Auth, w.Headers, r.https, r.policy)
 }

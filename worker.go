@@ -14,7 +14,9 @@ import (
 // ProcessDue makes one bounded pass of the worker, for tests and cron-style use: it leases up to
 // Options.Concurrency due deliveries, shared fairly among the webhooks that have some due, attempts
 // them concurrently, records each outcome and returns how many it settled. Records that cannot be
-// decoded are taken off the schedule and reported in the error (wrapped) while the others go on.
+// decoded are taken off the schedule and reported in the error (wrapped) while the others go on. A
+// pass whose read Redis answered after more than a second (a pause) leases nothing and says so in the
+// error: holders of leases that ended meanwhile may still be writing their outcomes; call it again.
 func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 	jobs, _, _, err := d.leaser.Lease(ctx, d.opts.Concurrency, worker.ScanFull)
 	n, aerr := d.attempter.AttemptAll(ctx, jobs)
@@ -26,15 +28,19 @@ func (d *Dispatcher) ProcessDue(ctx context.Context) (int, error) {
 // is followed at once by the next while the worker leases more, shared fairly among the webhooks with
 // deliveries due (a webhook at its in-flight limit, rate limit or with an open circuit never keeps the
 // others' due deliveries waiting).
-// When nothing is due it waits until the next due time, at most 250ms, or until Enqueue in this process or an
-// ending attempt wakes it. The deliveries this Dispatcher queued itself (Enqueue, a retry its outcome
-// scheduled) it leases by id, without reading the schedule to find them (worker.LocalDue); beyond those,
-// it reads only the shards whose schedule may hold something due (as it last read them), a few at a
-// time, and sweeps the others in turn: an idle poll reads at most 16 keys (64 commands/s per idle
-// worker, whatever Options.Shards), so a delivery another replica makes due is seen within Shards/14
-// polls (1.25s with the default 64 shards; worker.ScanHints). Any number of replicas may run it at once; each
-// due attempt is made by one of them. It backs off (up to 5s) only when Redis fails it. It returns nil
-// when ctx ends, after the attempts in flight have finished and been recorded.
+// When nothing is due it sleeps until the next due time it knows of, and is woken sooner by what makes
+// a delivery due: every script that does publishes it (a Redis channel per shard, PUBLISH), and Run
+// listens on a connection of its own, so a delivery another replica enqueues or schedules is leased at
+// once, or at its due time (a second later when that replica's own Run may take it: worker.WakeGrace);
+// Enqueue in this process and an ending attempt wake it too. The deliveries
+// this Dispatcher queued itself (Enqueue, a retry its outcome scheduled) it leases by id, without
+// reading the schedule to find them (worker.LocalDue). An idle worker reads one shard's schedule every
+// 4s (worker.SweepEvery: 2 commands), and pings its subscription when it has been quiet for 30s: about
+// 0.5 commands/s per idle worker, whatever Options.Shards. The sweep finds, within Shards × 4s, what a
+// lost wake would have told; a subscription made again reads every shard once. Any number of replicas
+// may run it at once; each due attempt is made by one of them. It backs off (up to 5s) only when Redis
+// fails it; after a failed pass, or one Redis answered more than a second late (worker.StallLimit), it
+// leases nothing for 3s once Redis answers (worker.OutageGrace), while the outcomes kept are written. It returns nil when ctx ends, after the attempts in flight have finished and been recorded.
 func (d *Dispatcher) Run(ctx context.Context) error { return runWorker(ctx, d, worker.Hooks{}) }
 
 // runWorker is Dispatcher.Run, making the calls of hooks.
@@ -57,6 +63,8 @@ func runWorker(ctx context.Context, d *Dispatcher, hooks worker.Hooks) error {
 			rdb.ReloadOnTransport(d.rdb, err)
 			return rdb.Retryable(err)
 		},
+		Listen: worker.NewListener(worker.ListenerConfig{Redis: d.rdb, Keys: d.keys, Hints: d.leaser.Hints, Log: d.log,
+			LoadKeys: func(ctx context.Context) error { return loadKeys(ctx, d.keys, d.rdb) }}).Listen,
 	}).Run(ctx)
 	return nil
 }

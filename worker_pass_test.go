@@ -253,7 +253,7 @@ func leasedNow(t *testing.T, tr *testRedis, d *Dispatcher, webhookID string, now
 }
 
 // assertEachSentOnce asserts that the receiver got events deliveries, each once.
-func assertEachSentOnce(t *testing.T, rc *receiver, events int) {
+func assertEachSentOnce(t testing.TB, rc *receiver, events int) {
 	t.Helper()
 	per := rc.perDelivery()
 	assert.Len(t, per, events)

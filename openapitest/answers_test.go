@@ -109,6 +109,12 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 		c.call("GET", "/backlog", "/backlog", "")
 	}
 	c.call("GET", "/deliveries/{id}/payload", "/deliveries/"+dlID+"/payload", "")
+	// transformations: a preview on a catalog example, on an event, a skip, and refusals
+	code, _ = c.call("POST", "/transform/preview", "/transform/preview", `{"transform":"{\"m\": event.data.n * 2}","event_type":"order.created"}`)
+	assert.Equal(t, 200, code)
+	c.call("POST", "/transform/preview", "/transform/preview", `{"transform":"null","event":{"type":"order.created","data":{"n":1}}}`)
+	c.call("POST", "/transform/preview", "/transform/preview", `{"transform":"{\"m\": 1 + \"a\"}","event_type":"order.created"}`)
+	c.call("POST", "/transform/preview", "/transform/preview", `{"transform":"null","event_type":"nope"}`)
 	_, req := c.call("GET", "/deliveries/{id}/request", "/deliveries/"+dlID+"/request", "")
 	custom := 0
 	for _, h := range req["headers"].([]any) {
@@ -168,6 +174,10 @@ func exercise(t *testing.T, c *checker, d *webhooks.Dispatcher, rcURL string, op
 	c.call("GET", "/openapi.json", "/openapi.json", "")
 	c.call("DELETE", W, "/webhooks/"+badID, "")
 	c.call("DELETE", W, "/webhooks/"+badID, "")
+	if operator { // a tenant's erasure, one step: another tenant than the one above, and a bad name
+		c.call("DELETE", "/tenants/{tenant}", "/tenants/globex", "")
+		c.call("DELETE", "/tenants/{tenant}", "/tenants/a%20b", "")
+	}
 }
 
 // TestAnswersMatchTheDocument: every answer of every operation, on Handler and Portal, is documented

@@ -59,8 +59,10 @@
 //
 // A row whose event Enqueue refuses for good when the relay gets to it (webhooks.ErrInvalidEvent:
 // MaxPayloadBytes lowered, an operational type reserved since, its id enqueued before with other data;
-// webhooks.ErrOrderKeyConflict) is held: kept with last_error and held_at, counted by Stats.Held,
-// never tried again. Inspect them with SQL (SELECT id, event_id, last_error FROM webhooks_outbox WHERE
+// webhooks.ErrOrderKeyConflict; data failing its type's schema, or whose validation would take more
+// than the schema's bound of work) is held: kept with last_error (at most MaxLastErrorBytes, quoting
+// a bounded part of the data: the core's docs/security.md; the log line of the hold quotes none of it)
+// and held_at, counted by Stats.Held, never tried again. Inspect them with SQL (SELECT id, event_id, last_error FROM webhooks_outbox WHERE
 // held_at IS NOT NULL); delete them, or clear held_at to relay them again. A row Enqueue fails for
 // another cause (Redis down, a timeout) stays pending with last_error and failures (Stats.Failing)
 // and is retried.

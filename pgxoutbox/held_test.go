@@ -46,19 +46,7 @@ func TestRowsInvalidAtRelayAreHeld(t *testing.T) {
 	f.delivered(t, 10*time.Second, "k-1", "k-3", "fine")
 	assert.Equal(t, []int{1, 3}, f.a.keyOrder()["k"], "a held row does not stop its key")
 
-	readRows := func() map[string]heldRow {
-		rows, err := f.pool.Query(ctx, "SELECT event_id, coalesce(last_error, ''), failures, held_at IS NOT NULL FROM "+f.table)
-		require.NoError(t, err)
-		defer rows.Close()
-		out := map[string]heldRow{}
-		for rows.Next() {
-			var r heldRow
-			require.NoError(t, rows.Scan(&r.eventID, &r.lastError, &r.failures, &r.held))
-			out[r.eventID] = r
-		}
-		require.NoError(t, rows.Err())
-		return out
-	}
+	readRows := func() map[string]heldRow { return f.rows(t) }
 	eventually(t, 10*time.Second, func() bool {
 		rows := readRows()
 		for _, r := range rows {
@@ -78,7 +66,7 @@ func TestRowsInvalidAtRelayAreHeld(t *testing.T) {
 		assert.Equal(t, 1, r.failures, "row %s tried once, not again", id)
 		assert.Contains(t, r.lastError, "webhooks:", "row %s keeps its error", id)
 	}
-	assert.Contains(t, rows["too-big"].lastError, "more than 400")
+	assert.Contains(t, rows["too-big"].lastError, "more than Options.MaxPayloadBytes (400)")
 	assert.Contains(t, rows["reserved"].lastError, "operational event type")
 	assert.Contains(t, rows["conflict"].lastError, "another type or data")
 	assert.Contains(t, rows["key-conflict"].lastError, "order key")
@@ -99,4 +87,20 @@ type heldRow struct {
 	eventID, lastError string
 	failures           int
 	held               bool
+}
+
+// rows reads the fixture's table by event id.
+func (f *fixture) rows(t testing.TB) map[string]heldRow {
+	t.Helper()
+	rows, err := f.pool.Query(context.Background(), "SELECT event_id, coalesce(last_error, ''), failures, held_at IS NOT NULL FROM "+f.table)
+	require.NoError(t, err)
+	defer rows.Close()
+	out := map[string]heldRow{}
+	for rows.Next() {
+		var r heldRow
+		require.NoError(t, rows.Scan(&r.eventID, &r.lastError, &r.failures, &r.held))
+		out[r.eventID] = r
+	}
+	require.NoError(t, rows.Err())
+	return out
 }

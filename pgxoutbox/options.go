@@ -40,6 +40,8 @@ const (
 	MaxRelayTimeout       = 10 * time.Minute
 	MinMaxBackoff         = 100 * time.Millisecond
 	MaxMaxBackoff         = 5 * time.Minute
+	// MaxLastErrorBytes bounds a row's last_error: a longer error is cut there.
+	MaxLastErrorBytes = 1024
 	// MaxTableLen is the longest Options.Table, in bytes: the names of its indexes add up to 8 bytes
 	// to it within PostgreSQL's 63.
 	MaxTableLen = 48
@@ -49,8 +51,9 @@ const (
 // out of bounds with an error wrapping ErrInvalidOptions. Every process that writes to or relays one
 // outbox must use the same Table.
 type Options struct {
-	// Table is the outbox table: a lowercase unquoted name ([a-z_][a-z0-9_]*, at most MaxTableLen
-	// bytes), found through the connection's search_path (set it on the pool to use another schema).
+	// Table is the outbox table: a lowercase name ([a-z_][a-z0-9_]*, at most MaxTableLen bytes),
+	// found through the connection's search_path (set it on the pool to use another schema). Every
+	// statement quotes it, so a reserved word (order, user) names a table too.
 	// Defaults to DefaultTable ("webhooks_outbox"). Migrate creates it; its NOTIFY channel has the
 	// same name.
 	Table string
@@ -99,8 +102,9 @@ type Options struct {
 	// DefaultMaxBackoff (5s).
 	MaxBackoff time.Duration
 
-	// Logger receives the relay's logs: a failed pass (warn), a row held with its error (error), and
-	// each pass's counts (debug). Defaults to none.
+	// Logger receives the relay's logs: a failed pass (warn), a row held (error: its error, or for an
+	// invalid event, which its error may quote, a pointer to the row's last_error), and each pass's
+	// counts (debug). Defaults to none.
 	Logger *slog.Logger
 }
 

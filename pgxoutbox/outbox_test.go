@@ -87,11 +87,11 @@ func TestMigrate(t *testing.T) {
 
 	schema, err := pgxoutbox.Schema("")
 	require.NoError(t, err)
-	assert.Contains(t, schema, "CREATE TABLE IF NOT EXISTS webhooks_outbox (")
+	assert.Contains(t, schema, `CREATE TABLE IF NOT EXISTS "webhooks_outbox" (`)
 	schema, err = pgxoutbox.Schema("app_outbox")
 	require.NoError(t, err)
 	assert.NotContains(t, schema, "webhooks_outbox")
-	assert.Contains(t, schema, "CREATE INDEX IF NOT EXISTS app_outbox_pending ON app_outbox (id) WHERE held_at IS NULL;")
+	assert.Contains(t, schema, `CREATE INDEX IF NOT EXISTS "app_outbox_pending" ON "app_outbox" (id) WHERE held_at IS NULL;`)
 	_, err = pgxoutbox.Schema("Bad Name")
 	assert.ErrorIs(t, err, pgxoutbox.ErrInvalidOptions)
 

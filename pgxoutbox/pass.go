@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/smartdrop/webhooks"
+	"github.com/smartdrop/webhooks/internal/types"
 )
 
 // settleTimeout bounds a pass's last round trip (its deletions, failures and commit), which it makes
@@ -233,10 +234,16 @@ func (o *Outbox) enqueueRow(runCtx, ectx context.Context, r row) relayed {
 	}
 }
 
-// hold is the outcome of a row Enqueue refused for good, logged.
+// hold is the outcome of a row Enqueue refused for good, logged. The error of an invalid event may
+// quote its data (a schema's failure quotes a bounded part of the failing value): the log line
+// does not carry it, and points at the row's last_error, which is kept with the data in the table.
 func (o *Outbox) hold(r row, err error) relayed {
+	reason := err.Error()
+	if errors.Is(err, webhooks.ErrInvalidEvent) {
+		reason = "webhooks.ErrInvalidEvent: the event is invalid; its error, which may quote its data, is in the row's last_error"
+	}
 	o.opts.Logger.Error("pgxoutbox: row held: its event cannot be enqueued", "table", o.opts.Table, "row", r.id,
-		"event_id", r.eventID, "tenant", r.tenant, "error", err)
+		"event_id", r.eventID, "tenant", r.tenant, "error", reason)
 	return relayed{outcome: held, err: err}
 }
 
@@ -252,7 +259,7 @@ func (o *Outbox) settle(ctx context.Context, conn *pgxpool.Conn, rows []row, out
 			done = append(done, rows[i].id)
 		case held, failed:
 			failIDs = append(failIDs, rows[i].id)
-			errs = append(errs, r.err.Error())
+			errs = append(errs, lastError(r.err))
 			holds = append(holds, r.outcome == held)
 		}
 	}
@@ -269,3 +276,6 @@ func (o *Outbox) settle(ctx context.Context, conn *pgxpool.Conn, rows []row, out
 	}
 	return nil
 }
+
+// lastError is err as a row's last_error: at most MaxLastErrorBytes, cut on a character boundary.
+func lastError(err error) string { return types.Clip(err.Error(), MaxLastErrorBytes) }

@@ -21,13 +21,14 @@ type Execer interface {
 }
 
 // Schema returns the SQL that creates the outbox table named table ("" for DefaultTable) and its
-// indexes: schema.sql (in this module) with its name replaced. Every statement is idempotent.
+// indexes: schema.sql (in this module) with its name replaced in every quoted identifier. Every
+// statement is idempotent.
 func Schema(table string) (string, error) {
 	opts, err := Options{Table: table}.withDefaults()
 	if err != nil {
 		return "", err
 	}
-	return strings.ReplaceAll(schemaSQL, DefaultTable, opts.Table), nil
+	return strings.ReplaceAll(schemaSQL, `"`+DefaultTable, `"`+opts.Table), nil
 }
 
 // migrateLock is the id of the transaction lock under which Migrate creates table.

@@ -9,7 +9,8 @@ import (
 )
 
 // statements are the SQL texts of one outbox table. The table name is checked by Options
-// (lowercase, no quoting needed), so it is written into the text; every value is a parameter.
+// ([a-z_][a-z0-9_]*, so it holds no quote) and written into the text quoted (quoteIdent), so that a
+// reserved word such as order names a table too; every value is a parameter.
 type statements struct {
 	// insert writes one unordered row; insertOrdered takes the key's lock first (keyLock); the
 	// Notify variants add a pg_notify on the table's channel in the same statement.
@@ -27,7 +28,12 @@ const rowColumns = "tenant, order_key, key_lock, event_id, event_type, data, occ
 // within the window until it commits (RelayTimeout at most).
 const claimWindow = 16
 
-func newStatements(table string) statements {
+// quoteIdent is table as a quoted SQL identifier. A name Options takes is lowercase, so quoting
+// names the same table as the bare name would (where the bare name is not a reserved word).
+func quoteIdent(table string) string { return `"` + table + `"` }
+
+func newStatements(name string) statements {
+	table := quoteIdent(name)
 	values := "($1::text, $2::text, $3::bigint, $4::text, $5::text, $6::bytea, $7::timestamptz, $8::smallint)"
 	insert := "INSERT INTO " + table + " (" + rowColumns + ") VALUES " + values
 	// The key's lock is taken in a subquery the insert reads from (OFFSET 0 keeps it one), so it is
@@ -35,7 +41,7 @@ func newStatements(table string) statements {
 	insertOrdered := "INSERT INTO " + table + " (" + rowColumns + ") SELECT " + strings.Trim(values, "()") +
 		" FROM (SELECT pg_advisory_xact_lock($3::bigint) OFFSET 0) AS key_lock"
 	notify := func(ins string) string {
-		return "WITH ins AS (" + ins + " RETURNING 1) SELECT pg_notify('" + table + "', '') FROM ins"
+		return "WITH ins AS (" + ins + " RETURNING 1) SELECT pg_notify('" + name + "', '') FROM ins"
 	}
 	return statements{
 		insert:              insert,

@@ -69,7 +69,7 @@ func TestUIBacklogSaysWhatHoldsDeliveries(t *testing.T) {
 		t.Errorf("held: %q, want 5", s)
 	}
 	paused := regexp.MustCompile(`^3 for ` + regexp.QuoteMeta(flaky.URL) +
-		` held: the endpoint is paused until \d\d:\d\d:\d\d UTC \(circuit open after 2 failures\)$`)
+		` held: the endpoint is paused after 2 failures, next try \d\d:\d\d:\d\d UTC$`)
 	if s := e.text(`#backlog-held li[data-id="` + flaky.ID + `"]`); !paused.MatchString(s) {
 		t.Errorf("the paused endpoint's held deliveries: %q", s)
 	}

@@ -51,7 +51,7 @@ func TestUIDeliveryDetail(t *testing.T) {
 	// The timeline and the request.
 	e.do("open the redelivered delivery", chromedp.Navigate(base+"#/deliveries/"+inv.ID))
 	e.page("delivery")
-	steps := e.eval(`[...document.querySelectorAll('#timeline li')].map((li) => li.textContent.replace(/^.*UTC /, '')).join('|')`)
+	steps := e.eval(timelineSteps)
 	want := `^Created\|Attempt 1: HTTP 500 in [^|]+\|Attempt 2: HTTP 500 in [^|]+\|Sent again \(redelivered\)\|Attempt 3: HTTP 200 in [^|]+$`
 	if !regexp.MustCompile(want).MatchString(steps) {
 		t.Errorf("the timeline: %q", steps)
@@ -84,10 +84,11 @@ func TestUIDeliveryDetail(t *testing.T) {
 	if e.eval(`String(!!document.querySelector('#no-deliveries'))`) != "true" {
 		t.Errorf("deliveries created in the future: %q", e.text("main"))
 	}
-	from := time.Now().Add(-time.Hour).UTC().Format("2006-01-02T15:04")
+	fromT := time.Now().Add(-time.Hour).UTC()
+	from := fromT.Format("2006-01-02 15:04") // UTC, as the page shows times
 	e.do("fill the window", chromedp.Evaluate[chromedp.Void](`document.querySelector('#search-from').value = `+jsString(from)+`; document.querySelector('#search-to').value = ''`),
 		chromedp.Click(chromedp.CSS("#search")))
-	e.waitFor("the window's answer", `location.hash.includes('from=`+from[:13]+`') && document.querySelector('main').dataset.page === 'search' && !!document.querySelector('#all-deliveries')`)
+	e.waitFor("the window's answer", `location.hash.includes('from=`+fromT.Format("2006-01-02T15")+`') && document.querySelector('main').dataset.page === 'search' && !!document.querySelector('#all-deliveries')`)
 	if n := e.eval(`String(document.querySelectorAll('#all-deliveries tbody tr').length)`); n != "4" {
 		t.Errorf("deliveries of the last hour: %s rows: %q", n, e.text("#all-deliveries"))
 	}

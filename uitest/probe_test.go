@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/stretchr/testify/require"
 
 	"github.com/smartdrop/webhooks"
 )
@@ -93,6 +94,21 @@ func TestUIProbeNow(t *testing.T) {
 	}
 	e.shot("31-endpoint-probed")
 	e.noIssues()
+}
+
+// deliverOne creates w, dispatches evt and waits until w's delivery of it has the status want: the
+// webhook and the delivery.
+func (e *env) deliverOne(w webhooks.Webhook, evt webhooks.Event, want webhooks.Status) (*webhooks.Webhook, *webhooks.Delivery) {
+	e.t.Helper()
+	ctx := context.Background()
+	created, err := e.d.Webhooks().Create(ctx, w)
+	require.NoError(e.t, err)
+	_, err = e.d.Dispatch(ctx, evt)
+	require.NoError(e.t, err)
+	waitStatus(e.t, e.d, created.ID, evt.ID, want)
+	dl, err := e.d.Deliveries().Find(ctx, created.ID, evt.ID)
+	require.NoError(e.t, err)
+	return created, dl
 }
 
 // waitStatus waits until a webhook's delivery of an event has a status.

@@ -60,6 +60,8 @@ func TestUIRoundTwo(t *testing.T) {
 		`webhooksFormat.duration(3.2e6)`:                                                     "3.2 ms",
 		`webhooksFormat.success([{success: 0, failed: 7}])`:                                  "0 of 7 attempts succeeded",
 		`webhooksFormat.success([{success: 5, failed: 2}])`:                                  "5 of 7 attempts succeeded (71 %)",
+		`webhooksFormat.success([{success: 1, failed: 0, skipped: 3}])`:                      "1 of 1 attempt succeeded; 3 skipped by the transformation",
+		`webhooksFormat.success([{success: 0, failed: 0, skipped: 2}])`:                      "no attempts; 2 skipped by the transformation",
 		`webhooksFormat.time('2026-12-03T12:40:05Z')`:                                        "2026-12-03 12:40:05 UTC",
 		`webhooksFormat.circuit({state: 'closed', consecutive_failures: 0}).text`:            "delivering",
 		`webhooksFormat.counts({pending: 1, parked: 0, waiting: 3, failed: 0, examined: 4})`: "1 pending · 3 of the latest 4 queued behind their order key · none of the latest 4 deliveries failed for good",
@@ -206,5 +208,6 @@ func TestUIRoundTwo(t *testing.T) {
 	e.shot("25-portal-deliveries")
 	e.do("the portal's backlog", chromedp.Navigate(e.srv.URL+"/portal/ui/#/backlog"))
 	e.waitFor("not found", `document.querySelector('h1').textContent === 'Not found'`)
+	e.shot("27-portal-route-not-found")
 	e.noIssues()
 }

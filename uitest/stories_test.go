@@ -61,7 +61,7 @@ func TestUIRecoveredStory(t *testing.T) {
 	if s := e.text("#delivery-status"); s != "success" {
 		t.Errorf("the recovered delivery's status: %q", s)
 	}
-	steps := e.eval(`[...document.querySelectorAll('#timeline li')].map((li) => li.textContent.replace(/^.*UTC /, '')).join('|')`)
+	steps := e.eval(timelineSteps)
 	want := `^Created\|Attempt 1: HTTP 500 in [^|]+\|Attempt 2: HTTP 500 in [^|]+\|Sent again \(redelivered\)\|Attempt 3: HTTP 500 in [^|]+\|Attempt 4: HTTP 200 in [^|]+$`
 	if !regexp.MustCompile(want).MatchString(steps) {
 		t.Errorf("the recovered delivery's timeline: %q", steps)
@@ -112,7 +112,7 @@ func TestUIResentStory(t *testing.T) {
 	if codes != "1:200,2:200" {
 		t.Errorf("the attempts: %q", codes)
 	}
-	steps := e.eval(`[...document.querySelectorAll('#timeline li')].map((li) => li.textContent.replace(/^.*UTC /, '')).join('|')`)
+	steps := e.eval(timelineSteps)
 	if want := `^Created\|Attempt 1: HTTP 200 in [^|]+\|Sent again \(redelivered\)\|Attempt 2: HTTP 200 in [^|]+$`; !regexp.MustCompile(want).MatchString(steps) {
 		t.Errorf("the resent delivery's timeline: %q", steps)
 	}

@@ -62,13 +62,14 @@ func artifactsDir(t *testing.T) string {
 }
 
 // receiver answers webhooks on loopback: /ok always 200, /flaky 500 while failing is set (and to the
-// next failNext requests). It keeps each request's webhook-id, in order.
+// next failNext requests), /unavailable 503. It keeps each request's webhook-id, in order.
 type receiver struct {
 	failing  atomic.Bool
 	failNext atomic.Int64
 	count    atomic.Int64
 	mu       sync.Mutex
 	ids      []string
+	bodies   []string // each request's body, in order
 }
 
 // webhookIDs are the webhook-id headers received so far, in order.
@@ -91,12 +92,25 @@ func (rc *receiver) fails() bool {
 	}
 }
 
+// received are the bodies received so far, in order.
+func (rc *receiver) received() []string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.bodies)
+}
+
 func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	_, _ = io.Copy(io.Discard, r.Body)
+	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	rc.count.Add(1)
 	rc.mu.Lock()
 	rc.ids = append(rc.ids, r.Header.Get("Webhook-Id"))
+	rc.bodies = append(rc.bodies, string(body))
 	rc.mu.Unlock()
+	if r.URL.Path == "/unavailable" {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = w.Write([]byte(`{"error":"maintenance"}`))
+		return
+	}
 	if r.URL.Path == "/flaky" && rc.fails() {
 		w.WriteHeader(http.StatusInternalServerError)
 		_, _ = w.Write([]byte(`{"error":"database is down"}`))
@@ -110,6 +124,7 @@ type env struct {
 	t      *testing.T
 	ctx    context.Context
 	d      *webhooks.Dispatcher
+	mr     *miniredis.Miniredis // its Redis: a test moves its clock (FastForward) to expire keys
 	srv    *httptest.Server
 	rc     *receiver
 	rcURL  string
@@ -152,7 +167,7 @@ func newEnvWith(t *testing.T, tune func(*webhooks.Options)) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, d: d, rc: &receiver{}, shots: artifactsDir(t)}
+	e := &env{t: t, d: d, mr: mr, rc: &receiver{}, shots: artifactsDir(t)}
 	rsrv := httptest.NewServer(e.rc)
 	t.Cleanup(rsrv.Close)
 	e.rcURL = rsrv.URL
@@ -251,9 +266,11 @@ func (e *env) text(sel string) string {
 
 func jsString(s string) string { return fmt.Sprintf("%q", s) }
 
-// shot saves a full-page screenshot and checks it is not blank.
+// shot saves a full-page screenshot and checks it is not blank, and that the page says nothing a
+// person cannot use (e.clean).
 func (e *env) shot(name string) {
 	e.t.Helper()
+	e.clean(name)
 	buf, err := chromedp.Run(e.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
 		e.t.Fatalf("screenshot %s: %v", name, err)
@@ -271,6 +288,36 @@ func (e *env) shot(name string) {
 	}
 	e.t.Logf("screenshot %s (%dx%d, %d KiB)", file, img.Bounds().Dx(), img.Bounds().Dy(), len(buf)>>10)
 }
+
+// cleanJS collects the text on screen (in main and the flash) that a page must never show: a
+// JavaScript value written as text ("null" alone or as a value — "Last error: null", "(null)" — but not
+// in words such as "gave null for", "undefined", "NaN", "[object …]"), a Go error as such (a
+// "webhooks: " prefix, a dial error) or the API's error code in parentheses. JSON shown as JSON (pre
+// and code elements: a payload, a schema) is left out.
+const cleanJS = `(() => {
+	const bad = [/(^|: |\(|= )null(\)|\.|,|$)/, /(^|[^\w.-])(undefined|NaN)([^\w-]|$)/, /\[object \w+\]/, /\bwebhooks: /, /dial (tcp|udp)|connect: connection refused|i\/o timeout/,
+		/\((not_found|invalid_request|conflict|internal|not_retryable|probe_refused|webhook_disabled|too_many_requests|exists|tenant_quota|unauthorized)\)/];
+	const out = [];
+	for (const root of [document.querySelector('main'), document.querySelector('#flash')]) {
+		const walk = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+		for (let n = walk.nextNode(); n; n = walk.nextNode()) {
+			if (n.parentElement.closest('pre, code')) continue;
+			if (bad.some((re) => re.test(n.textContent.trim()))) out.push(n.textContent.trim());
+		}
+	}
+	return out.join(' | ');
+})()`
+
+// clean fails the test when the page on screen shows what cleanJS looks for.
+func (e *env) clean(name string) {
+	e.t.Helper()
+	if s := e.eval(cleanJS); s != "" {
+		e.t.Errorf("page %s (%s) shows what no page may: %s", name, e.eval(`document.querySelector('main').dataset.page`), s)
+	}
+}
+
+// timelineSteps is the delivery page's timeline, each step without its time.
+const timelineSteps = `[...document.querySelectorAll('#timeline li')].map((li) => li.textContent.replace(/^.*UTC /, '')).join('|')`
 
 // inspect counts an image's distinct colours and the share of pixels unlike its top-left corner.
 func inspect(img image.Image) (colours int, inked float64) {
@@ -482,6 +529,7 @@ func TestUI(t *testing.T) {
 	}
 	e.do("open the portal without a token", chromedp.Navigate(e.srv.URL+"/portal/ui/"))
 	e.page("token")
+	e.shot("12-portal-token")
 	e.do("open the portal", chromedp.Navigate(e.srv.URL+"/portal/ui/#token="+token))
 	e.page("endpoints")
 	if loc := e.eval(`location.href`); strings.Contains(loc, token) {
@@ -502,13 +550,14 @@ func TestUI(t *testing.T) {
 	e.shot("10-portal-endpoints")
 	e.do("try another tenant's endpoint", chromedp.Navigate(e.srv.URL+"/portal/ui/#/webhooks/"+globex.ID))
 	e.page("error")
-	if msg := e.text("main"); !strings.Contains(msg, "not_found") || strings.Contains(msg, "Globex") {
+	if msg := e.text("main"); !strings.Contains(msg, "There is no endpoint "+globex.ID+" among yours") || strings.Contains(msg, "Globex") {
 		t.Errorf("another tenant's endpoint in the portal: %q", msg)
 	}
 	// Header values are write-only: the edit form names the header without its value, and saving
 	// without typing one keeps it.
 	e.do("edit the flaky endpoint", chromedp.Navigate(e.srv.URL+"/portal/ui/#/webhooks/"+flaky.ID+"/edit"))
 	e.page("edit")
+	e.shot("13-portal-edit")
 	if v := e.eval(`document.querySelector('#f-headers').value`); v != "X-Api-Key: " {
 		t.Errorf("the headers field: %q", v)
 	}

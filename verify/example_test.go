@@ -78,5 +78,5 @@ func ExampleVerifier_Verify() {
 	fmt.Println(v.Verify(h, []byte(`{"test": 2432232314}`)))
 	// Output:
 	// <nil>
-	// webhooks: timestamp out of tolerance: too old
+	// verify: timestamp out of tolerance: too old
 }

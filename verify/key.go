@@ -42,12 +42,20 @@ func parseKey(s string) (key, error) {
 
 // decodeSecret returns the HMAC key of a secret, with or without its "whsec_" prefix.
 func decodeSecret(secret string) ([]byte, error) {
+	if secret == "" {
+		return nil, errors.New("the key is empty: pass only the keys you were given (a " + secretPrefix + "… secret or a " +
+			publicKeyPrefix + "… public key), e.g. leave out an environment variable that is not set")
+	}
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, secretPrefix))
-	if err != nil {
-		return nil, errors.New("secret is not valid base64")
+	switch {
+	case err != nil && strings.HasPrefix(secret, secretPrefix):
+		return nil, errors.New("secret is not valid base64: a secret is " + secretPrefix + " then the base64 of its bytes; copy it whole as the sender gave it")
+	case err != nil:
+		return nil, errors.New("the key is neither a " + secretPrefix + "… secret nor a " + publicKeyPrefix +
+			"… public key (nor the base64 of a secret's bytes); copy it whole as the sender gave it")
 	}
 	if len(raw) == 0 {
-		return nil, errors.New("secret is empty")
+		return nil, errors.New("secret is empty: a secret is " + secretPrefix + " then the base64 of its bytes")
 	}
 	return raw, nil
 }
@@ -56,7 +64,7 @@ func decodeSecret(secret string) ([]byte, error) {
 func decodePublicKey(public string) (ed25519.PublicKey, error) {
 	raw, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(public, publicKeyPrefix))
 	if err != nil {
-		return nil, errors.New("ed25519 public key is not valid base64")
+		return nil, errors.New("ed25519 public key is not valid base64: a public key is " + publicKeyPrefix + " then the base64 of its 32 bytes")
 	}
 	if len(raw) != ed25519.PublicKeySize {
 		return nil, fmt.Errorf("ed25519 public key must decode to %d bytes, not %d", ed25519.PublicKeySize, len(raw))

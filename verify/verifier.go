@@ -14,7 +14,7 @@ import (
 const DefaultTolerance = 5 * time.Minute
 
 // errNoKeys is Verify's error for a Verifier that New did not make.
-var errNoKeys = errors.New("webhooks: verifier has no keys; make it with verify.New")
+var errNoKeys = errors.New("verify: the Verifier has no keys; make it with verify.New")
 
 // Verifier checks that requests are fresh and signed by one of its keys. Make it with New; set its
 // fields before its first use. It is safe for concurrent use once its fields are set.
@@ -40,19 +40,20 @@ type Verifier struct {
 //
 // Give several keys while the sender rotates from one to another; the schemes may be mixed. A "whsk_"
 // ed25519 secret key is refused (a receiver verifies with its public key), as is a malformed key or no
-// key at all. Errors never contain a key.
+// key at all. An empty key is an error too (pass only the keys you were given). Errors never contain
+// a key, and say what a key looks like.
 func New(keys ...string) (*Verifier, error) {
 	if len(keys) == 0 {
-		return nil, errors.New("webhooks: verify.New needs at least one key")
+		return nil, errors.New("verify: New needs at least one key: a whsec_… secret or a whpk_… public key")
 	}
 	v := &Verifier{keys: make([]key, len(keys))}
 	for i, s := range keys {
 		k, err := parseKey(s)
 		switch {
 		case err != nil && len(keys) == 1:
-			return nil, fmt.Errorf("webhooks: %w", err)
+			return nil, fmt.Errorf("verify: %w", err)
 		case err != nil:
-			return nil, fmt.Errorf("webhooks: key %d of %d: %w", i+1, len(keys), err)
+			return nil, fmt.Errorf("verify: key %d of %d: %w", i+1, len(keys), err)
 		}
 		v.keys[i] = k
 	}

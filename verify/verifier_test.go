@@ -63,8 +63,8 @@ func TestSvixPublicKeyIsTheKeysPublicHalf(t *testing.T) {
 }
 
 // TestNew: New takes whsec_ secrets (prefix optional) and whpk_ public keys, several at once, and
-// refuses no key, a whsk_ secret key and every malformed key, with an error that contains no key and
-// wraps none of Verify's sentinels.
+// refuses no key, an empty key, a whsk_ secret key and every malformed key, with an error that starts
+// with "verify: ", says what a key looks like, contains no key and wraps none of Verify's sentinels.
 func TestNew(t *testing.T) {
 	t.Parallel()
 	pub := bytes.Repeat([]byte{7}, ed25519.PublicKeySize) // any 32 bytes
@@ -82,9 +82,11 @@ func TestNew(t *testing.T) {
 		{name: "no key", keys: nil, wantErr: "at least one key"},
 		{name: "secret key", keys: []string{testSecretKey}, wantErr: "not the whsk_ secret key"},
 		{name: "secret key among others", keys: []string{svixSecret, svixSecretKey}, wantErr: "key 2 of 2: verify with the whpk_ public key"},
-		{name: "empty", keys: []string{""}, wantErr: "secret is empty"},
+		{name: "empty", keys: []string{""}, wantErr: "verify: the key is empty: pass only the keys you were given (a whsec_… secret or a whpk_… public key)"},
+		{name: "empty second key (an unset WEBHOOK_PUBLIC_KEY)", keys: []string{svixSecret, ""}, wantErr: "verify: key 2 of 2: the key is empty: pass only the keys you were given"},
+		{name: "not a key", keys: []string{"not-a-secret"}, wantErr: "verify: the key is neither a whsec_… secret nor a whpk_… public key"},
 		{name: "whsec_ only", keys: []string{"whsec_"}, wantErr: "secret is empty"},
-		{name: "secret not base64", keys: []string{"whsec_***secret***"}, wantErr: "secret is not valid base64"},
+		{name: "secret not base64", keys: []string{"whsec_***secret***"}, wantErr: "secret is not valid base64: a secret is whsec_ then the base64 of its bytes"},
 		{name: "secret with a space", keys: []string{"whsec_YWJj ZA=="}, wantErr: "secret is not valid base64"},
 		{name: "whpk_ only", keys: []string{"whpk_"}, wantErr: "must decode to 32 bytes, not 0"},
 		{name: "public key not base64", keys: []string{"whpk_***public***"}, wantErr: "public key is not valid base64"},
@@ -106,6 +108,8 @@ func TestNew(t *testing.T) {
 			}
 			require.ErrorContains(t, err, tt.wantErr)
 			assert.Nil(t, v)
+			assert.True(t, strings.HasPrefix(err.Error(), "verify: "), "the package a receiver calls names itself: %v", err)
+			assert.NotContains(t, err.Error(), "webhooks:", "no other package's prefix")
 			for _, k := range tt.keys {
 				if rest := k[strings.Index(k, "_")+1:]; len(rest) > 8 {
 					assert.NotContains(t, err.Error(), rest, "the error shows a key")
@@ -344,5 +348,21 @@ func TestVerifierWithoutKeys(t *testing.T) {
 		for _, sentinel := range []error{ErrMissingHeaders, ErrInvalidTimestamp, ErrInvalidSignature} {
 			assert.False(t, errors.Is(err, sentinel), "%s: %v", name, err)
 		}
+	}
+}
+
+// TestErrorsNameThePackage: every error a receiver reads from this package starts with "verify: ",
+// the package it called, never "webhooks:" (the sender's library, which a receiver need not import).
+func TestErrorsNameThePackage(t *testing.T) {
+	t.Parallel()
+	var zero Verifier
+	for name, err := range map[string]error{
+		"missing headers":   ErrMissingHeaders,
+		"invalid timestamp": ErrInvalidTimestamp,
+		"invalid signature": ErrInvalidSignature,
+		"zero Verifier":     zero.Verify(http.Header{"Webhook-Id": {"m"}, "Webhook-Timestamp": {strconv.FormatInt(time.Now().Unix(), 10)}, "Webhook-Signature": {"v1,x"}}, nil),
+	} {
+		require.Error(t, err, name)
+		assert.True(t, strings.HasPrefix(err.Error(), "verify: "), "%s: %v", name, err)
 	}
 }

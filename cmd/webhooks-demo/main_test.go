@@ -160,7 +160,7 @@ func TestRunUIStory(t *testing.T) {
 	}
 	cancel()
 	require.NoError(t, <-done)
-	for _, want := range []string{"circuit opens (paused)", "disabled at its next failed probe", "the circuit closes", "Probe now",
+	for _, want := range []string{"circuit opens (paused)", "disabled at its next failed probe", "the circuit closes", "Try now",
 		"Options.AllowedNetworks", "Options.AllowPrivateNetworks"} {
 		require.Contains(t, out.String(), want)
 	}

@@ -138,7 +138,7 @@ func runStory(ctx context.Context, w io.Writer, redisAddr, listen string, st sto
 	fmt.Fprintf(w, "          and a probe goes out after %s, then after twice as long each time it fails; failing for %s, it is\n", st.breakFor, st.disableAfter)
 	fmt.Fprintln(w, "          disabled at its next failed probe and its parked deliveries fail (its invoices wait in order per customer)")
 	fmt.Fprintf(w, "          globex shipping answers 503 for %s: paused, then a probe succeeds, the circuit closes and the parked\n", st.recoverAfter)
-	fmt.Fprintln(w, "          deliveries go out; once its receiver is back, Probe now on its page does it at once")
+	fmt.Fprintln(w, "          deliveries go out; once its receiver is back, Try now on its page does it at once")
 	fmt.Fprintf(w, "egress    %s\n", egressRefusal(ctx, rdb, base))
 	fmt.Fprintln(w, "          Ctrl-C to stop")
 	if ready != nil {

@@ -10,6 +10,7 @@ package admin
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/smartdrop/webhooks/internal/api"
 	"github.com/smartdrop/webhooks/internal/breaker"
+	"github.com/smartdrop/webhooks/internal/eventtypes"
 	"github.com/smartdrop/webhooks/internal/index"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
@@ -59,6 +61,9 @@ type EventTypes interface {
 	Delete(ctx context.Context, name string) error
 	// Patch changes an event type by apply in one read-modify-write.
 	Patch(ctx context.Context, name string, apply func(*types.EventType) error) (*types.EventType, error)
+	// Catalog is the process's copy of the catalog (read again once its TTL passed, at once after
+	// this process changed it).
+	Catalog(ctx context.Context) (*eventtypes.Catalog, error)
 }
 
 // Actions are the Dispatcher's public actions that routes call as they are.
@@ -66,6 +71,12 @@ type Actions interface {
 	SendTest(ctx context.Context, webhookID string) (*types.Delivery, error)
 	Redeliver(ctx context.Context, deliveryID string) (*types.Delivery, error)
 	ReplayMissingPage(ctx context.Context, webhookID string, since time.Time, cursor string) (types.ReplayPage, error)
+	ExpungeTenant(ctx context.Context, tenant string) (int, error)
+}
+
+// ExpungeTenant runs one step of a tenant's erasure (DELETE /tenants/{tenant}, operator only).
+func (b *Backend) ExpungeTenant(ctx context.Context, tenant string) (int, error) {
+	return b.Actions.ExpungeTenant(ctx, tenant)
 }
 
 // Backend is the admin API's backend, and the operator's reads and actions of the Dispatcher. Every
@@ -86,9 +97,11 @@ type Backend struct {
 	Now         func() time.Time
 	Lease       time.Duration // the attempts' lease: Stats tells leased deliveries from those due within one
 	ReplayIndex bool          // Options.ReplayIndex
-	Traced      bool          // Options.Tracer is set: requests carry a traceparent
-	UserAgent   string
-	PortalKey   []byte // Options.PortalKey: the portal tokens' key
+	// PayloadRetention is Options.PayloadRetention: when an expired payload went.
+	PayloadRetention time.Duration
+	Traced           bool // Options.Tracer is set: requests carry a traceparent
+	UserAgent        string
+	PortalKey        []byte // Options.PortalKey: the portal tokens' key
 	// ValidTenant checks a tenant name, as the registry does.
 	ValidTenant func(string) error
 	// Resend is the Dispatcher's Redeliver that also reports whether the call reset the delivery.
@@ -97,6 +110,19 @@ type Backend struct {
 	Woken func(shard int)
 	// Poke wakes the Dispatcher's worker.
 	Poke func()
+	// Reshape is the body an attempt sends to wh: its transformation's (Webhook.Transform) of body.
+	Reshape func(ctx context.Context, wh *rdb.WebhookRecord, body []byte) ([]byte, bool, error)
+	// Preview is the Dispatcher's PreviewTransform.
+	Preview func(ctx context.Context, expr string, evt types.Event) (json.RawMessage, error)
+}
+
+// PreviewTransform runs a transformation on a sample event (POST /transform/preview).
+func (b *Backend) PreviewTransform(ctx context.Context, expr string, evt types.Event) (json.RawMessage, error) {
+	out, err := b.Preview(ctx, expr, evt)
+	if err != nil && !errors.Is(err, types.ErrInvalidWebhook) && !errors.Is(err, types.ErrInvalidEvent) {
+		err = fmt.Errorf("%w: %w", api.ErrBadRequest, err) // it failed on this event: the caller's to change
+	}
+	return out, err
 }
 
 // Classify maps the library's errors to the API's kinds.
@@ -105,7 +131,7 @@ func (*Backend) Classify(err error) api.Kind {
 	case errors.Is(err, types.ErrNotFound):
 		return api.KindNotFound
 	case errors.Is(err, api.ErrBadRequest), errors.Is(err, types.ErrInvalidWebhook), errors.Is(err, types.ErrInvalidQuery),
-		errors.Is(err, types.ErrReplayIndexOff), errors.Is(err, types.ErrInvalidEventType):
+		errors.Is(err, types.ErrReplayIndexOff), errors.Is(err, types.ErrInvalidEventType), errors.Is(err, types.ErrInvalidEvent):
 		return api.KindBadRequest
 	case errors.Is(err, types.ErrConflict):
 		return api.KindConflict
@@ -117,10 +143,12 @@ func (*Backend) Classify(err error) api.Kind {
 		return api.KindNotRetryable
 	case errors.Is(err, types.ErrProbeRefused):
 		return api.KindProbeRefused
-	case errors.Is(err, types.ErrTestSendsLimited):
+	case errors.Is(err, types.ErrTestSendsLimited), errors.Is(err, types.ErrActionsLimited):
 		return api.KindTooMany
 	case errors.Is(err, types.ErrEventTypeExists):
 		return api.KindExists
+	case errors.Is(err, types.ErrPayloadExpired):
+		return api.KindPayloadExpired
 	}
 	return api.KindInternal
 }

@@ -10,17 +10,14 @@ import (
 	"github.com/smartdrop/webhooks/internal/types"
 )
 
-// ListEventTypes lists the catalog of event types (GET /event-types).
-func (b *Backend) ListEventTypes(ctx context.Context) ([]types.EventType, error) {
-	list, err := b.EventTypeRepo.List(ctx)
+// EventTypesAnswer is what build makes of the catalog (GET /event-types, GET
+// /event-types/openapi.json), from the process's copy of it (EventTypes.Catalog), once per version.
+func (b *Backend) EventTypesAnswer(ctx context.Context, kind string, build func([]types.EventType) ([]byte, error)) ([]byte, error) {
+	cat, err := b.EventTypeRepo.Catalog(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]types.EventType, len(list))
-	for i, t := range list {
-		out[i] = *t
-	}
-	return out, nil
+	return cat.Answer(kind, build)
 }
 
 // GetEventType reads an event type of the catalog (GET /event-types/{name}).

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/breaker"
+	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 )
@@ -39,14 +40,19 @@ const (
 // how many deliveries it made due (0: none waits, and the next delivery the webhook gets is the
 // probe). A closed circuit, or one whose probe is in flight, is refused with an error wrapping
 // types.ErrProbeRefused; a disabled webhook with types.ErrWebhookDisabled (enable it first), an
-// unknown one with types.ErrNotFound.
+// unknown one with types.ErrNotFound. Each call on an enabled webhook takes a slot of its and its
+// tenant's probe limiters first (ratelimit.Probes): refused, it wraps types.ErrActionsLimited and
+// changes nothing.
 func (b *Backend) Probe(ctx context.Context, webhookID string) (types.Health, int, error) {
 	wh, err := b.WebhookRepo.Stored(ctx, webhookID)
 	if err != nil {
 		return types.Health{}, 0, err
 	}
 	if wh.Disabled {
-		return types.Health{}, 0, fmt.Errorf("%w: webhook %s: enable it before probing it", types.ErrWebhookDisabled, webhookID)
+		return types.Health{}, 0, fmt.Errorf("%w: webhook %s: enable it first", types.ErrWebhookDisabled, webhookID)
+	}
+	if err := ratelimit.Probes.Take(ctx, b.Client, b.Keys, wh.ID, wh.Tenant); err != nil {
+		return types.Health{}, 0, err
 	}
 	now := b.Now()
 	end, err := rdb.EndOpenPeriod(ctx, b.Client, b.Keys, webhookID, now)
@@ -56,9 +62,9 @@ func (b *Backend) Probe(ctx context.Context, webhookID string) (types.Health, in
 	h := breaker.HealthOf(webhookID, end.Circuit, now)
 	switch end.Code {
 	case rdb.ProbeClosed:
-		return h, 0, fmt.Errorf("%w: the endpoint is not paused (its circuit is closed): deliveries go out as they come", types.ErrProbeRefused)
+		return h, 0, fmt.Errorf("%w: the endpoint is not paused: deliveries go out as they come", types.ErrProbeRefused)
 	case rdb.ProbeHeld:
-		return h, 0, fmt.Errorf("%w: a probe is already in flight: its answer decides", types.ErrProbeRefused)
+		return h, 0, fmt.Errorf("%w: its next try is already in flight: its answer decides", types.ErrProbeRefused)
 	}
 	b.Breaker.Put(h, now)
 	// Parked deliveries are due at the end of the open period as it was (or a recheck later).

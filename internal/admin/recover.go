@@ -87,7 +87,8 @@ func (b *Backend) failedInWindow(ctx context.Context, webhookID string, since, u
 }
 
 // redeliverEach redelivers the picked deliveries, at most recoverConcurrency at once, and returns how
-// many it re-sent with the errors joined; one no longer found is not an error. When ctx ends it starts
+// many it re-sent with the errors joined; one no longer found, or whose payload has expired
+// (types.ErrPayloadExpired: it cannot be sent again), is not an error. When ctx ends it starts
 // no more of them and adds an error saying it stopped.
 func (b *Backend) redeliverEach(ctx context.Context, webhookID string, picked []*types.Delivery) (int, error) {
 	var (
@@ -118,7 +119,7 @@ func (b *Backend) redeliverEach(ctx context.Context, webhookID string, picked []
 			}
 			// Reset but attempted later (queued behind its order key, or its webhook at its in-flight
 			// cap): re-sent all the same.
-			if err != nil && !errors.Is(err, types.ErrNotFound) && !(resent && errors.Is(err, types.ErrDeferred)) {
+			if err != nil && !errors.Is(err, types.ErrNotFound) && !errors.Is(err, types.ErrPayloadExpired) && !(resent && errors.Is(err, types.ErrDeferred)) {
 				errs = append(errs, err)
 			}
 		})

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/smartdrop/webhooks/internal/api"
 	"github.com/smartdrop/webhooks/internal/types"
@@ -50,7 +51,13 @@ func (b *Backend) rebuildRequest(dl *types.Delivery, wh *types.Webhook) *api.Del
 	for _, name := range names {
 		hs = append(hs, api.RequestHeader{Name: name, Source: api.HeaderEndpoint})
 	}
-	return &api.DeliveryRequest{Method: http.MethodPost, URL: wh.URL, Headers: hs}
+	req := &api.DeliveryRequest{URL: api.URLView(wh.URL), Headers: hs}
+	if strings.HasPrefix(wh.URL, "http://") || strings.HasPrefix(wh.URL, "https://") {
+		req.Method = http.MethodPost
+	} else { // a broker's message: headers, no method, no User-Agent
+		req.Headers = slices.DeleteFunc(req.Headers, func(h api.RequestHeader) bool { return h.Name == "User-Agent" })
+	}
+	return req
 }
 
 // Request is a delivery's request as rebuilt (rebuildRequest), within a scope.

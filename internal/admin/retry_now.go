@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 )
@@ -13,7 +14,9 @@ import (
 // Retry is the Dispatcher's RetryNow: it makes a pending delivery due now, for the next worker (of any
 // replica) to attempt, and returns it as it stood (with the error, when refused). A delivery that is
 // not pending, in flight, held back, or whose webhook's circuit is open (a probe decides) is refused
-// with an error wrapping types.ErrNotRetryable; an unknown one with types.ErrNotFound.
+// with an error wrapping types.ErrNotRetryable; an unknown one with types.ErrNotFound. Each call takes
+// a slot of the webhook's and its tenant's retry limiters first (ratelimit.Retries): refused, it wraps
+// types.ErrActionsLimited and changes nothing.
 func (b *Backend) Retry(ctx context.Context, deliveryID string) (*types.Delivery, error) {
 	rec, err := b.DeliveryRepo.Record(ctx, deliveryID)
 	if err != nil {
@@ -24,7 +27,11 @@ func (b *Backend) Retry(ctx context.Context, deliveryID string) (*types.Delivery
 
 // retry makes the pending delivery of rec due now (Retry).
 func (b *Backend) retry(ctx context.Context, rec *rdb.Record) error {
-	if _, err := b.WebhookRepo.Stored(ctx, rec.WebhookID); err != nil {
+	wh, err := b.WebhookRepo.Stored(ctx, rec.WebhookID)
+	if err != nil {
+		return err
+	}
+	if err := ratelimit.Retries.Take(ctx, b.Client, b.Keys, wh.ID, wh.Tenant); err != nil {
 		return err
 	}
 	hs, err := b.Breaker.Read(ctx, b.Now(), rec.WebhookID)
@@ -32,7 +39,7 @@ func (b *Backend) retry(ctx context.Context, rec *rdb.Record) error {
 		return fmt.Errorf("webhooks: read circuit of %s: %w", rec.WebhookID, err)
 	}
 	if h := hs[rec.WebhookID]; h.State != "" && h.State != types.CircuitClosed {
-		return fmt.Errorf("%w: the endpoint is paused (its circuit is open); its next try is a probe", types.ErrNotRetryable)
+		return fmt.Errorf("%w: the endpoint is paused after failed attempts: its deliveries wait for its next try", types.ErrNotRetryable)
 	}
 	shard, err := b.Keys.DeliveryShard(rec.ID)
 	if err != nil {

@@ -111,9 +111,10 @@ func (b *Backend) findDeliveries(ctx context.Context, s api.Scope, id string) ([
 	return found, nil
 }
 
-// Backlog is Stats, without the figures per shard, and what holds due deliveries.
+// Backlog is Stats, without the figures per shard, what holds due deliveries, and how many endpoints
+// are paused.
 func (b *Backend) Backlog(ctx context.Context) (*api.Backlog, error) {
-	st, err := b.BacklogStats(ctx)
+	st, open, err := b.backlogStats(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +122,31 @@ func (b *Backend) Backlog(ctx context.Context) (*api.Backlog, error) {
 	if err != nil {
 		return nil, err
 	}
+	paused, err := b.pausedEndpoints(ctx, open)
+	if err != nil {
+		return nil, err
+	}
 	return &api.Backlog{At: st.At, Due: st.Due, Scheduled: st.Scheduled, Leased: st.Leased, OldestDueAt: st.OldestDueAt,
-		OldestDueAge: st.OldestDueAge.Milliseconds(), Webhooks: st.Webhooks, OpenCircuits: st.OpenCircuits, Truncated: st.Truncated,
-		Held: held}, nil
+		OldestDueAge: st.OldestDueAge.Milliseconds(), Webhooks: st.Webhooks, OpenCircuits: st.OpenCircuits,
+		PausedEndpoints: paused, Truncated: st.Truncated, Held: held}, nil
+}
+
+// pausedEndpoints is how many of the webhooks whose circuits are open (ids) are paused: neither gone
+// nor disabled (a disabled webhook keeps the circuit it had, and is disabled, not paused). One round
+// trip.
+func (b *Backend) pausedEndpoints(ctx context.Context, ids []string) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	whs, err := b.WebhookRepo.StoredByID(ctx, ids)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, wh := range whs {
+		if wh != nil && !wh.Disabled {
+			n++
+		}
+	}
+	return n, nil
 }

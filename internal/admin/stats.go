@@ -24,37 +24,46 @@ const (
 // at most three pipelined round trips (statsReady, statsQueues, statsLeases) whose cost does not grow
 // with the backlog.
 func (b *Backend) BacklogStats(ctx context.Context) (*types.Stats, error) {
+	st, _, err := b.backlogStats(ctx)
+	return st, err
+}
+
+// backlogStats is BacklogStats, and the ids of the webhooks whose circuits are open.
+func (b *Backend) backlogStats(ctx context.Context) (*types.Stats, []string, error) {
 	if err := b.LoadKeys(ctx); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	now := b.Now()
 	st := &types.Stats{At: now, Shards: make([]types.ShardStats, b.Keys.Shards)}
-	heads, err := b.statsReady(ctx, now, st)
+	heads, open, err := b.statsReady(ctx, now, st)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	leases, err := b.statsQueues(ctx, now, st, heads)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := b.statsLeases(ctx, st, leases); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sumShards(st, now)
-	return st, nil
+	return st, open, nil
 }
 
 // statsReady reads, in one round trip, the ready zsets (their size and first webhooks), the inline
 // zsets and the circuits (rdb.ReadSchedules); it fills each shard's webhook counts, inline attempts and
-// the open circuits, and returns each shard's webhooks examined.
-func (b *Backend) statsReady(ctx context.Context, now time.Time, st *types.Stats) ([][]string, error) {
+// the open circuits, and returns each shard's webhooks examined and the webhooks whose circuits are
+// open.
+func (b *Backend) statsReady(ctx context.Context, now time.Time, st *types.Stats) ([][]string, []string, error) {
 	schedules, circuits, err := rdb.ReadSchedules(ctx, b.Client, b.Keys, now, StatsWebhooksPerShard)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	var open []string
 	for id, v := range circuits {
 		if h := breaker.HealthOf(id, v, now); h.State != types.CircuitClosed {
 			st.OpenCircuits++
+			open = append(open, id)
 		}
 	}
 	out := make([][]string, b.Keys.Shards)
@@ -72,7 +81,7 @@ func (b *Backend) statsReady(ctx context.Context, now time.Time, st *types.Stats
 			sh.OldestDueAt = sc.InlineFirst
 		}
 	}
-	return out, nil
+	return out, open, nil
 }
 
 // statsQueues reads the queues of the webhooks examined (rdb.ReadQueueStats) and fills each shard's

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/api"
-	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 )
@@ -72,7 +71,7 @@ func (b *Backend) Health(ctx context.Context, s api.Scope, id string) (*types.He
 const lastFailureScan = CountsRecent
 
 // lastFailure is, in words, the newest attempt among a webhook's newest deliveries that its circuit
-// counts as a failure (breaker.FailureWords) and that was answered in the current run of failures,
+// counts as a failure (FailureWords) and that was answered in the current run of failures,
 // which began at since; "" when none is.
 func (b *Backend) lastFailure(ctx context.Context, id string, since time.Time) (string, error) {
 	page, err := b.DeliveryRepo.Page(ctx, id, types.DeliveryQuery{Limit: lastFailureScan})
@@ -87,7 +86,7 @@ func (b *Backend) lastFailure(ctx context.Context, id string, since time.Time) (
 			if answered.Before(since.Add(-time.Millisecond)) {
 				continue // before the run: another story
 			}
-			if w, ok := breaker.FailureWords(a); ok && a.At.After(at) {
+			if w, ok := FailureWords(a); ok && a.At.After(at) {
 				words, at = w, a.At
 			}
 		}

@@ -3,6 +3,7 @@ package api
 // The answers the Backend gives beyond the shared types, each with the JSON the routes send.
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/types"
@@ -31,6 +32,29 @@ type DeliveryDetail struct {
 	DeliveryView
 	RedeliveredAt []time.Time `json:"redelivered_at,omitempty"`
 	OrderPosition *int        `json:"order_position,omitempty"`
+	PayloadGone
+}
+
+// PayloadGone says that a delivery's payload is no longer stored (Options.PayloadRetention): when
+// (types.PayloadExpiry; absent when unknown) and in words (types.PayloadExpired). Both are absent
+// while the payload is kept.
+type PayloadGone struct {
+	PayloadExpiredAt time.Time `json:"payload_expired_at,omitzero"`
+	PayloadExpired   string    `json:"payload_expired,omitempty"`
+}
+
+// Gone is the PayloadGone of a payload that expired at at (zero: when is not known).
+func Gone(at time.Time) PayloadGone {
+	return PayloadGone{PayloadExpiredAt: at, PayloadExpired: types.PayloadExpired(at)}
+}
+
+// PayloadView is GET /deliveries/{id}/payload's answer: the body the delivery sends, or null with
+// PayloadGone once it expired.
+type PayloadView struct {
+	Payload json.RawMessage `json:"payload"`
+	// Transformed: Payload is the event as its webhook's transformation reshapes it now.
+	Transformed bool `json:"transformed"`
+	PayloadGone
 }
 
 // SearchPage is the answer of GET /deliveries.
@@ -108,7 +132,10 @@ type Backlog struct {
 	OldestDueAge int64     `json:"oldest_due_age_ms"`
 	Webhooks     int64     `json:"webhooks"`
 	OpenCircuits int       `json:"open_circuits"`
-	Truncated    bool      `json:"truncated"`
+	// PausedEndpoints is how many of the webhooks with an open circuit are paused: those not disabled
+	// (a disabled webhook keeps its circuit, but is disabled, not paused).
+	PausedEndpoints int  `json:"paused_endpoints"`
+	Truncated       bool `json:"truncated"`
 	// Held are the webhooks whose due deliveries no worker will attempt now (counted in Due), and why.
 	Held []HeldQueue `json:"held"`
 }

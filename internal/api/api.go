@@ -8,6 +8,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -88,8 +89,9 @@ type Backend interface {
 	// ProbeNow ends a webhook's open circuit's wait: its probe goes out with the next worker pass (an
 	// operator-only route).
 	ProbeNow(ctx context.Context, s Scope, id string) (*ProbeAnswer, error)
-	// Payload is the body a delivery sends (nil, or not JSON, once expired).
-	Payload(ctx context.Context, s Scope, id string) ([]byte, error)
+	// Payload is the body a delivery sends (nil, or not JSON, once expired: PayloadGone says when);
+	// Transformed says it is the event as its webhook's transformation reshapes it now.
+	Payload(ctx context.Context, s Scope, id string) (*PayloadView, error)
 	// Request is the request a delivery sends, rebuilt: its headers, the values of secret ones withheld.
 	Request(ctx context.Context, s Scope, id string) (*DeliveryRequest, error)
 	// OrderQueue is the queue of an ordered delivery's (webhook, order key), head first.
@@ -99,14 +101,22 @@ type Backend interface {
 	SearchDeliveries(ctx context.Context, s Scope, q DeliverySearch) (*SearchPage, error)
 	// Backlog is the delivery backlog of every tenant (an operator-only route).
 	Backlog(ctx context.Context) (*Backlog, error)
-	// ListEventTypes is the catalog of event types by name: the operator's, one for every tenant (the
-	// portal reads it, and changes nothing).
-	ListEventTypes(ctx context.Context) ([]types.EventType, error)
+	// EventTypesAnswer is what build makes of the catalog of event types by name (the operator's, one
+	// for every tenant: the portal reads it, and changes nothing), made once per version of the
+	// catalog and kind, from the process's copy of the catalog: GET /event-types and its OpenAPI
+	// document neither read nor decode nor encode the catalog per request.
+	EventTypesAnswer(ctx context.Context, kind string, build func([]types.EventType) ([]byte, error)) ([]byte, error)
+	// ExpungeTenant removes one bounded step of a tenant's data and says how much it removed, 0 once
+	// nothing is left (an operator-only route).
+	ExpungeTenant(ctx context.Context, tenant string) (int, error)
 	GetEventType(ctx context.Context, name string) (*types.EventType, error)
 	CreateEventType(ctx context.Context, t types.EventType) (*types.EventType, error)
 	// PatchEventType changes an event type by apply (a copy) in one read-modify-write.
 	PatchEventType(ctx context.Context, name string, apply func(cur *types.EventType) error) (*types.EventType, error)
 	DeleteEventType(ctx context.Context, name string) error
+	// PreviewTransform runs a transformation on an event: the data a webhook with it would receive,
+	// or null when it skips the event.
+	PreviewTransform(ctx context.Context, expr string, evt types.Event) (json.RawMessage, error)
 	// Authenticate checks a portal token and returns its tenant.
 	Authenticate(token string) (tenant string, err error)
 	// Classify says how to answer an error a Backend method returned.
@@ -128,6 +138,7 @@ const (
 	KindProbeRefused                // 409 probe_refused: the circuit is closed, or its probe in flight
 	KindTooMany                     // 429 too_many_requests: try again later (the message says when)
 	KindExists                      // 409 exists: the name is taken (an event type's)
+	KindPayloadExpired              // 409 payload_expired: the delivery's payload is gone (Options.PayloadRetention)
 )
 
 // ErrBadRequest marks a request the API cannot use (a parameter, a body, a field it may not set); it

@@ -84,8 +84,11 @@ func (f fakeBackend) DeleteWebhook(_ context.Context, s Scope, _ string) error {
 	_, err := answer(f, s, 0)
 	return err
 }
-func (f fakeBackend) ListEventTypes(context.Context) ([]types.EventType, error) {
-	return []types.EventType{{Name: "a.b", Schema: json.RawMessage(`{"type":"object"}`)}}, f.err
+func (f fakeBackend) EventTypesAnswer(_ context.Context, _ string, build func([]types.EventType) ([]byte, error)) ([]byte, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return build([]types.EventType{{Name: "a.b", Schema: json.RawMessage(`{"type":"object"}`)}})
 }
 func (f fakeBackend) GetEventType(_ context.Context, name string) (*types.EventType, error) {
 	return answer(f, Scope{}, &types.EventType{Name: name})
@@ -151,12 +154,19 @@ func (f fakeBackend) Request(_ context.Context, s Scope, _ string) (*DeliveryReq
 func (f fakeBackend) OrderQueue(_ context.Context, s Scope, _ string) (*OrderQueue, error) {
 	return answer(f, s, &OrderQueue{Deliveries: []*types.Delivery{}})
 }
-func (f fakeBackend) Payload(_ context.Context, s Scope, _ string) ([]byte, error) {
-	return answer(f, s, []byte(`{}`))
+func (f fakeBackend) Payload(_ context.Context, s Scope, _ string) (*PayloadView, error) {
+	return answer(f, s, &PayloadView{Payload: []byte(`{}`)})
+}
+func (f fakeBackend) ExpungeTenant(context.Context, string) (int, error) {
+	return answer(f, Scope{}, 0)
 }
 func (f fakeBackend) Backlog(context.Context) (*Backlog, error) {
 	return answer(f, Scope{}, &Backlog{})
 }
+func (fakeBackend) PreviewTransform(context.Context, string, types.Event) (json.RawMessage, error) {
+	return json.RawMessage(`{}`), nil
+}
+
 func (fakeBackend) Authenticate(token string) (string, error) {
 	if t, ok := strings.CutPrefix(token, "good-"); ok {
 		return t, nil
@@ -194,7 +204,7 @@ func TestKindsAnswerTheirStatus(t *testing.T) {
 		code   string
 	}{
 		{KindBadRequest, 400, "invalid_request"}, {KindNotFound, 404, "not_found"}, {KindConflict, 409, "conflict"},
-		{KindWebhookDisabled, 409, "webhook_disabled"}, {KindTenantQuota, 409, "tenant_quota"}, {KindNotRetryable, 409, "not_retryable"}, {KindProbeRefused, 409, "probe_refused"},
+		{KindWebhookDisabled, 409, "webhook_disabled"}, {KindTenantQuota, 409, "tenant_quota"}, {KindNotRetryable, 409, "not_retryable"}, {KindProbeRefused, 409, "probe_refused"}, {KindPayloadExpired, 409, "payload_expired"},
 		{KindInternal, 500, "internal"},
 	} {
 		h := NewHandler(fakeBackend{err: kindError{tc.kind}}, slog.New(slog.DiscardHandler))

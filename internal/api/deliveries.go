@@ -107,8 +107,8 @@ func (rt *router) searchDeliveries(w http.ResponseWriter, r *http.Request) {
 	if err == nil && !q.From.IsZero() && !q.To.IsZero() && q.To.Before(q.From) {
 		err = fmt.Errorf("%w: to is before from", ErrBadRequest)
 	}
-	if err == nil && !slices.Contains([]types.Status{"", types.StatusPending, types.StatusSuccess, types.StatusFailed}, types.Status(q.Status)) {
-		err = fmt.Errorf("%w: status must be pending, success or failed", ErrBadRequest)
+	if err == nil && !slices.Contains([]types.Status{"", types.StatusPending, types.StatusSuccess, types.StatusFailed, types.StatusSkipped}, types.Status(q.Status)) {
+		err = fmt.Errorf("%w: status must be pending, success, failed or skipped", ErrBadRequest)
 	}
 	if err != nil {
 		rt.fail(w, r, err)
@@ -123,13 +123,21 @@ func (rt *router) backlog(w http.ResponseWriter, r *http.Request) {
 	rt.answer(w, r, http.StatusOK, out, err)
 }
 
-// payload answers the body a delivery sends, {"payload": …}, null once expired.
-func (rt *router) payload(w http.ResponseWriter, r *http.Request) {
-	body, err := rt.b.Payload(r.Context(), scopeOf(r), r.PathValue("id"))
-	if !json.Valid(body) {
-		body = nil // expired (or not JSON): null
-	}
+// expungeTenant runs one step of a tenant's erasure: {"removed": n}, 0 once nothing is left.
+func (rt *router) expungeTenant(w http.ResponseWriter, r *http.Request) {
+	n, err := rt.b.ExpungeTenant(r.Context(), r.PathValue("tenant"))
 	rt.answer(w, r, http.StatusOK, struct {
-		Payload json.RawMessage `json:"payload"`
-	}{body}, err)
+		Removed int `json:"removed"`
+	}{n}, err)
+}
+
+// payload answers the body a delivery sends, {"payload": …, "transformed"}, null once expired (with
+// when, and "payload expired on …"); transformed when it is the event as its webhook's transformation
+// reshapes it.
+func (rt *router) payload(w http.ResponseWriter, r *http.Request) {
+	v, err := rt.b.Payload(r.Context(), scopeOf(r), r.PathValue("id"))
+	if err == nil && !json.Valid(v.Payload) {
+		v.Payload, v.Transformed = nil, false // expired (or not JSON): null
+	}
+	rt.answer(w, r, http.StatusOK, v, err)
 }

@@ -2,6 +2,9 @@ package api
 
 import (
 	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/types"
@@ -16,14 +19,16 @@ type Endpoint struct {
 
 // ViewDelivery is dl as the API answers it, its webhook e (known: ok) at now: a pending delivery's
 // NextAttemptAt is not before its paused webhook's next probe, and none while its webhook is disabled
-// (set in dl itself); Why says why it waits, or why a failed one was never attempted.
+// (set in dl itself); Why says why it waits, why a failed one failed (failedWhy), or why one was
+// skipped.
 func ViewDelivery(dl *types.Delivery, e Endpoint, ok bool, now time.Time) DeliveryView {
 	v := DeliveryView{Delivery: dl}
 	switch dl.Status {
 	case types.StatusFailed:
-		if dl.Attempts == 0 {
-			v.Why = "never attempted: " + dl.LastError
-		}
+		v.Why = failedWhy(dl)
+		return v
+	case types.StatusSkipped:
+		v.Why = dl.LastError // the worker's words: its webhook's transformation skipped the event
 		return v
 	case types.StatusPending:
 	default:
@@ -52,6 +57,58 @@ func ViewDelivery(dl *types.Delivery, e Endpoint, ok bool, now time.Time) Delive
 		}
 	}
 	return v
+}
+
+// notAttempted says in words why the worker failed a due delivery without attempting it (its
+// LastError).
+var notAttempted = map[string]string{
+	types.NotAttemptedWebhookDeleted:  "the endpoint was deleted",
+	types.NotAttemptedWebhookDisabled: "the endpoint was disabled",
+	types.NotAttemptedBodyExpired:     "its event's body had expired",
+}
+
+// failedWhy says why a failed delivery failed for good: "never attempted: the endpoint was disabled",
+// "failed after 2 attempts, then not attempted again: the endpoint was disabled", "failed after 3
+// attempts; the last: the endpoint answered 503 Service Unavailable".
+func failedWhy(dl *types.Delivery) string {
+	refusal, refused := notAttempted[dl.LastError]
+	if !refused {
+		refusal = attemptWords(dl.LastStatusCode, dl.LastError)
+	}
+	attempts := strconv.Itoa(dl.Attempts) + " attempts"
+	if dl.Attempts == 1 {
+		attempts = "1 attempt"
+	}
+	switch {
+	case dl.Attempts == 0:
+		return "never attempted: " + refusal
+	case refused:
+		return "failed after " + attempts + ", then not attempted again: " + refusal
+	case refusal == "":
+		return "failed after " + attempts
+	}
+	return "failed after " + attempts + "; the last: " + refusal
+}
+
+// AnswerWords is an endpoint's answer status in words: "the endpoint answered 503 Service
+// Unavailable".
+func AnswerWords(code int) string {
+	return strings.TrimSpace(fmt.Sprintf("the endpoint answered %d %s", code, http.StatusText(code)))
+}
+
+// attemptWords is an attempt's failure in words: its status as AnswerWords says it, with what its
+// error adds to "HTTP <code>" ("the endpoint answered 410 Gone: the webhook was disabled"); without a
+// status, its error, which its destination wrote in words.
+func attemptWords(code int, err string) string {
+	rest, ok := strings.CutPrefix(err, "HTTP "+strconv.Itoa(code))
+	if code == 0 || !ok {
+		return err
+	}
+	rest = strings.TrimPrefix(rest, " "+http.StatusText(code))
+	if strings.HasPrefix(rest, " ") {
+		rest = ":" + rest
+	}
+	return AnswerWords(code) + rest
 }
 
 // ViewHealth is a webhook's circuit as the API answers it: a disabled webhook's is "disabled", with

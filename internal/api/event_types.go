@@ -17,8 +17,14 @@ import (
 const catalogPattern = "GET /event-types/openapi.json"
 
 func (rt *router) listEventTypes(w http.ResponseWriter, r *http.Request) {
-	list, err := rt.b.ListEventTypes(r.Context())
-	rt.answer(w, r, http.StatusOK, eventTypeList{list}, err)
+	body, err := rt.b.EventTypesAnswer(r.Context(), "list", func(list []types.EventType) ([]byte, error) {
+		return json.Marshal(eventTypeList{list})
+	})
+	if err != nil {
+		rt.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, body)
 }
 
 func (rt *router) getEventType(w http.ResponseWriter, r *http.Request) {
@@ -120,12 +126,7 @@ type eventTypeList struct {
 
 // catalogDocument serves the catalog as an OpenAPI 3.1 document (CatalogDocument).
 func (rt *router) catalogDocument(w http.ResponseWriter, r *http.Request) {
-	list, err := rt.b.ListEventTypes(r.Context())
-	if err != nil {
-		rt.fail(w, r, err)
-		return
-	}
-	out, err := CatalogDocument(list)
+	out, err := rt.b.EventTypesAnswer(r.Context(), "openapi", CatalogDocument)
 	if err != nil {
 		rt.fail(w, r, err)
 		return

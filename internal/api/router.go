@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"strconv"
+	"time"
 )
 
 // router serves the API's routes within a scope.
@@ -60,12 +63,14 @@ var routes = []route{
 	{pattern: "GET /deliveries", handler: method((*router).searchDeliveries)},
 	{pattern: "GET /backlog", handler: method((*router).backlog), operatorOnly: true},
 	{pattern: "POST /webhooks/{id}/probe", handler: byID(Backend.ProbeNow), operatorOnly: true},
+	{pattern: "DELETE /tenants/{tenant}", handler: method((*router).expungeTenant), operatorOnly: true},
 	{pattern: "GET /event-types", handler: method((*router).listEventTypes)},
 	{pattern: "GET /event-types/{name}", handler: method((*router).getEventType)},
 	{pattern: catalogPattern, handler: method((*router).catalogDocument)},
 	{pattern: "POST /event-types", handler: method((*router).createEventType), operatorOnly: true},
 	{pattern: "PATCH /event-types/{name}", handler: method((*router).patchEventType), operatorOnly: true},
 	{pattern: "DELETE /event-types/{name}", handler: method((*router).deleteEventType), operatorOnly: true},
+	{pattern: "POST /transform/preview", handler: method((*router).previewTransform)},
 	{pattern: openAPIPattern, handler: method((*router).openAPI)},
 }
 
@@ -211,6 +216,8 @@ func (rt *router) classify(err error) (status int, code, message string) {
 		return http.StatusTooManyRequests, "too_many_requests", err.Error()
 	case KindExists:
 		return http.StatusConflict, "exists", err.Error()
+	case KindPayloadExpired:
+		return http.StatusConflict, "payload_expired", err.Error()
 	}
 	return http.StatusInternalServerError, "internal", "internal error"
 }
@@ -219,13 +226,18 @@ func (rt *router) classify(err error) (status int, code, message string) {
 type fielder interface{ Field() string }
 
 // fail answers with the error's status (and, for a bad request, the field it is about when the error
-// names one); the cause of a 500 is logged, not sent.
+// names one; for a 429, Retry-After: the whole seconds until the action would be granted, at least
+// 1); the cause of a 500 is logged, not sent.
 func (rt *router) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status, code, message := rt.classify(err)
 	var f fielder
 	if status == http.StatusBadRequest && errors.As(err, &f) {
 		writeErrorBody(w, status, ErrorDetail{Code: code, Message: message, Field: f.Field()})
 		return
+	}
+	var limited interface{ RetryAfter() time.Duration }
+	if status == http.StatusTooManyRequests && errors.As(err, &limited) {
+		w.Header().Set("Retry-After", strconv.FormatInt(int64(math.Ceil(max(limited.RetryAfter(), time.Second).Seconds())), 10))
 	}
 	if status == http.StatusInternalServerError {
 		level := rt.log.Error
@@ -272,11 +284,16 @@ func writeErrorBody(w http.ResponseWriter, status int, d ErrorDetail) {
 	writeJSON(w, status, b)
 }
 
+// writeJSON answers status with the JSON b and a newline. b may be shared by concurrent requests (the
+// catalog's answers are made once per version): it is only read.
 func writeJSON(w http.ResponseWriter, status int, b []byte) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(status)
-	_, _ = w.Write(append(b, '\n'))
+	_, _ = w.Write(b)
+	_, _ = w.Write(newline)
 }
+
+var newline = []byte{'\n'}

@@ -18,7 +18,7 @@ import (
 	"strings"
 )
 
-//go:embed ui/index.html ui/app.js ui/format.js ui/deliveries.js ui/delivery.js ui/app.css
+//go:embed ui/index.html ui/app.js ui/format.js ui/deliveries.js ui/delivery.js ui/catalog.js ui/transform.js ui/app.css
 var uiFiles embed.FS
 
 // UIContentSecurityPolicy is the Content-Security-Policy sent with every answer of the web UI's
@@ -47,6 +47,7 @@ func newUIHandler(portal bool) http.Handler {
 	for name, ctype := range map[string]string{"index.html": "text/html; charset=utf-8",
 		"app.js": "text/javascript; charset=utf-8", "format.js": "text/javascript; charset=utf-8",
 		"deliveries.js": "text/javascript; charset=utf-8", "delivery.js": "text/javascript; charset=utf-8",
+		"catalog.js": "text/javascript; charset=utf-8", "transform.js": "text/javascript; charset=utf-8",
 		"app.css": "text/css; charset=utf-8"} {
 		b, err := uiFiles.ReadFile("ui/" + name)
 		if err != nil {

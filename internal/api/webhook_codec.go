@@ -13,6 +13,7 @@ import (
 	"io"
 	"maps"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"time"
@@ -117,6 +118,14 @@ func applyPatch(cur *types.Webhook, fields map[string]json.RawMessage) (types.We
 		return types.Webhook{}, fmt.Errorf("%w: PATCH does not change id, tenant, secret, public_key, asymmetric, created_at or updated_at",
 			ErrBadRequest)
 	}
+	if kept.URL == URLView(cur.URL) { // the API's view sent back: keep the URL's password
+		kept.URL = cur.URL
+	} else if u, err := url.Parse(kept.URL); err == nil && u.User != nil {
+		if p, _ := u.User.Password(); p == redactedPassword {
+			return types.Webhook{}, inField("url", fmt.Errorf("%w: url: the password %q is the API's view of one, and the URL changes, so it is not kept: give the password again",
+				types.ErrInvalidWebhook, redactedPassword))
+		}
+	}
 	if kept.URL != cur.URL {
 		if _, named := fields["auth"]; !named || authIsView(kept.Auth) {
 			if named {
@@ -166,6 +175,7 @@ func encodeWebhook(w *types.Webhook) []byte {
 // secret only when withSecret (create and rotate-secret).
 func WebhookView(w *types.Webhook, withSecret bool) *types.Webhook {
 	v := *w
+	v.URL = URLView(w.URL)
 	v.Auth = authView(w.Auth)
 	if !withSecret {
 		v.Secret = ""
@@ -177,6 +187,22 @@ func WebhookView(w *types.Webhook, withSecret bool) *types.Webhook {
 		}
 	}
 	return &v
+}
+
+// redactedPassword is what url.URL.Redacted puts in a password's place.
+const redactedPassword = "xxxxx"
+
+// URLView is a webhook URL as the API shows it: a password in its user info (a broker's) replaced by
+// "xxxxx".
+func URLView(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	if _, ok := u.User.Password(); !ok {
+		return raw
+	}
+	return u.Redacted()
 }
 
 // authIsView reports whether a is only the API's view (Type and Set, no credentials).

@@ -78,4 +78,23 @@ func TestViewDelivery(t *testing.T) {
 
 	v = ViewDelivery(&types.Delivery{Status: types.StatusFailed, LastError: "blocked"}, Endpoint{}, false, now)
 	assert.Equal(t, "never attempted: blocked", v.Why)
+
+	// A failed delivery says why it failed for good, in words, whether attempted or not.
+	for _, tc := range []struct {
+		attempts, code int
+		lastError, why string
+	}{
+		{0, 0, types.NotAttemptedWebhookDisabled, "never attempted: the endpoint was disabled"},
+		{2, 503, types.NotAttemptedWebhookDisabled, "failed after 2 attempts, then not attempted again: the endpoint was disabled"},
+		{1, 0, types.NotAttemptedWebhookDeleted, "failed after 1 attempt, then not attempted again: the endpoint was deleted"},
+		{3, 503, "HTTP 503", "failed after 3 attempts; the last: the endpoint answered 503 Service Unavailable"},
+		{1, 410, "HTTP 410 Gone: the webhook was disabled", "failed after 1 attempt; the last: the endpoint answered 410 Gone: the webhook was disabled"},
+		{2, 302, `HTTP 302 redirect to "/x" not followed`, `failed after 2 attempts; the last: the endpoint answered 302 Found: redirect to "/x" not followed`},
+		{2, 0, "the connection to 127.0.0.1:8097 was refused", "failed after 2 attempts; the last: the connection to 127.0.0.1:8097 was refused"},
+	} {
+		dl := &types.Delivery{Status: types.StatusFailed, Attempts: tc.attempts, LastStatusCode: tc.code, LastError: tc.lastError}
+		assert.Equal(t, tc.why, ViewDelivery(dl, Endpoint{}, true, now).Why, "%+v", tc)
+	}
+	skipped := &types.Delivery{Status: types.StatusSkipped, LastError: "skipped: the webhook's transformation gave null for this event; nothing was sent"}
+	assert.Equal(t, skipped.LastError, ViewDelivery(skipped, Endpoint{}, true, now).Why, "a skipped delivery says why")
 }

@@ -23,7 +23,7 @@ type Config struct {
 	Keys       rdb.Keys              // the keyspace: its circuits hash and hourly counters
 	BreakAfter int                   // failures in a row that open a circuit; < 0: the breaker is off (counts still run)
 	BreakFor   time.Duration         // the first open period
-	ProbeHold  time.Duration         // how long a probe taken is held for its one attempt
+	ProbeHold  time.Duration         // how long a probe taken is held for its one attempt; an attempt open longer holds no failure's count back (Sends)
 	Now        func() time.Time      // the clock (nil: time.Now)
 	Log        *slog.Logger          // where warnings go (nil: nowhere)
 }
@@ -33,6 +33,7 @@ type Config struct {
 type Breaker struct {
 	store      *store
 	cache      *cache
+	sends      *Sends
 	breakAfter int
 	breakFor   time.Duration
 	probeHold  time.Duration
@@ -48,9 +49,12 @@ func New(c Config) *Breaker {
 	if c.Log == nil {
 		c.Log = slog.New(slog.DiscardHandler)
 	}
-	return &Breaker{store: newStore(c.Client, c.Keys), cache: newCache(), breakAfter: c.BreakAfter,
-		breakFor: c.BreakFor, probeHold: c.ProbeHold, now: c.Now, log: c.Log}
+	return &Breaker{store: newStore(c.Client, c.Keys), cache: newCache(), sends: NewSends(c.ProbeHold, c.Now),
+		breakAfter: c.BreakAfter, breakFor: c.BreakFor, probeHold: c.ProbeHold, now: c.Now, log: c.Log}
 }
+
+// Sends is this process's attempts between their sends and their counts, which order its counts.
+func (b *Breaker) Sends() *Sends { return b.sends }
 
 // Circuit returns a webhook's circuit as this process sees it: cached for up to CacheTTL, read from
 // Redis on a miss. When the breaker is off, or its state cannot be read, the circuit is closed.

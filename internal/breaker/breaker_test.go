@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/smartdrop/webhooks/destination"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 
@@ -25,7 +26,8 @@ func newTestBreaker(t *testing.T, breakAfter int) (*Breaker, *time.Time) {
 func fail(t *testing.T, b *Breaker, webhookID, probe string) Event {
 	t.Helper()
 	now := b.now()
-	outs := []Outcome{{WebhookID: webhookID, Kind: Kind(false, 503), Probe: probe}}
+	outs := []Outcome{{WebhookID: webhookID, Kind: Kind(false, destination.Unavailable), Probe: probe}}
+	b.store.registered(context.Background(), outs...)
 	keys, args := b.CountArgs(now, outs)
 	events, err := b.Counted(rdb.Count.Run(context.Background(), b.store.rdb, keys, args...), now, outs)
 	require.NoError(t, err)
@@ -37,14 +39,15 @@ func TestKind(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
 		success bool
-		code    int
+		failure destination.Kind
 		want    string
 	}{
-		{true, 200, rdb.CountSuccess}, {true, 204, rdb.CountSuccess},
-		{false, 0, rdb.CountFailure}, {false, 500, rdb.CountFailure}, {false, 503, rdb.CountFailure}, {false, 429, rdb.CountFailure},
-		{false, 400, rdb.CountRejected}, {false, 404, rdb.CountRejected}, {false, 410, rdb.CountRejected}, {false, 302, rdb.CountRejected},
+		{true, destination.Unavailable, rdb.CountSuccess},
+		{false, destination.Unavailable, rdb.CountFailure},
+		{false, destination.Rejected, rdb.CountRejected}, {false, destination.Permanent, rdb.CountRejected},
+		{false, destination.Gone, rdb.CountRejected},
 	} {
-		assert.Equal(t, c.want, Kind(c.success, c.code), "success %v, code %d", c.success, c.code)
+		assert.Equal(t, c.want, Kind(c.success, c.failure), "success %v, failure %s", c.success, c.failure)
 	}
 }
 

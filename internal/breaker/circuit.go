@@ -12,8 +12,8 @@ import (
 // circuit is a webhook's circuit as stored (lib/circuit.lua writes it):
 // "failures:since:openUntil:openFor:probeUntil:lastOK:lastFailed:f1,f2,…:token" (ms, 0 for none; the
 // token last: any bytes); open when openFor > 0. lastOK is when the newest counted success was answered,
-// lastFailed the newest failure, fails the answer times of the failures answered after lastOK (the newest
-// rdb.MaxBreakAfter, ascending). Integers that are not 1 to 15 ASCII digits (Lua holds 15 exactly) make it
+// lastFailed when the newest failure was, fails the send times of the failures sent after lastOK (the
+// newest rdb.MaxBreakAfter, ascending), since the oldest send in the run. Integers that are not 1 to 15 ASCII digits (Lua holds 15 exactly) make it
 // corrupt: Go and the scripts read it as closed, 0 failures; a failure replaces it.
 type circuit struct {
 	failures, since, openUntil, openFor, probeUntil, lastOK, lastFailed int64

@@ -16,6 +16,11 @@ type Outcome struct {
 	Kind      string    // rdb.CountSuccess, rdb.CountFailure or rdb.CountRejected (Kind)
 	Probe     string    // the probe token, when the attempt was its circuit's probe
 	Answered  time.Time // when its answer (or its error) came; zero: the count's now
+	Sent      time.Time // when its request was sent (Ticket.Sent: taken before it went out); zero: Answered
+	// SeenOK is when the newest success this process counted for the webhook was answered (zero:
+	// none), sent with a failure: Sends.SeenOK.
+	SeenOK time.Time
+	Ticket Ticket // the attempt's place in Sends (zero: none)
 }
 
 // Event is what rdb.Count did to one outcome's circuit.
@@ -37,8 +42,10 @@ func (b *Breaker) Counted(cmd *redis.Cmd, now time.Time, outs []Outcome) ([]Even
 	if err != nil {
 		return nil, err
 	}
-	for _, ev := range events {
-		b.cache.put(ev.Health, now)
+	for i, ev := range events {
+		if outs[i].Kind != rdb.CountSkipped { // a skip's count reads no circuit
+			b.cache.put(ev.Health, now)
+		}
 	}
 	return events, nil
 }
@@ -47,7 +54,7 @@ func (b *Breaker) Counted(cmd *redis.Cmd, now time.Time, outs []Outcome) ([]Even
 func (s *store) countArgs(now time.Time, breakAfter int, breakFor time.Duration, outs []Outcome) ([]string, []any) {
 	args := make([]any, 4, 4+countStride*len(outs))
 	args[0], args[1], args[2], args[3] = now.UnixMilli(), max(breakAfter, 0), max(breakFor.Milliseconds(), 1), MaxBreakFor.Milliseconds()
-	keys := []string{s.key}
+	keys := []string{s.key, s.webhooks}
 	index := map[string]int{}
 	for _, o := range outs {
 		k, ok := index[o.WebhookID]
@@ -56,17 +63,32 @@ func (s *store) countArgs(now time.Time, breakAfter int, breakFor time.Duration,
 			k = len(keys) - 1
 			index[o.WebhookID] = k
 		}
-		answered := o.Answered
-		if answered.IsZero() {
-			answered = now
+		answered, sent := o.stamps(now)
+		seenOK := int64(0)
+		if !o.SeenOK.IsZero() {
+			seenOK = o.SeenOK.UnixMilli()
 		}
-		args = append(args, o.WebhookID, o.Kind, o.Probe, answered.UnixMilli(), k)
+		args = append(args, o.WebhookID, o.Kind, o.Probe, answered, sent, seenOK, k)
 	}
 	return keys, args
 }
 
+// stamps are o's answer and send times (ms) as rdb.Count takes them: a zero Answered is now, a zero
+// Sent is the answer's, and an answer never comes before its send (Ticket.Sent may be later than the
+// clock: Sends).
+func (o Outcome) stamps(now time.Time) (answered, sent int64) {
+	if o.Answered.IsZero() {
+		o.Answered = now
+	}
+	answered, sent = o.Answered.UnixMilli(), o.Sent.UnixMilli()
+	if o.Sent.IsZero() {
+		sent = answered
+	}
+	return max(answered, sent), sent
+}
+
 // countStride is how many of rdb.Count's arguments each outcome takes; its webhook's index is the last.
-const countStride = 5
+const countStride = 7
 
 // countReply reads rdb.Count's reply for outs at now.
 func countReply(cmd *redis.Cmd, now time.Time, outs []Outcome) ([]Event, error) {

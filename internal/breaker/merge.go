@@ -26,7 +26,7 @@ func MergeCounts(calls []CountCall) (merged CountCall, split func(reply []any) (
 			return CountCall{}, nil, false
 		}
 	}
-	keys := []string{calls[0].Keys[0]}
+	keys := []string{calls[0].Keys[0], calls[0].Keys[1]}
 	args := slices.Clone(calls[0].Args[:4])
 	index := map[string]int{}
 	sizes := make([]int, len(calls))
@@ -61,7 +61,7 @@ func MergeCounts(calls []CountCall) (merged CountCall, split func(reply []any) (
 // countMergeable reports whether a rdb.Count call is as CountArgs makes it, with first's key and
 // settings: only such calls are merged.
 func countMergeable(c, first CountCall) bool {
-	if len(c.Keys) < 1 || c.Keys[0] != first.Keys[0] || len(c.Args) < 4 || (len(c.Args)-4)%countStride != 0 {
+	if len(c.Keys) < 2 || c.Keys[0] != first.Keys[0] || c.Keys[1] != first.Keys[1] || len(c.Args) < 4 || (len(c.Args)-4)%countStride != 0 {
 		return false
 	}
 	if _, ok := c.Args[0].(int64); !ok {
@@ -73,7 +73,7 @@ func countMergeable(c, first CountCall) bool {
 		}
 	}
 	for a := 4 + countStride - 1; a < len(c.Args); a += countStride {
-		if k, ok := c.Args[a].(int); !ok || k < 1 || k >= len(c.Keys) {
+		if k, ok := c.Args[a].(int); !ok || k < 2 || k >= len(c.Keys) {
 			return false
 		}
 	}

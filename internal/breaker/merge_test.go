@@ -27,6 +27,10 @@ func TestMergedCountEqualsItsCallsInOrder(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			merged, alone := rdb.KeysOf(fmt.Sprintf("%s_m%d", tr.prefix, seed), 1), rdb.KeysOf(fmt.Sprintf("%s_a%d", tr.prefix, seed), 1)
 			sm, sa := newStore(tr.rdb, merged), newStore(tr.rdb, alone)
+			for w := range 3 {
+				sm.registered(ctx, Outcome{WebhookID: "wh_" + strconv.Itoa(w)})
+				sa.registered(ctx, Outcome{WebhookID: "wh_" + strconv.Itoa(w)})
+			}
 			now := time.UnixMilli(1_800_000_000_000)
 			for round := range 5 {
 				// Each call at its own now; the merged call runs at the latest, so the calls run alone
@@ -91,7 +95,7 @@ func TestMergeCountsRefuses(t *testing.T) {
 	require.False(t, ok, "an outcome cut short")
 	m, split, ok := MergeCounts([]CountCall{call(3), call(3)})
 	require.True(t, ok)
-	require.Len(t, m.Keys, 2, "the circuits and one hourly key")
+	require.Len(t, m.Keys, 3, "the circuits, the webhooks and one hourly key")
 	_, err := split([]any{int64(0), ""})
 	require.ErrorContains(t, err, "reply of 2 items")
 }

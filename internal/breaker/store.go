@@ -18,11 +18,14 @@ type store struct {
 	rdb    redis.UniversalClient
 	key    string              // {P:registry}:circuits
 	hourly func(string) string // a webhook's hourly counters, {P:registry}:hourly:<webhook id>, which rdb.Count also writes
+	// webhooks is the registry's hash of webhooks: rdb.Count creates no circuit or counter for a
+	// webhook it does not hold (deleted, or its tenant expunged, while an attempt was in flight).
+	webhooks string
 }
 
 // newStore is the circuits of a keyspace.
 func newStore(client redis.UniversalClient, keys rdb.Keys) *store {
-	return &store{rdb: client, key: keys.Circuits(), hourly: keys.Hourly}
+	return &store{rdb: client, key: keys.Circuits(), hourly: keys.Hourly, webhooks: keys.Webhooks()}
 }
 
 // acquireProbe asks for webhookID's probe under token (not empty). ok when the circuit is open, its

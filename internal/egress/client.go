@@ -103,19 +103,14 @@ func defaultTransport() *http.Transport {
 }
 
 // guard makes tr dial only addresses p accepts: its dialer is replaced by one that checks every
-// resolved IP before connecting, and proxies (which would connect on our behalf) are disabled.
+// resolved IP before connecting (or by the dial function a request's context carries: WithDial), and
+// proxies (which would connect on our behalf) are disabled.
 func (p Policy) guard(tr *http.Transport, timeout time.Duration) {
-	d := &net.Dialer{
-		Timeout:        connectTimeout(timeout),
-		KeepAlive:      30 * time.Second,
-		Resolver:       p.resolver,
-		ControlContext: p.control,
-	}
 	tr.Proxy = nil
 	tr.OnProxyConnectResponse = nil
 	//lint:ignore SA1019 cleared so that the deprecated hook cannot take precedence over DialContext
 	tr.Dial = nil
-	tr.DialContext = d.DialContext
+	tr.DialContext = contextDial(p.Dialer(timeout))
 }
 
 // connectTimeout is the TCP connect timeout of an attempt whose overall timeout is timeout.

@@ -35,15 +35,32 @@ const optionsHint = "allow its range with Options.AllowedNetworks, or turn the e
 // check returns nil when ip may be connected to, otherwise an error wrapping ErrBlocked that names
 // ip, the range it falls in and the options that would allow it.
 func (p Policy) check(ip netip.Addr) error {
-	if p.AllowPrivate {
-		return nil
-	}
-	why := blockedReason(ip)
-	if why == "" || p.allows(ip) {
+	why := p.blocked(ip)
+	if why == "" {
 		return nil
 	}
 	return fmt.Errorf("%w: %s (%s): %s", ErrBlocked, ip, why, optionsHint)
 }
+
+// blocked is why ip may not be connected to (the range it falls in), "" when it may.
+func (p Policy) blocked(ip netip.Addr) string {
+	if p.AllowPrivate {
+		return ""
+	}
+	why := blockedReason(ip)
+	if why == "" || p.allows(ip) {
+		return ""
+	}
+	return why
+}
+
+// blockedHost is a URL's host that is a blocked address, in words that carry no package prefix, so a
+// caller's error that wraps it reads once ("webhooks: invalid webhook: url host 127.0.0.1 is a blocked
+// address …"); it wraps ErrBlocked.
+type blockedHost struct{ msg string }
+
+func (e *blockedHost) Error() string { return e.msg }
+func (e *blockedHost) Unwrap() error { return ErrBlocked }
 
 // allows reports whether one of the allowed prefixes contains ip, its unmapped IPv4 form or the IPv4
 // address it embeds (IPv4-compatible, SIIT, NAT64, 6to4).

@@ -15,26 +15,76 @@ import (
 // MaxURLLen bounds a webhook URL, in bytes.
 const MaxURLLen = 2048
 
-// CheckURL is the URL rule for Create and Update: an absolute https (or, unless requireHTTPS, http)
-// URL with a host, no user-info, at most MaxURLLen bytes, whose host, when it is a literal IP address
-// in any spelling (Unicode dots and fullwidth forms included, as net/http maps them), passes p. A
-// host with non-ASCII digits is refused: write it in its ASCII (punycode) form. Host names are not
-// resolved here: the dialer checks what they resolve to at every attempt. A refused address wraps
-// ErrBlocked.
-func (p Policy) CheckURL(raw string, requireHTTPS bool) error {
+// ParseURL is the URL rule every webhook URL passes, whatever its destination: an absolute URL with a
+// scheme and a host, at most MaxURLLen bytes, each of whose hosts (a comma-separated list for a
+// destination that takes several, kafka://a:9092,b:9092/topic) has a port of 1-65535 when it has one
+// and, when it is a literal IP address in any spelling (Unicode dots and fullwidth forms included, as
+// net/http maps them), passes p. A host with non-ASCII digits is refused: write it in its ASCII
+// (punycode) form. Host names are not resolved here: the dialer checks what they resolve to at every
+// connection. A refused address wraps ErrBlocked.
+func (p Policy) ParseURL(raw string) (*url.URL, error) {
 	if raw == "" {
-		return errors.New("url is required")
+		return nil, errors.New("url is required")
 	}
 	if len(raw) > MaxURLLen {
-		return fmt.Errorf("url longer than %d bytes", MaxURLLen)
+		return nil, fmt.Errorf("url longer than %d bytes", MaxURLLen)
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return fmt.Errorf("url: %w", err)
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	if !u.IsAbs() {
+		return nil, fmt.Errorf("url %q has no scheme: write it in full, e.g. https://%s", raw, strings.TrimPrefix(raw, "//"))
+	}
+	if u.Opaque != "" {
+		return nil, fmt.Errorf("url %q is not of the form scheme://host/…: write https://%s (or http://)", raw, raw)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("url must have a host: %s://host/…", u.Scheme)
+	}
+	for _, hostPort := range strings.Split(u.Host, ",") {
+		if err := p.checkHost(hostPort); err != nil {
+			return nil, err
+		}
+	}
+	return u, nil
+}
+
+// checkHost is ParseURL's rule for one host[:port] of a URL.
+func (p Policy) checkHost(hostPort string) error {
+	host, port := hostPort, ""
+	if i := strings.LastIndexByte(hostPort, ':'); i >= 0 && !strings.HasSuffix(hostPort, "]") {
+		host, port = hostPort[:i], hostPort[i+1:]
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if host == "" {
+		return errors.New("url must have a host")
+	}
+	if port != "" {
+		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+			return fmt.Errorf("url port %q is not 1-65535", port)
+		}
+	}
+	host, err := foldHost(host)
+	if err != nil {
+		return err
+	}
+	if ip, ok := literalHostIP(host); ok {
+		if why := p.blocked(ip); why != "" {
+			return &blockedHost{fmt.Sprintf("url host %s is a blocked address (%s): %s", ip, why, optionsHint)}
+		}
+	}
+	return nil
+}
+
+// CheckURL is the rule of an HTTP URL the library sends to (an OAuth2 token URL): ParseURL's, and an
+// https (or, unless requireHTTPS, http) URL without user-info.
+func (p Policy) CheckURL(raw string, requireHTTPS bool) error {
+	u, err := p.ParseURL(raw)
+	if err != nil {
+		return err
 	}
 	switch {
-	case !u.IsAbs():
-		return errors.New("url must be absolute")
 	case u.Scheme == "https":
 	case u.Scheme == "http":
 		if requireHTTPS {
@@ -43,25 +93,8 @@ func (p Policy) CheckURL(raw string, requireHTTPS bool) error {
 	default:
 		return fmt.Errorf("url scheme %q is not http or https", u.Scheme)
 	}
-	if u.Opaque != "" || u.Host == "" || u.Hostname() == "" {
-		return errors.New("url must have a host")
-	}
 	if u.User != nil {
 		return errors.New("url must not carry user info")
-	}
-	if port := u.Port(); port != "" {
-		if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
-			return fmt.Errorf("url port %q is not 1-65535", port)
-		}
-	}
-	host, err := foldHost(u.Hostname())
-	if err != nil {
-		return err
-	}
-	if ip, ok := literalHostIP(host); ok {
-		if err := p.check(ip); err != nil {
-			return fmt.Errorf("url host: %w", err)
-		}
 	}
 	return nil
 }

@@ -6,10 +6,12 @@ package events
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/smartdrop/webhooks/internal/eventtypes"
+	"github.com/smartdrop/webhooks/internal/schema"
 	"github.com/smartdrop/webhooks/internal/types"
 )
 
@@ -50,7 +52,8 @@ func (e *Encoder) Encode(evt types.Event) ([]byte, error) {
 		return nil, fmt.Errorf("%w: encode data: %w", types.ErrInvalidEvent, err)
 	}
 	if len(body) > e.MaxPayloadBytes {
-		return nil, fmt.Errorf("%w: encoded body is %d bytes, more than %d", types.ErrInvalidEvent, len(body), e.MaxPayloadBytes)
+		return nil, fmt.Errorf("%w: encoded body is %d bytes, more than Options.MaxPayloadBytes (%d): send less data, or raise MaxPayloadBytes",
+			types.ErrInvalidEvent, len(body), e.MaxPayloadBytes)
 	}
 	return body, nil
 }
@@ -92,15 +95,24 @@ func (e *Encoder) CheckType(ctx context.Context, id, typ string, body []byte, st
 		}
 		return nil
 	}
-	v, err := t.Validator()
-	if err != nil {
-		return fmt.Errorf("%w: type %s: its schema cannot be used: %w", types.ErrInvalidEvent, typ, err)
-	}
-	if v == nil {
+	v, err := t.Validator(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return fmt.Errorf("webhooks: event %s: %w", id, err)
+	case err != nil:
+		return fmt.Errorf("%w: type %s: its schema cannot be used (update the type): %w", types.ErrInvalidEvent, typ, err)
+	case v == nil:
 		return nil
 	}
-	if err := v.Validate(eventtypes.Data(body)); err != nil {
+	err = v.Validate(ctx, eventtypes.Data(body))
+	var failed *schema.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &failed):
 		return fmt.Errorf("%w: data of %s fails its schema %w", types.ErrInvalidEvent, typ, err)
+	case ctx.Err() != nil && !errors.Is(err, schema.ErrOverBudget):
+		return fmt.Errorf("webhooks: event %s: %w", id, err) // not the event's fault: it may be sent again
 	}
-	return nil
+	return fmt.Errorf("%w: data of %s: %w", types.ErrInvalidEvent, typ, err) // a *schema.DataError, ErrOverBudget
 }

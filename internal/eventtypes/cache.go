@@ -10,7 +10,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,6 +28,7 @@ type Cache struct {
 	rdb  redis.UniversalClient
 	keys rdb.Keys
 	ttl  time.Duration // how long a read catalog is used
+	now  func() time.Time
 	sem  chan struct{} // held by the one read in progress
 
 	mu     sync.Mutex
@@ -36,11 +40,11 @@ type Cache struct {
 // lenientWait bounds how long a lenient Get (ValidateEvent's) waits for Redis.
 const lenientWait = 250 * time.Millisecond
 
-// New returns the cache of the catalog stored under keys in c, which uses a catalog read for ttl: a
-// change made by any replica is enforced by every replica within ttl (at once by the replica that
-// made it, which calls Invalidate).
-func New(c redis.UniversalClient, keys rdb.Keys, ttl time.Duration) *Cache {
-	return &Cache{rdb: c, keys: keys, ttl: ttl, sem: make(chan struct{}, 1)}
+// New returns the cache of the catalog stored under keys in c, which uses a catalog read for ttl on
+// the clock now: a change made by any replica is enforced by every replica within ttl (at once by the
+// replica that made it, which calls Invalidate).
+func New(c redis.UniversalClient, keys rdb.Keys, ttl time.Duration, now func() time.Time) *Cache {
+	return &Cache{rdb: c, keys: keys, ttl: ttl, now: now, sem: make(chan struct{}, 1)}
 }
 
 // Catalog is the catalog as read at a time. It is never changed once built.
@@ -48,6 +52,61 @@ type Catalog struct {
 	version string
 	at      time.Time
 	types   map[string]*Entry
+	list    *listing // shared by the copies of one version
+}
+
+// listing is a version of the catalog decoded once, for the routes that answer it whole (GET
+// /event-types and its OpenAPI document), and what each makes of it, made once per version.
+type listing struct {
+	once  sync.Once
+	types []types.EventType // by name; a type whose stored JSON does not decode is left out
+
+	mu      sync.Mutex
+	answers map[string]answer
+}
+
+// answer is what a route made of a listing.
+type answer struct {
+	body []byte
+	err  error
+}
+
+// Version is the catalog's version: a random token replaced by every change.
+func (c *Catalog) Version() string { return c.version }
+
+// List is the catalog's types sorted by name, decoded once per version of the catalog (every caller
+// shares it: it must not be changed). A type whose stored JSON does not decode is left out.
+func (c *Catalog) List() []types.EventType {
+	c.list.once.Do(func() {
+		out := make([]types.EventType, 0, len(c.types))
+		for _, e := range c.types {
+			var t types.EventType
+			if e.bad == nil && json.Unmarshal([]byte(e.raw), &t) == nil {
+				out = append(out, t)
+			}
+		}
+		slices.SortFunc(out, func(a, b types.EventType) int { return strings.Compare(a.Name, b.Name) })
+		c.list.types = out
+	})
+	return c.list.types
+}
+
+// Answer is what build makes of List, made once per version of the catalog and kind (each route's
+// encoded answer): the routes that answer the catalog whole decode and encode it once per change, not
+// per request.
+func (c *Catalog) Answer(kind string, build func([]types.EventType) ([]byte, error)) ([]byte, error) {
+	list := c.List()
+	c.list.mu.Lock()
+	defer c.list.mu.Unlock()
+	if a, ok := c.list.answers[kind]; ok {
+		return a.body, a.err
+	}
+	body, err := build(list)
+	if c.list.answers == nil {
+		c.list.answers = map[string]answer{}
+	}
+	c.list.answers[kind] = answer{body, err}
+	return body, err
 }
 
 // Type is the entry of the type named name, nil when the catalog holds none.
@@ -60,13 +119,15 @@ type Entry struct {
 	bad    error           // the stored JSON does not decode
 	name   string
 
-	once     sync.Once
+	compile  func(name string, raw []byte) (*schema.Schema, error) // schema.Compile
+	started  atomic.Bool                                           // set by the caller that compiles the schema
+	ready    chan struct{}                                         // closed once compiled and err are set
 	compiled *schema.Schema
 	err      error
 }
 
 func newEntry(name, raw string) *Entry {
-	e := &Entry{raw: raw, name: name}
+	e := &Entry{raw: raw, name: name, compile: schema.Compile, ready: make(chan struct{})}
 	var t types.EventType
 	if err := json.Unmarshal([]byte(raw), &t); err != nil {
 		e.bad = fmt.Errorf("the stored type does not decode: %w", err)
@@ -76,16 +137,31 @@ func newEntry(name, raw string) *Entry {
 	return e
 }
 
-// Validator is the entry's compiled schema (nil when it has none), compiled by the first caller.
-func (e *Entry) Validator() (*schema.Schema, error) {
+// Validator is the entry's compiled schema (nil when it has none), compiled by the first caller
+// (schema.Compile's bounds keep that short); another caller waits for it within ctx, and fails with
+// ctx's error when ctx ends first.
+func (e *Entry) Validator(ctx context.Context) (*schema.Schema, error) {
 	if e.bad != nil {
 		return nil, e.bad
 	}
 	if e.schema == nil {
 		return nil, nil
 	}
-	e.once.Do(func() { e.compiled, e.err = schema.Compile(e.name, e.schema) })
-	return e.compiled, e.err
+	if e.started.CompareAndSwap(false, true) {
+		e.compiled, e.err = e.compile(e.name, e.schema)
+		close(e.ready)
+	}
+	select {
+	case <-e.ready:
+		return e.compiled, e.err
+	default:
+	}
+	select {
+	case <-e.ready:
+		return e.compiled, e.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("webhooks: wait for the schema of %s to compile: %w", e.name, ctx.Err())
+	}
 }
 
 // Invalidate makes the next Get read the catalog: this process changed it.
@@ -108,11 +184,11 @@ func (c *Cache) Get(ctx context.Context, lenient bool) (*Catalog, error) {
 	c.mu.Lock()
 	cat, failed := c.cat, c.failed
 	c.mu.Unlock()
-	if cat != nil && time.Since(cat.at) < c.ttl {
+	if cat != nil && c.now().Sub(cat.at) < c.ttl {
 		return cat, nil
 	}
 	if lenient {
-		if time.Since(failed) < c.ttl {
+		if c.now().Sub(failed) < c.ttl {
 			return cat, errors.New("webhooks: read the event types: failed lately")
 		}
 		var cancel context.CancelFunc
@@ -128,27 +204,27 @@ func (c *Cache) Get(ctx context.Context, lenient bool) (*Catalog, error) {
 	c.mu.Lock()
 	cat, gen := c.cat, c.gen
 	c.mu.Unlock()
-	if cat != nil && time.Since(cat.at) < c.ttl {
+	if cat != nil && c.now().Sub(cat.at) < c.ttl {
 		return cat, nil // read by the call this one waited for
 	}
 	held := ""
 	if cat != nil {
 		held = cat.version
 	}
-	now := time.Now()
+	now := c.now()
 	reply, err := rdb.EventTypes.Run(ctx, c.rdb, []string{c.keys.EventTypes(), c.keys.EventTypesVersion()}, held).StringSlice()
 	if err != nil || len(reply) == 0 || len(reply)%2 == 0 {
 		if err == nil {
 			err = fmt.Errorf("unexpected reply of %d items", len(reply))
 		}
 		c.mu.Lock()
-		c.failed = time.Now()
+		c.failed = c.now()
 		c.mu.Unlock()
 		return cat, fmt.Errorf("webhooks: read the event types: %w", err)
 	}
-	next := &Catalog{version: reply[0], at: now}
+	next := &Catalog{version: reply[0], at: now, list: &listing{}}
 	if len(reply) == 1 && cat != nil && held != "" && reply[0] == held {
-		next.types = cat.types
+		next.types, next.list = cat.types, cat.list
 	} else {
 		next.types = make(map[string]*Entry, (len(reply)-1)/2)
 		for i := 1; i+1 < len(reply); i += 2 {

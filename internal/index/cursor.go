@@ -52,6 +52,9 @@ func decodeCursorAs(c string, v byte) (Pos, error) {
 	if p.MS < 0 || p.Seq < 0 || !utf8.ValidString(p.ID) {
 		return Pos{}, fmt.Errorf("%w: unknown format", types.ErrInvalidCursor)
 	}
+	if p.MS == 0 && p.Seq == 0 { // no entry is at or before stream id 0-0: no listing issues it
+		return Pos{}, fmt.Errorf("%w: it names stream position 0-0, where no listing stops; start again without a cursor", types.ErrInvalidCursor)
+	}
 	if p.cursorAs(v) != c { // the decoder skips line breaks: accept only the one spelling we issue
 		return Pos{}, fmt.Errorf("%w: not canonical", types.ErrInvalidCursor)
 	}

@@ -25,7 +25,7 @@ const (
 // normalize checks q and returns the page size and how many index entries to read per shard and round.
 func normalize(q types.DeliveryQuery) (limit, batch int, err error) {
 	switch q.Status {
-	case "", types.StatusPending, types.StatusSuccess, types.StatusFailed:
+	case "", types.StatusPending, types.StatusSuccess, types.StatusFailed, types.StatusSkipped:
 	default:
 		return 0, 0, fmt.Errorf("%w: unknown status %q", types.ErrInvalidQuery, q.Status)
 	}

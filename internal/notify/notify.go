@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"strings"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/smartdrop/webhooks/internal/breaker"
 	"github.com/smartdrop/webhooks/internal/rdb"
@@ -33,6 +36,9 @@ type Notifier struct {
 	OperationalEvents bool          // Options.OperationalEvents
 	DisableAfter      time.Duration // Options.DisableAfter
 	Webhooks          Webhooks
+	// Client and Keys hold the counts of failed deliveries per webhook and window (delivery.failed).
+	Client redis.UniversalClient
+	Keys   rdb.Keys
 	// Enqueue enqueues an operational event, as Enqueue does, to its tenant's webhooks that subscribe
 	// to its type by name or prefix, except webhook about.
 	Enqueue func(ctx context.Context, evt types.Event, about string) error
@@ -79,7 +85,11 @@ func (n *Notifier) Recorded(ctx context.Context, rec *rdb.Record, o Outcome) {
 		n.deliveryFailed(ctx, rec)
 	}
 	if o.Disable {
-		n.disable(ctx, rec.WebhookID, "the endpoint answered 410 Gone", types.Health{}, writeKey(rec))
+		reason := "the endpoint answered 410 Gone"
+		if o.Code != 410 {
+			reason = "the destination says it is gone: " + strings.TrimSuffix(o.Err, ": the webhook was disabled")
+		}
+		n.disable(ctx, rec.WebhookID, reason, types.Health{}, writeKey(rec))
 	}
 }
 
@@ -93,6 +103,8 @@ func (n *Notifier) logOutcome(ctx context.Context, rec *rdb.Record, o Outcome) {
 		level, msg = slog.LevelDebug, "webhooks: delivered"
 	case rec.Status == types.StatusFailed:
 		level, msg = slog.LevelWarn, "webhooks: delivery failed"
+	case rec.Status == types.StatusSkipped:
+		level, msg = slog.LevelDebug, "webhooks: skipped by the webhook's transformation"
 	}
 	if !n.Log.Enabled(ctx, level) {
 		return

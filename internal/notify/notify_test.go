@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -52,6 +54,8 @@ func newScene(t *testing.T) *scene {
 	t.Helper()
 	s := &scene{reg: &fakeWebhooks{}, now: time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)}
 	record := func(name string) { s.hooks = append(s.hooks, name) }
+	client := redis.NewClient(&redis.Options{Addr: miniredis.RunT(t).Addr()})
+	t.Cleanup(func() { _ = client.Close() })
 	s.n = &Notifier{
 		Hooks: types.Hooks{
 			AttemptFinished:   func(types.AttemptInfo) { record("AttemptFinished") },
@@ -66,6 +70,8 @@ func newScene(t *testing.T) *scene {
 		OperationalEvents: true,
 		DisableAfter:      time.Hour,
 		Webhooks:          s.reg,
+		Client:            client,
+		Keys:              rdb.KeysOf("wht_notify", 1),
 		Enqueue: func(_ context.Context, evt types.Event, about string) error {
 			require.Equal(t, "wh_1", about)
 			s.events = append(s.events, evt)

@@ -87,15 +87,32 @@ func (n *Notifier) warnIfFailing(ctx context.Context, id string, h types.Health)
 }
 
 // deliveryFailed sends delivery.failed about a delivery that failed for good, unless it delivered an
-// operational event itself: a failing operational delivery tells no one, so two failing webhooks
-// subscribed to delivery.failed cannot feed each other for ever.
+// operational event itself (a failing operational delivery tells no one, so two failing webhooks
+// subscribed to delivery.failed cannot feed each other for ever), or another failure of its webhook
+// came first in its window (types.OperationalWindow): one event per webhook per window, every replica
+// together (rdb.CountFailed counts them; the event's id, keyed by the window, dedups what a count lost
+// to an error lets through). The event says how many more failed in the window before.
 func (n *Notifier) deliveryFailed(ctx context.Context, rec *rdb.Record) {
 	if !n.OperationalEvents || types.IsOperationalEventType(rec.EventType) {
 		return
 	}
-	n.send(ctx, types.EventDeliveryFailed, rec.WebhookID, writeKey(rec),
+	window := types.OperationalWindow.Milliseconds()
+	start := rec.UpdatedAt.UnixMilli() / window * window
+	more := 0
+	reply, err := rdb.CountFailed.Run(ctx, n.Client, []string{n.Keys.FailedCount(rec.WebhookID, start),
+		n.Keys.FailedCount(rec.WebhookID, start-window)}, window).Int64Slice()
+	switch {
+	case err != nil || len(reply) != 2:
+		n.Log.Warn("webhooks: operational event: count failed deliveries", "webhook_id", rec.WebhookID, "error", err)
+	case reply[0] > 1:
+		return // the window's event is sent
+	case reply[1] > 1:
+		more = int(reply[1] - 1)
+	}
+	n.send(ctx, types.EventDeliveryFailed, rec.WebhookID, "w"+strconv.FormatInt(start, 10),
 		rec.UpdatedAt, types.OperationalData{DeliveryID: rec.ID, EventID: rec.EventID, EventType: rec.EventType,
-			Attempts: rec.Attempts, LastStatusCode: rec.LastStatusCode, LastError: rec.LastError})
+			Attempts: rec.Attempts, LastStatusCode: rec.LastStatusCode, LastError: rec.LastError,
+			WindowStart: time.UnixMilli(start).UTC(), MoreFailed: more})
 }
 
 // runKey names a run of failures in an operational event id: its start (ms).

@@ -1,6 +1,7 @@
-// Package ratelimit is a webhook's rate limit (Webhook.RateLimit, and the test sends' limits): slots
-// spaced 1/perSecond apart, kept in Redis as the start of the next free slot (rdb.Rate, a GCRA; the
-// test sends' two limiters together, rdb.TakeTestSend) and shared by every replica, taken ahead within
+// Package ratelimit is a webhook's rate limit (Webhook.RateLimit) and the limits of the actions a
+// tenant reaches (test sends, resends, retries, probes; actions.go): slots spaced 1/perSecond apart,
+// kept in Redis as the start of the next free slot (rdb.Rate, a GCRA; an action's two limiters, the
+// webhook's and its tenant's, together, rdb.TakeBoth) and shared by every replica, taken ahead within
 // a horizon.
 package ratelimit
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,11 +79,13 @@ func TestRateLimitSharedAcrossClients(t *testing.T) {
 		slots []slot
 		wg    sync.WaitGroup
 	)
+	const want = 75 // 1.5 s at 50 per second
+	var taken atomic.Int32
 	start := time.Now()
 	for range 3 {
 		rdb := tr.newClient(t)
 		wg.Go(func() {
-			for i := 0; i < 1000 && time.Since(start) < 1500*time.Millisecond; i++ {
+			for i := 0; i < 2000 && taken.Load() < want && time.Since(start) < 30*time.Second; i++ {
 				before := time.Now()
 				delays, retryIn, err := Take(context.Background(), rdb, key, perSecond, 3, horizon)
 				after := time.Now()
@@ -94,6 +97,7 @@ func TestRateLimitSharedAcrossClients(t *testing.T) {
 					slots = append(slots, slot{before.Add(d), after.Add(d)})
 				}
 				mu.Unlock()
+				taken.Add(int32(len(delays)))
 				if len(delays) == 0 {
 					time.Sleep(min(retryIn-horizon+time.Millisecond, 5*time.Millisecond))
 				}
@@ -104,18 +108,22 @@ func TestRateLimitSharedAcrossClients(t *testing.T) {
 
 	mid := func(s slot) time.Time { return s.lo.Add(s.hi.Sub(s.lo) / 2) }
 	sort.Slice(slots, func(i, j int) bool { return mid(slots[i]).Before(mid(slots[j])) })
-	require.Greater(t, len(slots), 60, "1.5 s at 50 per second")
+	require.GreaterOrEqual(t, len(slots), want)
 	for i := 1; i < len(slots); i++ {
 		// The largest gap the two slots can have is still at least an interval (less a millisecond).
 		gap := slots[i].hi.Sub(slots[i-1].lo)
 		require.GreaterOrEqual(t, gap, interval-time.Millisecond, "slots %d and %d", i-1, i)
 	}
+	// The slots certainly in the second from each slot's earliest start: a call slowed by a loaded
+	// machine widens its slots' spans, which makes this count smaller, never larger.
 	for i := range slots {
 		n := 0
-		for j := i; j < len(slots) && mid(slots[j]).Sub(mid(slots[i])) < time.Second; j++ {
-			n++
+		for _, s := range slots {
+			if !s.lo.Before(slots[i].lo) && s.hi.Before(slots[i].lo.Add(time.Second)) {
+				n++
+			}
 		}
-		require.LessOrEqual(t, float64(n), perSecond*1.05, "second from slot %d", i)
+		require.LessOrEqual(t, n, perSecond, "second from slot %d", i)
 	}
 }
 

@@ -2,7 +2,6 @@ package ratelimit
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -25,38 +24,12 @@ const (
 	TestSendsBurst = 10 * time.Second
 )
 
-// Positions in rdb.TakeTestSend's reply: how long (µs) until each limiter grants a slot, 0 for one that
-// grants now.
-const (
-	replyWebhookWait = 0
-	replyTenantWait  = 1
-	testSendReplyLen = 2
-)
+// TestSends is SendTest's Action.
+var TestSends = Action{Key: rdb.ActionTests, PerWebhook: TestSendsPerWebhook, PerTenant: TestSendsPerTenant,
+	Burst: TestSendsBurst, Refused: types.ErrTestSendsLimited}
 
 // TakeTestSend takes a slot of a webhook's test-send limiter and one of its tenant's together
-// (Keys.WebhookTestSends and Keys.TenantTestSends, shared by every replica, slots granted up to
-// TestSendsBurst ahead), in one script run (rdb.TakeTestSend), or refuses, taking neither: a test send
-// one limiter refuses spends no slot of the other. A refusal wraps types.ErrTestSendsLimited and says
-// which limit refused and when a test send would be granted (of two refusing, the later); an error of
-// Redis's wraps types.ErrNotAccepted.
+// (Keys.WebhookTestSends and Keys.TenantTestSends): TestSends.Take.
 func TakeTestSend(ctx context.Context, client redis.UniversalClient, keys rdb.Keys, webhookID, tenant string) error {
-	reply, err := rdb.TakeTestSend.Run(ctx, client,
-		[]string{keys.WebhookTestSends(tenant, webhookID), keys.TenantTestSends(tenant)},
-		interval(TestSendsPerWebhook), interval(TestSendsPerTenant), TestSendsBurst.Microseconds()).Int64Slice()
-	if err != nil {
-		return fmt.Errorf("%w: test send: %w", types.ErrNotAccepted, err)
-	}
-	if len(reply) != testSendReplyLen {
-		return fmt.Errorf("%w: test send: reply of %d values", types.ErrNotAccepted, len(reply))
-	}
-	webhookWait, tenantWait := reply[replyWebhookWait], reply[replyTenantWait]
-	what, limit, wait := "webhook "+webhookID, TestSendsPerWebhook, webhookWait
-	if tenantWait > webhookWait {
-		what, limit, wait = "its tenant", TestSendsPerTenant, tenantWait
-	}
-	if wait == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w: %s takes %d per second; try again in %s", types.ErrTestSendsLimited, what, limit,
-		(time.Duration(wait) * time.Microsecond).Round(time.Millisecond))
+	return TestSends.Take(ctx, client, keys, webhookID, tenant)
 }

@@ -22,10 +22,11 @@ const (
 	LeaseHeld    = 'L'
 	LeaseSettled = '+'
 	LeaseNone    = '-'
-	// A record's status: pending, succeeded, failed.
+	// A record's status: pending, succeeded, failed, skipped.
 	StatusPending = 'p'
 	StatusSuccess = 's'
 	StatusFailed  = 'f'
+	StatusSkipped = 'k'
 )
 
 // Schedule modes of an outcome, as the Outcome script takes them.
@@ -46,6 +47,7 @@ const (
 	CountSuccess                        = "s" // a 2xx: resets the count and closes the circuit
 	CountFailure                        = "f" // a timeout, connection error, 5xx or 429: counts towards BreakAfter
 	CountRejected                       = "r" // any other failed attempt (4xx, 3xx): in the run of failures, not in the count
+	CountSkipped                        = "k" // a delivery its webhook's transformation skipped: counted per hour only
 	EventNone, EventOpened, EventClosed = 0, 1, 2
 	// MaxBreakAfter bounds Options.BreakAfter: a circuit keeps the answer times of at most this many
 	// failures.
@@ -103,6 +105,9 @@ const (
 const (
 	RedeliverUnchanged = 0
 	RedeliverReset     = 1
+	// RedeliverExpired: the event's body has expired (Options.PayloadRetention, or it was evicted);
+	// nothing was written.
+	RedeliverExpired = 3
 )
 
 // ClaimCreated is the Claim script's reply for a pair it created; ClaimConflict its whole reply for an
@@ -130,6 +135,7 @@ const (
 	SaveConflict  = 0
 	SaveDone      = 1
 	SaveOverQuota = 2
+	SaveOverSize  = 3
 )
 
 // EventMark starts a stored event with a fingerprint (a body starts with '{').

@@ -29,6 +29,6 @@ func ReadEventType(ctx context.Context, c redis.UniversalClient, k Keys, name st
 // stored one is still old ("" for none) and the catalog holds fewer than most types (checked when
 // creating one), and gives the catalog the new version. It returns SaveDone, SaveConflict or
 // SaveOverQuota.
-func WriteEventType(ctx context.Context, c redis.UniversalClient, k Keys, name, old, raw, version string, most int) (int, error) {
-	return SaveEventType.Run(ctx, c, []string{k.EventTypes(), k.EventTypesVersion()}, name, old, raw, version, most).Int()
+func WriteEventType(ctx context.Context, c redis.UniversalClient, k Keys, name, old, raw, version string, most, mostBytes int) (int, error) {
+	return SaveEventType.Run(ctx, c, []string{k.EventTypes(), k.EventTypesVersion()}, name, old, raw, version, most, mostBytes).Int()
 }

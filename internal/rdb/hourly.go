@@ -5,7 +5,8 @@ package rdb
 //
 // The circuit count (Count, internal/breaker), which every recorded attempt passes through beside its
 // outcome, counts them in the webhook's hash {P:registry}:hourly:<webhook id>: field "s<h>" or "f<h>"
-// counts the successful or failed attempts of hour h (Unix hours). Counting is one HINCRBY per webhook
+// counts the successful or failed attempts of hour h (Unix hours), "k<h>" the deliveries a
+// transformation skipped (not attempted). Counting is one HINCRBY per webhook
 // and outcome in a count call (concurrent outcomes' calls are merged: a burst of one webhook's
 // successes costs one); only the first count of a field (once per hour and outcome) also drops the
 // fields of hours that have left the window (HKEYS, HDEL) and sets the key's TTL to HourlyTTL, so the
@@ -36,7 +37,7 @@ func HourlyStats(ctx context.Context, c redis.UniversalClient, keys Keys, webhoo
 		out[i].Hour = time.Unix((hourNow-int64(HourlySlots-1-i))*3600, 0).UTC()
 	}
 	for field, v := range counts {
-		if len(field) < 2 || field[0] != 's' && field[0] != 'f' {
+		if len(field) < 2 || field[0] != 's' && field[0] != 'f' && field[0] != 'k' {
 			continue
 		}
 		hour, err := strconv.ParseInt(field[1:], 10, 64)
@@ -44,10 +45,13 @@ func HourlyStats(ctx context.Context, c redis.UniversalClient, keys Keys, webhoo
 			continue // corrupt, or an hour outside the window
 		}
 		n, _ := strconv.ParseInt(v, 10, 64)
-		if h := &out[HourlySlots-1-int(hourNow-hour)]; field[0] == 's' {
+		switch h := &out[HourlySlots-1-int(hourNow-hour)]; field[0] {
+		case 's':
 			h.Success += n
-		} else {
+		case 'f':
 			h.Failed += n
+		default:
+			h.Skipped += n
 		}
 	}
 	return out, nil

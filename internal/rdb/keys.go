@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -224,17 +225,43 @@ func (k Keys) Concurrency(webhookID string) string {
 	return "{" + k.prefix + ":concurrency:" + webhookID + "}"
 }
 
-// TenantTestSends is a tenant's test-send limiter (SendTest; tenant "" for the webhooks of no tenant,
-// which count as one tenant): a hash tag of its own, which the test-send limiters of the tenant's
-// webhooks share, so that one script takes a slot of both (the TakeTestSend script).
-func (k Keys) TenantTestSends(tenant string) string {
-	return "{" + k.prefix + ":tests:tenant:" + tenant + "}"
+// TenantLimiter is a tenant's limiter of an action (internal/ratelimit's Action: "tests" for
+// SendTest, "resends", "retries", "probes"; tenant "" for the webhooks of no tenant, which count as one
+// tenant): a hash tag of its own, which the same action's limiters of the tenant's webhooks share, so
+// that one script takes a slot of both (the TakeBoth script).
+func (k Keys) TenantLimiter(action, tenant string) string {
+	return "{" + k.prefix + ":" + action + ":tenant:" + tenant + "}"
 }
 
-// WebhookTestSends is a webhook's test-send limiter, in its tenant's hash tag (TenantTestSends): a
+// WebhookLimiter is a webhook's limiter of an action, in its tenant's hash tag (TenantLimiter): a
 // webhook's tenant never changes, so neither does its limiter's key.
+func (k Keys) WebhookLimiter(action, tenant, webhookID string) string {
+	return k.TenantLimiter(action, tenant) + ":webhook:" + webhookID
+}
+
+// The actions a tenant's limiters bound (TenantLimiter), each internal/ratelimit's Action of that Key.
+const (
+	ActionTests   = "tests"   // SendTest
+	ActionResends = "resends" // Redeliver
+	ActionRetries = "retries" // RetryNow
+	ActionProbes  = "probes"  // ProbeNow
+)
+
+// LimitedActions lists every action of a tenant's limiters: ExpungeStep removes them all.
+var LimitedActions = []string{ActionTests, ActionResends, ActionRetries, ActionProbes}
+
+// TenantTestSends is a tenant's test-send limiter (SendTest): TenantLimiter(ActionTests, tenant).
+func (k Keys) TenantTestSends(tenant string) string { return k.TenantLimiter(ActionTests, tenant) }
+
+// WebhookTestSends is a webhook's test-send limiter: WebhookLimiter(ActionTests, tenant, webhookID).
 func (k Keys) WebhookTestSends(tenant, webhookID string) string {
-	return k.TenantTestSends(tenant) + ":webhook:" + webhookID
+	return k.WebhookLimiter(ActionTests, tenant, webhookID)
+}
+
+// FailedCount counts a webhook's deliveries that failed for good in the window of time starting at
+// windowStart (ms): its own hash tag, which the webhook's windows share (the CountFailed script reads two).
+func (k Keys) FailedCount(webhookID string, windowStart int64) string {
+	return "{" + k.prefix + ":ops:" + webhookID + "}:failed:" + strconv.FormatInt(windowStart, 10)
 }
 
 // Token is the webhook's cached OAuth2 token: "<expiry ms> <credentials fingerprint> <token>", sealed

@@ -77,14 +77,26 @@ func WakeParkedRun(k Keys, shard int, webhookID string, ids []string, due time.T
 	return ScriptRun{Script: WakeParked, Keys: keys, Args: args}
 }
 
+// bodyKey is the key of the body of an event stored in shard (scoped: its id scoped by its tenant):
+// an ordered event's key when ordered.
+func bodyKey(k Keys, shard int, scoped string, ordered bool) string {
+	if ordered {
+		return k.OrderedEvent(shard, scoped)
+	}
+	return k.Event(shard, scoped)
+}
+
+// EventStored reports whether the body of an event stored in shard (as ReadEventBody finds it) is
+// still stored, without reading it.
+func EventStored(ctx context.Context, c redis.UniversalClient, k Keys, shard int, scoped string, ordered bool) (bool, error) {
+	n, err := c.Exists(ctx, bodyKey(k, shard, scoped, ordered)).Result()
+	return n == 1, err
+}
+
 // ReadEventBody reads the body of an event stored in shard (scoped: its id scoped by its tenant; an
 // ordered event's key when ordered), nil once it expired.
 func ReadEventBody(ctx context.Context, c redis.UniversalClient, k Keys, shard int, scoped string, ordered bool) ([]byte, error) {
-	key := k.Event(shard, scoped)
-	if ordered {
-		key = k.OrderedEvent(shard, scoped)
-	}
-	stored, err := c.Get(ctx, key).Result()
+	stored, err := c.Get(ctx, bodyKey(k, shard, scoped, ordered)).Result()
 	if errors.Is(err, redis.Nil) {
 		return nil, nil
 	}

@@ -52,7 +52,8 @@ type Record struct {
 var statusCodes = [...]struct {
 	status types.Status
 	code   byte
-}{{types.StatusPending, StatusPending}, {types.StatusSuccess, StatusSuccess}, {types.StatusFailed, StatusFailed}}
+}{{types.StatusPending, StatusPending}, {types.StatusSuccess, StatusSuccess}, {types.StatusFailed, StatusFailed},
+	{types.StatusSkipped, StatusSkipped}}
 
 // statusCode is the byte that spells s in a record's head (0 for no status).
 func statusCode(s types.Status) byte {

@@ -17,13 +17,18 @@ type Reset struct {
 	Token    string
 	Now      time.Time
 	LeaseEnd time.Time
-	// Retention is how long the record, its index entry and the event are kept from Now.
+	// Retention is how long the record and its index entry are kept from Now.
 	Retention time.Duration
+	// BodyTTL is how long the event's body is kept at least from Now: Retention, or 0 to leave its
+	// expiry as it is (Options.PayloadRetention).
+	BodyTTL time.Duration
 }
 
 // ResetReply is the redeliver script's reply.
 type ResetReply struct {
-	Result int64   // RedeliverReset, RedeliverUnchanged, or RedeliverWaiting (ordered, behind its key's head)
+	// Result is RedeliverReset, RedeliverUnchanged, RedeliverExpired (the event's body is gone: nothing
+	// written), or RedeliverWaiting (ordered, behind its key's head).
+	Result int64
 	Body   []byte  // the event's body (EventBody) when reset, nil when it has expired or was not read
 	Record *Record // the record as it stands; nil when it is gone
 }
@@ -35,7 +40,7 @@ func RunRedeliver(ctx context.Context, c redis.UniversalClient, k Keys, r Reset)
 	scoped := ScopedEventID(r.Tenant, r.Read.EventID)
 	keys := []string{k.Delivery(s, id), k.Ready(s), k.Event(s, scoped), k.Index(s, r.Read.WebhookID), k.Queue(s, r.Read.WebhookID)}
 	args := []any{r.Now.UnixMilli(), r.Retention.Milliseconds(), r.LeaseEnd.UnixMilli(), id, r.Token,
-		r.Read.Raw, r.Renewed.Encode(), IndexedHash(id), UnixMilli(r.Renewed.ExpiresAt), r.Read.WebhookID}
+		r.Read.Raw, r.Renewed.Encode(), IndexedHash(id), UnixMilli(r.Renewed.ExpiresAt), r.Read.WebhookID, r.BodyTTL.Milliseconds()}
 	script := Redeliver
 	if key := r.Read.OrderKey; key != "" {
 		script = OrderedRedeliver

@@ -3,6 +3,7 @@ package rdb
 import (
 	"context"
 	"errors"
+	"math"
 	"strconv"
 	"time"
 
@@ -24,10 +25,12 @@ type EndedInline struct {
 }
 
 // ReadDue reads, in one round trip, the head of the ready zsets of shards ready (at most limit+1
-// entries each, in score order) and the entries of the inline zsets of shards inline whose lease ended
-// by nowMs (at most limit each). It returns the ready entries in the order of ready. On a transport
-// error it reloads a cluster's slot map (ReloadOnTransport).
-func ReadDue(ctx context.Context, c redis.UniversalClient, keys Keys, ready, inline []int, limit int, nowMs int64) ([][]ReadyEntry, []EndedInline, error) {
+// entries each, in score order) and the head of the inline zsets of shards inline (at most limit+1
+// entries each): of those, the entries whose lease ended by nowMs (at most limit per shard) and, per
+// shard of inline, the earliest lease end after nowMs (math.MaxInt64 when none is read; nowMs when more
+// than limit leases have ended: read again). It returns the ready entries in the order of ready. On a
+// transport error it reloads a cluster's slot map (ReloadOnTransport).
+func ReadDue(ctx context.Context, c redis.UniversalClient, keys Keys, ready, inline []int, limit int, nowMs int64) ([][]ReadyEntry, []EndedInline, []int64, error) {
 	pipe := c.Pipeline()
 	heads := make([]*redis.ZSliceCmd, len(ready))
 	for k, s := range ready {
@@ -35,15 +38,14 @@ func ReadDue(ctx context.Context, c redis.UniversalClient, keys Keys, ready, inl
 	}
 	inlines := make([]*redis.ZSliceCmd, len(inline))
 	for k, s := range inline {
-		inlines[k] = pipe.ZRangeArgsWithScores(ctx, redis.ZRangeArgs{Key: keys.Inline(s), ByScore: true,
-			Start: "-inf", Stop: strconv.FormatInt(nowMs, 10), Count: int64(limit)})
+		inlines[k] = pipe.ZRangeWithScores(ctx, keys.Inline(s), 0, int64(limit))
 	}
 	if pipe.Len() == 0 {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		ReloadOnTransport(c, err)
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	entries := make([][]ReadyEntry, len(ready))
 	for k, cmd := range heads {
@@ -54,15 +56,26 @@ func ReadDue(ctx context.Context, c redis.UniversalClient, keys Keys, ready, inl
 		}
 	}
 	var strays []EndedInline
+	next := make([]int64, len(inline))
 	for k, cmd := range inlines {
+		next[k] = math.MaxInt64
+		ended := 0
 		for _, z := range cmd.Val() {
+			if int64(z.Score) > nowMs {
+				next[k] = int64(z.Score)
+				break
+			}
+			if ended++; ended > limit {
+				next[k] = nowMs
+				break
+			}
 			e, _ := z.Member.(string)
 			if id, webhookID, ok := SplitInlineEntry(e); ok {
 				strays = append(strays, EndedInline{Shard: inline[k], ID: id, WebhookID: webhookID})
 			}
 		}
 	}
-	return entries, strays, nil
+	return entries, strays, next, nil
 }
 
 // Park moves a webhook's ready score in shards to until if that is later (ZADD XX GT): one round
@@ -119,13 +132,15 @@ func ReadQueues(ctx context.Context, c redis.UniversalClient, keys Keys, reads [
 }
 
 // Unpark lowers a webhook's ready score in shards to at if that is earlier (ZADD XX LT): one round
-// trip, each shard's ZADD in one pipeline. It undoes a park (Park) while leaving a webhook due sooner as
-// it is.
+// trip, each shard's ZADD in one pipeline, with a wake of its ready zset at at (as lib/wake.lua's: the
+// workers that know the park sleep until its end). It undoes a park (Park) while leaving a webhook due
+// sooner as it is.
 func Unpark(ctx context.Context, c redis.UniversalClient, keys Keys, webhookID string, shards []int, at time.Time) error {
 	pipe := c.Pipeline()
 	for _, s := range shards {
 		pipe.ZAddArgs(ctx, keys.Ready(s), redis.ZAddArgs{XX: true, LT: true,
 			Members: []redis.Z{{Score: float64(at.UnixMilli()), Member: webhookID}}})
+		publishWake(ctx, pipe, keys.Ready(s), at.UnixMilli())
 	}
 	_, err := pipe.Exec(ctx)
 	return err

@@ -14,7 +14,8 @@ package rdb
 //
 //	{P:s}:rec:<h>                          string  the pair's claim and delivery record (record.go)  TTL Retention
 //	{P:s}:evt:<event_id>                   string  the event's fingerprint, then its request body, stored once per
-//	                                               event (event_store.go)   TTL ≥ every record of the event
+//	                                               event (event_store.go)   TTL ≥ every record of the event, or
+//	                                               Options.PayloadRetention from its last claim that created a record
 //	{P:s}:ready                            zset    webhook id -> at most when its earliest delivery in the shard is due,
 //	                                               or later while the webhook is parked (ms) (worker.Leaser); an entry
 //	                                               whose queue is empty is removed by the next worker to read it
@@ -35,7 +36,7 @@ package rdb
 //	                                               its order key, the marker that keeps the id to that key   TTL Retention+5m
 //	{P:s}:oevt:<event_id>                  string  an ordered event's request body, in the shard of its (tenant, order
 //	                                               key) (Keys.OrderShard), which its delivery ids carry
-//	                                               TTL ≥ every record of the event
+//	                                               TTL as {P:s}:evt:<event_id>'s
 //	{P:s}:seq:<webhook_id>:<order_key>     list    delivery ids of the (webhook, key) in claim order; only the head is
 //	                                               in the webhook's queue   TTL ≥ Retention from the last append
 //	{P:s}:blocked                          zset    "<webhook_id>:<order_key>" -> its list's expiry (ms), for lists with
@@ -57,12 +58,16 @@ package rdb
 //	                                               one for every tenant (event_types.go); no TTL
 //	{P:registry}:event_types:version       string  a random token replaced by every change of the catalog, which each
 //	                                               process's cache compares (internal/eventtypes); no TTL
-//	{P:tests:tenant:<tenant?>}             string  a tenant's test-send limiter (SendTest; "" for the webhooks of no
-//	                                               tenant): the start of its next free slot (µs, Redis time)
-//	                                               (internal/ratelimit)  TTL 1 s after that slot
-//	{P:tests:tenant:<tenant?>}:webhook:<webhook_id>  string  a webhook's test-send limiter, in its tenant's hash
-//	                                               tag, taken with the tenant's in one script: the start of its
+//	{P:<action>:tenant:<tenant?>}          string  a tenant's limiter of an action (<action>: tests for SendTest,
+//	                                               resends for Redeliver, retries for RetryNow, probes for ProbeNow;
+//	                                               "" for the webhooks of no tenant): the start of its next free slot
+//	                                               (µs, Redis time) (internal/ratelimit)  TTL 1 s after that slot
+//	{P:<action>:tenant:<tenant?>}:webhook:<webhook_id>  string  a webhook's limiter of the action, in its tenant's
+//	                                               hash tag, taken with the tenant's in one script: the start of its
 //	                                               next free slot (µs, Redis time)  TTL 1 s after that slot
+//	{P:ops:<webhook_id>}:failed:<ms>       string  how many of the webhook's deliveries failed for good in the window
+//	                                               (types.OperationalWindow) starting at <ms>: one delivery.failed per
+//	                                               webhook per window (internal/notify)  TTL two windows
 //	{P:concurrency:<webhook_id>}           zset    the attempts holding a slot of the webhook's MaxConcurrency: token ->
 //	                                               the end of its lease (ms, Redis time) (worker.Attempter)  TTL the
 //	                                               last lease taken
@@ -80,3 +85,9 @@ package rdb
 // with SET NX PX Retention, in the same step as its schedule entry and its index entry, so the claim
 // and the record are one key with one expiry (Redeliver extends it). A separate claim key would cost
 // about 130 bytes per delivery and could be evicted or expire apart from its record.
+//
+// Channels (no keys: nothing is stored). A script that makes something due sooner than a worker may
+// know (lowers a webhook's ready score, or makes its entry the head of the inline zset) publishes when,
+// in ms, on the channel named as the zset it wrote: {P:s}:ready or {P:s}:inline (lib/wake.lua, PUBLISH,
+// which a Redis Cluster forwards to every node). Each Run subscribes to every shard's two channels
+// (internal/worker/listener.go).

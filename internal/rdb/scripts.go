@@ -25,6 +25,7 @@ var (
 	Adopt            = load("adopt")
 	Claim            = load("claim")
 	Count            = load("count")
+	CountFailed      = load("count_failed")
 	DelIfEqual       = load("del_if_equal")
 	EventTypes       = load("event_types")
 	FindDuplicates   = load("find_duplicates")
@@ -47,7 +48,7 @@ var (
 	StatsLeases      = load("stats_leases")
 	StatsQueues      = load("stats_queues")
 	TakeConcurrency  = load("take_concurrency")
-	TakeTestSend     = load("take_test_send")
+	TakeBoth         = load("take_both")
 	Unschedule       = load("unschedule")
 	WakeParked       = load("wake_parked")
 )
@@ -86,6 +87,7 @@ var Placeholders = strings.NewReplacer(
 	"{{HourlyTTLMs}}", strconv.FormatInt(HourlyTTL.Milliseconds(), 10),
 	"{{RedeliverUnchanged}}", strconv.Itoa(RedeliverUnchanged),
 	"{{RedeliverReset}}", strconv.Itoa(RedeliverReset),
+	"{{RedeliverExpired}}", strconv.Itoa(RedeliverExpired),
 	"{{RedeliverWaiting}}", strconv.Itoa(RedeliverWaiting),
 	"{{RetryGone}}", strconv.Itoa(RetryGone),
 	"{{RetryNotPending}}", strconv.Itoa(RetryNotPending),
@@ -100,6 +102,7 @@ var Placeholders = strings.NewReplacer(
 	"{{SaveConflict}}", strconv.Itoa(SaveConflict),
 	"{{SaveDone}}", strconv.Itoa(SaveDone),
 	"{{SaveOverQuota}}", strconv.Itoa(SaveOverQuota),
+	"{{SaveOverSize}}", strconv.Itoa(SaveOverSize),
 )
 
 // Source returns the text of script name (a file of lua/ without its extension) as Redis runs it.

@@ -15,14 +15,14 @@ import (
 
 // scripts are the package's scripts by file name.
 var scripts = map[string]*redis.Script{
-	"acquire_probe": AcquireProbe, "take_concurrency": TakeConcurrency, "adopt": Adopt, "claim": Claim, "count": Count, "del_if_equal": DelIfEqual,
+	"acquire_probe": AcquireProbe, "take_concurrency": TakeConcurrency, "adopt": Adopt, "claim": Claim, "count": Count, "count_failed": CountFailed, "del_if_equal": DelIfEqual,
 	"event_types": EventTypes, "find_duplicates": FindDuplicates, "save_event_type": SaveEventType,
 	"indexed_webhooks": IndexedWebhooks, "lease": Lease, "ordered_claim": OrderedClaim,
 	"ordered_outcome": OrderedOutcome, "ordered_redeliver": OrderedRedeliver, "outcome": Outcome,
 	"probe_now": ProbeNow, "rate": Rate, "redeliver": Redeliver, "release_probe": ReleaseProbe,
 	"reserve_order": ReserveOrder, "retry_now": RetryNow, "save_webhook": SaveWebhook,
 	"search": Search, "shard_count": ShardCount, "stats_leases": StatsLeases, "stats_queues": StatsQueues,
-	"take_test_send": TakeTestSend, "unschedule": Unschedule, "wake_parked": WakeParked,
+	"take_both": TakeBoth, "unschedule": Unschedule, "wake_parked": WakeParked,
 }
 
 // TestEveryScriptFileIsAScriptThatCompiles: each file of lua/ is one exported script, opens with its

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"time"
 
@@ -23,16 +24,46 @@ type WebhookRecord struct {
 	// PrevSecret still signs requests, beside Secret, until PrevUntil (ms): secret rotation.
 	PrevSecret string `json:"ps,omitempty"`
 	PrevUntil  int64  `json:"pu,omitempty"`
+	// URLPassword is, at rest, the password of URL's user info (a broker's), taken out of URL to be
+	// sealed with the other credentials; "" in memory, where URL holds it (open puts it back).
+	URLPassword string `json:"upw,omitempty"`
 	// Unsealed is set when a sealed field could not be opened (types.ErrSecretKey): the field is then
 	// "", and the webhook is neither attempted nor changed until the key is configured. Not stored.
 	Unsealed error `json:"-"`
+
+	parsed     *url.URL // URL parsed (ParsedURL), when parsedFrom is URL
+	parsedFrom string
+}
+
+// ParsedURL is URL parsed, nil when it does not parse. A record read from Redis (ParseWebhookRecord)
+// has it parsed once; the caller must not modify it.
+func (s *WebhookRecord) ParsedURL() *url.URL {
+	if s.parsed != nil && s.parsedFrom == s.URL {
+		return s.parsed
+	}
+	u, err := url.Parse(s.URL)
+	if err != nil {
+		return nil
+	}
+	return u
+}
+
+// ClearURLPassword reports whether URL carries a password in the clear where it is stored (a record
+// decoded as stored, not opened): sealing it needs a rewrite (Reencrypt).
+func (s *WebhookRecord) ClearURLPassword() bool {
+	u, err := url.Parse(s.URL)
+	if err != nil || u.User == nil {
+		return false
+	}
+	_, ok := u.User.Password()
+	return ok
 }
 
 // SealedFields are the record's fields sealed at rest when secret keys are configured, each with the
 // name its associated data binds it to (with the webhook's id); custom header values are sealed too,
 // each under its own name (sealedHeader).
 func (s *WebhookRecord) SealedFields() map[string]*string {
-	f := map[string]*string{"secret": &s.Secret, "ps": &s.PrevSecret}
+	f := map[string]*string{"secret": &s.Secret, "ps": &s.PrevSecret, "url.password": &s.URLPassword}
 	if a := s.Auth; a != nil {
 		f["auth.bearer"] = &a.Bearer
 		if a.Basic != nil {
@@ -74,12 +105,25 @@ func (s *WebhookRecord) open(ring *sealed.Ring) {
 		}
 		s.Headers[name] = v
 	}
+	if s.URLPassword != "" { // back into the URL, where the engine and callers read it
+		if u, err := url.Parse(s.URL); err == nil && u.User != nil {
+			u.User = url.UserPassword(u.User.Username(), s.URLPassword)
+			s.URL = u.String()
+		}
+		s.URLPassword = ""
+	}
 }
 
 // sealedCopy is s with its sealed fields sealed under ring's first key (s itself unchanged).
 func (s *WebhookRecord) sealedCopy(ring *sealed.Ring) (*WebhookRecord, error) {
 	c := *s
 	c.Auth = types.CloneAuth(s.Auth)
+	if u, err := url.Parse(s.URL); err == nil && u.User != nil {
+		if p, ok := u.User.Password(); ok { // stored apart, sealed below
+			u.User = url.User(u.User.Username())
+			c.URL, c.URLPassword = u.String(), p
+		}
+	}
 	for name, f := range c.SealedFields() {
 		v, err := ring.Seal(*f, sealedAAD(c.ID, name))
 		if err != nil {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/smartdrop/webhooks/internal/ratelimit"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 	"github.com/smartdrop/webhooks/internal/worker"
@@ -34,6 +35,13 @@ type Redeliverer struct {
 	Now       func() time.Time
 	Lease     time.Duration // the attempt's lease
 	Retention time.Duration // Options.Retention: a reset record is kept that long from now
+	// TestRetention is how long a reset test send's record is kept from now (TestSendRetention, or
+	// Retention when shorter): a test send resent keeps its short retention.
+	TestRetention time.Duration
+	// PayloadRetention is Options.PayloadRetention: when set, a reset leaves the event's body to
+	// expire when it would have (else it is kept Retention from now), and a delivery whose body has
+	// gone is refused with types.ErrPayloadExpired.
+	PayloadRetention time.Duration
 	// MarkerTTL is how long an ordered event's marker is kept: a little longer than its records.
 	MarkerTTL time.Duration
 	// Attempt makes the attempt of a delivery the reset leased, and records its outcome.
@@ -42,9 +50,13 @@ type Redeliverer struct {
 
 // Redeliver sends a delivery again: a failed one, or one that succeeded, unordered, at least
 // ResendQuiet ago, which is reset to pending at retry step 0 with its record extended to Retention
-// from now, then attempted at once. Any other delivery is returned unchanged. It also reports whether
-// this call reset the delivery.
-func (r *Redeliverer) Redeliver(ctx context.Context, deliveryID string) (*types.Delivery, bool, error) {
+// from now (a test send's to TestRetention), then attempted at once. Any other delivery is returned
+// unchanged; one whose event's body has expired too, with an error wrapping types.ErrPayloadExpired.
+// It also reports whether this call reset the delivery. A bounded call (the Dispatcher's Redeliver;
+// not Recover's, bounded by its limit) first takes a slot of the webhook's and its tenant's resend
+// limiters (ratelimit.Resends): refused, it resets nothing and returns an error wrapping
+// types.ErrActionsLimited.
+func (r *Redeliverer) Redeliver(ctx context.Context, deliveryID string, bounded bool) (*types.Delivery, bool, error) {
 	rec, err := r.Records.Record(ctx, deliveryID)
 	if err != nil {
 		return nil, false, err
@@ -60,6 +72,11 @@ func (r *Redeliverer) Redeliver(ctx context.Context, deliveryID string) (*types.
 	if wh.Disabled {
 		return &rec.Delivery, false, fmt.Errorf("%w: redeliver %s: webhook %s", types.ErrWebhookDisabled, deliveryID, wh.ID)
 	}
+	if bounded {
+		if err := ratelimit.Resends.Take(ctx, r.Client, r.Keys, wh.ID, wh.Tenant); err != nil {
+			return &rec.Delivery, false, err
+		}
+	}
 	shard, _ := r.Keys.DeliveryShard(deliveryID)
 	reset := r.reset(shard, wh.Tenant, rec)
 	reply, err := rdb.RunRedeliver(ctx, r.Client, r.Keys, reset)
@@ -68,6 +85,10 @@ func (r *Redeliverer) Redeliver(ctx context.Context, deliveryID string) (*types.
 	}
 	if rec = reply.Record; rec == nil {
 		return nil, false, fmt.Errorf("%w: delivery %q", types.ErrNotFound, deliveryID)
+	}
+	if reply.Result == rdb.RedeliverExpired {
+		return &rec.Delivery, false, fmt.Errorf("%w: redeliver %s: its %s (Options.PayloadRetention): there is nothing to send again; dispatch the event again instead",
+			types.ErrPayloadExpired, deliveryID, types.PayloadExpired(types.PayloadExpiry(rec.CreatedAt, r.PayloadRetention)))
 	}
 	if reply.Result != rdb.RedeliverReset {
 		return &rec.Delivery, reply.Result == rdb.RedeliverWaiting, r.behind(ctx, wh.Tenant, rec, reply.Result)
@@ -91,11 +112,19 @@ func (r *Redeliverer) reset(shard int, tenant string, rec *rdb.Record) rdb.Reset
 	renewed := *rec
 	renewed.Status, renewed.Step, renewed.NextAttemptAt = types.StatusPending, 0, rdb.MilliTime(leaseEnd.UnixMilli())
 	renewed.UpdatedAt = rdb.MilliTime(now.UnixMilli())
-	renewed.ExpiresAt = rdb.MilliTime(max(now.UnixMilli()+r.Retention.Milliseconds(), rdb.UnixMilli(rec.ExpiresAt)+1))
+	retention := r.Retention
+	if types.IsTestDelivery(&rec.Delivery) {
+		retention = r.TestRetention
+	}
+	renewed.ExpiresAt = rdb.MilliTime(max(now.UnixMilli()+retention.Milliseconds(), rdb.UnixMilli(rec.ExpiresAt)+1))
 	token := rdb.NewToken()
 	renewed.HoldLease(token, leaseEnd)
+	bodyTTL := retention
+	if r.PayloadRetention > 0 {
+		bodyTTL = 0 // left as it is: the payload goes PayloadRetention after its event was accepted
+	}
 	return rdb.Reset{Shard: shard, Tenant: tenant, Read: rec, Renewed: &renewed, Token: token, Now: now, LeaseEnd: leaseEnd,
-		Retention: r.Retention}
+		Retention: retention, BodyTTL: bodyTTL}
 }
 
 // behind is Redeliver's error for a delivery the redeliver script did not reset for an attempt now:

@@ -3,12 +3,17 @@ package schema
 // A decoder of event data for schema validation: the values jsonschema.UnmarshalJSON makes
 // (map[string]any, []any, string, json.Number, bool, nil) in one pass over the bytes, without
 // encoding/json's separate scan, about twice as fast. It reads what encode wrote (valid JSON); on
-// anything it does not take it reports an error and the caller falls back to jsonschema.UnmarshalJSON.
+// anything it does not take it reports an error and the caller falls back to jsonschema.UnmarshalJSON
+// (after checkStrict). Both refuse what no schema can vouch for (DataError).
 
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
 )
@@ -16,26 +21,117 @@ import (
 // errDecode is the fast decoder's refusal: the caller decodes with encoding/json instead.
 var errDecode = errors.New("schema: data not decoded by the fast path")
 
+// DataError is data that no schema can vouch for, refused whatever its schema says: an object with
+// a member name twice (a receiver may read either value, and the validator sees only the last), or a
+// number longer than MaxNumberLen or with an exponent beyond ±maxExponent (its checks would cost the
+// validator's big-number arithmetic more than its bound).
+type DataError struct {
+	Path   string // a JSON pointer into the data (clipped)
+	Reason string
+	tokens []string // the path, innermost first, while the error rises through the decoder
+}
+
+func (e *DataError) Error() string { return "at " + e.Path + ": " + e.Reason }
+
+// within prepends tok to the path of err when it is a *DataError.
+func within(err error, tok string) error {
+	if de, ok := err.(*DataError); ok {
+		de.tokens = append(de.tokens, tok)
+	}
+	return err
+}
+
+// finish sets e.Path from its tokens.
+func (e *DataError) finish() *DataError {
+	slices.Reverse(e.tokens)
+	for i, tok := range e.tokens {
+		e.tokens[i] = clip(tok, MaxValueBytes)
+	}
+	e.Path = clipFront("/"+strings.Join(escapePointer(e.tokens), "/"), maxPathBytes)
+	e.tokens = nil
+	return e
+}
+
+func duplicateName(name string) *DataError {
+	return &DataError{Reason: fmt.Sprintf("member name %q appears twice in one object: a receiver may read either value, and the schema checks only one; send each name once",
+		clip(name, MaxValueBytes))}
+}
+
+func numberTooLong(text string) *DataError {
+	return &DataError{Reason: fmt.Sprintf("number %s is longer than %d characters or has an exponent beyond ±%d, more than a schema's checks of it may cost; send it as a string",
+		clip(text, MaxValueBytes), MaxNumberLen, maxExponent)}
+}
+
+// checkNumber refuses a number (its JSON text) over MaxNumberLen or maxExponent.
+func checkNumber(text string) error {
+	if len(text) > MaxNumberLen {
+		return numberTooLong(text)
+	}
+	if exponent(text) > maxExponent {
+		return numberTooLong(text)
+	}
+	return nil
+}
+
+// exponent is the absolute value of the exponent of a number's JSON text (0 for none), counted up
+// to maxExponent+1.
+func exponent(text string) int {
+	i := strings.IndexAny(text, "eE")
+	if i < 0 {
+		return 0
+	}
+	exp := 0
+	for _, c := range text[i+1:] {
+		if c >= '0' && c <= '9' {
+			exp = min(exp*10+int(c-'0'), maxExponent+1)
+		}
+	}
+	return exp
+}
+
 // maxDecodeDepth bounds the nesting the fast decoder follows (encoding/json allows 10,000).
 const maxDecodeDepth = 1000
 
-// decodeData decodes one JSON value that fills data (whitespace around it allowed).
-func decodeData(data []byte) (any, error) {
-	d := dataDecoder{b: data}
+// decodeData decodes one JSON value that fills data (whitespace around it allowed). It refuses, with
+// a *DataError, a member name twice in one object and a number checkNumber refuses. It also returns
+// the depth of the value's nesting (0 for a scalar) and the steps it took (decodeSteps): past
+// budget, it stops with errOverBudget.
+func decodeData(data []byte, budget int64) (any, int, int64, error) {
+	d := dataDecoder{b: data, left: budget - int64(len(data)/16)}
+	if d.left < 0 {
+		return nil, 0, 0, errOverBudget
+	}
 	v, err := d.value(0)
+	if de, ok := err.(*DataError); ok {
+		return nil, 0, 0, de.finish()
+	}
 	if err != nil {
-		return nil, err
+		return nil, 0, budget - d.left, err
 	}
 	d.space()
 	if d.i != len(d.b) {
-		return nil, errDecode
+		return nil, 0, budget - d.left, errDecode
 	}
-	return v, nil
+	return v, d.depth, budget - d.left, nil
 }
 
+// Decode decodes one JSON value as encoding/json decodes it into an any with UseNumber (numbers as
+// json.Number), in one pass over the bytes. ok is false for what this path does not take (not JSON,
+// a member name twice, bytes that are not UTF-8, a number checkNumber refuses, nesting deeper than
+// 1,000): decode those with encoding/json.
+func Decode(data []byte) (v any, ok bool) {
+	v, _, _, err := decodeData(data, math.MaxInt64)
+	return v, err == nil
+}
+
+// decodeSteps is what decoding a value costs (and a step per 16 bytes of the data).
+const decodeSteps = 8
+
 type dataDecoder struct {
-	b []byte
-	i int
+	b     []byte
+	i     int
+	depth int   // the deepest nesting met
+	left  int64 // steps left of the budget
 }
 
 func (d *dataDecoder) space() {
@@ -53,6 +149,9 @@ func (d *dataDecoder) value(depth int) (any, error) {
 	d.space()
 	if d.i >= len(d.b) || depth > maxDecodeDepth {
 		return nil, errDecode
+	}
+	if d.left -= decodeSteps; d.left < 0 {
+		return nil, errOverBudget
 	}
 	switch c := d.b[d.i]; {
 	case c == '{':
@@ -83,6 +182,7 @@ func (d *dataDecoder) literal(word string) error {
 
 func (d *dataDecoder) object(depth int) (any, error) {
 	d.i++ // {
+	d.depth = max(d.depth, depth+1)
 	m := map[string]any{}
 	d.space()
 	if d.i < len(d.b) && d.b[d.i] == '}' {
@@ -103,11 +203,14 @@ func (d *dataDecoder) object(depth int) (any, error) {
 			return nil, errDecode
 		}
 		d.i++
+		if _, dup := m[k]; dup {
+			return nil, duplicateName(k)
+		}
 		v, err := d.value(depth + 1)
 		if err != nil {
-			return nil, err
+			return nil, within(err, k)
 		}
-		m[k] = v // a repeated name keeps the last value, as encoding/json does
+		m[k] = v
 		d.space()
 		if d.i >= len(d.b) {
 			return nil, errDecode
@@ -126,6 +229,7 @@ func (d *dataDecoder) object(depth int) (any, error) {
 
 func (d *dataDecoder) array(depth int) (any, error) {
 	d.i++ // [
+	d.depth = max(d.depth, depth+1)
 	a := []any{}
 	d.space()
 	if d.i < len(d.b) && d.b[d.i] == ']' {
@@ -135,7 +239,7 @@ func (d *dataDecoder) array(depth int) (any, error) {
 	for {
 		v, err := d.value(depth + 1)
 		if err != nil {
-			return nil, err
+			return nil, within(err, strconv.Itoa(len(a)))
 		}
 		a = append(a, v)
 		d.space()
@@ -289,5 +393,9 @@ func (d *dataDecoder) number() (any, error) {
 		}
 	}
 	d.i = j
-	return json.Number(d.b[start:j]), nil
+	n := json.Number(d.b[start:j])
+	if err := checkNumber(string(n)); err != nil {
+		return nil, err
+	}
+	return n, nil
 }

@@ -32,7 +32,7 @@ func TestDecodeDataAgreesWithTheValidatorsDecoder(t *testing.T) {
 	for _, v := range []any{map[string]any{"a": []any{1.5, "x\u2028y<>&", nil, true}, "é": map[string]any{}}, "\U0001F600 \x7f", -0.0, 1e300} {
 		b, err := json.Marshal(v)
 		require.NoError(t, err)
-		_, err = decodeData(b)
+		_, _, _, err = decodeData(b, MaxSteps)
 		assert.NoError(t, err, "%s: what encoding/json writes is taken", b)
 		checkDecode(t, b)
 	}
@@ -40,7 +40,7 @@ func TestDecodeDataAgreesWithTheValidatorsDecoder(t *testing.T) {
 
 func checkDecode(t *testing.T, b []byte) {
 	t.Helper()
-	got, err := decodeData(b)
+	got, _, _, err := decodeData(b, MaxSteps)
 	if err != nil {
 		return // refused: the caller falls back to the validator's decoder
 	}

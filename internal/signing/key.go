@@ -94,14 +94,33 @@ func ParseKey(secret string) (Key, error) {
 // "v1a,<base64 ed25519 signature>".
 func (k Key) Sign(msgID string, ts int64, body []byte) string {
 	if k.scheme == V1a {
-		return "v1a," + base64.StdEncoding.EncodeToString(ed25519.Sign(k.ed, signedContent(msgID, ts, body)))
+		return entry("v1a,", ed25519.Sign(k.ed, signedContent(msgID, ts, body)))
 	}
-	return "v1," + signHMAC(k.hmac, msgID, ts, body)
+	return entry("v1,", signHMAC(k.hmac, msgID, ts, body))
+}
+
+// entry returns label followed by the base64 of sig, in one allocation (the signature is encoded on
+// the stack: an ed25519 signature's base64 is 88 bytes, an HMAC-SHA256's 44).
+func entry(label string, sig []byte) string {
+	var enc [128]byte
+	n := base64.StdEncoding.EncodedLen(len(sig))
+	if n > len(enc) {
+		return label + base64.StdEncoding.EncodeToString(sig)
+	}
+	base64.StdEncoding.Encode(enc[:n], sig)
+	var b strings.Builder
+	b.Grow(len(label) + n)
+	b.WriteString(label)
+	b.Write(enc[:n])
+	return b.String()
 }
 
 // signatures returns the webhook-signature header value: one entry per key, in order, space
 // separated.
 func signatures(msgID string, ts time.Time, body []byte, keys ...Key) string {
+	if len(keys) == 1 { // the usual case, outside a rotation: no list to join
+		return keys[0].Sign(msgID, ts.Unix(), body)
+	}
 	entries := make([]string, len(keys))
 	for i, key := range keys {
 		entries[i] = key.Sign(msgID, ts.Unix(), body)
@@ -112,10 +131,11 @@ func signatures(msgID string, ts time.Time, body []byte, keys ...Key) string {
 // SetHeaders sets webhook-id, webhook-timestamp and webhook-signature on h: the request msgID sent
 // at ts with body, signed by every key, in order.
 func SetHeaders(h http.Header, msgID string, ts time.Time, body []byte, keys ...Key) {
-	// Keys in canonical form, set directly: Set would canonicalise them again on every request.
-	h[canonicalID] = []string{msgID}
-	h[canonicalTimestamp] = []string{strconv.FormatInt(ts.Unix(), 10)}
-	h[canonicalSignature] = []string{signatures(msgID, ts, body, keys...)}
+	// Keys in canonical form, set directly: Set would canonicalise them again on every request. The
+	// three values share one array (each slice capped at its own element, so an append copies).
+	v := make([]string, 3)
+	v[0], v[1], v[2] = msgID, strconv.FormatInt(ts.Unix(), 10), signatures(msgID, ts, body, keys...)
+	h[canonicalID], h[canonicalTimestamp], h[canonicalSignature] = v[0:1:1], v[1:2:2], v[2:3:3]
 }
 
 // NewSecret returns a fresh random secret of the scheme: "whsk_" + base64 of an ed25519 private
@@ -160,15 +180,18 @@ func decodeSecret(secret string) ([]byte, error) {
 	return key, nil
 }
 
-// signHMAC returns the base64 HMAC-SHA256 of "msgID.ts.body" under key: a v1 signature.
-func signHMAC(key []byte, msgID string, ts int64, body []byte) string {
+// signHMAC returns the HMAC-SHA256 of "msgID.ts.body" under key: a v1 signature. One buffer holds
+// the prefix "msgID.ts." and then the sum.
+func signHMAC(key []byte, msgID string, ts int64, body []byte) []byte {
 	mac := hmac.New(sha256.New, key)
-	mac.Write([]byte(msgID))
-	mac.Write([]byte{'.'})
-	mac.Write(strconv.AppendInt(nil, ts, 10))
-	mac.Write([]byte{'.'})
+	buf := make([]byte, 0, len(msgID)+22+sha256.Size)
+	buf = append(buf, msgID...)
+	buf = append(buf, '.')
+	buf = strconv.AppendInt(buf, ts, 10)
+	buf = append(buf, '.')
+	mac.Write(buf)
 	mac.Write(body)
-	return base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	return mac.Sum(buf[len(buf):])
 }
 
 // signedContent returns "msgID.ts.body", the content every Standard Webhooks signature covers.

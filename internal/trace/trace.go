@@ -6,6 +6,7 @@ package trace
 import (
 	"context"
 	"net/http"
+	"strings"
 
 	"github.com/smartdrop/webhooks/internal/endpoint"
 	"github.com/smartdrop/webhooks/internal/rdb"
@@ -82,7 +83,7 @@ func (t Tracing) Attempts(send SendFunc) SendFunc {
 	return func(ctx context.Context, wh *rdb.WebhookRecord, rec *rdb.Record, body []byte) worker.AttemptResult {
 		actx, end := t.Tracer.StartAttempt(ctx, rec.Traceparent, types.AttemptStart{DeliveryID: rec.ID,
 			WebhookID: rec.WebhookID, EventID: rec.EventID, EventType: rec.EventType, Attempt: rec.Attempts + 1,
-			Method: http.MethodPost, URL: endpoint.RedactURL(wh.URL)})
+			Method: method(wh.URL), URL: endpoint.RedactURL(wh.URL)})
 		if actx == nil {
 			actx = ctx
 		}
@@ -92,6 +93,14 @@ func (t Tracing) Attempts(send SendFunc) SendFunc {
 		}
 		return res
 	}
+}
+
+// method is an attempt's HTTP method: POST to an HTTP endpoint, none to another destination.
+func method(url string) string {
+	if strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://") {
+		return http.MethodPost
+	}
+	return ""
 }
 
 // SetHeader puts the attempt's traceparent on its request: that of the attempt's context, or else the

@@ -78,7 +78,7 @@ func TestNoTracerCostsNothing(t *testing.T) {
 	sent := 0
 	send := tr.Attempts(func(context.Context, *rdb.WebhookRecord, *rdb.Record, []byte) worker.AttemptResult {
 		sent++
-		return worker.AttemptResult{Code: 200}
+		return worker.AttemptResult{OK: true, Code: 200}
 	})
 	assert.Equal(t, 200, send(ctx, &rdb.WebhookRecord{}, &rdb.Record{}, nil).Code)
 	assert.Equal(t, 1, sent)

@@ -11,12 +11,43 @@ import (
 type Status string
 
 // The states of a delivery. A pending delivery has an attempt due or in flight; success and failed are
-// final until Redeliver resets a failed one.
+// final until Redeliver resets a failed one. Skipped is final too: its webhook's transformation gave
+// null for the event, so nothing was sent (Webhook.Transform).
 const (
 	StatusPending Status = "pending"
 	StatusSuccess Status = "success"
 	StatusFailed  Status = "failed"
+	StatusSkipped Status = "skipped"
 )
+
+// The LastError of a due delivery the worker fails without attempting it (the admin API says it in
+// words: api.ViewDelivery).
+const (
+	NotAttemptedWebhookDeleted  = "webhook deleted: not attempted"
+	NotAttemptedWebhookDisabled = "webhook disabled: not attempted"
+	NotAttemptedBodyExpired     = "event body expired: not attempted"
+)
+
+// PayloadExpiry is when the payload of a delivery created at created expires under a payload
+// retention of keep (Options.PayloadRetention): created + keep, the earliest its event's body can go
+// (a later Dispatch of the same event that creates another delivery keeps the body longer); zero for
+// keep 0, a body kept as long as its records.
+func PayloadExpiry(created time.Time, keep time.Duration) time.Time {
+	if keep <= 0 || created.IsZero() {
+		return time.Time{}
+	}
+	return created.Add(keep)
+}
+
+// PayloadExpired says in words that a delivery's payload expired at at (PayloadExpiry): "payload
+// expired on 2026-12-03 12:40:05 (UTC)", or "payload expired" when at is zero (a body gone before its
+// record without a payload retention: evicted).
+func PayloadExpired(at time.Time) string {
+	if at.IsZero() {
+		return "payload expired"
+	}
+	return "payload expired on " + at.UTC().Format(time.DateTime) + " (UTC)"
+}
 
 // Delivery is one (webhook, event) pair's delivery: every attempt to send that event to that webhook.
 type Delivery struct {

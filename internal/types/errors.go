@@ -5,6 +5,7 @@ package types
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/smartdrop/webhooks/internal/egress"
 	"github.com/smartdrop/webhooks/verify"
@@ -128,3 +129,28 @@ var ErrProbeRefused = errors.New("webhooks: no probe now")
 // ErrTestSendsLimited is returned (wrapped) by Dispatcher.SendTest when the webhook, or its tenant, has
 // taken its test sends for the second; nothing is claimed.
 var ErrTestSendsLimited = errors.New("webhooks: too many test sends")
+
+// ErrActionsLimited is returned (wrapped, in a *Limited) by Dispatcher.Redeliver, RetryNow and ProbeNow
+// when the webhook, or its tenant, has taken its resends, retries or tries now for the second; nothing
+// is done.
+var ErrActionsLimited = errors.New("webhooks: too many requests")
+
+// Limited is the refusal of a rate-limited action (test sends, resends, retries, tries now): its words,
+// which wrap the action's sentinel and say when to try again, and that delay, which the admin API
+// sends as Retry-After.
+type Limited struct {
+	Err  error
+	Wait time.Duration
+}
+
+func (e *Limited) Error() string { return e.Err.Error() }
+func (e *Limited) Unwrap() error { return e.Err }
+
+// RetryAfter is how long until the action would be granted.
+func (e *Limited) RetryAfter() time.Duration { return e.Wait }
+
+// ErrPayloadExpired is returned (wrapped) by Redeliver (and answered 409 payload_expired by the admin
+// API) for a delivery whose event's payload is no longer stored: Options.PayloadRetention dropped it
+// (or Redis evicted it). Nothing is written; the record keeps its attempts until Options.Retention.
+// Dispatch the event again to send it.
+var ErrPayloadExpired = errors.New("webhooks: payload expired")

@@ -18,9 +18,16 @@ const (
 	// EventWebhookDisabled: the library disabled a webhook (410 Gone, or failing for DisableAfter).
 	EventWebhookDisabled = "webhook.disabled"
 	// EventDeliveryFailed: a delivery failed for good (its retries ran out, its webhook answered 410
-	// or was disabled or deleted). Never sent about a delivery of an operational event.
+	// or was disabled or deleted). Never sent about a delivery of an operational event. At most one
+	// per webhook per OperationalWindow: the window's first failure's, which says how many more failed
+	// in the window before (MoreFailed).
 	EventDeliveryFailed = "delivery.failed"
 )
+
+// OperationalWindow is the window of time of which a webhook's failures for good send one
+// delivery.failed (the first's): 20 failures in 3 s are one event, not 20; the next window's event
+// counts the others (OperationalData.MoreFailed).
+const OperationalWindow = time.Minute
 
 // operationalTypes are the operational event types, which Dispatch and Enqueue refuse while
 // Options.OperationalEvents is set.
@@ -60,4 +67,10 @@ type OperationalData struct {
 	Attempts       int    `json:"attempts,omitempty"`
 	LastStatusCode int    `json:"last_status_code,omitempty"`
 	LastError      string `json:"last_error,omitempty"`
+	// WindowStart is the start of the OperationalWindow the event stands for: delivery.failed.
+	WindowStart time.Time `json:"window_start,omitzero"`
+	// MoreFailed is how many more of the webhook's deliveries failed for good in the window before
+	// WindowStart than the one that window's event was about (none of them sent an event of its own):
+	// delivery.failed.
+	MoreFailed int `json:"more_failed,omitempty"`
 }

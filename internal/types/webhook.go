@@ -56,6 +56,13 @@ type Webhook struct {
 	// match gets no delivery to this webhook (nothing is claimed). nil matches every event. See
 	// the package doc's "Filters" for the operators.
 	Filter json.RawMessage `json:"filter,omitempty"`
+	// Transform is an optional CEL expression over the event that reshapes what is sent: `event` holds
+	// id, type, time (RFC 3339), tenant and data; a map or list it gives becomes the body's "data", and
+	// null skips the event for this webhook (its delivery is recorded as skipped, nothing is sent). It is
+	// compiled and type-checked when the webhook is saved (an error names its line and column), and
+	// each evaluation is bounded by Options.MaxTransformCost; a runtime error fails the delivery, in
+	// words, without a retry. At most 4 KiB. "" sends the event as it is. See docs/transformations.md.
+	Transform string `json:"transform,omitempty"`
 	// Auth is how attempts authenticate to the endpoint (basic, bearer, OAuth2 client credentials or a
 	// TLS client certificate); nil sends no credentials. See EndpointAuth.
 	Auth      *EndpointAuth `json:"auth,omitempty"`

@@ -68,11 +68,11 @@ func (a *Attempter) Attempt(ctx context.Context, j LeasedDelivery, body []byte) 
 	rec, wh := j.Rec, j.Webhook
 	switch {
 	case wh == nil:
-		return Refuse(rec, "webhook deleted: not attempted")
+		return Refuse(rec, types.NotAttemptedWebhookDeleted)
 	case wh.Disabled && !types.IsTestDelivery(&rec.Delivery):
-		return Refuse(rec, "webhook disabled: not attempted")
+		return Refuse(rec, types.NotAttemptedWebhookDisabled)
 	case body == nil:
-		return Refuse(rec, "event body expired: not attempted")
+		return Refuse(rec, types.NotAttemptedBodyExpired)
 	}
 	if j.Probe == "" {
 		if h := a.cfg.Breaker.Circuit(ctx, rec.WebhookID); h.State != types.CircuitClosed {

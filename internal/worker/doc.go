@@ -7,7 +7,7 @@
 // slots.go); what it knows of each shard's schedule between scans (ScanHints, scan_hints.go); how a
 // pass shares its slots among the webhooks due (Turns, Share, turns.go); the in-flight slots that
 // bound each webhook's attempts (InFlight, limits.go); the local hint of due deliveries (LocalDue,
-// local_due.go); the bodies of the events a Dispatcher left to its worker lately (Bodies, bodies.go);
+// local_due.go); how a sleeping worker hears of what others make due (Listener, listener.go); the bodies of the events a Dispatcher left to its worker lately (Bodies, bodies.go);
 // the worker's warnings about its Redis (RedisLog, redis_log.go); how the worker is woken (Wake,
 // wake.go); its view of a Redis outage (Outage, outage.go); the outcomes kept for Redis through one
 // (PendingOutcomes, pending_outcomes.go); the batches that record outcomes ending together in one round

@@ -62,7 +62,7 @@ type LeaserConfig struct {
 	// stored JSON cannot be decoded.
 	Webhooks   func(ctx context.Context, ids []string) (map[string]*rdb.WebhookRecord, map[string]error, error)
 	Lease      time.Duration // how long a lease holds a delivery
-	FirstShard uint32        // where the first sweep of the schedule starts (replicas start apart)
+	FirstShard uint32        // where the sweep of the schedule starts (replicas start apart)
 	Now        func() time.Time
 	Log        *slog.Logger
 }
@@ -74,7 +74,7 @@ type LeaserConfig struct {
 type Leaser struct {
 	cfg       LeaserConfig
 	hintsOnce sync.Once
-	hintsPtr  *ScanHints   // made by hints()
+	hintsPtr  *ScanHints   // made by Hints()
 	turns     Turns        // where a pass starts sharing its slots among the webhooks due
 	running   atomic.Int32 // Runs going
 }
@@ -82,8 +82,8 @@ type Leaser struct {
 // NewLeaser returns the Leaser of cfg. It does no I/O.
 func NewLeaser(cfg LeaserConfig) *Leaser { return &Leaser{cfg: cfg} }
 
-// hints returns the scan hints, made on first use (the keyspace's layout is loaded).
-func (l *Leaser) hints() *ScanHints {
+// Hints returns the scan hints, made on first use (the keyspace's layout is loaded).
+func (l *Leaser) Hints() *ScanHints {
 	l.hintsOnce.Do(func() {
 		l.hintsPtr = NewScanHints(l.cfg.Keys.Shards, l.cfg.FirstShard)
 	})
@@ -91,7 +91,7 @@ func (l *Leaser) hints() *ScanHints {
 }
 
 // MarkShard tells the worker that this Dispatcher wrote a shard's schedule: its next scan reads it.
-func (l *Leaser) MarkShard(shard int) { l.hints().Mark(shard) }
+func (l *Leaser) MarkShard(shard int) { l.Hints().Mark(shard) }
 
 // QueueLocal tells this Dispatcher's worker, while Run is going, that delivery id of webhook is due in
 // shard at at: it leases it by id (LocalDue); with no Run going, or the hint full, the worker's next
@@ -100,6 +100,21 @@ func (l *Leaser) QueueLocal(shard int, webhook, id string, at time.Time) {
 	if l.running.Load() == 0 || !l.cfg.Local.Add(shard, webhook, id, at.UnixMilli(), l.cfg.Now().UnixMilli()) {
 		l.MarkShard(shard)
 	}
+}
+
+// WakeGrace is how much later than a delivery it claimed for the worker is due the other replicas'
+// workers are woken for it (ms) while a Run of this Dispatcher is going: its own worker leases it at
+// once (QueueLocal), and the others only if it has not by then (its slots full, or it died). A
+// Dispatcher with no Run going has them woken at once.
+const WakeGrace = 1000
+
+// WakeDelay is the claims' wake delay (ms; lib/wake.lua's wakeDelay): WakeGrace while a Run of this
+// Dispatcher is going, else 0.
+func (l *Leaser) WakeDelay() int64 {
+	if l.running.Load() > 0 {
+		return WakeGrace
+	}
+	return 0
 }
 
 // Running counts a Run going until done is called; the last Run to end clears the local hint.
@@ -130,7 +145,7 @@ func (l *Leaser) Lease(ctx context.Context, free int, mode ScanMode) (jobs []Lea
 	now := l.cfg.Now()
 	local, localNext := l.cfg.Local.Due(now.UnixMilli())
 	if mode == ScanHinted && l.cfg.Local.Takeable(l.cfg.Flights.Room) >= free {
-		mode = ScanSweep // the local hint has enough due to fill the pass: no read but the sweep
+		mode = ScanSweep // the local hint has enough due to fill the pass: no read but the sweep and the marked
 	}
 	due, strays, read, next, err := l.scan(ctx, now, free+16, mode)
 	if err == nil && len(strays) > 0 {
@@ -166,7 +181,7 @@ func (l *Leaser) Lease(ctx context.Context, free int, mode ScanMode) (jobs []Lea
 				local[Queue{Shard: w.Shard, Webhook: w.ID}] = true
 			}
 		}
-		l.hints().AfterLease(now, read, heads, local)
+		l.Hints().AfterLease(now, read, heads, local)
 	}
 	for i := range jobs {
 		jobs[i].Webhook = t.webhooks[jobs[i].Rec.WebhookID]
@@ -186,7 +201,12 @@ func (l *Leaser) readTargets(ctx context.Context, due []Due) (*dueTargets, error
 			ids = append(ids, w.ID)
 		}
 	}
-	found, broken, err := l.cfg.Webhooks(ctx, ids)
+	var found map[string]*rdb.WebhookRecord
+	var broken map[string]error
+	err := timedRead("the webhooks", func() (err error) {
+		found, broken, err = l.cfg.Webhooks(ctx, ids)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

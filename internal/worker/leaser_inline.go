@@ -12,17 +12,19 @@ import (
 
 // The schedule of inline attempts. A delivery that Dispatch claims for an attempt of its own is not put
 // in its webhook's queue but in the shard's inline zset, {P:s}:inline (delivery id + webhook id -> the
-// lease's end, ms): one ZADD in the claim and one ZREM in the outcome, where a queue entry would cost
+// lease's end, ms): one ZADD in the claim (and a read of the zset's head, for its wake) and one ZREM in
+// the outcome, where a queue entry would cost
 // the claim a ZADD of the queue and of the ready zset and the outcome a ZREM, a ZRANGE and a ZADD or
-// ZREM to retime the webhook. Should the attempt's outcome not be recorded (the process died, Redis
-// failed), a worker's sweep finds the entry once its lease has ended and takes it into the webhook's
-// queue (adopt, rdb.Adopt), due at once, where the worker takes it as any other due delivery.
+// ZREM to retime the webhook. A claim whose entry becomes the inline zset's head wakes the workers with
+// its lease's end (lib/wake.lua), so each knows when the earliest inline lease of the shard ends. Should
+// the attempt's outcome not be recorded (the process died, Redis failed), a worker reads the inline
+// zset when the lease ends, finds the entry and takes it into the webhook's queue (adopt, rdb.Adopt),
+// due at once, where the worker takes it as any other due delivery.
 
 // RequeueInline takes the inline entries of attempts a call leased but whose outcome it does not
 // record (not attempted in time, or the caller's context ended) into their webhooks' queues at once,
-// due at their lease's end as they were: a worker's hinted scan or sweep of the ready zsets finds them
-// sooner than a sweep of the inline zsets would. Best effort: an entry left behind is found by the
-// sweep. It is a RequeueFunc.
+// due at their lease's end as they were (the workers are woken for that time: rdb.Adopt). Best effort:
+// an entry left behind is found when its lease ends. It is a RequeueFunc.
 func (l *Leaser) RequeueInline(ctx context.Context, shard int, recs []*rdb.Record) {
 	entries := make([]rdb.EndedInline, len(recs))
 	for i, r := range recs {

@@ -140,7 +140,12 @@ func (l *Leaser) candidates(ctx context.Context, now time.Time, takes []Take, t 
 			rated = append(rated, tk.ID)
 		}
 	}
-	ids, tats, err := rdb.ReadQueues(ctx, l.cfg.Redis, l.cfg.Keys, reads, rated, now.UnixMilli())
+	var ids [][]string
+	var tats map[string]string
+	err := timedRead("the queues", func() (err error) {
+		ids, tats, err = rdb.ReadQueues(ctx, l.cfg.Redis, l.cfg.Keys, reads, rated, now.UnixMilli())
+		return err
+	})
 	if err != nil {
 		for i, tk := range takes {
 			if tk.Local {

@@ -46,6 +46,7 @@ type InFlight struct {
 	stall   time.Duration // Timeout/2: a webhook holding attempts that frees no slot for it is stalled
 	maxWait time.Duration // Timeout: the longest a call waits for its slots
 	now     func() time.Time
+	moved   chan struct{} // closed by Recheck
 }
 
 // flight is one webhook's attempts in flight, its limit and the callers waiting for a slot.
@@ -71,7 +72,17 @@ const FastInFlightFactor = 16
 // attempts of timeout, on the clock now (the wall clock in a Dispatcher: waiting is real time).
 func NewInFlight(limit int, timeout time.Duration, now func() time.Time) *InFlight {
 	return &InFlight{hooks: map[string]*flight{}, floor: limit, ceiling: limit * FastInFlightFactor,
-		fast: timeout / 4, stall: timeout / 2, maxWait: timeout, now: now}
+		fast: timeout / 4, stall: timeout / 2, maxWait: timeout, now: now, moved: make(chan struct{})}
+}
+
+// Recheck has every caller waiting for a slot look at the clock again: for a clock a test moves
+// (a waiting caller otherwise looks again when a slot is freed or when its wait, measured on the
+// clock when it began, has passed in real time).
+func (f *InFlight) Recheck() {
+	f.mu.Lock()
+	close(f.moved)
+	f.moved = make(chan struct{})
+	f.mu.Unlock()
 }
 
 // Now is the time on the slots' clock.
@@ -166,10 +177,13 @@ func (f *InFlight) Acquire(ctx context.Context, webhookID string, since time.Tim
 			return false
 		}
 		wait := min(since.Add(f.maxWait).Sub(now), w.progress.Add(f.stall).Sub(now))
+		moved := f.moved
 		f.mu.Unlock()
 		timer := time.NewTimer(wait)
 		select {
 		case <-me.ready:
+			timer.Stop()
+		case <-moved:
 			timer.Stop()
 		case <-timer.C:
 		case <-ctx.Done():

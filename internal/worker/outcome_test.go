@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/smartdrop/webhooks/destination"
 	"github.com/smartdrop/webhooks/internal/rdb"
 	"github.com/smartdrop/webhooks/internal/types"
 )
@@ -24,7 +25,7 @@ func TestDecideByTheRetrySchedule(t *testing.T) {
 	now := time.UnixMilli(1_000_000)
 	rec := &rdb.Record{Delivery: types.Delivery{ID: "d", Status: types.StatusPending}}
 	schedule := []time.Duration{time.Minute}
-	ok := Decide(rec, AttemptResult{At: now, Code: 204}, schedule, time.Minute, now)
+	ok := Decide(rec, AttemptResult{At: now, OK: true, Code: 204}, schedule, time.Minute, now)
 	assert.Equal(t, types.StatusSuccess, ok.Status)
 	retry := Decide(rec, AttemptResult{At: now, Code: 500, Err: "HTTP 500"}, schedule, time.Minute, now)
 	assert.Equal(t, types.StatusPending, retry.Status)
@@ -32,6 +33,13 @@ func TestDecideByTheRetrySchedule(t *testing.T) {
 	assert.WithinRange(t, retry.Next, now.Add(48*time.Second), now.Add(72*time.Second), "a minute, ±RetryJitter")
 	rec.Step = 1
 	assert.Equal(t, types.StatusFailed, Decide(rec, AttemptResult{At: now, Code: 500}, schedule, time.Minute, now).Status, "the schedule spent")
-	gone := Decide(rec, AttemptResult{At: now, Code: 410}, schedule, time.Minute, now)
+	rec.Step = 0
+	gone := Decide(rec, AttemptResult{At: now, Code: 410, Kind: destination.Gone, Err: "HTTP 410 Gone"}, schedule, time.Minute, now)
 	assert.True(t, gone.Disable)
+	assert.Equal(t, types.StatusFailed, gone.Status)
+	assert.Equal(t, "HTTP 410 Gone: the webhook was disabled", gone.Err)
+	permanent := Decide(rec, AttemptResult{At: now, Kind: destination.Permanent, Err: "too large"}, schedule, time.Minute, now)
+	assert.Equal(t, types.StatusFailed, permanent.Status, "a permanent failure is not retried")
+	rejected := Decide(rec, AttemptResult{At: now, Code: 404, Kind: destination.Rejected, Err: "HTTP 404"}, schedule, time.Minute, now)
+	assert.Equal(t, types.StatusPending, rejected.Status, "a refusal is retried")
 }

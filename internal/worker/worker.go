@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"time"
 )
@@ -38,10 +39,13 @@ type Config struct {
 	// Failed tells the Dispatcher a pass failed with err and leased nothing (a cluster's slot map may
 	// need reloading); it reports whether err is one Redis may get over (Retryable).
 	Failed func(err error) (retryable bool)
+	// Listen hears the schedule's wakes until ctx ends (Listener.Listen): it pokes Wake, and calls ready
+	// once subscribed (or once subscribing failed). Nil: the worker hears none (its sweep still reads).
+	Listen func(ctx context.Context, wake *Wake, ready func())
 }
 
-// Worker is a Dispatcher's worker loop: it leases for the attempt slots free, waits when nothing is
-// due, and backs off when Redis fails it.
+// Worker is a Dispatcher's worker loop: it leases for the attempt slots free, sleeps until something
+// may be due or a wake, and backs off when Redis fails it.
 type Worker struct {
 	cfg Config
 }
@@ -50,12 +54,27 @@ type Worker struct {
 func New(cfg Config) *Worker { return &Worker{cfg: cfg} }
 
 // Run is the lease loop: it leases for the slots free (one pass at a time; BENCHMARKS.md measured a
-// second loop leasing meanwhile and found no gain), polls when nothing is due, until ctx ends.
+// second loop leasing meanwhile and found no gain) and, when nothing it can take is due, sleeps until
+// the earliest time its scan hints name (a due time, a lease's end, the sweep: ScanHints.Next) or a
+// wake (Listen, Enqueue, an ending attempt), until ctx ends. It returns once Listen has returned.
 func (w *Worker) Run(ctx context.Context) {
 	c := w.cfg
+	if c.Listen != nil {
+		lctx, cancel := context.WithCancel(ctx)
+		listening, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			c.Listen(lctx, c.Wake, func() { close(listening) })
+		}()
+		// The Listener ends with Run; a pass before it has subscribed could miss what is published meanwhile.
+		defer func() { cancel(); <-done }()
+		select {
+		case <-listening:
+		case <-ctx.Done():
+		}
+	}
 	backoff := minBackoff
-	mode := ScanHinted  // an idle poll sweeps (ScanHints.Plan)
-	var known time.Time // the earliest due time the scans know of
+	recheck := IdleWait // the wait before a due shard the last passes could not take from is read again
 	dry := 0            // passes in a row that leased nothing though more may be due
 	for ctx.Err() == nil {
 		if c.Outage.IsDown() { // after an outage: lease nothing until Redis answers, then wait the grace
@@ -77,13 +96,12 @@ func (w *Worker) Run(ctx context.Context) {
 			c.Wake.Sleep(ctx, IdleWait) // an ending attempt pokes
 			continue
 		}
-		leased, next, more, err := c.Lease(ctx, free, mode)
-		known, mode = next, ScanHinted
+		leased, next, more, err := c.Lease(ctx, free, ScanHinted)
 		switch {
 		case err != nil && leased == 0:
 			retryable := c.Failed(err)
 			c.RedisLog.Down(time.Now(), "webhooks: worker could not lease: is Redis reachable?", "error", err)
-			if retryable {
+			if retryable || errors.Is(err, ErrStalled) {
 				c.Outage.PassFailed()
 			}
 			c.Wake.Sleep(ctx, backoff)
@@ -95,23 +113,23 @@ func (w *Worker) Run(ctx context.Context) {
 		backoff = minBackoff
 		switch {
 		case leased > 0:
-			dry = 0
+			dry, recheck = 0, IdleWait
 			continue // more may be due
 		case more && dry <= c.Shards()/ScanShardsPerPass:
 			dry++
 			continue // shards left unread may have some due: every one is read before Run waits
 		}
 		dry = 0
-		wait := IdleWait
-		if !known.IsZero() {
-			wait = min(wait, max(known.Sub(c.Now()), MinWait))
+		wait := SweepEvery // at most: a clock a test moves is caught up with
+		if left := next.Sub(c.Now()); next.IsZero() || left <= 0 {
+			// Due, but not taken (parked, at a limit): read again soon, later while it stays so.
+			wait, recheck = recheck, min(2*recheck, SweepEvery)
+		} else {
+			wait, recheck = min(wait, max(left, MinWait)), IdleWait
 		}
 		if c.Hooks.Idled != nil {
 			c.Hooks.Idled()
 		}
-		// Woken by a poke, or at a due time it knows of: read what may be due; else an idle poll.
-		if !c.Wake.Sleep(ctx, wait) && (known.IsZero() || c.Now().Before(known)) {
-			mode = ScanIdle
-		}
+		c.Wake.Sleep(ctx, wait) // a wake, Enqueue or an ending attempt cuts it short
 	}
 }

@@ -2,23 +2,26 @@
 // with the DOM API (never innerHTML), so no API value can become markup, and it runs under a strict
 // Content-Security-Policy (no inline script or style). The same file serves the operator's view
 // (Handler) and the tenant portal (Portal); the portal's token comes from the URL fragment
-// (#token=…), is kept in sessionStorage and sent as "Authorization: Bearer".
+// (#token=…), is kept in sessionStorage and sent as "Authorization: Bearer". An operator's view whose
+// server answers 401 (webhooksd, behind its -api-key) asks for the key once per tab, keeps it in
+// sessionStorage and sends it the same way.
 'use strict';
 
 (function () {
   const mode = document.documentElement.dataset.mode === 'portal' ? 'portal' : 'operator';
   // The API is mounted where the UI is, less "/ui/…".
   const base = location.pathname.replace(/\/ui(\/.*)?$/, '');
-  const tokenKey = 'webhooks.portalToken';
+  const tokenKey = mode === 'portal' ? 'webhooks.portalToken' : 'webhooks.operatorKey';
   const main = document.getElementById('main');
   const flashBox = document.getElementById('flash');
 
   // --- token (portal) -------------------------------------------------------------------------------
   // takeToken moves a token from the URL fragment into sessionStorage, and out of the address bar and
   // the history.
-  // Only the portal takes tokens: the operator's UI never sends one (a link with #token= cannot make it
-  // send a bearer token of someone else's with every call). A token for another tenant than the one this
-  // tab acts for is refused, in words, until the user forgets the loaded one ("Forget token").
+  // Only the portal takes tokens from a link: the operator's UI sends only a key typed into its form (a
+  // link with #token= cannot make it send a bearer token of someone else's with every call). A token for
+  // another tenant than the one this tab acts for is refused, in words, until the user forgets the
+  // loaded one ("Forget token").
   function takeToken() {
     const m = /(?:^#|&)token=([^&]+)/.exec(location.hash);
     if (!m) return;
@@ -35,7 +38,7 @@
     sessionStorage.setItem(tokenKey, next);
     showTenant();
   }
-  function token() { return mode === 'portal' ? sessionStorage.getItem(tokenKey) || '' : ''; }
+  function token() { return sessionStorage.getItem(tokenKey) || ''; }
   // tokenTenant is the tenant a portal token names ("wpt1." + base64url("tenant\nexpiry") + "." + mac),
   // as the page shows it; the server checks the token itself.
   function tokenTenant(t) {
@@ -73,9 +76,11 @@
     for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
     return e;
   }
+  // render shows a page: its title and its parts (a part that is null, undefined or false is left out:
+  // replaceChildren would write it as text).
   function render(title, ...children) {
     document.title = title + ' · Webhooks';
-    main.replaceChildren(el('h1', { text: title }), ...children);
+    main.replaceChildren(el('h1', { text: title }), ...children.flat(Infinity).filter((c) => c !== undefined && c !== null && c !== false));
     main.focus({ preventScroll: true });
   }
   // flash shows a message until the next navigation; keep: also on the page the next navigation shows.
@@ -137,22 +142,40 @@
   }
   const enc = encodeURIComponent;
 
-  // plain is an API error message without the library's prefixes, as a sentence.
-  function plain(message) {
-    const m = String(message).replace(/^(webhooks: )?(invalid webhook|invalid request|egress)(: )?/i, '').replace(/^(webhooks: )?invalid webhook: /i, '');
-    return m ? m.charAt(0).toUpperCase() + m.slice(1) + (/[.!?]$/.test(m) ? '' : '.') : 'The server refused this value.';
+  const plain = fmt.plain;
+  // explain says in words what went wrong with a call to the API, and what to do about it; what names
+  // what the page asked for ("endpoint wh_1") and gone why it may be gone, for an answer that it does
+  // not exist. Never the API's code or a Go error as such.
+  function explain(e, what, gone) {
+    if (!(e instanceof APIError)) {
+      return 'The server did not answer (' + String(e && e.message || e).replace(/^TypeError: /, '') + '): check that it is running and reachable, then try again.';
+    }
+    switch (e.code) {
+      case 'not_found':
+        return what ? 'There is no ' + what + (mode === 'portal' ? ' among yours' : '') + ': ' + (gone || 'it was deleted') + ', or the link is wrong.'
+          : 'It no longer exists: it was deleted or has expired meanwhile. Reload the page.';
+      case 'conflict':
+        return 'Someone changed it at the same time: reload the page and try again.';
+      case 'internal':
+        return 'The server failed to answer (the reason is in its log). Try again in a moment; if it persists, tell the operator.';
+      case 'unauthorized':
+        return 'Your access was refused: open the link you were given again.';
+    }
+    return plain(e.message);
   }
   function showError(e) {
     if (e instanceof Stale) return;
     if (e instanceof APIError && e.status === 401) { tokenPage(); main.dataset.page = 'token'; return; }
-    flash(e instanceof APIError ? e.message + ' (' + e.code + ')' : String(e), 'error');
+    flash(explain(e), 'error');
   }
 
   // --- pages ----------------------------------------------------------------------------------------
   function tokenPage() {
     const input = el('input', { id: 'token', name: 'token', type: 'password', autocomplete: 'off', required: true });
-    render('Portal token required',
-      el('p', { text: 'This portal needs a valid token. Open the link your service gave you, or paste its token here.' }),
+    const refused = token() ? [el('p', { class: 'flash error', text: 'The server refused the ' + (mode === 'portal' ? 'token' : 'key') + ' this tab had.' })] : [];
+    render(mode === 'portal' ? 'Portal token required' : 'Operator key required', ...refused,
+      el('p', { text: mode === 'portal' ? 'This portal needs a valid token. Open the link your service gave you, or paste its token here.'
+        : 'This server needs an operator key (its -api-key). It is kept for this browser tab only.' }),
       el('form', {
         class: 'card form', onsubmit: (ev) => {
           ev.preventDefault();
@@ -162,7 +185,7 @@
           location.hash = '#/';
           route();
         },
-      }, el('label', { for: 'token', text: 'Token' }), input, el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary' }, 'Open'))));
+      }, el('label', { for: 'token', text: mode === 'portal' ? 'Token' : 'Key' }), input, el('div', { class: 'actions' }, el('button', { type: 'submit', class: 'primary' }, 'Open'))));
   }
 
   async function listPage(params) {
@@ -187,18 +210,19 @@
       return el('tr', { 'data-id': w.id },
         el('td', { 'data-label': 'URL', class: 'url' }, el('a', { href: '#/webhooks/' + enc(w.id) }, w.url),
           w.description ? el('div', { class: 'muted', text: w.description }) : null),
+        el('td', { 'data-label': 'Destination', class: 'kind', text: fmt.destination(w.url).name }),
         mode === 'operator' ? el('td', { 'data-label': 'Tenant', text: w.tenant || '—' }) : null,
         el('td', { 'data-label': 'Events' }, (w.events || []).map((e) => el('code', { class: 'pill', text: e }))),
         el('td', { 'data-label': 'Filter', text: hasFilter(w) ? 'yes' : '—' }),
         el('td', { 'data-label': 'Headers', text: Object.keys(w.headers || {}).join(', ') || '—' }),
-        el('td', { 'data-label': 'Enabled' }, w.disabled ? el('span', { class: 'status s-failed', text: 'disabled' }) : el('span', { class: 'status s-success', text: 'enabled' })),
+        el('td', { 'data-label': 'Enabled' }, enabledBadge(w)),
         circuit, rate);
     });
     render(mode === 'portal' ? 'Your endpoints' : 'Endpoints',
       el('div', { class: 'bar' }, tools),
       webhooks.length === 0 ? el('p', { class: 'empty', text: 'No endpoints yet.' }) :
         el('div', { class: 'table-wrap' }, el('table', { class: 'list', id: 'endpoints' },
-          el('thead', {}, el('tr', {}, ['URL', mode === 'operator' ? 'Tenant' : null, 'Events', 'Filter', 'Headers', 'Enabled', 'State', 'Success (24 h)']
+          el('thead', {}, el('tr', {}, ['URL', 'Destination', mode === 'operator' ? 'Tenant' : null, 'Events', 'Filter', 'Headers', 'Enabled', 'State', 'Success (24 h)']
             .filter(Boolean).map((h) => el('th', { scope: 'col', text: h })))),
           el('tbody', {}, rows))));
   }
@@ -208,15 +232,23 @@
     try {
       const [h, s, c] = await Promise.all([api('GET', '/webhooks/' + enc(id) + '/health'), api('GET', '/webhooks/' + enc(id) + '/stats'),
         api('GET', '/webhooks/' + enc(id) + '/counts')]);
-      circuitCell.replaceChildren(circuitBadge(h), el('div', { class: 'muted counts', text: fmt.counts(c) }));
+      circuitCell.replaceChildren(circuitBadge(h, c), el('div', { class: 'muted counts', text: fmt.counts(c) }));
       rateCell.textContent = successRate(s.hours);
     } catch (e) {
       circuitCell.textContent = rateCell.textContent = '?';
     }
   }
-  function circuitBadge(h) {
-    const c = fmt.circuit(h);
-    return el('span', { class: 'status circuit ' + { ok: 's-success', warn: 's-pending', bad: 's-failed' }[c.tone], text: c.text });
+  // circuitBadge is an endpoint's delivery state (fmt.circuit of its health h and counts c).
+  function circuitBadge(h, c) {
+    const s = fmt.circuit(h, c);
+    return el('span', { class: 'status circuit ' + { ok: 's-success', warn: 's-pending', bad: 's-failed' }[s.tone], text: s.text });
+  }
+  // enabledBadge says whether an endpoint is enabled; a disabled one's reason follows, the same on
+  // every page (the endpoint's own disabled_reason, never a circuit's count).
+  function enabledBadge(w, id) {
+    if (!w.disabled) return el('span', { class: 'status s-success', text: 'enabled' });
+    return el('span', { class: 'disabled-why', id }, el('span', { class: 'status s-failed', text: 'disabled' }),
+      ' ' + (w.disabled_reason || '') + (w.disabled_at ? ' (since ' + fmtTime(w.disabled_at) + ')' : ''));
   }
   const successRate = fmt.success;
 
@@ -231,8 +263,9 @@
     // The catalog of event types (GET /event-types): a pick adds a type to the field, which still takes
     // any pattern. Filled once the catalog answers; hidden while it is empty or cannot be read.
     f.pick = el('div', { class: 'field', hidden: true });
-    api('GET', '/event-types').then(({ event_types: types }) => {
-      if (!types || !types.length) return;
+    const catalog = api('GET', '/event-types').then(({ event_types: types }) => types || []);
+    catalog.then((types) => {
+      if (!types.length) return;
       const select = el('select', { id: 'f-event-type-pick', 'aria-label': 'Add an event type from the catalog' },
         el('option', { value: '', text: 'Add an event type from the catalog…' }),
         types.map((t) => el('option', { value: t.name, title: t.description || '', text: t.name + (t.deprecated ? ' (deprecated)' : '') })));
@@ -254,6 +287,7 @@
     f.rate = el('input', { id: 'f-rate', name: 'rate_limit', type: 'number', min: 0, value: w.rate_limit || 0 });
     f.conc = el('input', { id: 'f-conc', name: 'max_concurrency', type: 'number', min: 0, value: w.max_concurrency || 0 });
     f.enabled = el('input', { id: 'f-enabled', name: 'enabled', type: 'checkbox', checked: !w.disabled });
+    f.transform = transformUI.field(w, f.events, catalog);
     if (!editing) {
       f.asym = el('input', { id: 'f-asym', name: 'asymmetric', type: 'checkbox' });
       if (mode === 'operator') f.tenant = el('input', { id: 'f-tenant', name: 'tenant', placeholder: 'none' });
@@ -261,6 +295,7 @@
     const inputs = { url: f.url, description: f.description, events: f.events, filter: f.filter, headers: f.headers, rate_limit: f.rate, max_concurrency: f.conc, tenant: f.tenant };
     // fieldError shows a message beside the field it is about (or, for none, in the banner).
     const fieldError = (name, message) => {
+      if (name === 'transform') { f.transform.error(message); return; }
       const input = inputs[name];
       if (!input) { flash(message, 'error'); return; }
       input.setAttribute('aria-invalid', 'true');
@@ -271,7 +306,7 @@
     const submit = async (ev) => {
       ev.preventDefault();
       clearFlash();
-      for (const p of main.querySelectorAll('.field-error')) p.remove();
+      for (const p of main.querySelectorAll('.field-error, .transform-marker')) p.remove();
       for (const i of main.querySelectorAll('[aria-invalid]')) { i.removeAttribute('aria-invalid'); i.removeAttribute('aria-describedby'); }
       const body = {
         url: f.url.value.trim(), description: f.description.value,
@@ -287,6 +322,8 @@
         hdrs[line.slice(0, i).trim()] = line.slice(i + 1).trim();
       }
       body.headers = hdrs;
+      const transform = f.transform.input.value.trim();
+      if (transform || (editing && w.transform)) body.transform = transform; // "" removes it
       if (f.filter.value.trim()) {
         try { body.filter = JSON.parse(f.filter.value); } catch (e) { fieldError('filter', 'This is not valid JSON: ' + e.message); return; }
       } else if (editing && hasFilter(w)) {
@@ -304,7 +341,7 @@
         flash(editing ? 'Endpoint saved.' : 'Endpoint created. Its signing secret stays hidden until you reveal it.', 'ok', true);
         location.hash = '#/webhooks/' + enc(saved.id);
       } catch (e) {
-        if (e instanceof APIError && e.status === 400) fieldError(e.field, plain(e.message));
+        if (e instanceof APIError && e.status === 400) fieldError(e.field, e.field === 'transform' ? e.message : plain(e.message));
         else showError(e);
       }
     };
@@ -318,6 +355,7 @@
         field('f-headers', 'Extra headers (optional)', f.headers, editing ? 'One "Name: value" per line; values are never shown: leave one empty to keep it' : 'One "Name: value" per line'),
         field('f-rate', 'Rate limit (requests per second, 0 = none)', f.rate),
         field('f-conc', 'Max concurrency (requests at once, 0 = none)', f.conc),
+        f.transform.node,
         f.tenant ? field('f-tenant', 'Tenant (optional)', f.tenant) : null,
         el('div', { class: 'field check' }, f.enabled, el('label', { for: 'f-enabled', text: 'Enabled' })),
         f.asym ? el('div', { class: 'field check' }, f.asym, el('label', { for: 'f-asym', text: 'Sign with ed25519 (v1a) instead of HMAC' })) : null,
@@ -331,21 +369,21 @@
     const w = await api('GET', '/webhooks/' + enc(id));
     const [health, stats, counts] = await Promise.all([api('GET', '/webhooks/' + enc(id) + '/health'), api('GET', '/webhooks/' + enc(id) + '/stats'),
       api('GET', '/webhooks/' + enc(id) + '/counts')]);
+    const kind = fmt.destination(w.url);
     // A disabled endpoint gets no attempt, whatever its circuit says: its page says so, not "next try".
-    const state = el('span', { id: 'delivery-state' }, w.disabled
-      ? el('span', { class: 'status circuit s-failed', text: 'not delivering: the endpoint is disabled' }) : circuitBadge(health));
-    const probe = mode === 'operator' && health.state === 'open' && !w.disabled ? button('Probe now', async () => {
+    const state = el('span', { id: 'delivery-state' }, circuitBadge(w.disabled ? { state: 'disabled' } : health, counts));
+    // Try now ends the pause: one waiting delivery is the endpoint's next try, at once.
+    const probe = mode === 'operator' && health.state === 'open' && !w.disabled ? button('Try now', async () => {
       probe.disabled = true;
       try {
         const r = await api('POST', '/webhooks/' + enc(id) + '/probe');
         flash(r.deliveries_due ? 'Trying the endpoint now: ' + r.deliveries_due + ' waiting ' + (r.deliveries_due === 1 ? 'delivery is' : 'deliveries are') +
-          ' due, and the first one tests it.' : 'The pause has ended: the next delivery to this endpoint tests it.');
-        await followProbe(id, state, health.open_until);
+          ' due, and the first one is its next try.' : 'The pause has ended: the next delivery to this endpoint is its next try.');
+        await followProbe(id, state, health.open_until, r.deliveries_due);
       } catch (e) {
-        if (e instanceof APIError && e.status === 409) flash(plain(e.message.replace(/^webhooks: no probe now: /, '')), 'error');
-        else showError(e);
+        if (e instanceof APIError && e.status === 409) { flash(explain(e), 'error'); route(); } else showError(e);
       } finally { probe.disabled = false; }
-    }, { id: 'probe-now', title: 'End the pause now: one waiting delivery tests whether the endpoint has recovered' }) : null;
+    }, { id: 'probe-now', title: 'End the pause now: one waiting delivery is sent at once to see whether the endpoint has recovered' }) : null;
     const secretOut = el('code', { id: 'secret', class: 'secret', text: '••••••••••••••••' });
     let revealed = false;
     const reveal = button('Reveal', async () => {
@@ -368,7 +406,7 @@
       sendTest.disabled = true;
       try {
         const d = await api('POST', '/webhooks/' + enc(id) + '/test');
-        flash('Test event sent: delivery ' + d.id + ' is ' + d.status + (d.last_status_code ? ' (HTTP ' + d.last_status_code + ')' : '') + '.');
+        flash('Test event sent: delivery ' + d.id + ' is ' + d.status + (d.last_status_code && !kind.broker ? ' (HTTP ' + d.last_status_code + ')' : '') + '.');
         route();
       } catch (e) { showError(e); } finally { sendTest.disabled = false; }
     }, { id: 'send-test', class: 'primary' });
@@ -387,30 +425,34 @@
       } catch (e) { showError(e); }
     }, { id: 'delete', class: 'danger' });
 
-    // Recover: re-send the failed deliveries created in a time window.
-    const now = new Date();
-    const since = el('input', { id: 'r-since', type: 'datetime-local', required: true, value: localInput(new Date(now - 24 * 3600e3)) });
-    const until = el('input', { id: 'r-until', type: 'datetime-local', title: 'empty: now' }); // empty: now
+    // Recover: re-send the failed deliveries created in a time window (in UTC, as every time shown).
+    const dayAgo = fmt.utcField(new Date(Date.now() - 24 * 3600e3));
+    const since = timeField('r-since', dayAgo);
+    const until = timeField('r-until', '', 'empty: now');
     const recover = el('form', {
-      class: 'inline-form', id: 'recover-form', onsubmit: async (ev) => {
+      class: 'inline-form', id: 'recover-form', novalidate: true, onsubmit: async (ev) => {
         ev.preventDefault();
+        const from = readTime(since), to = until.value.trim() ? readTime(until) : undefined;
+        if (!from || to === null) return;
+        if (from >= (to || new Date())) { flash('From is after to: write the window\'s start before its end, both in UTC.', 'error'); return; }
         try {
-          const q = '?since=' + enc(new Date(since.value).toISOString().replace(/\.\d+Z$/, 'Z')) +
-            (until.value ? '&until=' + enc(new Date(until.value).toISOString().replace(/\.\d+Z$/, 'Z')) : '');
+          const q = '?since=' + enc(fmt.rfc3339(from)) + (to ? '&until=' + enc(fmt.rfc3339(to)) : '');
           const r = await api('POST', '/webhooks/' + enc(id) + '/recover' + q);
           flash('Recover: ' + r.redelivered + ' failed deliveries sent again.');
           if (r.redelivered) await followCounts(id);
         } catch (e) { showError(e); }
       },
-    }, el('label', { for: 'r-since', text: 'From (' + localZone() + ')' }), since, el('label', { for: 'r-until', text: 'to (empty: now)' }), until,
+    }, el('label', { for: 'r-since', text: 'From (UTC)' }), since, el('label', { for: 'r-until', text: 'to (UTC; empty: now)' }), until,
     el('button', { type: 'submit', id: 'recover' }, 'Recover failed deliveries'));
 
-    const replaySince = el('input', { id: 'p-since', type: 'datetime-local', required: true, value: localInput(new Date(now - 24 * 3600e3)) });
+    const replaySince = timeField('p-since', dayAgo);
     const replay = el('form', {
-      class: 'inline-form', id: 'replay-form', onsubmit: async (ev) => {
+      class: 'inline-form', id: 'replay-form', novalidate: true, onsubmit: async (ev) => {
         ev.preventDefault();
+        const from = readTime(replaySince);
+        if (!from) return;
         try {
-          const body = { since: new Date(replaySince.value).toISOString().replace(/\.\d+Z$/, 'Z') };
+          const body = { since: fmt.rfc3339(from) };
           let scheduled = 0;
           for (let page = 0; page < 100; page++) { // each call reads at most one page of the event index
             const r = await api('POST', '/webhooks/' + enc(id) + '/replay', body);
@@ -421,7 +463,7 @@
           flash('Replay: ' + scheduled + ' missed events scheduled.');
         } catch (e) { showError(e); }
       },
-    }, el('label', { for: 'p-since', text: 'Since (' + localZone() + ')' }), replaySince,
+    }, el('label', { for: 'p-since', text: 'Since (UTC)' }), replaySince,
     el('button', { type: 'submit', id: 'replay' }, 'Replay missed events'));
 
     render('Endpoint',
@@ -429,17 +471,18 @@
       el('section', { class: 'card' },
         dl([
           ['URL', el('code', { class: 'wrap', text: w.url })],
+          ['Destination', el('span', { id: 'destination-kind', text: kind.name })],
           ['ID', el('code', { text: w.id })],
           mode === 'operator' && ['Tenant', w.tenant || '—'],
           ['Description', w.description || '—'],
           ['Events', (w.events || []).map((e) => el('code', { class: 'pill', text: e }))],
           ['Filter', hasFilter(w) ? el('code', { class: 'wrap', text: JSON.stringify(w.filter) }) : '—'],
+          ['Transformation', w.transform ? el('pre', { class: 'transform-shown', id: 'endpoint-transform', text: w.transform })
+            : el('span', { id: 'endpoint-transform', text: 'none: each event is sent as it is' })],
           ['Headers', Object.keys(w.headers || {}).join(', ') || '—'],
           ['Rate limit', w.rate_limit ? w.rate_limit + ' / s' : 'none'],
           ['Max concurrency', w.max_concurrency ? w.max_concurrency + ' at once' : 'none'],
-          ['Enabled', w.disabled ? el('span', { id: 'disabled-why' }, el('span', { class: 'status s-failed', text: 'disabled' }),
-            ' ' + (w.disabled_reason || '') + (w.disabled_at ? ' (since ' + fmtTime(w.disabled_at) + ')' : ''))
-            : el('span', { class: 'status s-success', text: 'enabled' })],
+          ['Enabled', enabledBadge(w, 'disabled-why')],
           ['Delivery state', el('span', { class: 'secret-row' }, state, probe)],
           ['Deliveries', [el('span', { id: 'delivery-counts', text: fmt.counts(counts) }), counts.failed ? [' ', el('a', {
             href: '#/webhooks/' + enc(id) + '/deliveries?status=failed' }, 'show failed')] : null]],
@@ -463,11 +506,11 @@
   // followProbe shows the circuit while a probe now is decided: it reads it every half second, at most
   // 20 times, until it is closed or open again after the probe failed (then it says so); it stops when
   // the user leaves the page. Then the page is shown afresh.
-  async function followProbe(id, state, openUntil) {
+  async function followProbe(id, state, openUntil, due) {
     for (let i = 0; i < 20; i++) {
       await new Promise((ok) => setTimeout(ok, 500));
       const h = await api('GET', '/webhooks/' + enc(id) + '/health');
-      state.replaceChildren(circuitBadge(h));
+      state.replaceChildren(circuitBadge(h, { parked: due }));
       if (h.state === 'closed') { flash('The endpoint answered: it is delivering again.'); route(); return; }
       if (h.state === 'open' && h.open_until && h.open_until !== openUntil && new Date(h.open_until) > new Date()) {
         flash('The endpoint still fails: paused again, next try ' + fmt.soon(h.open_until) + '.', 'error');
@@ -489,28 +532,34 @@
       if (!c.pending) { route(); return; }
     }
   }
-  // localZone labels the browser's time zone, in which the date-time inputs are read: "your time, UTC+01:00".
-  function localZone() {
-    const off = -new Date().getTimezoneOffset();
-    const p = (n) => String(Math.floor(Math.abs(n))).padStart(2, '0');
-    return 'your time, UTC' + (off < 0 ? '−' : '+') + p(off / 60) + ':' + p(off % 60);
+  // timeField is a field for a time in UTC, 24-hour, written as the UI shows times ("2026-12-03 12:40"):
+  // the same on every page and in every browser, whatever its zone or locale.
+  function timeField(id, value, title) {
+    return el('input', { id, name: id, type: 'text', value, placeholder: 'YYYY-MM-DD HH:MM', size: 16, inputmode: 'numeric', autocomplete: 'off', title });
   }
-
-  function localInput(d) {
-    const p = (n) => String(n).padStart(2, '0');
-    return d.getFullYear() + '-' + p(d.getMonth() + 1) + '-' + p(d.getDate()) + 'T' + p(d.getHours()) + ':' + p(d.getMinutes());
+  // readTime reads a time field (fmt.parseUTCField); one that holds no time is marked, and says how to
+  // write it (null).
+  function readTime(input) {
+    const d = fmt.parseUTCField(input.value);
+    if (d) { input.removeAttribute('aria-invalid'); return d; }
+    input.setAttribute('aria-invalid', 'true');
+    input.focus();
+    flash('Write the time in UTC as year-month-day hours:minutes, e.g. ' + fmt.utcField(new Date()) + ' (it is ' + fmt.utcField(new Date()) + ' UTC now).', 'error');
+    return null;
   }
 
   // chart draws the hourly attempts as stacked bars (successes below, failures above).
   function chart(hours) {
     const W = 720, H = 200, left = 36, bottom = 24, top = 8;
-    const max = Math.max(1, ...hours.map((h) => h.success + h.failed));
+    // An even top, so that the middle line is a whole number of attempts, labelled exactly.
+    const most = Math.max(1, ...hours.map((h) => h.success + h.failed));
+    const max = most + (most % 2);
     const step = (W - left) / hours.length, bw = Math.max(2, step - 4);
     const y = (v) => (H - bottom) - (v / max) * (H - bottom - top);
     const g = svg('g', {});
     for (const t of [0, max / 2, max]) {
       g.append(svg('line', { x1: left, x2: W, y1: y(t), y2: y(t), class: 'grid' }));
-      g.append(svg('text', { x: left - 6, y: y(t) + 4, class: 'axis', 'text-anchor': 'end' }, String(Math.round(t))));
+      g.append(svg('text', { x: left - 6, y: y(t) + 4, class: 'axis', 'text-anchor': 'end' }, String(t)));
     }
     let ok = 0, bad = 0;
     hours.forEach((h, i) => {
@@ -533,9 +582,12 @@
       el('figcaption', { class: 'legend' }, el('span', { class: 'key ok' }), ' succeeded (' + ok + ')  ', el('span', { class: 'key bad' }), ' failed (' + bad + ')'));
   }
 
-  const helpers = { mode, main, el, api, enc, render, fmtTime, fmtDuration, statusBadge, dl, button, flash, showError, route, APIError, Stale, plain };
+  const helpers = { mode, main, el, api, enc, render, fmtTime, fmtDuration, statusBadge, dl, button, flash, showError, route, APIError, Stale, plain,
+    explain, timeField, readTime };
   const { deliveriesPage, searchPage, backlogPage } = window.webhooksDeliveryPages(helpers);
   const { deliveryPage, queuePage } = window.webhooksDeliveryDetail(helpers);
+  const { eventTypesPage, eventTypePage } = window.webhooksCatalog(helpers);
+  const transformUI = window.webhooksTransform(helpers);
 
   // --- router ---------------------------------------------------------------------------------------
   let routing = 0;
@@ -558,14 +610,22 @@
       else if (parts[0] === 'deliveries' && parts[2] === 'queue') { page = 'queue'; await queuePage(parts[1]); }
       else if (parts[0] === 'deliveries' && parts.length === 1) { page = 'search'; await searchPage(params); }
       else if (parts[0] === 'backlog' && mode === 'operator') { page = 'backlog'; await backlogPage(); }
+      else if (parts[0] === 'event-types' && parts.length === 1) { page = 'event-types'; await eventTypesPage(); }
+      else if (parts[0] === 'event-types' && parts.length === 2) { page = 'event-type'; await eventTypePage(parts[1]); }
       else render('Not found', el('p', {}, el('a', { href: '#/' }, 'Back to the endpoints')));
       if (n === routing) main.dataset.page = page;
     } catch (e) {
       if (n !== routing) return;
       if (e instanceof APIError && e.status === 401) { tokenPage(); main.dataset.page = 'token'; return; }
       main.dataset.page = 'error';
-      render('Error', el('p', { class: 'flash error', text: e instanceof APIError ? e.message + ' (' + e.code + ')' : String(e) }),
-        el('p', {}, el('a', { href: '#/' }, 'Back to the endpoints')));
+      // What the page asked for, for an answer that it does not exist.
+      const [what, gone] = { endpoint: ['endpoint'], edit: ['endpoint'], deliveries: ['endpoint'],
+        delivery: ['delivery', 'it has expired (a delivery is kept for its retention)'], queue: ['delivery', 'it has expired (a delivery is kept for its retention)'],
+        'event-type': ['event type', 'it was removed from the catalog'] }[page] || [];
+      const back = page === 'event-type' ? el('a', { href: '#/event-types' }, 'See the event types')
+        : page === 'delivery' || page === 'queue' ? el('a', { href: '#/deliveries' }, 'Search the deliveries') : el('a', { href: '#/' }, 'See the endpoints');
+      render(e instanceof APIError && e.status === 404 ? 'Not found' : 'Error',
+        el('p', { class: 'flash error', id: 'error-words', text: explain(e, what && what + ' ' + parts[1], gone) }), el('p', {}, back));
     }
   }
 

@@ -13,7 +13,8 @@
 -- whose record is exactly the one this call would create was created by this very call, whose reply
 -- was lost: it is reported as created again, so the caller can retry the script safely. An event id
 -- whose key holds an ordered event's marker (ordered.go) is refused with OrderConflictReply, before
--- any write. All keys share the event's shard tag.
+-- any write. All keys share the event's shard tag. A new schedule entry wakes the workers that do not
+-- know of it (lib/wake.lua).
 --
 -- KEYS[1] -> {P:s}:evt:<event_id>      the event (fingerprint and body), stored once per event
 -- KEYS[2] -> {P:s}:ready
@@ -33,12 +34,18 @@
 -- the tenant's index too, its TTL checked (1) or not (0)
 -- ARGV[7+7n] -> how long the index streams keep their entries (ms): Options.Retention, which may be
 -- longer than ARGV[2] (a test send's records)
+-- ARGV[8+7n] -> how much later than a new schedule entry is due the workers are woken for it (ms,
+-- lib/wake.lua's wakeDelay)
+-- ARGV[9+7n] -> how long the event's body is kept (ms): ARGV[2], or Options.PayloadRetention when
+-- shorter (lib/store_event.lua)
 -- returns {ClaimConflict} when the event stored under this id has another fingerprint (nothing is
 -- written); else {event stored earlier or false, reply_1, ..., reply_n}: reply_i is ClaimCreated when
 -- this call created the delivery, or the existing record
 --#include index_all
+--#include wake
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 local n = (#KEYS - 5) / 3
+wakeDelay = tonumber(ARGV[8 + 7 * n])
 local stored = redis.call('GET', KEYS[1])
 if stored and string.byte(stored, 1) == 0 then return redis.error_reply('{{OrderConflictReply}}') end
 if stored and string.byte(stored, 1) == 1 and string.sub(stored, 2, (1 + {{FingerprintLen}})) ~= string.sub(ARGV[3], 2, (1 + {{FingerprintLen}})) then
@@ -73,23 +80,27 @@ local indexed = replay ~= '{{ReplayOff}}'
 -- The replay index: one entry per event, written when its body is first stored.
 -- Its TTL is checked with every entry (the key may have expired since the caller last pruned it);
 -- old entries are pruned when the caller asks.
-if storeEvent(KEYS[1], stored, ARGV[3], retention, fresh > 0 or (indexed and not stored), reply) and indexed then
+if storeEvent(KEYS[1], stored, ARGV[3], tonumber(ARGV[9 + 7 * n]), fresh > 0 or (indexed and not stored), reply) and indexed then
   redis.call('ZADD', KEYS[3 * n + 4], now, ARGV[5 + 7 * n])
   extend(KEYS[3 * n + 4], retention, math.floor(retention / 64))
 end
 if replay == '{{ReplayPrune}}' then
   redis.call('ZREMRANGEBYSCORE', KEYS[3 * n + 4], '-inf', '(' .. (now - retention))
 end
+local inlined = nil
 for i = 1, n do
   if created[i] then
     local member, due, wid = ARGV[6 * i - 2], ARGV[6 * i + 1], ARGV[6 * i + 2]
     if ARGV[6 * i + 3] == '1' then
       redis.call('ZADD', KEYS[3], due, member .. wid)
+      inlined = inlined or {}
+      inlined[member .. wid] = true
     else
       redis.call('ZADD', KEYS[3 * i + 3], due, member)
-      redis.call('ZADD', KEYS[2], 'LT', due, wid)
+      lower(KEYS[2], due, wid)
     end
     reply[i + 1] = {{ClaimCreated}}
   end
 end
+if inlined then inlineHead(KEYS[3], inlined) end
 return reply

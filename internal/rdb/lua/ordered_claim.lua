@@ -6,7 +6,7 @@
 -- the blocked zset. Before appending, a head that is in no queue (lost, see the file comment) is
 -- popped and the one after it queued (promote). A pair whose record is either of the two this call
 -- would create was created by this very call, whose reply was lost: it is reported as created (or
--- waiting) again.
+-- waiting) again. A new schedule entry wakes the workers that do not know of it (lib/wake.lua).
 --
 -- KEYS[1] -> {P:k}:oevt:<event_id>
 -- KEYS[2] -> {P:k}:ready
@@ -22,12 +22,16 @@
 -- KEYS[4n+5] -> {P:k}:tlist:<tenant>, and ARGV[4+9n] -> "", 1 or 0: the tenant's delivery index, as
 -- claim.lua's KEYS[3n+5] and ARGV[6+7n]
 -- ARGV[5+9n] -> how long the index streams keep their entries (ms), as claim.lua's ARGV[7+7n]
+-- ARGV[6+9n] -> the wakes' delay (ms), as claim.lua's ARGV[8+7n]
+-- ARGV[7+9n] -> how long the event's body is kept (ms), as claim.lua's ARGV[9+7n]
 -- returns {body stored earlier or false, reply_1, ..., reply_n}: reply_i is ClaimCreated (the head),
 -- ClaimWaiting, or the existing record
 --#include index_all
 --#include promote
+--#include wake
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 local n = (#KEYS - 5) / 4
+wakeDelay = tonumber(ARGV[6 + 9 * n])
 local stored = redis.call('GET', KEYS[1])
 if stored and string.sub(stored, 2, (1 + {{FingerprintLen}})) ~= string.sub(ARGV[3], 2, (1 + {{FingerprintLen}})) then
   return {{{ClaimConflict}}}
@@ -51,7 +55,8 @@ local err = indexAll(created, n, now, retention, tonumber(ARGV[5 + 9 * n]), func
   return KEYS[4 * i + 2], ARGV[8 * i - 3], ARGV[3 + 8 * n + i] == '1'
 end, tenantIndex ~= '' and KEYS[4 * n + 5] or nil, tenantIndex == '1')
 if err then error(err) end
-storeEvent(KEYS[1], stored, ARGV[3], retention, fresh > 0, reply)
+storeEvent(KEYS[1], stored, ARGV[3], tonumber(ARGV[7 + 9 * n]), fresh > 0, reply)
+local inlined = nil
 for i = 1, n do
   if created[i] then
     local k, a = 4 * i + 1, 8 * i - 4
@@ -68,7 +73,7 @@ for i = 1, n do
           redis.call('ZREM', queue, id) -- this one: created as planned below
           len = 1
         else
-          redis.call('ZADD', KEYS[2], 'LT', now, wid)
+          lower(KEYS[2], now, wid)
         end
       end
     end
@@ -81,12 +86,15 @@ for i = 1, n do
       redis.call('SET', KEYS[k], ARGV[a + 2], 'NX', 'PX', retention)
       if ARGV[a + 7] == '1' then
         redis.call('ZADD', KEYS[3], ARGV[a + 3], id .. wid)
+        inlined = inlined or {}
+        inlined[id .. wid] = true
       else
         redis.call('ZADD', queue, ARGV[a + 3], id)
-        redis.call('ZADD', KEYS[2], 'LT', ARGV[a + 3], wid)
+        lower(KEYS[2], ARGV[a + 3], wid)
       end
       reply[i + 1] = {{ClaimCreated}}
     end
   end
 end
+if inlined then inlineHead(KEYS[3], inlined) end
 return reply

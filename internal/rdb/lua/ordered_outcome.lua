@@ -14,6 +14,7 @@
 -- ARGV[2+9n] -> retention (ms)
 -- returns outcome.lua's reply, then how many deliveries it queued (promoted)
 --#include promote
+--#include wake
 local promoted = 0
 local function outcomeCount() return (#KEYS - 3) / 3 end
 local function final(i, status)
@@ -25,11 +26,11 @@ local function final(i, status)
   if status ~= 'success' and mode ~= '{{OrderOnFinal}}' then
     local until_ = now + tonumber(ARGV[#ARGV])
     redis.call('ZADD', queue, until_, id)
-    redis.call('ZADD', KEYS[1], 'LT', until_, wid)
+    lower(KEYS[1], until_, wid)
     return
   end
   if promote(seq, queue, KEYS[#KEYS], ARGV[1 + 8 * n + i], now) then
-    redis.call('ZADD', KEYS[1], 'LT', now, wid)
+    lower(KEYS[1], now, wid)
     promoted = promoted + 1
   end
 end

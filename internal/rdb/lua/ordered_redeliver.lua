@@ -9,20 +9,22 @@
 -- KEYS[7] -> {P:s}:blocked
 -- KEYS[8] -> {P:s}:inline
 -- KEYS[9] -> {P:s}:tlist:<tenant>, as redeliver.lua's KEYS[6]; absent for a webhook of no tenant
--- ARGV[1] .. ARGV[10] -> as redeliver.lua's
--- ARGV[11] -> the reset record as waiting
--- ARGV[12] -> the sequence's blocked zset member
+-- ARGV[1] .. ARGV[11] -> as redeliver.lua's
+-- ARGV[12] -> the reset record as waiting
+-- ARGV[13] -> the sequence's blocked zset member
 -- returns as redeliver.lua, or {RedeliverWaiting, false, record} when reset behind its key's head
 --#include index
 --#include lease_of
 --#include promote
+--#include wake
 local rec = redis.call('GET', KEYS[1])
 if not rec then return {} end
 if leaseOf(KEYS[1], ARGV[5]) == '{{LeaseHeld}}' then
   return {{{RedeliverReset}}, redis.call('GET', KEYS[3]), rec}
 end
-if rec == ARGV[11] then return {{{RedeliverWaiting}}, false, rec} end
+if rec == ARGV[12] then return {{{RedeliverWaiting}}, false, rec} end
 if rec ~= ARGV[6] then return {{{RedeliverUnchanged}}, false, rec} end
+if redis.call('EXISTS', KEYS[3]) == 0 then return {{{RedeliverExpired}}, false, rec} end
 local now, retention = tonumber(ARGV[1]), tonumber(ARGV[2])
 local entry = index(KEYS[4], now, retention, ARGV[8], ARGV[9], true)
 if KEYS[9] then
@@ -32,22 +34,22 @@ if KEYS[9] then
     error(err)
   end
 end
-extend(KEYS[3], retention, 0)
+if ARGV[11] ~= '0' then extend(KEYS[3], tonumber(ARGV[11]), 0) end
 local first = redis.call('LINDEX', KEYS[6], 0)
 if first and first ~= ARGV[4] and not redis.call('ZSCORE', KEYS[5], first)
     and not redis.call('ZSCORE', KEYS[8], first .. ARGV[10]) then
-  promote(KEYS[6], KEYS[5], KEYS[7], ARGV[12], now) -- a lost head (orderedClaimScript)
-  redis.call('ZADD', KEYS[2], 'LT', now, ARGV[10])
+  promote(KEYS[6], KEYS[5], KEYS[7], ARGV[13], now) -- a lost head (orderedClaimScript)
+  lower(KEYS[2], now, ARGV[10])
   first = redis.call('LINDEX', KEYS[6], 0)
 end
 local head = first == ARGV[4] or redis.call('RPUSH', KEYS[6], ARGV[4]) == 1
 extend(KEYS[6], retention, math.floor(retention / 64))
 if not head then
-  redis.call('SET', KEYS[1], ARGV[11], 'PX', retention)
-  redis.call('ZADD', KEYS[7], now + retention, ARGV[12])
-  return {{{RedeliverWaiting}}, false, ARGV[11]}
+  redis.call('SET', KEYS[1], ARGV[12], 'PX', retention)
+  redis.call('ZADD', KEYS[7], now + retention, ARGV[13])
+  return {{{RedeliverWaiting}}, false, ARGV[12]}
 end
 redis.call('SET', KEYS[1], ARGV[7], 'PX', retention)
 redis.call('ZADD', KEYS[5], ARGV[3], ARGV[4])
-redis.call('ZADD', KEYS[2], 'LT', ARGV[3], ARGV[10])
+lower(KEYS[2], ARGV[3], ARGV[10])
 return {{{RedeliverReset}}, redis.call('GET', KEYS[3]), ARGV[7]}

@@ -1,7 +1,9 @@
 -- redeliver.lua resets a failed delivery for a new series of attempts, if its record is still the
--- one the caller read: the new record (computed in Go) is pending, at retry step 0, leased for the
--- attempt Redeliver makes at once, and the record, its index entries and the event body are all extended
--- to now + retention. A record that changed since it was read is left as it is (concurrent calls reset
+-- one the caller read and its event's body is still stored: the new record (computed in Go) is
+-- pending, at retry step 0, leased for the attempt Redeliver makes at once, and the record and its
+-- index entries are extended to now + retention, the event body to now + ARGV[11] (left as it is
+-- for 0: under Options.PayloadRetention a body expires that long after its event was accepted,
+-- whatever is sent again). A delivery whose body has expired is not reset. A record that changed since it was read is left as it is (concurrent calls reset
 -- it once), unless it is leased under this call's own token: the same call run again by a client
 -- whose reply was lost, reported as reset again.
 --
@@ -23,10 +25,13 @@
 -- ARGV[9] -> the reset record's expiry (ms): later than the failed record's, so its old index entry
 -- is told apart from the new one
 -- ARGV[10] -> webhook id
--- returns {} when the record is gone; otherwise {RedeliverReset or RedeliverUnchanged, event body or
--- false, record}
+-- ARGV[11] -> how long from now the event's body is kept at least (ms): retention, or 0 to leave its
+-- TTL as it is (Options.PayloadRetention)
+-- returns {} when the record is gone; otherwise {RedeliverReset, RedeliverUnchanged or
+-- RedeliverExpired, event body or false, record}
 --#include index
 --#include lease_of
+--#include wake
 local rec = redis.call('GET', KEYS[1])
 if not rec then return {} end
 if leaseOf(KEYS[1], ARGV[5]) == '{{LeaseHeld}}' then
@@ -34,6 +39,7 @@ if leaseOf(KEYS[1], ARGV[5]) == '{{LeaseHeld}}' then
   return {{{RedeliverReset}}, redis.call('GET', KEYS[3]), rec}
 end
 if rec ~= ARGV[6] then return {{{RedeliverUnchanged}}, false, rec} end
+if redis.call('EXISTS', KEYS[3]) == 0 then return {{{RedeliverExpired}}, false, rec} end
 local retention = tonumber(ARGV[2])
 local entry = index(KEYS[4], tonumber(ARGV[1]), retention, ARGV[8], ARGV[9], true)
 if KEYS[6] then
@@ -44,7 +50,7 @@ if KEYS[6] then
   end
 end
 redis.call('SET', KEYS[1], ARGV[7], 'PX', retention)
-extend(KEYS[3], retention, 0)
+if ARGV[11] ~= '0' then extend(KEYS[3], tonumber(ARGV[11]), 0) end
 redis.call('ZADD', KEYS[5], ARGV[3], ARGV[4])
-redis.call('ZADD', KEYS[2], 'LT', ARGV[3], ARGV[10])
+lower(KEYS[2], ARGV[3], ARGV[10])
 return {{{RedeliverReset}}, redis.call('GET', KEYS[3]), ARGV[7]}

@@ -1,6 +1,6 @@
 -- wake_parked.lua makes some of a webhook's queued deliveries in one shard due at a time: each
 -- candidate still in the queue, pending and not leased (an attempt in flight keeps its lease end);
--- then the webhook's ready entry is due then too, if any was made due.
+-- then the webhook's ready entry is due then too, if any was made due (waking the workers: lib/wake.lua).
 --
 -- KEYS[1] -> {P:s}:ready
 -- KEYS[2] -> {P:s}:q:<webhook_id>
@@ -9,6 +9,7 @@
 -- ARGV[2] -> webhook id
 -- ARGV[2+j] -> candidate j's queue member
 -- returns how many candidates are due by then
+--#include wake
 local due, n = ARGV[1], 0
 for j = 3, #KEYS do
   local member, rec = ARGV[j], redis.call('GET', KEYS[j])
@@ -18,5 +19,5 @@ for j = 3, #KEYS do
     n = n + 1
   end
 end
-if n > 0 then redis.call('ZADD', KEYS[1], 'LT', due, ARGV[2]) end
+if n > 0 then lower(KEYS[1], due, ARGV[2]) end
 return n

@@ -1,19 +1,19 @@
--- take_test_send.lua takes one slot of a webhook's test-send limiter and one of its tenant's together,
--- or neither: two GCRA limiters as rate.lua keeps them, each the theoretical arrival time (TAT), the
+-- take_both.lua takes one slot of a webhook's limiter of an action (test sends, resends, retries,
+-- probes: internal/ratelimit's Action) and one of its tenant's together, or neither: two GCRA limiters as rate.lua keeps them, each the theoretical arrival time (TAT), the
 -- start of its next free slot, in microseconds of the Redis server's clock (TIME). A limiter grants
 -- its next free slot if it starts no later than now + horizon. The script reads both limiters first;
 -- only when both grant does it move each TAT an interval past its slot (from now if the TAT is past),
--- so a test send one limiter refuses spends no slot of the other. A key expires a second after its
+-- so an action one limiter refuses spends no slot of the other. A key expires a second after its
 -- TAT: an idle limiter leaves nothing behind. The TATs are written with %.0f, as a Lua number
 -- argument would lose its last digits. The keys share the tenant's hash tag (one slot of a cluster).
 --
--- KEYS[1] -> {P:tests:tenant:<tenant>}:webhook:<webhook_id>   the webhook's limiter: its TAT (µs, server time)
--- KEYS[2] -> {P:tests:tenant:<tenant>}                        the tenant's limiter: its TAT (µs, server time)
+-- KEYS[1] -> {P:<action>:tenant:<tenant>}:webhook:<webhook_id>   the webhook's limiter: its TAT (µs, server time)
+-- KEYS[2] -> {P:<action>:tenant:<tenant>}                        the tenant's limiter: its TAT (µs, server time)
 -- ARGV[1] -> the webhook's interval (µs) between two slots, ≥ 1
 -- ARGV[2] -> the tenant's interval (µs) between two slots, ≥ 1
 -- ARGV[3] -> horizon (µs), ≥ 0: a slot is granted only if it starts no later than now + horizon
 -- returns {webhook_wait, tenant_wait}: for each limiter, how long (µs) from now until it would grant a
--- slot, 0 when it grants one now. {0, 0}: the test send is granted and both slots are taken; otherwise
+-- slot, 0 when it grants one now. {0, 0}: the action is granted and both slots are taken; otherwise
 -- nothing is written.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])

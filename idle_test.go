@@ -1,0 +1,292 @@
+package webhooks
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/smartdrop/webhooks/internal/worker"
+)
+
+// The cost of an idle worker, counted by the server: the commands a set of clients sent it, those its
+// scripts ran included. On miniredis it is the server's own count (each test has its own server: the
+// clients counted are all it has). On a real Redis or a cluster's masters, which other tests and
+// programs share, INFO commandstats counts everyone's commands, so the commands are read off MONITOR,
+// each attributed to the connection that sent it by its address (a script's commands to the script's
+// caller); the clients counted record the address of every connection they dial (watchedClient).
+
+// commandWatch counts what its clients send a test's Redis.
+type commandWatch struct {
+	tr *testRedis
+
+	mu     sync.Mutex
+	addrs  map[string]string // a watched connection's local address -> its client's name
+	lines  []monitorLine     // what MONITOR showed of the watched connections
+	marks  map[string]bool   // marker lines seen (flush)
+	stop   []func()
+	wg     sync.WaitGroup
+	nodes  []string // the nodes MONITOR watches
+	client map[string]redis.UniversalClient
+}
+
+// monitorLine is a command MONITOR showed: when the server ran it, and the watched client it was of.
+type monitorLine struct {
+	at     float64 // Unix seconds, the server's clock
+	client string
+}
+
+// newCommandWatch starts watching the test's Redis (MONITOR on every node of a real one).
+func newCommandWatch(t *testing.T, tr *testRedis) *commandWatch {
+	t.Helper()
+	w := &commandWatch{tr: tr, addrs: map[string]string{}, marks: map[string]bool{}, client: map[string]redis.UniversalClient{}}
+	if tr.mini != nil {
+		return w
+	}
+	switch c := tr.rdb.(type) {
+	case *redis.ClusterClient:
+		require.NoError(t, c.ForEachMaster(context.Background(), func(_ context.Context, n *redis.Client) error {
+			w.mu.Lock()
+			w.nodes = append(w.nodes, n.Options().Addr)
+			w.mu.Unlock()
+			return nil
+		}))
+	case *redis.Client:
+		w.nodes = []string{c.Options().Addr}
+	}
+	for _, addr := range w.nodes {
+		w.monitor(t, addr)
+	}
+	t.Cleanup(func() {
+		for _, f := range w.stop {
+			f()
+		}
+		w.wg.Wait()
+	})
+	return w
+}
+
+// monitor reads MONITOR of the node at addr until the test ends.
+func (w *commandWatch) monitor(t *testing.T, addr string) {
+	t.Helper()
+	conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	require.NoError(t, err)
+	_, err = conn.Write([]byte("MONITOR\r\n"))
+	require.NoError(t, err)
+	rd := bufio.NewReaderSize(conn, 1<<16)
+	line, err := rd.ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "+OK\r\n", line, "MONITOR on %s", addr)
+	w.stop = append(w.stop, func() { _ = conn.Close() })
+	w.wg.Go(func() {
+		caller := "" // the client of the last command not run by a script
+		for {
+			line, err := rd.ReadString('\n')
+			if err != nil {
+				return
+			}
+			// +1700000000.123456 [0 127.0.0.1:50000] "ZRANGE" "key" ...
+			ts, rest, ok := strings.Cut(strings.TrimPrefix(line, "+"), " [")
+			if !ok {
+				continue
+			}
+			src, cmd, _ := strings.Cut(rest, "] ")
+			_, src, _ = strings.Cut(src, " ")
+			at, _ := strconv.ParseFloat(ts, 64)
+			w.mu.Lock()
+			if src != "lua" {
+				caller = w.addrs[src]
+			}
+			if strings.HasPrefix(cmd, `"echo" "idle-watch-mark-`) || strings.HasPrefix(cmd, `"ECHO" "idle-watch-mark-`) {
+				w.marks[addr+" "+strings.Trim(strings.Fields(cmd)[1], `"`)] = true
+			} else if caller != "" {
+				w.lines = append(w.lines, monitorLine{at: at, client: caller})
+			}
+			w.mu.Unlock()
+		}
+	})
+}
+
+// watchedClient is a new client on the test's Redis whose connections are counted under name.
+func (w *commandWatch) watchedClient(t *testing.T, name string) redis.UniversalClient {
+	t.Helper()
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 5 * time.Minute}).DialContext(ctx, network, addr)
+		if err == nil {
+			w.mu.Lock()
+			w.addrs[conn.LocalAddr().String()] = name
+			w.mu.Unlock()
+		}
+		return conn, err
+	}
+	c := w.tr.newClientDialing(t, dial)
+	w.client[name] = c
+	return c
+}
+
+// newClientDialing is a new client on the test's Redis, with its options, that dials with dial.
+func (tr *testRedis) newClientDialing(t testing.TB, dial func(ctx context.Context, network, addr string) (net.Conn, error)) redis.UniversalClient {
+	t.Helper()
+	var c redis.UniversalClient
+	switch src := tr.rdb.(type) {
+	case *redis.ClusterClient:
+		o := *src.Options()
+		o.Dialer = dial
+		c = redis.NewClusterClient(&o)
+	default:
+		o := *tr.rdb.(*redis.Client).Options()
+		o.Dialer = dial
+		c = redis.NewClient(&o)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// count is how many commands the watched clients made the server run from now until done is called:
+// in all, and per client on a real Redis (nil on miniredis, whose count is every client's: only the
+// watched ones may use it meanwhile); and every client's, by INFO commandstats on a real Redis (less
+// the INFO that read the first figure), by its own count on miniredis.
+func (w *commandWatch) count(t *testing.T) (done func() (total int, per map[string]int, everyone int64)) {
+	t.Helper()
+	if w.tr.mini != nil {
+		before := w.tr.mini.CommandCount()
+		return func() (int, map[string]int, int64) {
+			n := w.tr.mini.CommandCount() - before
+			return n, nil, int64(n)
+		}
+	}
+	statsBefore := w.allCommands(t)
+	from := float64(time.Now().UnixMicro()) / 1e6
+	return func() (int, map[string]int, int64) {
+		to := float64(time.Now().UnixMicro()) / 1e6
+		everyone := w.allCommands(t) - statsBefore - int64(len(w.nodes)) // the INFO that read the first figure
+		w.flush(t)
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		total, per := 0, map[string]int{}
+		for name := range w.client {
+			per[name] = 0
+		}
+		for _, l := range w.lines {
+			if l.at >= from && l.at <= to {
+				per[l.client]++
+				total++
+			}
+		}
+		return total, per, everyone
+	}
+}
+
+// flush waits until MONITOR has shown every command run before it: a marker sent to each node after
+// them has been seen.
+func (w *commandWatch) flush(t *testing.T) {
+	t.Helper()
+	mark := "idle-watch-mark-" + randomHex(4)
+	for _, addr := range w.nodes {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		require.NoError(t, c.Echo(context.Background(), mark).Err())
+		_ = c.Close()
+		eventually(t, 10*time.Second, func() bool {
+			w.mu.Lock()
+			defer w.mu.Unlock()
+			return w.marks[addr+" "+mark]
+		}, "MONITOR shows the marker")
+	}
+}
+
+// allCommands is the sum of the calls of INFO commandstats over the nodes (every client's).
+func (w *commandWatch) allCommands(t *testing.T) int64 {
+	t.Helper()
+	var n int64
+	for _, addr := range w.nodes {
+		c := redis.NewClient(&redis.Options{Addr: addr})
+		info, err := c.Info(context.Background(), "commandstats").Result()
+		_ = c.Close()
+		require.NoError(t, err)
+		for _, line := range strings.Split(info, "\n") {
+			if _, rest, ok := strings.Cut(strings.TrimSpace(line), ":calls="); ok {
+				calls, _, _ := strings.Cut(rest, ",")
+				v, _ := strconv.ParseInt(calls, 10, 64)
+				n += v
+			}
+		}
+	}
+	return n
+}
+
+// idleWindow is how long TestIdleWorkerCostIsBounded counts an idle worker's commands: two and a half
+// sweeps, and a third of the subscription's ping period.
+const idleWindow = 10 * time.Second
+
+// TestIdleWorkerCostIsBounded: idle workers (Run with one webhook registered and nothing due) make
+// Redis run at most 1 command per second each, counted by the server (scripts' commands included)
+// over a quiet 10 s: 1 and 3 replicas on the default 64 shards, and 1 on 16 and 256 (the cost does not
+// grow with the shard count). With nothing to read, all a worker sends is its sweep (worker.SweepEvery)
+// and, when quiet for worker.PingEvery, a ping of its subscription.
+func TestIdleWorkerCostIsBounded(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ replicas, shards int }{{1, 64}, {3, 64}, {1, 16}, {1, 256}} {
+		t.Run(fmt.Sprintf("%d_replicas_%d_shards", c.replicas, c.shards), func(t *testing.T) {
+			t.Parallel()
+			tr := newTestRedis(t)
+			watch := newCommandWatch(t, tr)
+			var ds []*Dispatcher
+			for i := range c.replicas {
+				ds = append(ds, newTestDispatcherOn(t, watch.watchedClient(t, fmt.Sprintf("replica-%d", i)), tr, Options{Shards: c.shards}))
+			}
+			mustCreate(t, ds[0], newReceiver(t), "idle.*")
+			ctx, cancel := context.WithCancel(context.Background())
+			var wg sync.WaitGroup
+			defer func() { cancel(); wg.Wait() }()
+			var idled sync.WaitGroup
+			for _, d := range ds {
+				idled.Add(1)
+				var once sync.Once
+				wg.Go(func() {
+					_ = runWorker(ctx, d, worker.Hooks{Idled: func() { once.Do(idled.Done) }})
+				})
+			}
+			waited := make(chan struct{})
+			go func() { idled.Wait(); close(waited) }()
+			select { // the first, full scan ends before each worker first sleeps
+			case <-waited:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the workers never idled")
+			}
+			done := watch.count(t)
+			start := time.Now()
+			time.Sleep(idleWindow)
+			total, per, everyone := done()
+			took := time.Since(start)
+			perReplica := float64(total) / float64(c.replicas) / took.Seconds()
+			t.Logf("%d idle replicas, %d shards: %d commands in %s, %.2f commands/s per replica (%v); INFO commandstats, every client of the server: %d",
+				c.replicas, c.shards, total, took.Round(time.Millisecond), perReplica, per, everyone)
+			assert.LessOrEqual(t, perReplica, 1.0, "commands/s per idle replica")
+			for name, n := range per {
+				assert.LessOrEqual(t, float64(n)/took.Seconds(), 1.0, "commands/s of %s", name)
+			}
+			assert.Positive(t, total, "the sweep reads: the count sees the workers")
+		})
+	}
+}
+
+// percentile is the p-th percentile (0-100) of ds, nearest rank.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	k := int(p/100*float64(len(s))+0.5) - 1
+	return s[min(max(k, 0), len(s)-1)]
+}

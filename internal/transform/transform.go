@@ -1,0 +1,406 @@
+// Package transform runs a webhook's transformation: a CEL expression over the event that reshapes its
+// data or skips it. CEL is sandboxed (no I/O, no clock, no loop without an end) and has a cost model:
+// an expression is compiled and type-checked when its webhook is saved, refused when its estimated cost
+// for inputs of EstimateItems items is over the bound, and each evaluation stops at the bound (the
+// actual cost), so no stored expression can take more than its bound per event.
+package transform
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"cel.dev/cel-go/cel"
+	"cel.dev/cel-go/common/cost"
+	"cel.dev/cel-go/common/types"
+	"cel.dev/cel-go/common/types/ref"
+	"cel.dev/cel-go/common/types/traits"
+
+	"github.com/smartdrop/webhooks/internal/schema"
+)
+
+const (
+	// MaxLen bounds an expression, in bytes.
+	MaxLen = 4096
+	// EstimateItems is how many items (list elements, map entries, bytes of a string) the cost
+	// estimate at save assumes of every value of the event: an expression whose cost grows faster
+	// than its input (a comprehension nested in another) is refused, one that reads or walks its
+	// input once is not. The actual cost is bounded at every evaluation, whatever the input.
+	EstimateItems = 100
+	// maxPrograms bounds the compiled programs a Compiler keeps; beyond it they are compiled again.
+	maxPrograms = 1024
+)
+
+// bodyKey marks the result of body(x): x is the whole request body, not the envelope's data.
+const bodyKey = "\x00body"
+
+// ErrInvalid is wrapped by Compile's errors: an expression that does not compile, or whose estimated
+// cost is over the bound.
+var ErrInvalid = errors.New("invalid transformation")
+
+// Input is what an expression reads as `event`.
+type Input struct {
+	ID, Type, Tenant string
+	Time             time.Time
+	Data             json.RawMessage
+}
+
+// Compiler compiles expressions, and keeps the programs it compiled, by expression. Safe for
+// concurrent use.
+type Compiler struct {
+	env     *cel.Env
+	maxCost uint64
+
+	mu       sync.Mutex
+	programs map[string]*Program
+}
+
+// NewCompiler returns a Compiler of expressions whose cost per evaluation is at most maxCost (CEL
+// cost units).
+func NewCompiler(maxCost uint64) (*Compiler, error) {
+	env, err := cel.NewEnv(cel.Variable("event", cel.MapType(cel.StringType, cel.DynType)),
+		cel.Function("body", cel.Overload("body_dyn", []*cel.Type{cel.DynType}, cel.MapType(cel.StringType, cel.DynType),
+			cel.UnaryBinding(func(v ref.Val) ref.Val {
+				return types.DefaultTypeAdapter.NativeToValue(map[string]ref.Val{bodyKey: v})
+			}))))
+	if err != nil {
+		return nil, fmt.Errorf("webhooks: transformations: %w", err)
+	}
+	return &Compiler{env: env, maxCost: maxCost, programs: map[string]*Program{}}, nil
+}
+
+// Program is a compiled expression.
+type Program struct {
+	expr string
+	prg  cel.Program
+}
+
+// Compile returns the program of expr, compiled now or kept from an earlier call. Its error wraps
+// ErrInvalid and says where the expression is wrong ("at 1:12: …") or that its cost is too high.
+func (c *Compiler) Compile(expr string) (*Program, error) {
+	c.mu.Lock()
+	p, ok := c.programs[expr]
+	c.mu.Unlock()
+	if ok {
+		return p, nil
+	}
+	p, err := c.compile(expr)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	if len(c.programs) >= maxPrograms {
+		clear(c.programs)
+	}
+	c.programs[expr] = p
+	c.mu.Unlock()
+	return p, nil
+}
+
+func (c *Compiler) compile(expr string) (*Program, error) {
+	if strings.TrimSpace(expr) == "" {
+		return nil, fmt.Errorf("%w: the expression is empty", ErrInvalid)
+	}
+	if len(expr) > MaxLen {
+		return nil, fmt.Errorf("%w: the expression is %d bytes, at most %d", ErrInvalid, len(expr), MaxLen)
+	}
+	ast, iss := c.env.Compile(expr)
+	if iss != nil && iss.Err() != nil {
+		return nil, fmt.Errorf("%w: %s", ErrInvalid, issueWords(iss))
+	}
+	if t := ast.OutputType(); !resultType(t) {
+		return nil, fmt.Errorf("%w: the expression gives a %s: it must give a map (the new data), a list, or null (skip the event)",
+			ErrInvalid, t)
+	}
+	est, err := c.env.EstimateCost(ast, estimator{})
+	if err != nil {
+		return nil, fmt.Errorf("%w: its cost cannot be estimated: %w", ErrInvalid, err)
+	}
+	if est.Max > c.maxCost {
+		return nil, fmt.Errorf("%w: its estimated cost for an event whose lists and strings hold %d items is %d, over the bound of %d (Options.MaxTransformCost): it grows too fast with its input; avoid a comprehension inside another",
+			ErrInvalid, EstimateItems, est.Max, c.maxCost)
+	}
+	prg, err := c.env.Program(ast, cel.CostLimit(c.maxCost), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	return &Program{expr: expr, prg: prg}, nil
+}
+
+// resultType reports whether an expression's checked type can be a transformation's result.
+func resultType(t *types.Type) bool {
+	switch t.Kind() {
+	case types.MapKind, types.ListKind, types.NullTypeKind, types.DynKind, types.AnyKind:
+		return true
+	}
+	return false
+}
+
+// issueWords is a compile error in words: each issue with its line and column.
+func issueWords(iss *cel.Issues) string {
+	var b strings.Builder
+	for i, e := range iss.Errors() {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		loc := e.Location
+		fmt.Fprintf(&b, "at %d:%d: %s", loc.Line(), loc.Column()+1, e.Message)
+	}
+	return b.String()
+}
+
+// estimator sizes every value of the event, and every value computed from one whose size CEL does not
+// derive, at EstimateItems (estimate only).
+type estimator struct{}
+
+func (estimator) EstimateSize(n cost.AstNode) *cost.SizeEstimate {
+	if n.ComputedSize() != nil {
+		return nil // a literal, or derived from its operands' sizes
+	}
+	return &cost.SizeEstimate{Min: 0, Max: EstimateItems}
+}
+
+func (estimator) EstimateCallCost(string, string, *cost.AstNode, []cost.AstNode) *cost.CallEstimate {
+	return nil
+}
+
+// Output is what a program makes of an event.
+type Output struct {
+	// Data is the new data (a JSON object or array); nil when Body is set or the event is skipped.
+	Data json.RawMessage
+	// Body is set when the expression gave body(x): x is the whole request body, sent as it is
+	// instead of the Standard Webhooks envelope (for a receiver that wants its own shape at the top,
+	// such as a chat's incoming webhook).
+	Body json.RawMessage
+	// Skip is set when the expression gave null.
+	Skip bool
+}
+
+// Apply runs the program on an event: the new data, the whole body (body(x)), or skip when the
+// expression gives null. A runtime error (a missing key, a type mismatch, the cost bound reached, ctx
+// ended) is returned in words.
+func (p *Program) Apply(ctx context.Context, in Input) (Output, error) {
+	event, err := input(in)
+	if err != nil {
+		return Output{}, err
+	}
+	out, det, err := p.prg.ContextEval(ctx, map[string]any{"event": event})
+	if err != nil {
+		if det != nil && det.ActualCost() != nil && strings.Contains(err.Error(), "cost limit") {
+			return Output{}, fmt.Errorf("the transformation reached its cost bound (Options.MaxTransformCost) on this event: %w", err)
+		}
+		return Output{}, fmt.Errorf("the transformation failed on this event: %w", err)
+	}
+	if out == types.NullValue {
+		return Output{Skip: true}, nil
+	}
+	native, err := toJSON(out, 0)
+	if err != nil {
+		return Output{}, fmt.Errorf("the transformation's result: %w", err)
+	}
+	whole := false
+	if m, ok := native.(map[string]any); ok && len(m) == 1 {
+		if b, ok := m[bodyKey]; ok {
+			native, whole = b, true
+		}
+	}
+	switch native.(type) {
+	case map[string]any, []any:
+	default:
+		return Output{}, fmt.Errorf("the transformation gave a %s: it must give a map (the new data), a list, body(a map or a list) or null (skip the event)", out.Type())
+	}
+	b, err := json.Marshal(native)
+	if err != nil {
+		return Output{}, fmt.Errorf("the transformation's result: %w", err)
+	}
+	if whole {
+		return Output{Body: b}, nil
+	}
+	return Output{Data: b}, nil
+}
+
+// input is the `event` variable of an event.
+func input(in Input) (map[string]any, error) {
+	var data any
+	if len(in.Data) > 0 {
+		var err error
+		if data, err = decodeData(in.Data); err != nil {
+			return nil, err
+		}
+	}
+	return map[string]any{"id": in.ID, "type": in.Type, "tenant": in.Tenant,
+		"time": in.Time.UTC().Format(time.RFC3339Nano), "data": data}, nil
+}
+
+// decodeData decodes an event's data, its numbers as int64 when integral and in range, else float64
+// (so that `event.data.amount + 1` is integer arithmetic): by schema.Decode's one pass over the bytes,
+// or by encoding/json what that does not take.
+func decodeData(raw []byte) (any, error) {
+	data, ok := schema.Decode(raw)
+	if !ok {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&data); err != nil {
+			return nil, fmt.Errorf("the event's data is not JSON: %w", err)
+		}
+	}
+	return numbers(data), nil
+}
+
+// numbers turns the json.Numbers of decoded JSON into int64 when integral and in range, else float64.
+func numbers(v any) any {
+	switch v := v.(type) {
+	case json.Number:
+		if i, err := v.Int64(); err == nil {
+			return i
+		}
+		f, _ := v.Float64()
+		return f
+	case map[string]any:
+		for k, e := range v {
+			v[k] = numbers(e)
+		}
+	case []any:
+		for i, e := range v {
+			v[i] = numbers(e)
+		}
+	}
+	return v
+}
+
+// maxDepth bounds the nesting of a result.
+const maxDepth = 64
+
+// toJSON is a CEL value as a Go value encoding/json encodes: maps with string keys, lists, numbers,
+// strings, booleans, null; bytes as base64, timestamps as RFC 3339, durations as Go durations.
+func toJSON(v ref.Val, depth int) (any, error) {
+	if depth > maxDepth {
+		return nil, fmt.Errorf("nested more than %d deep", maxDepth)
+	}
+	switch v := v.(type) {
+	case types.Null:
+		return nil, nil
+	case types.Bool:
+		return bool(v), nil
+	case types.Int:
+		return int64(v), nil
+	case types.Uint:
+		return uint64(v), nil
+	case types.Double:
+		f := float64(v)
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, errors.New("a number that JSON cannot hold (NaN or infinity)")
+		}
+		return f, nil
+	case types.String:
+		return string(v), nil
+	case types.Bytes:
+		return base64.StdEncoding.EncodeToString(v), nil
+	case types.Timestamp:
+		return v.Time.UTC().Format(time.RFC3339Nano), nil
+	case types.Duration:
+		return v.Duration.String(), nil
+	case traits.Mapper:
+		out := map[string]any{}
+		it := v.Iterator()
+		for it.HasNext() == types.True {
+			k := it.Next()
+			ks, ok := k.(types.String)
+			if !ok {
+				return nil, fmt.Errorf("a map key of type %s: JSON keys are strings", k.Type())
+			}
+			e, err := toJSON(v.Get(k), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out[string(ks)] = e
+		}
+		return out, nil
+	case traits.Lister:
+		n, _ := v.Size().(types.Int)
+		out := make([]any, 0, int(n))
+		it := v.Iterator()
+		for it.HasNext() == types.True {
+			e, err := toJSON(it.Next(), depth+1)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, e)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("a value of type %s that JSON cannot hold", v.Type())
+}
+
+// body is a request body as the engine encodes it (Standard Webhooks).
+type body struct {
+	ID        string          `json:"id"`
+	Type      string          `json:"type"`
+	Timestamp time.Time       `json:"timestamp"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// InputOf is the input of an event of tenant whose request body is raw (an invalid body gives an empty
+// input: the engine encoded it).
+func InputOf(tenant string, raw []byte) Input {
+	var b body
+	_ = json.Unmarshal(raw, &b)
+	return Input{ID: b.ID, Type: b.Type, Tenant: tenant, Time: b.Timestamp, Data: b.Data}
+}
+
+// Reshape runs the program on a request body {"id","type","timestamp","data"} of an event of tenant:
+// it returns the body with the program's result as its data (or the program's body(x)), or skip.
+func (p *Program) Reshape(ctx context.Context, tenant string, raw []byte) (out []byte, skip bool, err error) {
+	var b body
+	head, data, ok := splitData(raw)
+	if ok = ok && b.strictHead(head); ok {
+		b.Data = data
+	} else if err := json.Unmarshal(raw, &b); err != nil {
+		return nil, false, fmt.Errorf("the event's body is not JSON: %w", err)
+	}
+	o, err := p.Apply(ctx, Input{ID: b.ID, Type: b.Type, Tenant: tenant, Time: b.Timestamp, Data: b.Data})
+	switch {
+	case err != nil || o.Skip:
+		return nil, o.Skip, err
+	case o.Body != nil:
+		return o.Body, false, nil
+	case ok:
+		out = make([]byte, 0, len(head)+len(dataKey)+len(o.Data)+1)
+		return append(append(append(append(out, head...), dataKey...), o.Data...), '}'), false, nil
+	}
+	b.Data = o.Data
+	out, err = json.Marshal(b)
+	return out, false, err
+}
+
+// strictHead reads what precedes a body's data into b: true when it is an object of body's members
+// but data, once closed, and nothing else (no other member, which the whole body's encoding would
+// drop; no "Data" in another case).
+func (b *body) strictHead(head []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(append(head[:len(head):len(head)], '}')))
+	dec.DisallowUnknownFields()
+	return dec.Decode(b) == nil && b.Data == nil && b.ID != "" && !dec.More()
+}
+
+// dataKey precedes the data of a body as the engine encodes it, last of its members.
+const dataKey = `,"data":`
+
+// splitData splits a body the engine encoded, {"id":…,"type":…,"timestamp":…,"data":…}, into what
+// precedes its data and the data, without reading the data: inside a JSON string every quote is
+// escaped, so the first dataKey is a key, and the body's own when what follows it is one value and
+// what precedes it an object once closed (the caller checks). ok is false for any other layout.
+func splitData(raw []byte) (head, data []byte, ok bool) {
+	i := bytes.Index(raw, []byte(dataKey))
+	if i < 0 || len(raw) < i+len(dataKey)+1 || raw[len(raw)-1] != '}' {
+		return nil, nil, false
+	}
+	head, data = raw[:i], raw[i+len(dataKey):len(raw)-1]
+	return head, data, json.Valid(data)
+}
