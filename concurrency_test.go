@@ -149,6 +149,7 @@ func TestMaxConcurrencyCostsADuplicateNothing(t *testing.T) {
 	rt := &roundTrips{}
 	c.AddHook(rt)
 	d := newTestDispatcherOn(t, c, tr, Options{})
+	d.now = newTestClock().Now // held still: the subscribers cached below stay fresh however slow the machine
 	rc := newConcurrencyReceiver(t, 0)
 	_, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"*"}, MaxConcurrency: 2})
 	require.NoError(t, err)

@@ -195,17 +195,21 @@ func TestExpungeTenantWhileTheWorkerRuns(t *testing.T) {
 	failing.status.Store(http.StatusInternalServerError)
 	f := newExpungeFixture(t, tr, d, ok, failing, sized(300, 3_000))
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	answer := func() { releaseOnce.Do(func() { close(release) }) }
+	defer answer() // a failed assertion below must not leave the receivers holding their requests
 	var held atomic.Int32
 	hold := func(*http.Request) { held.Add(1); <-release }
 	ok.setHook(hold)
 	failing.setHook(hold)
 
 	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
 	var run sync.WaitGroup
 	run.Go(func() { assert.NoError(t, d.Run(runCtx)) })
 	eventually(t, 30e9, func() bool { return held.Load() >= 6 }, "attempts in flight to acme's webhooks")
 	expungeAll(t, d, "acme", sized(300, 3_000)/ExpungeBatch+20, nil, len(f.acme))
-	close(release) // the attempts end now, after their records
+	answer() // the attempts end now, after their records
 	stop()
 	run.Wait()
 

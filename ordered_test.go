@@ -128,6 +128,7 @@ func TestOrderedHeadFailingForGood(t *testing.T) {
 			ctx := context.Background()
 			tr := newTestRedis(t)
 			d := newTestDispatcher(t, tr, Options{RetrySchedule: []time.Duration{}, BlockKeyOnFailure: block})
+			d.now = newTestClock().Now // held still: however slow the machine, each pass's lease is whole when its attempt starts
 			rc := newReceiver(t)
 			wh := mustCreate(t, d, rc, "order.test")
 			rc.status.Store(http.StatusInternalServerError)

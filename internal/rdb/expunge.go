@@ -5,8 +5,10 @@ package rdb
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,20 +22,21 @@ const ExpungeBatch = 64
 
 // ExpungeStep removes one bounded part of a tenant's data and returns how many keys, fields and
 // entries it removed: 0 once nothing of the tenant is left. In at most five round trips, of at most
-// 11·Shards + 4·W + 14 commands, MULTI and EXEC included (W: the tenant's webhooks; on a Redis Cluster,
-// where each shard's transaction is its own):
+// 11·Shards + 4·W + 14 commands, MULTI and EXEC included (W: the tenant's webhooks):
 //
 //  1. it reads the tenant's webhook ids ({P:registry}:t:<tenant>:all) and, per shard, the oldest
 //     ExpungeBatch entries of the tenant's index of deliveries ({P:s}:tlist:<tenant>) and of its
 //     replay index ({P:s}:tevents:<tenant>);
 //  2. the webhooks' patterns, and the records those index entries name (one MGET per shard);
-//  3. in one transaction per shard: those records, their events' bodies ({P:s}:evt:, {P:s}:oevt:),
+//  3. in one transaction per shard, all sent at once (a Redis Cluster runs no transaction across
+//     slots): those records, their events' bodies ({P:s}:evt:, {P:s}:oevt:),
 //     their order keys' sequences and blocked entries, their inline entries, and the index entries
 //     read (a queue entry whose record is gone is dropped by the next lease, or with the shard's
 //     leftovers); the events the replay index names and its entries read; a shard whose indexes were
 //     read empty loses what is left of the tenant in it (the indexes, the webhooks' index streams
 //     and queues, their ready entries). The order markers of ordered events ({P:s'}:evt: in their id's
-//     shard), one DEL per shard; and the tenant's subscription hashes, so that no event of the tenant
+//     shard), one DEL in that shard's transaction; and the tenant's subscription hashes (a transaction
+//     of the registry's tag), so that no event of the tenant
 //     is claimed any more once the Dispatchers' 1 s caches of subscribers have moved on;
 //  4. once every shard was read empty: the webhooks themselves (their JSON, circuits, hourly
 //     counters, the tenant's index of them: one transaction), then their rate limiters, concurrency
@@ -79,24 +82,27 @@ func ExpungeStep(ctx context.Context, c redis.UniversalClient, k Keys, tenant st
 		return 0, fmt.Errorf("webhooks: expunge tenant %s: read records: %w", tenant, err)
 	}
 
-	// 3. The shards, the order markers, the subscriptions.
+	// 3. The shards, the order markers, the subscriptions: one transaction per hash tag (a Redis
+	// Cluster runs none across slots), sent together.
 	var counted []*redis.IntCmd
-	tx := c.TxPipeline()
+	txs := make([]redis.Pipeliner, k.Shards, k.Shards+1)
 	markers := map[int][]string{}
 	for s := range k.Shards {
 		var got []any
 		if recs[s] != nil {
 			got = recs[s].Val()
 		}
-		counted = append(counted, expungeShard(ctx, tx, k, s, tenant, ids, entries[s].Val(), got, replays[s].Val(), markers)...)
+		txs[s] = c.TxPipeline()
+		counted = append(counted, expungeShard(ctx, txs[s], k, s, tenant, ids, entries[s].Val(), got, replays[s].Val(), markers)...)
 	}
-	for _, keys := range markers {
-		counted = append(counted, tx.Del(ctx, keys...))
+	for s, keys := range markers {
+		counted = append(counted, txs[s].Del(ctx, keys...))
 	}
 	if subs := subscriptionKeys(k, tenant, hooks); len(subs) > 0 {
-		counted = append(counted, tx.Del(ctx, subs...))
+		txs = append(txs, c.TxPipeline())
+		counted = append(counted, txs[len(txs)-1].Del(ctx, subs...))
 	}
-	if _, err := tx.Exec(ctx); err != nil && err != redis.Nil {
+	if err := execAll(ctx, txs); err != nil {
 		return 0, fmt.Errorf("webhooks: expunge tenant %s: %w", tenant, err)
 	}
 	removed := sum(counted)
@@ -107,7 +113,7 @@ func ExpungeStep(ctx context.Context, c redis.UniversalClient, k Keys, tenant st
 	// 4. The webhooks, once their deliveries are gone: the registry's part in one transaction, then
 	// the keys of their own hash tags.
 	counted = counted[:0]
-	tx = c.TxPipeline()
+	tx := c.TxPipeline()
 	reg := append([]string{k.Tenant(tenant)}, mapKeys(ids, k.Hourly)...)
 	counted = append(counted, tx.Del(ctx, reg...))
 	if len(ids) > 0 {
@@ -201,6 +207,21 @@ func expungeShard(ctx context.Context, tx redis.Pipeliner, k Keys, s int, tenant
 		out = append(out, tx.ZRem(ctx, k.Replay(s, tenant), toAny(replays)...))
 	}
 	return out
+}
+
+// execAll runs the transactions at once and returns their errors (redis.Nil is none).
+func execAll(ctx context.Context, txs []redis.Pipeliner) error {
+	errs := make([]error, len(txs))
+	var wg sync.WaitGroup
+	for i, tx := range txs {
+		wg.Go(func() {
+			if _, err := tx.Exec(ctx); err != nil && err != redis.Nil {
+				errs[i] = err
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // recordKeys are the record keys of a shard's index entries, in their order (an entry without its
