@@ -4,8 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"strings"
+	"syscall"
 
 	amqp "github.com/rabbitmq/amqp091-go"
 
@@ -84,10 +87,18 @@ func openWords(k connKey, err error) error {
 		}
 		return fail(err, "the broker at %s closed the connection while it was opened: %s", k.where(), ae.Reason)
 	}
-	if errors.As(err, &ae) {
+	if errors.As(err, &ae) || peerClosed(err) {
 		return fail(err, "the connection to the broker at %s was closed during the AMQP handshake", k.where())
 	}
 	return fail(err, "the AMQP handshake with the broker at %s failed: %s", k.where(), egress.Words(err))
+}
+
+// peerClosed tells whether err is a socket the broker (or a proxy before it) closed: amqp091-go's
+// reader closes the socket when it reads the end, so a handshake's next write fails with
+// net.ErrClosed.
+func peerClosed(err error) bool {
+	return errors.Is(err, net.ErrClosed) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE)
 }
 
 // closedWords says why a publish's channel closed before the broker confirmed it: a channel

@@ -24,7 +24,7 @@ func timedRead(what string, read func() error) error {
 		return err
 	}
 	if took := time.Since(start); took > StallLimit {
-		return fmt.Errorf("%w: it took %s to answer the worker's read of %s; nothing is leased until %s after it answers again",
+		return fmt.Errorf("%w: it took %s to answer the worker's read of %s, so the pass leased nothing (Run leases again %s after Redis answers a ping; a caller of ProcessDue should wait as long)",
 			ErrStalled, took.Round(time.Millisecond), what, OutageGrace)
 	}
 	return nil
