@@ -124,14 +124,26 @@ func Decode(data []byte) (v any, ok bool) {
 	return v, err == nil
 }
 
+// DecodeNative is Decode with each number as an int64 when it is integral and in range (the text
+// strconv.ParseInt takes), else a float64.
+func DecodeNative(data []byte) (v any, ok bool) {
+	d := dataDecoder{b: data, left: math.MaxInt64, native: true}
+	v, err := d.value(0)
+	if d.space(); err != nil || d.i != len(d.b) {
+		return nil, false
+	}
+	return v, true
+}
+
 // decodeSteps is what decoding a value costs (and a step per 16 bytes of the data).
 const decodeSteps = 8
 
 type dataDecoder struct {
-	b     []byte
-	i     int
-	depth int   // the deepest nesting met
-	left  int64 // steps left of the budget
+	b      []byte
+	i      int
+	depth  int   // the deepest nesting met
+	left   int64 // steps left of the budget
+	native bool  // numbers as int64 or float64 (DecodeNative), not json.Number
 }
 
 func (d *dataDecoder) space() {
@@ -396,6 +408,13 @@ func (d *dataDecoder) number() (any, error) {
 	n := json.Number(d.b[start:j])
 	if err := checkNumber(string(n)); err != nil {
 		return nil, err
+	}
+	if d.native {
+		if i, err := strconv.ParseInt(string(n), 10, 64); err == nil {
+			return i, nil
+		}
+		f, _ := strconv.ParseFloat(string(n), 64)
+		return f, nil
 	}
 	return n, nil
 }

@@ -13,15 +13,19 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/cost"
 	"cel.dev/cel-go/common/types"
 	"cel.dev/cel-go/common/types/ref"
 	"cel.dev/cel-go/common/types/traits"
+	"cel.dev/cel-go/interpreter"
 
 	"github.com/smartdrop/webhooks/internal/schema"
 )
@@ -187,11 +191,21 @@ type Output struct {
 // expression gives null. A runtime error (a missing key, a type mismatch, the cost bound reached, ctx
 // ended) is returned in words.
 func (p *Program) Apply(ctx context.Context, in Input) (Output, error) {
-	event, err := input(in)
-	if err != nil {
-		return Output{}, err
+	var data any
+	if len(in.Data) > 0 {
+		var err error
+		if data, err = decodeData(in.Data); err != nil {
+			return Output{}, err
+		}
 	}
-	out, det, err := p.prg.ContextEval(ctx, map[string]any{"event": event})
+	return p.eval(ctx, in, data)
+}
+
+// eval is Apply on the event's data decoded.
+func (p *Program) eval(ctx context.Context, in Input, data any) (Output, error) {
+	event := map[string]any{"id": in.ID, "type": in.Type, "tenant": in.Tenant,
+		"time": in.Time.UTC().Format(time.RFC3339Nano), "data": data}
+	out, det, err := p.prg.ContextEval(ctx, activation{event})
 	if err != nil {
 		if det != nil && det.ActualCost() != nil && strings.Contains(err.Error(), "cost limit") {
 			return Output{}, fmt.Errorf("the transformation reached its cost bound (Options.MaxTransformCost) on this event: %w", err)
@@ -201,22 +215,18 @@ func (p *Program) Apply(ctx context.Context, in Input) (Output, error) {
 	if out == types.NullValue {
 		return Output{Skip: true}, nil
 	}
-	native, err := toJSON(out, 0)
-	if err != nil {
-		return Output{}, fmt.Errorf("the transformation's result: %w", err)
-	}
 	whole := false
-	if m, ok := native.(map[string]any); ok && len(m) == 1 {
-		if b, ok := m[bodyKey]; ok {
-			native, whole = b, true
+	if m, ok := out.(traits.Mapper); ok && m.Size() == types.Int(1) {
+		if b, found := m.Find(types.String(bodyKey)); found {
+			out, whole = b, true
 		}
 	}
-	switch native.(type) {
-	case map[string]any, []any:
+	switch out.(type) {
+	case traits.Mapper, traits.Lister:
 	default:
 		return Output{}, fmt.Errorf("the transformation gave a %s: it must give a map (the new data), a list, body(a map or a list) or null (skip the event)", out.Type())
 	}
-	b, err := json.Marshal(native)
+	b, err := appendJSON(nil, out, 0)
 	if err != nil {
 		return Output{}, fmt.Errorf("the transformation's result: %w", err)
 	}
@@ -226,30 +236,30 @@ func (p *Program) Apply(ctx context.Context, in Input) (Output, error) {
 	return Output{Data: b}, nil
 }
 
-// input is the `event` variable of an event.
-func input(in Input) (map[string]any, error) {
-	var data any
-	if len(in.Data) > 0 {
-		var err error
-		if data, err = decodeData(in.Data); err != nil {
-			return nil, err
-		}
+// activation binds the expression's one variable, event.
+type activation struct{ event map[string]any }
+
+func (a activation) ResolveName(name string) (any, bool) {
+	if name == "event" {
+		return a.event, true
 	}
-	return map[string]any{"id": in.ID, "type": in.Type, "tenant": in.Tenant,
-		"time": in.Time.UTC().Format(time.RFC3339Nano), "data": data}, nil
+	return nil, false
 }
 
+func (activation) Parent() interpreter.Activation { return nil }
+
 // decodeData decodes an event's data, its numbers as int64 when integral and in range, else float64
-// (so that `event.data.amount + 1` is integer arithmetic): by schema.Decode's one pass over the bytes,
-// or by encoding/json what that does not take.
+// (so that `event.data.amount + 1` is integer arithmetic): by schema.DecodeNative's one pass over the
+// bytes, or by encoding/json what that does not take.
 func decodeData(raw []byte) (any, error) {
-	data, ok := schema.Decode(raw)
-	if !ok {
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		if err := dec.Decode(&data); err != nil {
-			return nil, fmt.Errorf("the event's data is not JSON: %w", err)
-		}
+	if data, ok := schema.DecodeNative(raw); ok {
+		return data, nil
+	}
+	var data any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&data); err != nil {
+		return nil, fmt.Errorf("the event's data is not JSON: %w", err)
 	}
 	return numbers(data), nil
 }
@@ -278,37 +288,45 @@ func numbers(v any) any {
 // maxDepth bounds the nesting of a result.
 const maxDepth = 64
 
-// toJSON is a CEL value as a Go value encoding/json encodes: maps with string keys, lists, numbers,
-// strings, booleans, null; bytes as base64, timestamps as RFC 3339, durations as Go durations.
-func toJSON(v ref.Val, depth int) (any, error) {
+// appendJSON appends v as JSON, as encoding/json encodes the Go value it stands for: maps with
+// string keys (in key order), lists, numbers, strings, booleans, null; bytes as base64, timestamps as
+// RFC 3339, durations as Go durations.
+func appendJSON(b []byte, v ref.Val, depth int) ([]byte, error) {
 	if depth > maxDepth {
 		return nil, fmt.Errorf("nested more than %d deep", maxDepth)
 	}
 	switch v := v.(type) {
 	case types.Null:
-		return nil, nil
+		return append(b, "null"...), nil
 	case types.Bool:
-		return bool(v), nil
+		return strconv.AppendBool(b, bool(v)), nil
 	case types.Int:
-		return int64(v), nil
+		return strconv.AppendInt(b, int64(v), 10), nil
 	case types.Uint:
-		return uint64(v), nil
+		return strconv.AppendUint(b, uint64(v), 10), nil
 	case types.Double:
 		f := float64(v)
 		if math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, errors.New("a number that JSON cannot hold (NaN or infinity)")
 		}
-		return f, nil
+		return appendFloat(b, f), nil
 	case types.String:
-		return string(v), nil
+		return appendString(b, string(v)), nil
 	case types.Bytes:
-		return base64.StdEncoding.EncodeToString(v), nil
+		b = append(b, '"')
+		b = base64.StdEncoding.AppendEncode(b, v)
+		return append(b, '"'), nil
 	case types.Timestamp:
-		return v.Time.UTC().Format(time.RFC3339Nano), nil
+		return appendString(b, v.Time.UTC().Format(time.RFC3339Nano)), nil
 	case types.Duration:
-		return v.Duration.String(), nil
+		return appendString(b, v.Duration.String()), nil
 	case traits.Mapper:
-		out := map[string]any{}
+		type entry struct {
+			key string
+			val ref.Val
+		}
+		n, _ := v.Size().(types.Int)
+		entries := make([]entry, 0, int(n))
 		it := v.Iterator()
 		for it.HasNext() == types.True {
 			k := it.Next()
@@ -316,27 +334,103 @@ func toJSON(v ref.Val, depth int) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("a map key of type %s: JSON keys are strings", k.Type())
 			}
-			e, err := toJSON(v.Get(k), depth+1)
-			if err != nil {
+			entries = append(entries, entry{string(ks), v.Get(k)})
+		}
+		slices.SortFunc(entries, func(x, y entry) int { return strings.Compare(x.key, y.key) })
+		b = append(b, '{')
+		for i, e := range entries {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = append(appendString(b, e.key), ':')
+			var err error
+			if b, err = appendJSON(b, e.val, depth+1); err != nil {
 				return nil, err
 			}
-			out[string(ks)] = e
 		}
-		return out, nil
+		return append(b, '}'), nil
 	case traits.Lister:
-		n, _ := v.Size().(types.Int)
-		out := make([]any, 0, int(n))
+		b = append(b, '[')
 		it := v.Iterator()
-		for it.HasNext() == types.True {
-			e, err := toJSON(it.Next(), depth+1)
-			if err != nil {
+		for i := 0; it.HasNext() == types.True; i++ {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var err error
+			if b, err = appendJSON(b, it.Next(), depth+1); err != nil {
 				return nil, err
 			}
-			out = append(out, e)
 		}
-		return out, nil
+		return append(b, ']'), nil
 	}
 	return nil, fmt.Errorf("a value of type %s that JSON cannot hold", v.Type())
+}
+
+// appendFloat appends f as encoding/json does: the shortest decimal that reads back as f, in
+// exponent form below 1e-6 and from 1e21, with a two-digit exponent at least.
+func appendFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' { // e-07 -> e-7
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
+}
+
+// appendString appends s as a JSON string, escaped as encoding/json escapes it: quotes, backslashes
+// and control characters; <, > and & (HTML safe); U+2028 and U+2029; invalid UTF-8 as U+FFFD.
+func appendString(b []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(append(b, s[start:i]...), `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xf])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	return append(append(b, s[start:]...), '"')
 }
 
 // body is a request body as the engine encodes it (Standard Webhooks).
@@ -357,15 +451,28 @@ func InputOf(tenant string, raw []byte) Input {
 
 // Reshape runs the program on a request body {"id","type","timestamp","data"} of an event of tenant:
 // it returns the body with the program's result as its data (or the program's body(x)), or skip.
+// A body as the engine encodes it keeps its bytes but the data's, read in one pass; any other is read
+// whole by encoding/json, with the same result.
 func (p *Program) Reshape(ctx context.Context, tenant string, raw []byte) (out []byte, skip bool, err error) {
-	var b body
-	head, data, ok := splitData(raw)
-	if ok = ok && b.strictHead(head); ok {
-		b.Data = data
-	} else if err := json.Unmarshal(raw, &b); err != nil {
-		return nil, false, fmt.Errorf("the event's body is not JSON: %w", err)
+	in := Input{Tenant: tenant}
+	var data any
+	head, rawData, ok := splitData(raw)
+	if ok = ok && readHead(head, &in); ok {
+		data, ok = schema.DecodeNative(rawData)
 	}
-	o, err := p.Apply(ctx, Input{ID: b.ID, Type: b.Type, Tenant: tenant, Time: b.Timestamp, Data: b.Data})
+	if !ok {
+		var b body
+		if err := json.Unmarshal(raw, &b); err != nil {
+			return nil, false, fmt.Errorf("the event's body is not JSON: %w", err)
+		}
+		in = Input{ID: b.ID, Type: b.Type, Tenant: tenant, Time: b.Timestamp}
+		if len(b.Data) > 0 {
+			if data, err = decodeData(b.Data); err != nil {
+				return nil, false, err
+			}
+		}
+	}
+	o, err := p.eval(ctx, in, data)
 	switch {
 	case err != nil || o.Skip:
 		return nil, o.Skip, err
@@ -375,32 +482,64 @@ func (p *Program) Reshape(ctx context.Context, tenant string, raw []byte) (out [
 		out = make([]byte, 0, len(head)+len(dataKey)+len(o.Data)+1)
 		return append(append(append(append(out, head...), dataKey...), o.Data...), '}'), false, nil
 	}
-	b.Data = o.Data
-	out, err = json.Marshal(b)
+	out, err = json.Marshal(body{ID: in.ID, Type: in.Type, Timestamp: in.Time, Data: o.Data})
 	return out, false, err
-}
-
-// strictHead reads what precedes a body's data into b: true when it is an object of body's members
-// but data, once closed, and nothing else (no other member, which the whole body's encoding would
-// drop; no "Data" in another case).
-func (b *body) strictHead(head []byte) bool {
-	dec := json.NewDecoder(bytes.NewReader(append(head[:len(head):len(head)], '}')))
-	dec.DisallowUnknownFields()
-	return dec.Decode(b) == nil && b.Data == nil && b.ID != "" && !dec.More()
 }
 
 // dataKey precedes the data of a body as the engine encodes it, last of its members.
 const dataKey = `,"data":`
 
 // splitData splits a body the engine encoded, {"id":…,"type":…,"timestamp":…,"data":…}, into what
-// precedes its data and the data, without reading the data: inside a JSON string every quote is
-// escaped, so the first dataKey is a key, and the body's own when what follows it is one value and
-// what precedes it an object once closed (the caller checks). ok is false for any other layout.
+// precedes its data and the data, without reading either: inside a JSON string every quote is
+// escaped, so the first dataKey is a key, and the body's own when what precedes it is the envelope's
+// head (readHead) and what follows it one value (the caller checks both). ok is false for any other
+// layout.
 func splitData(raw []byte) (head, data []byte, ok bool) {
 	i := bytes.Index(raw, []byte(dataKey))
 	if i < 0 || len(raw) < i+len(dataKey)+1 || raw[len(raw)-1] != '}' {
 		return nil, nil, false
 	}
-	head, data = raw[:i], raw[i+len(dataKey):len(raw)-1]
-	return head, data, json.Valid(data)
+	return raw[:i], raw[i+len(dataKey) : len(raw)-1], true
+}
+
+// readHead reads a body's head as the engine encodes it, {"id":"…","type":"…","timestamp":"…" and
+// nothing else, into in: false for any other (another order, another member, an escape in a
+// string, an id "" or a timestamp encoding/json would refuse), which the caller reads whole.
+func readHead(head []byte, in *Input) bool {
+	var ts string
+	for _, f := range []struct {
+		key string
+		to  *string
+	}{{`{"id":`, &in.ID}, {`,"type":`, &in.Type}, {`,"timestamp":`, &ts}} {
+		if !bytes.HasPrefix(head, []byte(f.key)) {
+			return false
+		}
+		head = head[len(f.key):]
+		v, n := plainString(head)
+		if n == 0 {
+			return false
+		}
+		*f.to, head = v, head[n:]
+	}
+	return len(head) == 0 && in.ID != "" && in.Time.UnmarshalText([]byte(ts)) == nil
+}
+
+// plainString reads the JSON string b starts with when it has no escape and no control character,
+// and is valid UTF-8: its text and its length quotes included, or 0.
+func plainString(b []byte) (string, int) {
+	if len(b) == 0 || b[0] != '"' {
+		return "", 0
+	}
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			if !utf8.Valid(b[1:i]) {
+				return "", 0
+			}
+			return string(b[1:i]), i + 1
+		case c == '\\' || c < 0x20:
+			return "", 0
+		}
+	}
+	return "", 0
 }
