@@ -56,7 +56,7 @@ func newTestRedis(t testing.TB) *testRedis {
 		name = name[len(name)-40:]
 	}
 	tr := &testRedis{prefix: "wht_" + name + "_" + randomHex(3)}
-	if os.Getenv("WEBHOOKS_REDIS_CLUSTER") == "" && os.Getenv("WEBHOOKS_REDIS_ADDR") == "" {
+	if onMiniredis() {
 		tr.mini = miniredis.RunT(t)
 	}
 	tr.rdb = tr.newClient(t)
@@ -67,6 +67,12 @@ func newTestRedis(t testing.TB) *testRedis {
 		t.Cleanup(func() { tr.deleteKeys(t) })
 	}
 	return tr
+}
+
+// onMiniredis reports whether the tests run on miniredis, a server of each test's own (neither
+// WEBHOOKS_REDIS_ADDR nor WEBHOOKS_REDIS_CLUSTER set).
+func onMiniredis() bool {
+	return os.Getenv("WEBHOOKS_REDIS_CLUSTER") == "" && os.Getenv("WEBHOOKS_REDIS_ADDR") == ""
 }
 
 // isCluster reports whether the test runs on a Redis Cluster.

@@ -236,10 +236,14 @@ const idleWindow = 10 * time.Second
 // grow with the shard count). With nothing to read, all a worker sends is its sweep (worker.SweepEvery)
 // and, when quiet for worker.PingEvery, a ping of its subscription.
 //
-// Not parallel with the package's other tests: they load the machine and the server it counts on (on
-// CI's cluster, beside them, a replica made 13 commands in 10 s once; alone it makes 4), and the
-// figure is an idle worker's on a quiet server. Its four cases run together.
+// On a real Redis or a cluster, not parallel with the package's other tests: they load the server it
+// counts on (on CI's cluster, beside them, a replica made 13 commands in 10 s once; alone it makes 4),
+// and the figure is an idle worker's on a quiet server. On miniredis each case counts a server of its
+// own, which nothing else uses, so it runs beside the others. Its four cases run together.
 func TestIdleWorkerCostIsBounded(t *testing.T) {
+	if onMiniredis() {
+		t.Parallel()
+	}
 	for _, c := range []struct{ replicas, shards int }{{1, 64}, {3, 64}, {1, 16}, {1, 256}} {
 		t.Run(fmt.Sprintf("%d_replicas_%d_shards", c.replicas, c.shards), func(t *testing.T) {
 			t.Parallel()
