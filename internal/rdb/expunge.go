@@ -28,15 +28,15 @@ const ExpungeBatch = 64
 //     ExpungeBatch entries of the tenant's index of deliveries ({P:s}:tlist:<tenant>) and of its
 //     replay index ({P:s}:tevents:<tenant>);
 //  2. the webhooks' patterns, and the records those index entries name (one MGET per shard);
-//  3. in one transaction (on a Redis Cluster, which runs none across slots, one per shard, all sent
-//     at once): those records, their events' bodies ({P:s}:evt:, {P:s}:oevt:),
-//     their order keys' sequences and blocked entries, their inline entries, and the index entries
+//  3. in one transaction on a single Redis (on a cluster, which runs none across slots, or any
+//     client but *redis.Client, one per shard, all sent at once): those records, their events'
+//     bodies ({P:s}:evt:, {P:s}:oevt:), their order keys' sequences and blocked entries, their inline entries, and the index entries
 //     read (a queue entry whose record is gone is dropped by the next lease, or with the shard's
 //     leftovers); the events the replay index names and its entries read; a shard whose indexes were
 //     read empty loses what is left of the tenant in it (the indexes, the webhooks' index streams
 //     and queues, their ready entries). The order markers of ordered events ({P:s'}:evt: in their id's
-//     shard), one DEL in that shard's transaction; and the tenant's subscription hashes (on a
-//     cluster, a transaction of the registry's tag), so that no event of the tenant
+//     shard), one DEL in that shard's transaction; and the tenant's subscription hashes (but on a
+//     single Redis, a transaction of the registry's tag), so that no event of the tenant
 //     is claimed any more once the Dispatchers' 1 s caches of subscribers have moved on;
 //  4. once every shard was read empty: the webhooks themselves (their JSON, circuits, hourly
 //     counters, the tenant's index of them: one transaction), then their rate limiters, concurrency
@@ -82,12 +82,14 @@ func ExpungeStep(ctx context.Context, c redis.UniversalClient, k Keys, tenant st
 		return 0, fmt.Errorf("webhooks: expunge tenant %s: read records: %w", tenant, err)
 	}
 
-	// 3. The shards, the order markers, the subscriptions: on a Redis Cluster, which runs no
-	// transaction across slots, one transaction per hash tag, sent together; elsewhere one.
+	// 3. The shards, the order markers, the subscriptions: on a single Redis (*redis.Client) one
+	// transaction; on any other client (a cluster, which runs no transaction across slots, or a
+	// client that may wrap one) one per hash tag, sent together.
 	var counted []*redis.IntCmd
 	var txs []redis.Pipeliner
+	_, single := c.(*redis.Client)
 	txFor := func() redis.Pipeliner {
-		if _, cluster := c.(*redis.ClusterClient); cluster || len(txs) == 0 {
+		if !single || len(txs) == 0 {
 			txs = append(txs, c.TxPipeline())
 		}
 		return txs[len(txs)-1]

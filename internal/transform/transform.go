@@ -503,8 +503,9 @@ func splitData(raw []byte) (head, data []byte, ok bool) {
 }
 
 // readHead reads a body's head as the engine encodes it, {"id":"…","type":"…","timestamp":"…" and
-// nothing else, into in: false for any other (another order, another member, an escape in a
-// string, an id "" or a timestamp encoding/json would refuse), which the caller reads whole.
+// nothing else, into in: false for any other (another order, another member, a string that
+// encoding/json would write otherwise, an id "", a timestamp not in its form), which the caller
+// reads whole. So the head's bytes are those encoding/json writes for what it holds.
 func readHead(head []byte, in *Input) bool {
 	var ts string
 	for _, f := range []struct {
@@ -521,11 +522,13 @@ func readHead(head []byte, in *Input) bool {
 		}
 		*f.to, head = v, head[n:]
 	}
-	return len(head) == 0 && in.ID != "" && in.Time.UnmarshalText([]byte(ts)) == nil
+	return len(head) == 0 && in.ID != "" && in.Time.UnmarshalText([]byte(ts)) == nil &&
+		in.Time.Location() == time.UTC && in.Time.Format(time.RFC3339Nano) == ts
 }
 
-// plainString reads the JSON string b starts with when it has no escape and no control character,
-// and is valid UTF-8: its text and its length quotes included, or 0.
+// plainString reads the JSON string b starts with when encoding/json writes its text so: valid
+// UTF-8 with nothing it escapes (no backslash, control character, <, >, &, U+2028 or U+2029). It
+// returns the text and its length quotes included, or 0.
 func plainString(b []byte) (string, int) {
 	if len(b) == 0 || b[0] != '"' {
 		return "", 0
@@ -533,11 +536,12 @@ func plainString(b []byte) (string, int) {
 	for i := 1; i < len(b); i++ {
 		switch c := b[i]; {
 		case c == '"':
-			if !utf8.Valid(b[1:i]) {
+			s := b[1:i]
+			if !utf8.Valid(s) || bytes.Contains(s, []byte("\u2028")) || bytes.Contains(s, []byte("\u2029")) {
 				return "", 0
 			}
-			return string(b[1:i]), i + 1
-		case c == '\\' || c < 0x20:
+			return string(s), i + 1
+		case c == '\\' || c < 0x20 || c == '<' || c == '>' || c == '&':
 			return "", 0
 		}
 	}
