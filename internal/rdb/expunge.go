@@ -30,8 +30,8 @@ const ExpungeBatch = 64
 //  2. the webhooks' patterns, and the records those index entries name (one MGET per shard);
 //  3. in one transaction on a single Redis (on a cluster, which runs none across slots, or any
 //     client but *redis.Client, one per shard, all sent at once): those records, their events'
-//     bodies ({P:s}:evt:, {P:s}:oevt:), their order keys' sequences and blocked entries, their inline entries, and the index entries
-//     read (a queue entry whose record is gone is dropped by the next lease, or with the shard's
+//     bodies ({P:s}:evt:, {P:s}:oevt:), their order keys' sequences and blocked entries, their
+//     inline entries, and the index entries read (a queue entry whose record is gone is dropped by the next lease, or with the shard's
 //     leftovers); the events the replay index names and its entries read; a shard whose indexes were
 //     read empty loses what is left of the tenant in it (the indexes, the webhooks' index streams
 //     and queues, their ready entries). The order markers of ordered events ({P:s'}:evt: in their id's

@@ -115,17 +115,11 @@ func decodeData(data []byte, budget int64) (any, int, int64, error) {
 	return v, d.depth, budget - d.left, nil
 }
 
-// Decode decodes one JSON value as encoding/json decodes it into an any with UseNumber (numbers as
-// json.Number), in one pass over the bytes. ok is false for what this path does not take (not JSON,
+// DecodeNative decodes one JSON value as encoding/json decodes it into an any with UseNumber, in
+// one pass over the bytes, but each number an int64 when it is integral and in range (the text
+// strconv.ParseInt takes), else a float64. ok is false for what this path does not take (not JSON,
 // a member name twice, bytes that are not UTF-8, a number checkNumber refuses, nesting deeper than
 // 1,000): decode those with encoding/json.
-func Decode(data []byte) (v any, ok bool) {
-	v, _, _, err := decodeData(data, math.MaxInt64)
-	return v, err == nil
-}
-
-// DecodeNative is Decode with each number as an int64 when it is integral and in range (the text
-// strconv.ParseInt takes), else a float64.
 func DecodeNative(data []byte) (v any, ok bool) {
 	d := dataDecoder{b: data, left: math.MaxInt64, native: true}
 	v, err := d.value(0)

@@ -367,7 +367,7 @@ func appendJSON(b []byte, v ref.Val, depth int) ([]byte, error) {
 }
 
 // appendFloat appends f as encoding/json does: the shortest decimal that reads back as f, in
-// exponent form below 1e-6 and from 1e21, with a two-digit exponent at least.
+// exponent form below 1e-6 and from 1e21, its exponent without a leading zero (1e-7, not 1e-07).
 func appendFloat(b []byte, f float64) []byte {
 	format := byte('f')
 	if a := math.Abs(f); a != 0 && (a < 1e-6 || a >= 1e21) {
