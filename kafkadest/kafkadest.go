@@ -116,7 +116,7 @@ func (d *Destination) Send(ctx context.Context, m *destination.Message) error {
 	for {
 		select {
 		case <-p.done:
-			return d.result(p, t, c, m, start)
+			return d.result(ctx, p, t, c, m, start)
 		case <-failed:
 			ferr := c.failureSince(start)
 			if !final(ferr) {
@@ -128,7 +128,7 @@ func (d *Destination) Send(ctx context.Context, m *destination.Message) error {
 		case <-ctx.Done():
 			select {
 			case <-p.done: // answered as the attempt's time ran out
-				return d.result(p, t, c, m, start)
+				return d.result(ctx, p, t, c, m, start)
 			default:
 			}
 			d.leave(c, key, p)
@@ -171,10 +171,15 @@ func (d *Destination) leave(c *client, key string, p *produce) {
 	d.unacked.put(key, p)
 }
 
-// result is Send's result for p, which the brokers answered.
-func (d *Destination) result(p *produce, t target, c *client, m *destination.Message, start time.Time) error {
+// result is Send's result for p, which the brokers answered or the client gave up.
+func (d *Destination) result(ctx context.Context, p *produce, t target, c *client, m *destination.Message, start time.Time) error {
 	receipt, err := p.outcome()
 	if err != nil {
+		if ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			// Not this attempt's context: the client fails a partition's batch with the context of
+			// its first record, an earlier message whose Send ended before its answer.
+			err = errGivenUpBehind
+		}
 		return failure(err, t, c, start, len(m.Body))
 	}
 	m.Response = receipt

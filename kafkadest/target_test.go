@@ -1,6 +1,7 @@
 package kafkadest
 
 import (
+	"context"
 	"fmt"
 	"net/url"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/smartdrop/webhooks/destination"
 )
@@ -159,6 +161,42 @@ func TestBrokerFailureKinds(t *testing.T) {
 			kind, _ := destination.Classify(err)
 			assert.Equal(t, tc.kind, kind)
 			assert.True(t, strings.HasPrefix(err.Error(), tc.words), "%q does not start with %q", err, tc.words)
+		})
+	}
+}
+
+// TestGivenUpBehindInWords: the client fails a partition's batch with the context of its first
+// record, so a record queued behind a message whose Send had ended comes back with that Send's
+// context error while its own attempt still runs: its failure says what happened, not that the
+// attempt was canceled or timed out; an attempt whose own context ended says that.
+func TestGivenUpBehindInWords(t *testing.T) {
+	t.Parallel()
+	tg := target{seeds: []string{"b:9092"}, topic: "orders"}
+	canceled, cancel := context.WithCancel(context.Background())
+	cancel()
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	const behind = "the Kafka brokers (b:9092) did not acknowledge an earlier message to the same partition " +
+		"before its attempt's timeout, and the client gave up this message, queued behind it, with it"
+	for _, tc := range []struct {
+		name  string
+		ctx   context.Context // the attempt's own
+		err   error           // the produce's
+		words string
+	}{
+		{"behind a canceled record", context.Background(), context.Canceled, behind},
+		{"behind an expired record", context.Background(), fmt.Errorf("produce: %w", context.DeadlineExceeded), behind},
+		{"its own attempt canceled", canceled, context.Canceled, "the attempt was canceled"},
+		{"its own attempt expired", expired, context.DeadlineExceeded,
+			"the Kafka brokers (b:9092) did not acknowledge the message within the timeout"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProduce()
+			p.promise(&kgo.Record{}, tc.err)
+			err := (&Destination{}).result(tc.ctx, p, tg, &client{}, &destination.Message{}, time.Now())
+			assert.EqualError(t, err, tc.words)
+			kind, _ := destination.Classify(err)
+			assert.Equal(t, destination.Unavailable, kind, "retried like any outage")
 		})
 	}
 }

@@ -19,7 +19,8 @@ import (
 // naming what went wrong (never the password) and, where it is not Unavailable, its kind. When the
 // attempt's time ran out, c's latest failed connection since start says why.
 func failure(err error, t target, c *client, start time.Time, bodyLen int) error {
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+	behind := errors.Is(err, errGivenUpBehind)
+	if behind || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		if cerr := c.failureSince(start); cerr != nil {
 			var ke *kerr.Error
 			if errors.As(cerr, &ke) {
@@ -27,7 +28,11 @@ func failure(err error, t target, c *client, start time.Time, bodyLen int) error
 			}
 			return fmt.Errorf("could not reach the Kafka brokers (%s): %s", t.brokers(), egress.Words(cerr))
 		}
-		if errors.Is(err, context.Canceled) {
+		switch {
+		case behind:
+			return fmt.Errorf("the Kafka brokers (%s) did not acknowledge an earlier message to the same partition "+
+				"before its attempt's timeout, and the client gave up this message, queued behind it, with it", t.brokers())
+		case errors.Is(err, context.Canceled):
 			return errors.New("the attempt was canceled")
 		}
 		return fmt.Errorf("the Kafka brokers (%s) did not acknowledge the message within the timeout", t.brokers())
@@ -47,6 +52,10 @@ func failure(err error, t target, c *client, start time.Time, bodyLen int) error
 	}
 	return fmt.Errorf("the Kafka client gave up the message for brokers %s: %w", t.brokers(), err)
 }
+
+// errGivenUpBehind is a produce's error when the client gave its record up with an earlier record
+// of the same partition whose Send had ended.
+var errGivenUpBehind = errors.New("given up with an earlier record of its partition")
 
 // brokerFailure is a Kafka error code's failure.
 func brokerFailure(ke *kerr.Error, t target, bodyLen int) error {
