@@ -90,7 +90,7 @@ func FuzzReshape(f *testing.F) {
 			require.Error(t, err, "%q", raw)
 			return
 		}
-		o, werr := p.eval(context.Background(), Input{ID: b.ID, Type: b.Type, Tenant: "acme", Time: b.Timestamp}, data0)
+		o, werr := p.eval(context.Background(), Input{ID: b.ID, Type: b.Type, Tenant: "acme", Time: b.Timestamp}, timeText(b.Timestamp), data0)
 		if werr != nil {
 			require.Error(t, err, "%q", raw)
 			return

@@ -198,13 +198,15 @@ func (p *Program) Apply(ctx context.Context, in Input) (Output, error) {
 			return Output{}, err
 		}
 	}
-	return p.eval(ctx, in, data)
+	return p.eval(ctx, in, timeText(in.Time), data)
 }
 
-// eval is Apply on the event's data decoded.
-func (p *Program) eval(ctx context.Context, in Input, data any) (Output, error) {
-	event := map[string]any{"id": in.ID, "type": in.Type, "tenant": in.Tenant,
-		"time": in.Time.UTC().Format(time.RFC3339Nano), "data": data}
+// timeText is an event's time as a program sees it, event.time.
+func timeText(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }
+
+// eval is Apply on the event's data decoded, its time as text (timeText).
+func (p *Program) eval(ctx context.Context, in Input, ts string, data any) (Output, error) {
+	event := map[string]any{"id": in.ID, "type": in.Type, "tenant": in.Tenant, "time": ts, "data": data}
 	out, det, err := p.prg.ContextEval(ctx, activation{event})
 	if err != nil {
 		if det != nil && det.ActualCost() != nil && strings.Contains(err.Error(), "cost limit") {
@@ -456,8 +458,12 @@ func InputOf(tenant string, raw []byte) Input {
 func (p *Program) Reshape(ctx context.Context, tenant string, raw []byte) (out []byte, skip bool, err error) {
 	in := Input{Tenant: tenant}
 	var data any
+	var ts string
 	head, rawData, ok := splitData(raw)
-	if ok = ok && readHead(head, &in); ok {
+	if ok {
+		ts, ok = readHead(head, &in)
+	}
+	if ok {
 		data, ok = schema.DecodeNative(rawData)
 	}
 	if !ok {
@@ -465,14 +471,14 @@ func (p *Program) Reshape(ctx context.Context, tenant string, raw []byte) (out [
 		if err := json.Unmarshal(raw, &b); err != nil {
 			return nil, false, fmt.Errorf("the event's body is not JSON: %w", err)
 		}
-		in = Input{ID: b.ID, Type: b.Type, Tenant: tenant, Time: b.Timestamp}
+		in, ts = Input{ID: b.ID, Type: b.Type, Tenant: tenant, Time: b.Timestamp}, timeText(b.Timestamp)
 		if len(b.Data) > 0 {
 			if data, err = decodeData(b.Data); err != nil {
 				return nil, false, err
 			}
 		}
 	}
-	o, err := p.eval(ctx, in, data)
+	o, err := p.eval(ctx, in, ts, data)
 	switch {
 	case err != nil || o.Skip:
 		return nil, o.Skip, err
@@ -505,25 +511,25 @@ func splitData(raw []byte) (head, data []byte, ok bool) {
 // readHead reads a body's head as the engine encodes it, {"id":"…","type":"…","timestamp":"…" and
 // nothing else, into in: false for any other (another order, another member, a string that
 // encoding/json would write otherwise, an id "", a timestamp not in its form), which the caller
-// reads whole. So the head's bytes are those encoding/json writes for what it holds.
-func readHead(head []byte, in *Input) bool {
-	var ts string
+// reads whole. So the head's bytes are those encoding/json writes for what it holds, and ts, the
+// timestamp's text, is in.Time's timeText.
+func readHead(head []byte, in *Input) (ts string, ok bool) {
 	for _, f := range []struct {
 		key string
 		to  *string
 	}{{`{"id":`, &in.ID}, {`,"type":`, &in.Type}, {`,"timestamp":`, &ts}} {
 		if !bytes.HasPrefix(head, []byte(f.key)) {
-			return false
+			return "", false
 		}
 		head = head[len(f.key):]
 		v, n := plainString(head)
 		if n == 0 {
-			return false
+			return "", false
 		}
 		*f.to, head = v, head[n:]
 	}
-	return len(head) == 0 && in.ID != "" && in.Time.UnmarshalText([]byte(ts)) == nil &&
-		in.Time.Location() == time.UTC && in.Time.Format(time.RFC3339Nano) == ts
+	return ts, len(head) == 0 && in.ID != "" && in.Time.UnmarshalText([]byte(ts)) == nil &&
+		in.Time.Location() == time.UTC && timeText(in.Time) == ts
 }
 
 // plainString reads the JSON string b starts with when encoding/json writes its text so: valid
