@@ -275,12 +275,16 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 		late       bool // failures' counts reach Redis 0-20ms late, successes' at once
 		fail       func(n int) bool
 	}{
-		// 600 and 150 events with WEBHOOKS_LONG_TESTS (CI).
-		{"every 3rd request fails, inline, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, false, false, every3rd},
-		{"every 3rd request fails, inline, 1 replica", DefaultBreakAfter, sized(300, 600), 1, false, false, every3rd},
-		{"every 3rd request fails, Run, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, true, false, every3rd},
-		{"every 3rd request fails, Run, 1 replica", DefaultBreakAfter, sized(300, 600), 1, true, false, every3rd},
-		{"every 3rd request fails, failures counted late, inline, 3 replicas", DefaultBreakAfter, sized(300, 600), 3, false, true, every3rd},
+		// 600 and 150 events with WEBHOOKS_LONG_TESTS (CI). Without it the every-3rd cases send 100:
+		// on miniredis they did not fail at 300 either with the rule undone (Sends holding nothing,
+		// counts stamped as sent when answered: 0 of 15 case runs), which the last case catches at
+		// its size (3 of 3); what they check at any size is that every answer is counted once, as
+		// what it was, and delivered.
+		{"every 3rd request fails, inline, 3 replicas", DefaultBreakAfter, sized(100, 600), 3, false, false, every3rd},
+		{"every 3rd request fails, inline, 1 replica", DefaultBreakAfter, sized(100, 600), 1, false, false, every3rd},
+		{"every 3rd request fails, Run, 3 replicas", DefaultBreakAfter, sized(100, 600), 3, true, false, every3rd},
+		{"every 3rd request fails, Run, 1 replica", DefaultBreakAfter, sized(100, 600), 1, true, false, every3rd},
+		{"every 3rd request fails, failures counted late, inline, 3 replicas", DefaultBreakAfter, sized(100, 600), 3, false, true, every3rd},
 		// One replica: its own attempts are ordered exactly (breaker.Sends); across replicas a success
 		// counted after BreakAfter failures of others can still open the circuit (docs/delivery.md), and
 		// with a single success between runs of BreakAfter-1 it does (issue 46's report).
