@@ -38,7 +38,10 @@ const (
 // messages with Nats-Msg-Id through one nats.go connection, each waiting for its PubAck (the limit).
 // Each b.N round runs both, alternating which goes first; it reports the medians and the median of
 // the rounds' ratios. Redis: WEBHOOKS_REDIS_ADDR, else miniredis (in-process: figures of the engine on
-// miniredis, not of a deployment).
+// miniredis, not of a deployment). It reports the CPU each message cost in this process, in
+// redis-server (INFO cpu; -1 on miniredis, which runs in this process) and in nats-server (/proc;
+// -1 where not found), medians of the rounds: on a machine of 2 cores, which the three share, the
+// rates follow these sums.
 //
 //	WEBHOOKS_NATS_URL=nats://127.0.0.1:4222 WEBHOOKS_REDIS_ADDR=127.0.0.1:6379 go test -run '^$' -bench Deliveries -benchtime 5x
 func BenchmarkDeliveries(b *testing.B) {
@@ -64,24 +67,30 @@ func BenchmarkDeliveries(b *testing.B) {
 	defer func() { stop(); worker.Wait() }()
 	data := map[string]string{"pad": strings.Repeat("x", benchPayload-64)}
 
+	brokerPID := natsServerPID()
 	var dispatched, published, engine, ratios []float64
+	var cpu [3][3][]float64 // per system, per process (this one, Redis, NATS): µs per message, by round
 	b.ResetTimer()
 	for round := range b.N {
 		var rates [3]float64
 		for i := range 3 {
 			system := (round + i) % 3 // rotated: which system goes first
+			before := readCPU(ctx, rdb, brokerPID)
 			if system == 2 {
 				rates[2] = benchDispatch(b, d, "null.paid", nil, round, data)
-				continue
-			}
-			name := fmt.Sprintf("BENCH_%s_%d_%d", strings.ToUpper(unique(b)), round, system)
-			stream := benchStream(b, br, name, subjects[system])
-			if system == 0 {
-				rates[0] = benchDispatch(b, d, "order.paid", stream, round, data)
 			} else {
-				rates[1] = benchPublish(b, br, stream, subjects[1], round)
+				name := fmt.Sprintf("BENCH_%s_%d_%d", strings.ToUpper(unique(b)), round, system)
+				stream := benchStream(b, br, name, subjects[system])
+				if system == 0 {
+					rates[0] = benchDispatch(b, d, "order.paid", stream, round, data)
+				} else {
+					rates[1] = benchPublish(b, br, stream, subjects[1], round)
+				}
+				require.NoError(b, br.js.DeleteStream(ctx, name))
 			}
-			require.NoError(b, br.js.DeleteStream(ctx, name))
+			for p, us := range readCPU(ctx, rdb, brokerPID).since(before, benchEvents*benchWebhooks) {
+				cpu[system][p] = append(cpu[system][p], us)
+			}
 		}
 		dispatched, published, engine = append(dispatched, rates[0]), append(published, rates[1]), append(engine, rates[2])
 		ratios = append(ratios, rates[0]/rates[1])
@@ -93,6 +102,12 @@ func BenchmarkDeliveries(b *testing.B) {
 	b.ReportMetric(median(published), "publishes/s")
 	b.ReportMetric(median(ratios), "ratio")
 	b.ReportMetric(median(engine), "null-deliveries/s")
+	// The CPU each message cost, by process (-1: not measured); on 2 cores the rates follow their sums.
+	for system, name := range []string{"delivery", "publish", "null-delivery"} {
+		for p, proc := range []string{"proc", "redis", "nats"} {
+			b.ReportMetric(median(cpu[system][p]), proc+"-µs/"+name)
+		}
+	}
 	b.ReportMetric(0, "ns/op")
 }
 
