@@ -226,42 +226,56 @@ func TestHealthSaysWhyTheCircuitOpened(t *testing.T) {
 	// another test's server in a loaded CI run, which answered.)
 	const refusedURL = "http://127.0.0.1:1"
 	for _, tc := range []struct {
-		name  string
-		setup func(rc *receiver) string // the webhook's URL, the receiver set to fail
-		want  string
+		name    string
+		setup   func(rc *receiver) string // the webhook's URL, the receiver set to fail
+		timeout time.Duration             // Options.Timeout of the replica that makes the failing attempts
+		want    string
 	}{
 		{"503", func(rc *receiver) string { rc.status.Store(http.StatusServiceUnavailable); return rc.srv.URL },
-			"the endpoint answered 503 Service Unavailable"},
+			time.Minute, "the endpoint answered 503 Service Unavailable"},
 		{"timeout", func(rc *receiver) string {
-			rc.setHook(func(*http.Request) { time.Sleep(600 * time.Millisecond) })
+			rc.setHook(func(r *http.Request) {
+				select { // until the attempt gives up and closes the connection (bounded)
+				case <-r.Context().Done():
+				case <-time.After(10 * time.Second):
+				}
+			})
 			return rc.srv.URL
-		}, "no answer within the timeout"},
-		{"refused", func(*receiver) string { return refusedURL }, "the connection to 127.0.0.1:1 was refused"},
+		}, 200 * time.Millisecond, "no answer within the timeout"},
+		{"refused", func(*receiver) string { return refusedURL }, time.Minute, "the connection to 127.0.0.1:1 was refused"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
 			tr := newTestRedis(t)
-			d := newTestDispatcher(t, tr, Options{BreakAfter: 2, RetrySchedule: []time.Duration{}, Timeout: 200 * time.Millisecond})
-			// The clock stands still: however slow the machine, a claim leaves the whole lease to its
-			// inline attempt (a 200ms Timeout leaves a margin of 0.5 s otherwise), so each is made.
+			// Two replicas on the same Redis: the 4xx is answered to one whose Timeout no loaded
+			// machine reaches (with 200ms, a CI run's 404 once came too late and was counted as a
+			// timeout, opening the circuit one failure early); the failures go through the other.
+			// Their clocks stand still: however slow the machine, a claim leaves the whole lease to
+			// its inline attempt, so each is made.
+			first := newTestDispatcher(t, tr, Options{BreakAfter: 2, RetrySchedule: []time.Duration{}, Timeout: time.Minute})
+			first.now = newTestClock().Now
+			d := newTestDispatcher(t, tr, Options{BreakAfter: 2, RetrySchedule: []time.Duration{}, Timeout: tc.timeout})
 			d.now = newTestClock().Now
 			rc := newReceiver(t)
 			rc.status.Store(http.StatusNotFound) // first a 4xx: in the run, not in the count
 			w, err := d.Webhooks().Create(ctx, Webhook{URL: rc.srv.URL, Events: []string{"a.*"}})
 			require.NoError(t, err)
-			dispatch := func(id string) {
+			dispatch := func(d *Dispatcher, id string) *Delivery {
 				res, err := d.Dispatch(ctx, Event{ID: id, Type: "a.b"})
 				require.NoError(t, err)
 				require.Len(t, res, 1)
 				require.NoError(t, res[0].Err, "%s attempted inline", id)
+				return res[0].Delivery
 			}
-			dispatch("e0")
+			e0 := dispatch(first, "e0")
+			require.Len(t, e0.History, 1)
+			require.Equal(t, http.StatusNotFound, e0.History[0].StatusCode, "the 4xx the test starts with")
 			w.URL = tc.setup(rc)
 			_, err = d.Webhooks().Update(ctx, *w)
 			require.NoError(t, err)
-			dispatch("e1")
-			dispatch("e2")
+			dispatch(d, "e1")
+			dispatch(d, "e2")
 			rec := call(d.Handler(), "GET", "/webhooks/"+w.ID+"/health", "")
 			require.Equal(t, http.StatusOK, rec.Code, rec.Body.String())
 			var h map[string]any
