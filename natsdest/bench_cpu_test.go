@@ -40,10 +40,11 @@ func readCPU(ctx context.Context, rdb redis.UniversalClient, brokerPID int) cpuU
 	}
 	if brokerPID > 0 {
 		// /proc/<pid>/stat: utime and stime, the 14th and 15th fields, in clock ticks (100 per second
-		// on Linux), counted after the command's closing parenthesis.
+		// on Linux: USER_HZ, which the kernel fixes at 100 whatever its tick rate), counted after the
+		// command's closing parenthesis: the last ") ", as a command name may hold one.
 		if raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(brokerPID), "stat")); err == nil {
-			if _, rest, ok := strings.Cut(string(raw), ") "); ok {
-				f := strings.Fields(rest)
+			if i := strings.LastIndex(string(raw), ") "); i >= 0 {
+				f := strings.Fields(string(raw)[i+2:])
 				if len(f) > 12 {
 					ut, err1 := strconv.ParseInt(f[11], 10, 64)
 					st, err2 := strconv.ParseInt(f[12], 10, 64)
