@@ -135,7 +135,7 @@ func benchRedis(b *testing.B) (redis.UniversalClient, string) {
 func benchStream(b *testing.B, br *broker, name string, subjects []string) jetstream.Stream {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := br.js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: subjects, Duplicates: dedupWindow})
+	s, err := createStream(ctx, b, br.js, jetstream.StreamConfig{Name: name, Subjects: subjects, Duplicates: dedupWindow})
 	require.NoError(b, err)
 	return s
 }

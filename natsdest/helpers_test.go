@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"net"
 	"net/url"
 	"os"
@@ -72,6 +73,37 @@ func unique(t testing.TB) string {
 	return name + "_" + hex.EncodeToString(b)
 }
 
+// createStream makes the stream cfg names on js. A NATS server sometimes fails to create a stream's
+// file store and answers only "error creating store for stream" (JetStream error 10049; the cause goes
+// to its own log): a fault of the machine's server, not of natsdest, that CI met once in dozens of runs.
+// createStream tries again then, at most 4 more times and 200 ms more apart each time, and logs each
+// try; any other error is returned at once.
+func createStream(ctx context.Context, t testing.TB, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+	t.Helper()
+	for try := 1; ; try++ {
+		s, err := js.CreateStream(ctx, cfg)
+		if !isStoreFailure(err) || try == 5 {
+			return s, err
+		}
+		t.Logf("create stream %s, try %d: %v; trying again", cfg.Name, try, err)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("create stream %s: %w (after %v)", cfg.Name, ctx.Err(), err)
+		case <-time.After(time.Duration(try) * 200 * time.Millisecond):
+		}
+	}
+}
+
+// isStoreFailure reports whether err is the NATS server's "error creating store for stream".
+func isStoreFailure(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && apiErr.ErrorCode == errCodeStreamStoreFailed
+}
+
+// errCodeStreamStoreFailed is JetStream's error code for a stream whose store the server could not
+// create (nats.go names no constant for it).
+const errCodeStreamStoreFailed jetstream.ErrorCode = 10049
+
 // dedupWindow is the duplicate window of the tests' streams: longer than any retry delay they use.
 const dedupWindow = 2 * time.Minute
 
@@ -83,7 +115,7 @@ func (b *broker) stream(t testing.TB) (name, subject string) {
 	name, subject = "WH_"+strings.ToUpper(u), "wh."+strings.ToLower(u)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := b.js.CreateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Duplicates: dedupWindow,
+	_, err := createStream(ctx, t, b.js, jetstream.StreamConfig{Name: name, Subjects: []string{subject}, Duplicates: dedupWindow,
 		Storage: jetstream.FileStorage, MaxAge: time.Hour})
 	require.NoError(t, err, "create stream %s", name)
 	t.Cleanup(func() {

@@ -290,7 +290,7 @@ func TestFailureWords(t *testing.T) {
 	ctx := context.Background()
 	newStream := func(cfg jetstream.StreamConfig) string {
 		cfg.Name, cfg.Subjects = "WH_"+strings.ToUpper(unique(t)), []string{"wh." + strings.ToLower(unique(t))}
-		_, err := b.js.CreateStream(ctx, cfg)
+		_, err := createStream(ctx, t, b.js, cfg)
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = b.js.DeleteStream(context.Background(), cfg.Name) })
 		return cfg.Subjects[0]

@@ -86,7 +86,7 @@ func adminStream(t *testing.T, raw, subject string, opts ...nats.Option) {
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{subject}, Duplicates: dedupWindow})
+	_, err = createStream(ctx, t, js, jetstream.StreamConfig{Name: "ORDERS", Subjects: []string{subject}, Duplicates: dedupWindow})
 	require.NoError(t, err)
 }
 
