@@ -44,7 +44,7 @@ type attemptEnd struct {
 // and left out: it is counted once released, by whoever releases it; the failures this write releases
 // are counted in it, after its own.
 func (d *Dispatcher) countOutcomes(now time.Time, outcomes []worker.Outcome, recs []*rdb.Record, idx []int) *circuitCount {
-	cc := &circuitCount{now: now}
+	cc := &circuitCount{now: now, outs: make([]breaker.Outcome, 0, len(idx)), ends: make([]attemptEnd, 0, len(idx))}
 	var released []breaker.Held
 	for _, i := range idx {
 		o := &outcomes[i]

@@ -20,7 +20,7 @@ import (
 func (d *Dispatcher) claim(ctx context.Context, shard int, eventID, fingerprint string, body []byte, recs []*rdb.Record, plans []targetPlan) ([]any, error) {
 	keys := make([]string, 3, 5+3*len(recs))
 	keys[0], keys[1], keys[2] = d.keys.Event(shard, eventID), d.keys.Ready(shard), d.keys.Inline(shard)
-	args := make([]any, 3, 7+7*len(recs))
+	args := make([]any, 3, 9+7*len(recs)) // 3, 6 per record, its check, then 6
 	now := d.now()
 	args[0], args[1], args[2] = now.UnixMilli(), recordRetention(recs, d.opts.Retention).Milliseconds(), rdb.StoredEvent(fingerprint, body)
 	if len(recs) > 0 {

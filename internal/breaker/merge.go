@@ -2,7 +2,6 @@ package breaker
 
 import (
 	"fmt"
-	"slices"
 )
 
 // CountCall is one run of rdb.Count: its keys and arguments, as CountArgs makes them.
@@ -26,8 +25,12 @@ func MergeCounts(calls []CountCall) (merged CountCall, split func(reply []any) (
 			return CountCall{}, nil, false
 		}
 	}
-	keys := []string{calls[0].Keys[0], calls[0].Keys[1]}
-	args := slices.Clone(calls[0].Args[:4])
+	size := 4 // the merged call's args: the settings, then every call's outcomes
+	for _, c := range calls {
+		size += len(c.Args) - 4
+	}
+	keys := append(make([]string, 0, len(calls[0].Keys)), calls[0].Keys[:2]...)
+	args := append(make([]any, 0, size), calls[0].Args[:4]...)
 	index := map[string]int{}
 	sizes := make([]int, len(calls))
 	for i, c := range calls {
