@@ -30,22 +30,6 @@ type WebhookRecord struct {
 	// Unsealed is set when a sealed field could not be opened (types.ErrSecretKey): the field is then
 	// "", and the webhook is neither attempted nor changed until the key is configured. Not stored.
 	Unsealed error `json:"-"`
-
-	parsed     *url.URL // URL parsed (ParsedURL), when parsedFrom is URL
-	parsedFrom string
-}
-
-// ParsedURL is URL parsed, nil when it does not parse. A record read from Redis (ParseWebhookRecord)
-// has it parsed once; the caller must not modify it.
-func (s *WebhookRecord) ParsedURL() *url.URL {
-	if s.parsed != nil && s.parsedFrom == s.URL {
-		return s.parsed
-	}
-	u, err := url.Parse(s.URL)
-	if err != nil {
-		return nil
-	}
-	return u
 }
 
 // ClearURLPassword reports whether URL carries a password in the clear where it is stored (a record
