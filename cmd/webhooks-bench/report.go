@@ -334,14 +334,6 @@ func reportEngine(w io.Writer, cfg config, gs []*engineResult) {
 	fmt.Fprintln(w)
 }
 
-func fmtList(xs []float64) string {
-	parts := make([]string, len(xs))
-	for i, x := range xs {
-		parts[i] = f2(x)
-	}
-	return "÷ task queue per run " + strings.Join(parts, ", ")
-}
-
 func fmtFloats(xs []float64) string {
 	parts := make([]string, len(xs))
 	for i, x := range xs {
