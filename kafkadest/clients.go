@@ -257,13 +257,6 @@ func (p *pool) close() {
 	closeAll(all)
 }
 
-// size is the number of clients open.
-func (p *pool) size() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.clients)
-}
-
 func closeAll(cs []*client) {
 	for _, c := range cs {
 		c.kc.Close()

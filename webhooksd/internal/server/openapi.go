@@ -12,9 +12,6 @@ import (
 //go:embed openapi.json
 var openAPI []byte
 
-// OpenAPI is the document, for tests.
-func OpenAPI() []byte { return openAPI }
-
 func serveOpenAPI(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(openAPI)
