@@ -62,6 +62,7 @@ type config struct {
 	child        bool
 	rotate       bool
 	cpuProfile   string
+	keepBuilds   bool
 }
 
 func main() {
@@ -87,6 +88,7 @@ func main() {
 	flag.BoolVar(&cfg.child, "child", true, "also measure the child program built against this tree (the same program as the -v1 row)")
 	flag.BoolVar(&cfg.rotate, "rotate", true, "start round r at the r-th system (the engine scenarios stay last), so that no system always runs first or after the same one")
 	flag.StringVar(&cfg.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the in-process systems, the receiver) to this file")
+	flag.BoolVar(&cfg.keepBuilds, "keep-builds", false, "keep the child programs' builds (their directory is printed at the end), for a system-wide profiler (perf) to read their symbols")
 	flag.Parse()
 	if cfg.events < 1 || cfg.webhooks < 1 || cfg.concurrency < 1 || cfg.runs < 1 || cfg.payload < 0 {
 		fmt.Fprintln(os.Stderr, "webhooks-bench: -events, -webhooks, -concurrency and -runs must be positive")
@@ -166,7 +168,11 @@ func run(ctx context.Context, out, errOut io.Writer, cfg config) error {
 	if e.tmp, err = os.MkdirTemp("", "webhooks-bench-"); err != nil {
 		return err
 	}
-	defer os.RemoveAll(e.tmp)
+	if cfg.keepBuilds {
+		defer fmt.Fprintln(errOut, "webhooks-bench: the child programs' builds are kept in", e.tmp)
+	} else {
+		defer os.RemoveAll(e.tmp)
+	}
 	defer func() {
 		// Whatever happened, leave no key of ours behind.
 		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
