@@ -27,7 +27,7 @@ func (d *Dispatcher) attempt(ctx context.Context, wh *storedWebhook, rec *rdb.Re
 		res.Err, res.Canceled = "too little of the lease was left to attempt it", true
 		return res
 	}
-	secrets, err := signingKeys(wh, start)
+	secrets, err := signingKeys(&d.parsedSecrets, wh, start)
 	if err != nil {
 		res.Err = "webhook secret is unusable: " + err.Error()
 		return res

@@ -28,43 +28,45 @@ import (
 	"github.com/smartdrop/webhooks/internal/httpdest"
 	"github.com/smartdrop/webhooks/internal/notify"
 	"github.com/smartdrop/webhooks/internal/sealed"
+	"github.com/smartdrop/webhooks/internal/signing"
 	"github.com/smartdrop/webhooks/internal/worker"
 )
 
 // Dispatcher delivers events to the webhooks that subscribe to them. It is safe for concurrent use, and
 // any number of Dispatchers (in one process or many) may share one Redis.
 type Dispatcher struct {
-	rdb        redis.UniversalClient
-	opts       Options
-	keys       rdb.Keys
-	dests      destinations    // by URL scheme: the built-in HTTP one and Options.Destinations
-	dial       egress.DialFunc // the egress guard's dialer, every Message's Dial
-	transforms *transforms     // Webhook.Transform's programs (transforms.go)
-	lease      time.Duration
-	log        *slog.Logger
-	trace      trace.Tracing  // the Options.Tracer's spans and traceparents (internal/trace)
-	send       trace.SendFunc // an HTTP attempt (attempt), within its trace span
-	webhooks   *WebhookRepo
-	deliveries *DeliveryRepo
-	eventTypes *EventTypeRepo
-	now        func() time.Time
-	scripts    *rdb.LaneBatcher
-	counts     *rdb.ScriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
-	flights    *worker.InFlight
-	breaker    *breaker.Breaker
-	indexTTLs  *indexTTLs
-	known      *knownEvents           // the events claimed lately, whose calls again first look for duplicates (duplicates.go)
-	bodies     *worker.Bodies         // of events this Dispatcher left to its worker lately (internal/worker)
-	wake       *worker.Wake           // pokes a sleeping worker: Enqueue, an ending attempt
-	leaser     *worker.Leaser         // the worker's lease passes (internal/worker)
-	attempter  *worker.Attempter      // the worker's attempts, and their MaxConcurrency slots (internal/worker)
-	redisDown  *worker.RedisLog       // the worker's warnings while Redis fails it
-	pending    worker.PendingOutcomes // outcomes Redis could not take, for Run to write (pending_outcomes.go)
-	admin      *admin.Backend         // the admin API's backend, and Stats, RetryNow, ProbeNow (internal/admin)
-	notify     *notify.Notifier       // hooks, logs, operational events, auto-disable (internal/notify)
-	events     *events.Encoder        // the checks and request body of an event (internal/events)
-	replayer   *replay.Replayer       // ReplayMissing (internal/replay)
-	resend     *replay.Redeliverer    // Redeliver (internal/replay)
+	rdb           redis.UniversalClient
+	opts          Options
+	keys          rdb.Keys
+	dests         destinations     // by URL scheme: the built-in HTTP one and Options.Destinations
+	dial          egress.DialFunc  // the egress guard's dialer, every Message's Dial
+	parsedSecrets signing.KeyCache // the webhooks' secrets as keys (signingKeys)
+	transforms    *transforms      // Webhook.Transform's programs (transforms.go)
+	lease         time.Duration
+	log           *slog.Logger
+	trace         trace.Tracing  // the Options.Tracer's spans and traceparents (internal/trace)
+	send          trace.SendFunc // an HTTP attempt (attempt), within its trace span
+	webhooks      *WebhookRepo
+	deliveries    *DeliveryRepo
+	eventTypes    *EventTypeRepo
+	now           func() time.Time
+	scripts       *rdb.LaneBatcher
+	counts        *rdb.ScriptBatcher // the circuit counts sent on their own (countNow): one lane, so they merge
+	flights       *worker.InFlight
+	breaker       *breaker.Breaker
+	indexTTLs     *indexTTLs
+	known         *knownEvents           // the events claimed lately, whose calls again first look for duplicates (duplicates.go)
+	bodies        *worker.Bodies         // of events this Dispatcher left to its worker lately (internal/worker)
+	wake          *worker.Wake           // pokes a sleeping worker: Enqueue, an ending attempt
+	leaser        *worker.Leaser         // the worker's lease passes (internal/worker)
+	attempter     *worker.Attempter      // the worker's attempts, and their MaxConcurrency slots (internal/worker)
+	redisDown     *worker.RedisLog       // the worker's warnings while Redis fails it
+	pending       worker.PendingOutcomes // outcomes Redis could not take, for Run to write (pending_outcomes.go)
+	admin         *admin.Backend         // the admin API's backend, and Stats, RetryNow, ProbeNow (internal/admin)
+	notify        *notify.Notifier       // hooks, logs, operational events, auto-disable (internal/notify)
+	events        *events.Encoder        // the checks and request body of an event (internal/events)
+	replayer      *replay.Replayer       // ReplayMissing (internal/replay)
+	resend        *replay.Redeliverer    // Redeliver (internal/replay)
 }
 
 // New returns a Dispatcher on rdb (a *redis.Client, *redis.ClusterClient or failover client). It does

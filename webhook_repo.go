@@ -49,18 +49,18 @@ const (
 )
 
 // signingKeys returns the keys that sign a request to a webhook at now: the current one, and the
-// previous one during a rotation's grace period (v1 and v1a may mix).
-func signingKeys(s *storedWebhook, now time.Time) ([]signing.Key, error) {
+// previous one during a rotation's grace period (v1 and v1a may mix), each parsed once (cache).
+func signingKeys(cache *signing.KeyCache, s *storedWebhook, now time.Time) ([]signing.Key, error) {
 	if s.Unsealed != nil {
 		return nil, s.Unsealed
 	}
-	cur, err := signing.ParseKey(s.Secret)
+	cur, err := cache.Parse(s.Secret, now)
 	if err != nil {
 		return nil, err
 	}
 	out := []signing.Key{cur}
 	if s.PrevSecret != "" && now.UnixMilli() < s.PrevUntil {
-		if prev, err := signing.ParseKey(s.PrevSecret); err == nil {
+		if prev, err := cache.Parse(s.PrevSecret, now); err == nil {
 			out = append(out, prev)
 		}
 	}
