@@ -120,13 +120,10 @@ func natsExample(natsURL string, out io.Writer) error {
 func TestExample(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	err := natsExample(natsURL(t).String(), &out)
-	for try := 1; isStoreFailure(err) && try < 5; try++ { // the server's fault: see createStream
-		t.Logf("example, try %d: %v; trying again", try, err)
-		time.Sleep(time.Duration(try) * 200 * time.Millisecond)
+	err := retryStoreFailure(context.Background(), t, "the example", func() error { // the server's fault: see retryStoreFailure
 		out.Reset()
-		err = natsExample(natsURL(t).String(), &out)
-	}
+		return natsExample(natsURL(t).String(), &out)
+	})
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	require.Len(t, lines, 3, out.String())

@@ -73,22 +73,32 @@ func unique(t testing.TB) string {
 	return name + "_" + hex.EncodeToString(b)
 }
 
-// createStream makes the stream cfg names on js. A NATS server sometimes fails to create a stream's
+// createStream makes the stream cfg names on js, through retryStoreFailure.
+func createStream(ctx context.Context, t testing.TB, js jetstream.JetStream, cfg jetstream.StreamConfig) (s jetstream.Stream, err error) {
+	t.Helper()
+	err = retryStoreFailure(ctx, t, "create stream "+cfg.Name, func() (err error) {
+		s, err = js.CreateStream(ctx, cfg)
+		return err
+	})
+	return s, err
+}
+
+// retryStoreFailure runs f, which makes a stream. A NATS server sometimes fails to create a stream's
 // file store and answers only "error creating store for stream" (JetStream error 10049; the cause goes
 // to its own log): a fault of the machine's server, not of natsdest, that CI met once in dozens of runs.
-// createStream tries again then, at most 4 more times and 200 ms more apart each time, and logs each
-// try; any other error is returned at once.
-func createStream(ctx context.Context, t testing.TB, js jetstream.JetStream, cfg jetstream.StreamConfig) (jetstream.Stream, error) {
+// retryStoreFailure runs f again then, at most 4 more times and 200 ms more apart each time, and logs
+// each try; any other error is returned at once.
+func retryStoreFailure(ctx context.Context, t testing.TB, what string, f func() error) error {
 	t.Helper()
 	for try := 1; ; try++ {
-		s, err := js.CreateStream(ctx, cfg)
+		err := f()
 		if !isStoreFailure(err) || try == 5 {
-			return s, err
+			return err
 		}
-		t.Logf("create stream %s, try %d: %v; trying again", cfg.Name, try, err)
+		t.Logf("%s, try %d: %v; trying again", what, try, err)
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("create stream %s: %w (after %v)", cfg.Name, ctx.Err(), err)
+			return fmt.Errorf("%s: %w (after %v)", what, ctx.Err(), err)
 		case <-time.After(time.Duration(try) * 200 * time.Millisecond):
 		}
 	}
