@@ -24,21 +24,50 @@ import (
 // clients counted are all it has). On a real Redis or a cluster's masters, which other tests and
 // programs share, INFO commandstats counts everyone's commands, so the commands are read off MONITOR,
 // each attributed to the connection that sent it by its address (a script's commands to the script's
-// caller); the clients counted record the address of every connection they dial (watchedClient).
+// caller); the clients counted record the address of every connection they dial, and when it was open
+// (watchedClient): once one closes, its port may serve another program's connection (Linux reuses a
+// loopback port at once), whose commands are not the client's.
 
 // commandWatch counts what its clients send a test's Redis.
 type commandWatch struct {
 	tr *testRedis
 
 	mu     sync.Mutex
-	addrs  map[string]string // a watched connection's local address -> its client's name
-	lines  []monitorLine     // what MONITOR showed of the watched connections
-	marks  map[string]bool   // marker lines seen (flush)
+	conns  map[string][]watchedConn // by connKey: the watched connections that had that address
+	lines  []monitorLine            // what MONITOR showed of the watched connections
+	marks  map[string]bool          // marker lines seen (flush)
 	stop   []func()
 	wg     sync.WaitGroup
 	nodes  []string // the nodes MONITOR watches
 	client map[string]redis.UniversalClient
 }
+
+// watchedConn is a watched connection: its client's name, and when it was open (Unix seconds; to is
+// 0 while it is).
+type watchedConn struct {
+	client   string
+	from, to float64
+}
+
+// connKey names a connection as MONITOR shows it: its local address, and the node's port.
+func connKey(local, node string) string {
+	_, port, _ := net.SplitHostPort(node)
+	return local + ">" + port
+}
+
+// clientAt is the watched client whose connection from src to node was open at at ("" if none).
+// Caller holds w.mu.
+func (w *commandWatch) clientAt(src, node string, at float64) string {
+	for _, c := range w.conns[connKey(src, node)] {
+		if c.from <= at && (c.to == 0 || at <= c.to) {
+			return c.client
+		}
+	}
+	return ""
+}
+
+// unixNow is the time now in Unix seconds, as MONITOR stamps a command (the same clock: one machine).
+func unixNow() float64 { return float64(time.Now().UnixMicro()) / 1e6 }
 
 // monitorLine is a command MONITOR showed: when the server ran it, and the watched client it was of.
 type monitorLine struct {
@@ -50,7 +79,7 @@ type monitorLine struct {
 // newCommandWatch starts watching the test's Redis (MONITOR on every node of a real one).
 func newCommandWatch(t *testing.T, tr *testRedis) *commandWatch {
 	t.Helper()
-	w := &commandWatch{tr: tr, addrs: map[string]string{}, marks: map[string]bool{}, client: map[string]redis.UniversalClient{}}
+	w := &commandWatch{tr: tr, conns: map[string][]watchedConn{}, marks: map[string]bool{}, client: map[string]redis.UniversalClient{}}
 	if tr.mini != nil {
 		return w
 	}
@@ -106,7 +135,7 @@ func (w *commandWatch) monitor(t *testing.T, addr string) {
 			at, _ := strconv.ParseFloat(ts, 64)
 			w.mu.Lock()
 			if src != "lua" {
-				caller = w.addrs[src]
+				caller = w.clientAt(src, addr, at)
 			}
 			if strings.HasPrefix(cmd, `"echo" "idle-watch-mark-`) || strings.HasPrefix(cmd, `"ECHO" "idle-watch-mark-`) {
 				w.marks[addr+" "+strings.Trim(strings.Fields(cmd)[1], `"`)] = true
@@ -123,16 +152,39 @@ func (w *commandWatch) watchedClient(t *testing.T, name string) redis.UniversalC
 	t.Helper()
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 5 * time.Minute}).DialContext(ctx, network, addr)
-		if err == nil {
-			w.mu.Lock()
-			w.addrs[conn.LocalAddr().String()] = name
-			w.mu.Unlock()
+		if err != nil {
+			return nil, err
 		}
-		return conn, err
+		// Opened after the dial (its commands follow it), closed after the close: another program's
+		// connection from the same port ran its commands before the one or after the other.
+		key := connKey(conn.LocalAddr().String(), conn.RemoteAddr().String())
+		w.mu.Lock()
+		w.conns[key] = append(w.conns[key], watchedConn{client: name, from: unixNow()})
+		i := len(w.conns[key]) - 1
+		w.mu.Unlock()
+		return &closeNotingConn{Conn: conn, closed: func() {
+			w.mu.Lock()
+			w.conns[key][i].to = unixNow()
+			w.mu.Unlock()
+		}}, nil
 	}
 	c := w.tr.newClientDialing(t, dial)
 	w.client[name] = c
 	return c
+}
+
+// closeNotingConn is a connection that calls closed once it has closed.
+type closeNotingConn struct {
+	net.Conn
+	once   sync.Once
+	closed func()
+}
+
+// Close closes the connection, then calls closed (once).
+func (c *closeNotingConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.closed)
+	return err
 }
 
 // newClientDialing is a new client on the test's Redis, with its options, that dials with dial.
@@ -167,9 +219,9 @@ func (w *commandWatch) count(t *testing.T) (done func() (total int, per map[stri
 		}
 	}
 	statsBefore := w.allCommands(t)
-	from := float64(time.Now().UnixMicro()) / 1e6
+	from := unixNow()
 	return func() (int, map[string]int, int64, []string) {
-		to := float64(time.Now().UnixMicro()) / 1e6
+		to := unixNow()
 		everyone := w.allCommands(t) - statsBefore - int64(len(w.nodes)) // the INFO that read the first figure
 		w.flush(t)
 		w.mu.Lock()
@@ -301,4 +353,64 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	}
 	k := int(p/100*float64(len(s))+0.5) - 1
 	return s[min(max(k, 0), len(s)-1)]
+}
+
+// TestCommandWatchChargesOpenConnectionsOnly: once a watched client's connection has closed, another
+// program's connection from the same local port (Linux reuses a loopback port at once) is not charged to
+// the client. CI met it: a replica of TestIdleWorkerCostIsBounded was charged another package's tests.
+func TestCommandWatchChargesOpenConnectionsOnly(t *testing.T) {
+	tr := newTestRedis(t)
+	if _, ok := tr.rdb.(*redis.Client); !ok || tr.mini != nil {
+		t.Skip("on a real Redis, not a cluster: MONITOR counts there (a cluster's nodes are counted alike)")
+	}
+	t.Parallel()
+	watch := newCommandWatch(t, tr)
+	c := watch.watchedClient(t, "watched")
+	done := watch.count(t)
+	require.NoError(t, c.Ping(context.Background()).Err())
+	watch.mu.Lock()
+	require.Len(t, watch.conns, 1, "one connection dialed")
+	var local string
+	for key := range watch.conns {
+		local, _, _ = strings.Cut(key, ">")
+	}
+	watch.mu.Unlock()
+	// The server closes first, so the client's side keeps no TIME_WAIT and the port is free at once.
+	require.NoError(t, tr.rdb.ClientKillByFilter(context.Background(), "ADDR", local).Err())
+	require.NoError(t, c.Close())
+
+	// Another connection from the same port.
+	var conn net.Conn
+	eventually(t, 5*time.Second, func() bool {
+		var err error
+		d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: mustTCPAddr(t, local)}
+		conn, err = d.DialContext(context.Background(), "tcp", tr.rdb.(*redis.Client).Options().Addr)
+		return err == nil
+	}, "a connection from "+local+" again")
+	defer conn.Close()
+	rd := bufio.NewReader(conn)
+	for range 3 {
+		_, err := conn.Write([]byte("PING\r\n"))
+		require.NoError(t, err)
+		line, err := rd.ReadString('\n')
+		require.NoError(t, err)
+		require.Equal(t, "+PONG\r\n", line)
+	}
+	_, per, _, cmds := done()
+	pings := 0
+	for _, cmd := range cmds {
+		if strings.Contains(strings.ToLower(cmd), ` watched "ping"`) {
+			pings++
+		}
+	}
+	assert.Equal(t, 1, pings, "the watched client's pings: its own only\n%s", strings.Join(cmds, "\n"))
+	assert.Positive(t, per["watched"])
+}
+
+// mustTCPAddr is addr ("host:port") as a *net.TCPAddr.
+func mustTCPAddr(t *testing.T, addr string) *net.TCPAddr {
+	t.Helper()
+	a, err := net.ResolveTCPAddr("tcp", addr)
+	require.NoError(t, err)
+	return a
 }
