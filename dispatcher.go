@@ -443,7 +443,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 	for i, t := range targets {
 		ids[i] = t.ID
 	}
-	var circuits map[string]Health
+	var circuits []Health // targets' order
 	if inline {
 		circuits = d.breaker.Circuits(ctx, ids)
 	} else {
@@ -453,7 +453,7 @@ func (d *Dispatcher) plan(ctx context.Context, targets []*storedWebhook, inline 
 	for i, t := range targets {
 		p := &plans[i]
 		p.due = now
-		switch h := circuits[t.ID]; {
+		switch h := circuits[i]; {
 		case h.State == CircuitOpen || h.State == CircuitProbing:
 			p.due, p.parked = types.Later(h.OpenUntil, now), true
 			p.reason = breaker.ParkedReason(h, p.due)

@@ -59,12 +59,12 @@ func (b *Breaker) Sends() *Sends { return b.sends }
 // Circuit returns a webhook's circuit as this process sees it: cached for up to CacheTTL, read from
 // Redis on a miss. When the breaker is off, or its state cannot be read, the circuit is closed.
 func (b *Breaker) Circuit(ctx context.Context, webhookID string) types.Health {
-	return b.Circuits(ctx, []string{webhookID})[webhookID]
+	return b.Circuits(ctx, []string{webhookID})[0]
 }
 
-// Circuits is Circuit for several webhooks, with at most one read of Redis.
-func (b *Breaker) Circuits(ctx context.Context, ids []string) map[string]types.Health {
-	var out map[string]types.Health
+// Circuits is Circuit for several webhooks, in ids' order, with at most one read of Redis.
+func (b *Breaker) Circuits(ctx context.Context, ids []string) []types.Health {
+	var out []types.Health
 	if b.breakAfter >= 0 && len(ids) > 0 {
 		var err error
 		if out, err = b.cache.get(ctx, b.store, b.now(), ids); err != nil {
@@ -72,19 +72,19 @@ func (b *Breaker) Circuits(ctx context.Context, ids []string) map[string]types.H
 		}
 	}
 	if out == nil {
-		out = make(map[string]types.Health, len(ids))
+		out = make([]types.Health, len(ids))
 	}
-	for _, id := range ids {
-		if out[id].State == "" {
-			out[id] = types.Health{WebhookID: id, State: types.CircuitClosed}
+	for i, id := range ids {
+		if out[i].State == "" {
+			out[i] = types.Health{WebhookID: id, State: types.CircuitClosed}
 		}
 	}
 	return out
 }
 
-// Cached returns the circuits of ids cached within CacheTTL, without reading Redis: what Enqueue
-// knows for free. A webhook missing from the map is not known to be open.
-func (b *Breaker) Cached(now time.Time, ids []string) map[string]types.Health {
+// Cached returns the circuits of ids cached within CacheTTL, in ids' order, without reading Redis:
+// what Enqueue knows for free. A webhook not cached has a zero Health: it is not known to be open.
+func (b *Breaker) Cached(now time.Time, ids []string) []types.Health {
 	return b.cache.peek(now, ids)
 }
 

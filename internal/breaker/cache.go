@@ -23,17 +23,21 @@ func newCache() *cache {
 	return &cache{entries: map[string]types.Health{}, at: map[string]time.Time{}}
 }
 
-// get returns the circuits of ids at now: from memory when cached within CacheTTL, else in one HMGET.
-func (c *cache) get(ctx context.Context, s *store, now time.Time, ids []string) (map[string]types.Health, error) {
-	out, missing := make(map[string]types.Health, len(ids)), []string(nil)
+// get returns the circuits of ids at now, in ids' order: from memory when cached within CacheTTL, else
+// in one HMGET.
+func (c *cache) get(ctx context.Context, s *store, now time.Time, ids []string) ([]types.Health, error) {
+	out, missing := make([]types.Health, len(ids)), []string(nil)
 	c.mu.Lock()
-	for _, id := range ids {
-		if out[id] = c.entries[id]; now.Sub(c.at[id]) >= CacheTTL { // not cached: at is 0
+	for i, id := range ids {
+		if out[i] = c.entries[id]; now.Sub(c.at[id]) >= CacheTTL { // not cached: at is 0
 			missing = append(missing, id)
 		}
 	}
 	c.mu.Unlock()
-	read, err := s.read(ctx, now, missing...) // no round trip when none is missing
+	if len(missing) == 0 {
+		return out, nil
+	}
+	read, err := s.read(ctx, now, missing...)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +51,11 @@ func (c *cache) get(ctx context.Context, s *store, now time.Time, ids []string) 
 		if now.Sub(c.at[id]) >= CacheTTL { // else put (or read) during this read: keep it
 			c.entries[id], c.at[id] = h, now
 		}
-		out[id] = c.entries[id]
+	}
+	for i, id := range ids {
+		if _, ok := read[id]; ok {
+			out[i] = c.entries[id]
+		}
 	}
 	return out, nil
 }
@@ -59,13 +67,12 @@ func (c *cache) put(h types.Health, now time.Time) {
 	c.entries[h.WebhookID], c.at[h.WebhookID] = h, now
 }
 
-// peek returns the circuits of ids cached within CacheTTL, without reading Redis.
-func (c *cache) peek(now time.Time, ids []string) map[string]types.Health {
-	out := make(map[string]types.Health, len(ids))
-	for _, id := range ids {
-		if h, ok := c.lookup(now, id); ok {
-			out[id] = h
-		}
+// peek returns the circuits of ids cached within CacheTTL, in ids' order, without reading Redis (a
+// zero Health for one not cached).
+func (c *cache) peek(now time.Time, ids []string) []types.Health {
+	out := make([]types.Health, len(ids))
+	for i, id := range ids {
+		out[i], _ = c.lookup(now, id)
 	}
 	return out
 }

@@ -51,7 +51,11 @@ func TestCircuitCache(t *testing.T) {
 		hs, err := cache.get(ctx, s, now, ids)
 		require.NoError(t, err)
 		require.Len(t, hs, len(ids))
-		return hs
+		byID := map[string]types.Health{}
+		for i, id := range ids {
+			byID[id] = hs[i]
+		}
+		return byID
 	}
 
 	require.Equal(t, types.CircuitClosed, get(circuitT0, "wh_1", "wh_2")["wh_1"].State)

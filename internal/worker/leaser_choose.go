@@ -29,7 +29,7 @@ func (l *Leaser) chooseTakes(ctx context.Context, now time.Time, due []Due, t *d
 	}
 	var wants []Want
 	circuits := l.cfg.Breaker.Circuits(ctx, order)
-	for _, id := range order {
+	for i, id := range order {
 		if err := t.broken[id]; err != nil {
 			l.cfg.Log.Error("webhooks: webhook cannot be decoded: its deliveries wait", "webhook_id", id, "error", err)
 			continue
@@ -45,7 +45,7 @@ func (l *Leaser) chooseTakes(ctx context.Context, now time.Time, due []Due, t *d
 		}
 		// A deleted or disabled webhook's deliveries are taken whatever its circuit says: they fail
 		// (Refuse), and must not wait parked for a probe that never comes.
-		if h := circuits[id]; h.State != types.CircuitClosed && wh != nil && !wh.Disabled {
+		if h := circuits[i]; h.State != types.CircuitClosed && wh != nil && !wh.Disabled {
 			tok, ok := l.cfg.Breaker.TryProbe(ctx, id, now, h)
 			if !ok {
 				l.park(ctx, shards[id], types.Later(h.OpenUntil, now.Add(breaker.ProbeRecheck)))
