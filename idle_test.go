@@ -3,12 +3,14 @@ package webhooks
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -49,7 +51,8 @@ type watchedConn struct {
 	from, to float64
 }
 
-// connKey names a connection as MONITOR shows it: its local address, and the node's port.
+// connKey names a connection as MONITOR shows it: its local address, and the node's port (the tests'
+// nodes are all on this machine, each on a port of its own).
 func connKey(local, node string) string {
 	_, port, _ := net.SplitHostPort(node)
 	return local + ">" + port
@@ -155,8 +158,9 @@ func (w *commandWatch) watchedClient(t *testing.T, name string) redis.UniversalC
 		if err != nil {
 			return nil, err
 		}
-		// Opened after the dial (its commands follow it), closed after the close: another program's
-		// connection from the same port ran its commands before the one or after the other.
+		// Opened after the dial (its commands follow it), closed just before the close (go-redis sends
+		// nothing on a connection it closes): another program's connection from the same port ran its
+		// commands before the one or after the other.
 		key := connKey(conn.LocalAddr().String(), conn.RemoteAddr().String())
 		w.mu.Lock()
 		w.conns[key] = append(w.conns[key], watchedConn{client: name, from: unixNow()})
@@ -173,18 +177,26 @@ func (w *commandWatch) watchedClient(t *testing.T, name string) redis.UniversalC
 	return c
 }
 
-// closeNotingConn is a connection that calls closed once it has closed.
+// closeNotingConn is a connection that calls closed once, as it closes.
 type closeNotingConn struct {
 	net.Conn
 	once   sync.Once
 	closed func()
 }
 
-// Close closes the connection, then calls closed (once).
+// Close calls closed (once), then closes the connection.
 func (c *closeNotingConn) Close() error {
-	err := c.Conn.Close()
 	c.once.Do(c.closed)
-	return err
+	return c.Conn.Close()
+}
+
+// SyscallConn is the connection's own: go-redis checks a pooled connection through it before reusing it.
+func (c *closeNotingConn) SyscallConn() (syscall.RawConn, error) {
+	sc, ok := c.Conn.(syscall.Conn)
+	if !ok {
+		return nil, errors.ErrUnsupported
+	}
+	return sc.SyscallConn()
 }
 
 // newClientDialing is a new client on the test's Redis, with its options, that dials with dial.
@@ -369,21 +381,21 @@ func TestCommandWatchChargesOpenConnectionsOnly(t *testing.T) {
 	done := watch.count(t)
 	require.NoError(t, c.Ping(context.Background()).Err())
 	watch.mu.Lock()
-	require.Len(t, watch.conns, 1, "one connection dialed")
-	var local string
+	dialed, local := len(watch.conns), ""
 	for key := range watch.conns {
 		local, _, _ = strings.Cut(key, ">")
 	}
 	watch.mu.Unlock()
+	require.Equal(t, 1, dialed, "one connection dialed")
 	// The server closes first, so the client's side keeps no TIME_WAIT and the port is free at once.
 	require.NoError(t, tr.rdb.ClientKillByFilter(context.Background(), "ADDR", local).Err())
 	require.NoError(t, c.Close())
 
 	// Another connection from the same port.
 	var conn net.Conn
-	eventually(t, 5*time.Second, func() bool {
+	eventually(t, 10*time.Second, func() bool {
 		var err error
-		d := net.Dialer{Timeout: 5 * time.Second, LocalAddr: mustTCPAddr(t, local)}
+		d := net.Dialer{Timeout: time.Second, LocalAddr: mustTCPAddr(t, local)}
 		conn, err = d.DialContext(context.Background(), "tcp", tr.rdb.(*redis.Client).Options().Addr)
 		return err == nil
 	}, "a connection from "+local+" again")

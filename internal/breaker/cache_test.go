@@ -83,6 +83,31 @@ func TestCircuitCache(t *testing.T) {
 	require.Equal(t, 7, get(circuitAt(3*time.Second), "wh_1")["wh_1"].ConsecutiveFailures, "Redis after the TTL")
 }
 
+// TestCircuitCacheInIDsOrder: get answers each id at its own index, whether cached or read, an id
+// asked twice included.
+func TestCircuitCacheInIDsOrder(t *testing.T) {
+	t.Parallel()
+	tr, s := newTestCircuits(t)
+	ctx := context.Background()
+	failing := circuit{failures: 3, since: circuitT0.UnixMilli()}.encode()
+	require.NoError(t, tr.rdb.HSet(ctx, s.key, "wh_3", failing).Err())
+	cache := newCache()
+	open := types.Health{WebhookID: "wh_1", State: types.CircuitOpen, ConsecutiveFailures: 8}
+	cache.put(open, circuitT0)
+
+	ids := []string{"wh_3", "wh_1", "wh_2", "wh_3"}
+	hs, err := cache.get(ctx, s, circuitT0, ids)
+	require.NoError(t, err)
+	require.Len(t, hs, len(ids))
+	require.Equal(t, open, hs[1], "cached")
+	for _, i := range []int{0, 3} {
+		require.Equal(t, "wh_3", hs[i].WebhookID, "read, at index %d", i)
+		require.Equal(t, 3, hs[i].ConsecutiveFailures, "read, at index %d", i)
+	}
+	require.Zero(t, hs[2].ConsecutiveFailures, "read: none stored")
+	require.Equal(t, "wh_2", hs[2].WebhookID)
+}
+
 func TestCircuitCacheConcurrent(t *testing.T) {
 	t.Parallel()
 	_, s := newTestCircuits(t)
