@@ -321,10 +321,7 @@ func TestFlakyWebhookKeepsItsCircuitClosed(t *testing.T) {
 			stop := runReplicas(t, ds)
 			start := time.Now()
 			sendSpread(t, ds, 16, tc.events, "f", tc.enqueue, func() bool { return opened.Load() == 0 })
-			deadline := time.Now().Add(60 * time.Second)
-			for rc.delivered() < tc.events && opened.Load() == 0 && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			waitProgress(tc.events, rc.delivered, func() bool { return opened.Load() != 0 }, 5*time.Millisecond)
 			took := time.Since(start)
 			stop()
 			t.Logf("requests %d, delivered %d of %d in %s, circuit openings %d", rc.requests(), rc.delivered(), tc.events,
@@ -703,10 +700,7 @@ func TestRandomFailuresOpenTheCircuitOnlyOnTheirOdds(t *testing.T) {
 				delivered.Range(func(any, any) bool { n++; return true })
 				return n
 			}
-			deadline := time.Now().Add(60 * time.Second)
-			for deliveredN() < tc.events && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
+			waitProgress(tc.events, deliveredN, nil, 20*time.Millisecond)
 			stop()
 
 			log := counts.log()

@@ -65,10 +65,7 @@ func TestMaxConcurrencyIsAMaximum(t *testing.T) {
 			require.NoError(t, err)
 			stop := runReplicas(t, ds)
 			sendSpread(t, ds, replicas*goroutines, events, "c", enqueue, nil)
-			deadline := time.Now().Add(60 * time.Second)
-			for rc.deliveredN() < events && time.Now().Before(deadline) {
-				time.Sleep(5 * time.Millisecond)
-			}
+			waitProgress(events, rc.deliveredN, nil, 5*time.Millisecond)
 			stop()
 			t.Logf("requests %d, delivered %d of %d, most at once %d", rc.seen.Load(), rc.deliveredN(), events, rc.most.Load())
 			assert.LessOrEqual(t, rc.most.Load(), int64(limit), "the receiver never held more than MaxConcurrency")

@@ -251,6 +251,26 @@ func eventually(t testing.TB, within time.Duration, cond func() bool, msg string
 	}
 }
 
+// waitProgress waits until count() reaches want, or done() holds (nil: never), polling every poll. It
+// gives up only once count() has not grown for progressStall: a wait bounded by progress, not by wall
+// time, so a loaded machine's slowness is not taken for a stall. It returns how long it waited.
+func waitProgress(want int, count func() int, done func() bool, poll time.Duration) time.Duration {
+	start := time.Now()
+	last, lastAt := count(), start
+	for n := last; n < want && (done == nil || !done()); n = count() {
+		if n > last {
+			last, lastAt = n, time.Now()
+		} else if time.Since(lastAt) > progressStall {
+			break
+		}
+		time.Sleep(poll)
+	}
+	return time.Since(start)
+}
+
+// progressStall is how long waitProgress waits with no progress.
+const progressStall = 30 * time.Second
+
 // passHook is a go-redis hook that passes everything through; test hooks embed it and override what
 // they watch.
 type passHook struct{}
