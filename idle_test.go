@@ -128,26 +128,49 @@ func (w *commandWatch) monitor(t *testing.T, addr string) {
 			if err != nil {
 				return
 			}
-			// +1700000000.123456 [0 127.0.0.1:50000] "ZRANGE" "key" ...
-			ts, rest, ok := strings.Cut(strings.TrimPrefix(line, "+"), " [")
-			if !ok {
-				continue
-			}
-			src, cmd, _ := strings.Cut(rest, "] ")
-			_, src, _ = strings.Cut(src, " ")
-			at, _ := strconv.ParseFloat(ts, 64)
-			w.mu.Lock()
-			if src != "lua" {
-				caller = w.clientAt(src, addr, at)
-			}
-			if strings.HasPrefix(cmd, `"echo" "idle-watch-mark-`) || strings.HasPrefix(cmd, `"ECHO" "idle-watch-mark-`) {
-				w.marks[addr+" "+strings.Trim(strings.Fields(cmd)[1], `"`)] = true
-			} else if caller != "" {
-				w.lines = append(w.lines, monitorLine{at: at, client: caller, cmd: cmd[:min(len(cmd), 80)]})
-			}
-			w.mu.Unlock()
+			caller = w.take(addr, line, caller)
 		}
 	})
+}
+
+// take records a line MONITOR showed on node: a watched client's command, charged to the client whose
+// connection sent it (a script's commands to its caller: caller, the client of the last command not
+// run by a script), or a marker (flush). It returns the caller for the next line.
+func (w *commandWatch) take(node, line, caller string) string {
+	// +1700000000.123456 [0 127.0.0.1:50000] "ZRANGE" "key" ...
+	ts, rest, ok := strings.Cut(strings.TrimPrefix(line, "+"), " [")
+	if !ok {
+		return caller
+	}
+	src, cmd, _ := strings.Cut(strings.TrimRight(rest, "\r\n"), "] ")
+	_, src, _ = strings.Cut(src, " ")
+	at, _ := strconv.ParseFloat(ts, 64)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if src != "lua" {
+		caller = w.clientAt(src, node, at)
+	}
+	if strings.HasPrefix(cmd, `"echo" "idle-watch-mark-`) || strings.HasPrefix(cmd, `"ECHO" "idle-watch-mark-`) {
+		w.marks[node+" "+strings.Trim(strings.Fields(cmd)[1], `"`)] = true
+	} else if caller != "" {
+		w.lines = append(w.lines, monitorLine{at: at, client: caller, cmd: cmd[:min(len(cmd), 80)]})
+	}
+	return caller
+}
+
+// openConn records a connection of client name from local to node, open from from (Unix seconds);
+// closeAt records when it closed.
+func (w *commandWatch) openConn(local, node, name string, from float64) (closeAt func(to float64)) {
+	key := connKey(local, node)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.conns[key] = append(w.conns[key], watchedConn{client: name, from: from})
+	i := len(w.conns[key]) - 1
+	return func(to float64) {
+		w.mu.Lock()
+		w.conns[key][i].to = to
+		w.mu.Unlock()
+	}
 }
 
 // watchedClient is a new client on the test's Redis whose connections are counted under name.
@@ -161,16 +184,8 @@ func (w *commandWatch) watchedClient(t *testing.T, name string) redis.UniversalC
 		// Opened after the dial (its commands follow it), closed just before the close (go-redis sends
 		// nothing on a connection it closes): another program's connection from the same port ran its
 		// commands before the one or after the other.
-		key := connKey(conn.LocalAddr().String(), conn.RemoteAddr().String())
-		w.mu.Lock()
-		w.conns[key] = append(w.conns[key], watchedConn{client: name, from: unixNow()})
-		i := len(w.conns[key]) - 1
-		w.mu.Unlock()
-		return &closeNotingConn{Conn: conn, closed: func() {
-			w.mu.Lock()
-			w.conns[key][i].to = unixNow()
-			w.mu.Unlock()
-		}}, nil
+		closeAt := w.openConn(conn.LocalAddr().String(), conn.RemoteAddr().String(), name, unixNow())
+		return &closeNotingConn{Conn: conn, closed: func() { closeAt(unixNow()) }}, nil
 	}
 	c := w.tr.newClientDialing(t, dial)
 	w.client[name] = c
@@ -367,62 +382,45 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	return s[min(max(k, 0), len(s)-1)]
 }
 
-// TestCommandWatchChargesOpenConnectionsOnly: once a watched client's connection has closed, another
-// program's connection from the same local port (Linux reuses a loopback port at once) is not charged to
-// the client. CI met it: a replica of TestIdleWorkerCostIsBounded was charged another package's tests.
+// TestCommandWatchChargesOpenConnectionsOnly: a MONITOR line is charged to a watched client only when
+// it came from the client's connection while that was open, and a script's commands to the script's
+// caller. Once a connection has closed, another program's connection from the same local port (Linux
+// reuses a loopback port at once) is not the client's: CI met it, a replica of
+// TestIdleWorkerCostIsBounded charged with another package's tests.
 func TestCommandWatchChargesOpenConnectionsOnly(t *testing.T) {
-	tr := newTestRedis(t)
-	if _, ok := tr.rdb.(*redis.Client); !ok || tr.mini != nil {
-		t.Skip("on a real Redis, not a cluster: MONITOR counts there (a cluster's nodes are counted alike)")
-	}
 	t.Parallel()
-	watch := newCommandWatch(t, tr)
-	c := watch.watchedClient(t, "watched")
-	done := watch.count(t)
-	require.NoError(t, c.Ping(context.Background()).Err())
-	watch.mu.Lock()
-	dialed, local := len(watch.conns), ""
-	for key := range watch.conns {
-		local, _, _ = strings.Cut(key, ">")
+	w := &commandWatch{conns: map[string][]watchedConn{}, marks: map[string]bool{}}
+	const node, local = "127.0.0.1:7000", "127.0.0.1:50000"
+	line := func(at float64, src, cmd string) string { return fmt.Sprintf("+%.6f [0 %s] %s\r\n", at, src, cmd) }
+	closeAt := w.openConn(local, node, "watched", 100)
+	caller := ""
+	for _, l := range []string{
+		line(99.9, local, `"PING" "before"`),                  // before the dial: another program's
+		line(100.1, local, `"EVALSHA" "sha" "0"`),             // the client's
+		line(100.1, "lua", `"GET" "in-script"`),               // its script's
+		line(100.2, "127.0.0.1:50001", `"PING" "other-port"`), // another connection
+		line(100.2, "lua", `"GET" "other-script"`),            // its script's
+		line(100.3, local, `"PING" "open"`),                   // the client's
+	} {
+		caller = w.take(node, l, caller)
 	}
-	watch.mu.Unlock()
-	require.Equal(t, 1, dialed, "one connection dialed")
-	// The server closes first, so the client's side keeps no TIME_WAIT and the port is free at once.
-	require.NoError(t, tr.rdb.ClientKillByFilter(context.Background(), "ADDR", local).Err())
-	require.NoError(t, c.Close())
-
-	// Another connection from the same port.
-	var conn net.Conn
-	eventually(t, 10*time.Second, func() bool {
-		var err error
-		d := net.Dialer{Timeout: time.Second, LocalAddr: mustTCPAddr(t, local)}
-		conn, err = d.DialContext(context.Background(), "tcp", tr.rdb.(*redis.Client).Options().Addr)
-		return err == nil
-	}, "a connection from "+local+" again")
-	defer conn.Close()
-	rd := bufio.NewReader(conn)
-	for range 3 {
-		_, err := conn.Write([]byte("PING\r\n"))
-		require.NoError(t, err)
-		line, err := rd.ReadString('\n')
-		require.NoError(t, err)
-		require.Equal(t, "+PONG\r\n", line)
+	closeAt(101)
+	for _, l := range []string{
+		line(101.1, local, `"PING" "after-close"`), // the port reused by another program
+		line(101.1, "lua", `"GET" "after-close"`),
+	} {
+		caller = w.take(node, l, caller)
 	}
-	_, per, _, cmds := done()
-	pings := 0
-	for _, cmd := range cmds {
-		if strings.Contains(strings.ToLower(cmd), ` watched "ping"`) {
-			pings++
-		}
+	w.openConn(local, node, "again", 102) // a watched client dials from the port again
+	for _, l := range []string{line(102.1, local, `"PING" "again"`), "+OK\r\n"} {
+		caller = w.take(node, l, caller)
 	}
-	assert.Equal(t, 1, pings, "the watched client's pings: its own only\n%s", strings.Join(cmds, "\n"))
-	assert.Positive(t, per["watched"])
-}
-
-// mustTCPAddr is addr ("host:port") as a *net.TCPAddr.
-func mustTCPAddr(t *testing.T, addr string) *net.TCPAddr {
-	t.Helper()
-	a, err := net.ResolveTCPAddr("tcp", addr)
-	require.NoError(t, err)
-	return a
+	var got []string
+	for _, l := range w.lines {
+		got = append(got, l.client+" "+l.cmd)
+	}
+	assert.Equal(t, []string{`watched "EVALSHA" "sha" "0"`, `watched "GET" "in-script"`, `watched "PING" "open"`,
+		`again "PING" "again"`}, got)
+	require.Equal(t, "watched", w.clientAt(local, node, 100.5))
+	require.Empty(t, w.clientAt(local, "127.0.0.1:7001", 100.5), "the same port to another node")
 }
