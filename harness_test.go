@@ -253,10 +253,9 @@ func eventually(t testing.TB, within time.Duration, cond func() bool, msg string
 
 // waitProgress waits until count() reaches want, or done() holds (nil: never), polling every poll. It
 // gives up only once count() has not grown for progressStall: a wait bounded by progress, not by wall
-// time, so a loaded machine's slowness is not taken for a stall. It returns how long it waited.
-func waitProgress(want int, count func() int, done func() bool, poll time.Duration) time.Duration {
-	start := time.Now()
-	last, lastAt := count(), start
+// time, so a loaded machine's slowness is not taken for a stall.
+func waitProgress(want int, count func() int, done func() bool, poll time.Duration) {
+	last, lastAt := count(), time.Now()
 	for n := last; n < want && (done == nil || !done()); n = count() {
 		if n > last {
 			last, lastAt = n, time.Now()
@@ -265,7 +264,6 @@ func waitProgress(want int, count func() int, done func() bool, poll time.Durati
 		}
 		time.Sleep(poll)
 	}
-	return time.Since(start)
 }
 
 // progressStall is how long waitProgress waits with no progress.
