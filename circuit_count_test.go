@@ -145,14 +145,12 @@ func TestCircuitCountIsExactlyConsecutive(t *testing.T) {
 	m.requireFailures(t, hs["wh_1"].ConsecutiveFailures, "the stored count")
 }
 
-// countModel is the circuit breaker's rule (ms), kept exactly: the newest success's answer, the send
-// times of the failures sent after it, and whether the circuit is open (no probes here). The newest
-// success is forgotten, as the circuit forgets it, when it leaves no failure and came rdb.CircuitQuiet
-// or more after the newest failure's answer (or when there was none).
+// countModel is the circuit breaker's rule (ms), kept exactly: the newest success's answer (never
+// forgotten: with no circuit stored, the webhook's hourly hash keeps it), the send times of the
+// failures sent after it, and whether the circuit is open (no probes here).
 type countModel struct {
 	breakAfter int
 	lastOK     int64
-	lastFailed int64
 	fails      []int64 // sent after lastOK
 	open       bool
 	newest     int64 // the newest answer applied, of any kind
@@ -167,11 +165,7 @@ func (m *countModel) apply(kind string, sent, answered, seenOK int64) (opened, c
 		if answered < m.lastOK {
 			return false, false // an older success
 		}
-		closed = m.success(answered)
-		if !m.open && len(m.fails) == 0 && answered-m.lastFailed >= rdb.CircuitQuiet.Milliseconds() {
-			m.lastOK = 0
-		}
-		return false, closed
+		return false, m.success(answered)
 	}
 	if seenOK > m.lastOK {
 		closed = m.success(seenOK)
@@ -180,7 +174,6 @@ func (m *countModel) apply(kind string, sent, answered, seenOK int64) (opened, c
 		return false, closed // sent before the newest success was answered
 	}
 	m.fails = append(m.fails, sent)
-	m.lastFailed = max(m.lastFailed, answered)
 	if !m.open && len(m.fails) >= m.breakAfter {
 		m.open = true
 		return true, false

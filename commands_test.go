@@ -135,7 +135,11 @@ func commandsPer(t *testing.T, tr *testRedis, tries, deliveries int, work func(t
 // recorded, and the worker is woken as an Enqueue wakes it, so that wait is one pass, not a lease
 // nor the worker's longest sleep (worker.SweepEvery; the test alone took 3.3-10.7 s so, 1.6-2.5 s now).
 const (
-	inlineBudget  = 10.5 // 10.0 before the inline zset's wake (above): its cost, and no more
+	// 10.0 before the inline zset's wake (above); 10.5 before the count kept the newest success's
+	// answer beside the hourly counts (an HGET and an HSET per count call: docs/delivery.md, "Circuit
+	// breaker"): 9.74 then 11.30 on a real Redis, 10.06 then 11.47 on miniredis (11.76 in the whole
+	// package's run, fewer counts merged).
+	inlineBudget  = 12.0
 	workerBudget  = 19.0
 	backlogBudget = 22.0
 )

@@ -116,9 +116,10 @@ func TestCountsThroughTheBatcherAreAllCounted(t *testing.T) {
 		for field, v := range tr.rdb.HGetAll(ctx, keys.Hourly(id)).Val() {
 			n, err := strconv.ParseInt(v, 10, 64)
 			require.NoError(t, err)
-			if field[0] == 's' {
+			switch field[0] {
+			case 's':
 				got[0] += n
-			} else {
+			case 'f':
 				got[1] += n
 			}
 		}

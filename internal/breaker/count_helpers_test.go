@@ -36,9 +36,10 @@ func (s *store) recordFailure(ctx context.Context, webhookID string, now time.Ti
 	return ev[0].Health, ev[0].Opened, nil
 }
 
-// recordSuccess closes webhookID's circuit and resets its failures; wasOpen when it was open or probing.
-func (s *store) recordSuccess(ctx context.Context, webhookID string) (wasOpen bool, err error) {
-	ev, err := s.count(ctx, time.Now(), 0, 0, Outcome{WebhookID: webhookID, Kind: rdb.CountSuccess})
+// recordSuccess records a success answered at now: it drops the failures sent at or before now and
+// closes an open circuit; wasOpen when it was open or probing.
+func (s *store) recordSuccess(ctx context.Context, webhookID string, now time.Time) (wasOpen bool, err error) {
+	ev, err := s.count(ctx, now, 0, 0, Outcome{WebhookID: webhookID, Kind: rdb.CountSuccess})
 	if err != nil {
 		return false, err
 	}

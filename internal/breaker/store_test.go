@@ -65,10 +65,11 @@ func TestCircuitOpensAfterBreakAfter(t *testing.T) {
 					require.Equal(t, i, h.ConsecutiveFailures)
 				}
 				if round == 0 {
-					_, err := s.recordSuccess(context.Background(), "wh_1")
+					_, err := s.recordSuccess(context.Background(), "wh_1", now)
 					require.NoError(t, err)
 				}
 			}
+			now = now.Add(time.Second) // sent after the success's answer
 			h, opened := mustFailCircuit(t, s, "wh_1", now, "", breakAfter, 30*time.Second)
 			require.True(t, opened, "failure %d of %d opens", breakAfter, breakAfter)
 			require.Equal(t, types.CircuitOpen, h.State)
@@ -206,24 +207,97 @@ func TestCircuitProbeSuccessCloses(t *testing.T) {
 	_, s := newTestCircuits(t)
 	ctx := context.Background()
 	mustFailCircuit(t, s, "wh_1", circuitT0, "", 2, 30*time.Second)
-	wasOpen, err := s.recordSuccess(ctx, "wh_1")
+	wasOpen, err := s.recordSuccess(ctx, "wh_1", circuitAt(time.Millisecond))
 	require.NoError(t, err)
 	require.False(t, wasOpen, "failing but closed")
 
-	mustFailCircuit(t, s, "wh_1", circuitT0, "", 1, 30*time.Second)
-	ok, _, err := s.acquireProbe(ctx, "wh_1", circuitAt(30*time.Second), "probe", 5*time.Second)
+	mustFailCircuit(t, s, "wh_1", circuitAt(2*time.Millisecond), "", 1, 30*time.Second)
+	ok, _, err := s.acquireProbe(ctx, "wh_1", circuitAt(31*time.Second), "probe", 5*time.Second)
 	require.NoError(t, err)
 	require.True(t, ok)
-	wasOpen, err = s.recordSuccess(ctx, "wh_1")
+	wasOpen, err = s.recordSuccess(ctx, "wh_1", circuitAt(31*time.Second))
 	require.NoError(t, err)
 	require.True(t, wasOpen)
-	requireCircuitClosed(t, mustReadCircuit(t, s, circuitAt(31*time.Second), "wh_1"))
-	wasOpen, err = s.recordSuccess(ctx, "wh_1")
+	requireCircuitClosed(t, mustReadCircuit(t, s, circuitAt(32*time.Second), "wh_1"))
+	wasOpen, err = s.recordSuccess(ctx, "wh_1", circuitAt(2*time.Minute)) // rdb.CircuitQuiet after the last failure
 	require.NoError(t, err)
 	require.False(t, wasOpen)
 	n, err := s.rdb.HLen(ctx, s.key).Result()
 	require.NoError(t, err)
 	require.Zero(t, n, "a closed circuit leaves no field")
+}
+
+// TestCircuitCreatedAfterAnotherReplicasSuccess: a success one replica counted while the webhook had no
+// circuit still drops the failures sent before its answer that another replica counts after it (they
+// create the circuit), in one count or one by one; failures sent after its answer count, and open it.
+// Also once a circuit was deleted (a success CircuitQuiet after the last failure).
+func TestCircuitCreatedAfterAnotherReplicasSuccess(t *testing.T) {
+	t.Parallel()
+	const breakAfter = 5
+	failures := func(from time.Duration) []Outcome { // sent 1 ms apart from from, each answered 10 ms later
+		var outs []Outcome
+		for i := range breakAfter {
+			sent := circuitAt(from + time.Duration(i)*time.Millisecond)
+			outs = append(outs, Outcome{WebhookID: "wh_1", Kind: rdb.CountFailure, Sent: sent, Answered: sent.Add(10 * time.Millisecond)})
+		}
+		return outs
+	}
+	for _, tc := range []struct {
+		name       string
+		deleted    bool // a circuit existed, and a success deleted it
+		oneByOne   bool
+		successAt  time.Duration // the other replica's success's answer
+		failedFrom time.Duration // the failures' first send
+		opens      bool
+	}{
+		{"sent before the success's answer, one count", false, false, 10 * time.Millisecond, 0, false},
+		{"sent before the success's answer, one by one", false, true, 10 * time.Millisecond, 0, false},
+		{"the last sent at the success's answer", false, true, 10 * time.Millisecond, 6 * time.Millisecond, false},
+		{"sent after the success's answer", false, true, 10 * time.Millisecond, 11 * time.Millisecond, true},
+		{"after a deleted circuit, sent before", true, true, 3 * time.Minute, 3*time.Minute - 10*time.Millisecond, false},
+		{"after a deleted circuit, sent after", true, true, 3 * time.Minute, 3*time.Minute + time.Millisecond, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, s := newTestCircuits(t)
+			ctx := context.Background()
+			if tc.deleted {
+				mustFailCircuit(t, s, "wh_1", circuitT0, "", breakAfter, time.Minute)
+			}
+			_, err := s.recordSuccess(ctx, "wh_1", circuitAt(tc.successAt))
+			require.NoError(t, err)
+			n, err := s.rdb.HLen(ctx, s.key).Result()
+			require.NoError(t, err)
+			require.Zero(t, n, "no circuit stored before the failures")
+			outs := failures(tc.failedFrom)
+			var evs []Event
+			if tc.oneByOne {
+				for _, o := range outs {
+					ev, err := s.count(ctx, o.Answered, breakAfter, time.Minute, o)
+					require.NoError(t, err)
+					evs = append(evs, ev...)
+				}
+			} else {
+				evs, err = s.count(ctx, outs[len(outs)-1].Answered, breakAfter, time.Minute, outs...)
+				require.NoError(t, err)
+			}
+			opened := 0
+			for _, ev := range evs {
+				if ev.Opened {
+					opened++
+				}
+			}
+			last := evs[len(evs)-1].Health
+			if tc.opens {
+				require.Equal(t, 1, opened)
+				require.Equal(t, types.CircuitOpen, last.State)
+				return
+			}
+			require.Zero(t, opened)
+			require.Equal(t, types.CircuitClosed, last.State)
+			require.Less(t, last.ConsecutiveFailures, breakAfter)
+		})
+	}
 }
 
 func TestCircuitFailingSince(t *testing.T) {
@@ -241,7 +315,7 @@ func TestCircuitFailingSince(t *testing.T) {
 	require.Equal(t, circuitT0.UnixMilli(), h.FailingSince.UnixMilli(), "a reopening keeps the start of the run")
 	require.Equal(t, circuitT0.UnixMilli(), mustReadCircuit(t, s, circuitAt(time.Hour), "wh_1").FailingSince.UnixMilli())
 
-	_, err = s.recordSuccess(ctx, "wh_1")
+	_, err = s.recordSuccess(ctx, "wh_1", circuitAt(time.Hour-time.Millisecond))
 	require.NoError(t, err)
 	h, _ = mustFailCircuit(t, s, "wh_1", circuitAt(time.Hour), "", 3, 30*time.Second)
 	require.Equal(t, circuitAt(time.Hour).UnixMilli(), h.FailingSince.UnixMilli(), "a success ends the run")

@@ -52,9 +52,9 @@ const (
 	// MaxBreakAfter bounds Options.BreakAfter: a circuit keeps the answer times of at most this many
 	// failures.
 	MaxBreakAfter = 100
-	// CircuitQuiet is how long a circuit with no failures left keeps the time of its newest success
-	// after its last failure, so that a failure answered before that success but counted after it is
-	// not counted; then a success deletes it.
+	// CircuitQuiet is how long a circuit with no failures left is kept after its last failure; then a
+	// success deletes it (the newest success's answer outlives it in the webhook's hourly hash, field
+	// "ok", so that a failure sent before that answer but counted after it is still not counted).
 	CircuitQuiet                                       = time.Minute
 	ProbeClosed, ProbeGranted, ProbeWaiting, ProbeHeld = 0, 1, 2, 3 // waiting: the open period has not ended
 )

@@ -6,7 +6,9 @@ package rdb
 // The circuit count (Count, internal/breaker), which every recorded attempt passes through beside its
 // outcome, counts them in the webhook's hash {P:registry}:hourly:<webhook id>: field "s<h>" or "f<h>"
 // counts the successful or failed attempts of hour h (Unix hours), "k<h>" the deliveries a
-// transformation skipped (not attempted). Counting is one HINCRBY per webhook
+// transformation skipped (not attempted); field "ok" keeps the newest successful attempt's answer (Unix
+// ms), which the circuit rule reads when a failure creates the webhook's circuit (count.lua), and no
+// hour's cleanup drops. Counting is one HINCRBY per webhook
 // and outcome in a count call (concurrent outcomes' calls are merged: a burst of one webhook's
 // successes costs one); only the first count of a field (once per hour and outcome) also drops the
 // fields of hours that have left the window (HKEYS, HDEL) and sets the key's TTL to HourlyTTL, so the

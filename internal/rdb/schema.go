@@ -51,7 +51,8 @@ package rdb
 //	                                               "failures:since:openUntil:openFor:probeUntil:token" (internal/breaker);
 //	                                               no TTL: a success, or Delete, removes the field
 //	{P:registry}:hourly:<webhook_id>       hash    attempts per hour by outcome over the last 24 hours: s<h>/f<h> ->
-//	                                               successes/failures in hour h (Unix hours; hourly.go); written by
+//	                                               successes/failures in hour h (Unix hours; hourly.go), and ok -> the
+//	                                               newest success's answer (Unix ms, for the circuit rule); written by
 //	                                               the circuit count; TTL 25 h from the first count of its newest hour
 //	{P:registry}:shards                    string  the shard count, "<S>" (Keys.Load); no TTL
 //	{P:registry}:event_types               hash    event type name -> its JSON (EventType): the catalog, the operator's,

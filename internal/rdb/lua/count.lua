@@ -7,8 +7,10 @@
 -- MaxBreakAfter, ascending), so the result does not depend on the order the counts reach Redis in; a
 -- replica sends a failure's count only once the successes it sent before that failure was answered
 -- are counted (breaker.Sends), and each failure carries the newest success that replica counted
--- (seenOK: a success counted while no circuit was stored left nothing here), applied first as a
--- success. A closed circuit opens when breakAfter failures are in the run (never when breakAfter is 0:
+-- (seenOK), applied first as a success. The newest success's answer is also kept in the webhook's
+-- hourly hash (field "ok"), which outlives its circuit, and a failure that creates the circuit starts
+-- from it: a success one replica counted while there was none still drops the failures sent at or
+-- before its answer that another replica counts after it. A closed circuit opens when breakAfter failures are in the run (never when breakAfter is 0:
 -- the breaker is off, the run is still kept for DisableAfter); an open one reopens for twice as long
 -- (up to MaxBreakFor) on its probe's failure only, and closes on a success that leaves fewer than
 -- breakAfter failures in the run. since is when the run of failures began (the oldest send in it), for
@@ -23,7 +25,7 @@
 --
 -- KEYS[1] -> {P:registry}:circuits
 -- KEYS[2] -> {P:registry}:webhooks
--- KEYS[1+k] (k = 2..w+1) -> {P:registry}:hourly:<webhook k>
+-- KEYS[1+k] (k = 2..w+1) -> {P:registry}:hourly:<webhook k> (its counts per hour, and "ok")
 -- ARGV[1] -> now (ms)
 -- ARGV[2], ARGV[3], ARGV[4] -> breakAfter (0: never open), breakFor (ms), MaxBreakFor (ms)
 -- ARGV[5+7(i-1)] .. ARGV[11+7(i-1)] -> outcome i: webhook id, CountSuccess, CountFailure,
@@ -39,6 +41,7 @@ local now, breakAfter = tonumber(ARGV[1]), tonumber(ARGV[2])
 local keep = math.min(math.max(breakAfter, 1), {{MaxBreakAfter}}) -- failure times kept: enough to tell whether breakAfter remain
 local stored, written, order = {}, {}, {}
 local ok, failed, skipped, ids = {}, {}, {}, {}
+local okAt, keptOK = {}, {} -- per webhook index k: the newest success's answer in this call; the one kept
 local reply = {}
 
 -- held reports whether the registry holds webhook id (read once per call).
@@ -46,6 +49,14 @@ local heldCache = {}
 local function held(id)
   if heldCache[id] == nil then heldCache[id] = redis.call('HEXISTS', KEYS[2], id) == 1 end
   return heldCache[id]
+end
+
+-- kept is the newest success's answer kept for webhook index k (0: none) and, unless storedOnly,
+-- this call's successes' (read once per call).
+local function kept(k, storedOnly)
+  if keptOK[k] == nil then keptOK[k] = tonumber(redis.call('HGET', KEYS[k + 1], 'ok')) or 0 end
+  if storedOnly then return keptOK[k] end
+  return math.max(keptOK[k], okAt[k] or 0)
 end
 
 -- afterSuccess drops from c the failures sent at or before at (a success's answer), and returns
@@ -91,7 +102,7 @@ for a = 5, #ARGV, 7 do
     if stored[id] == nil then stored[id] = redis.call('HGET', KEYS[1], id) or false end
     local c, event, changed = decode(stored[id] or nil), 0, false
     if kind == 's' then
-      ok[k] = (ok[k] or 0) + 1
+      ok[k], okAt[k] = (ok[k] or 0) + 1, math.max(okAt[k] or 0, at)
       if c and at >= c[7] then
         c[7], changed = at, true
         if afterSuccess(c, at) then event = 2 end
@@ -99,7 +110,7 @@ for a = 5, #ARGV, 7 do
       end
     else
       failed[k] = (failed[k] or 0) + 1
-      c = c or {0, 0, 0, 0, 0, '', 0, 0, {}}
+      c = c or {0, 0, 0, 0, 0, '', kept(k), 0, {}}
       if seenOK > c[7] then -- a success its replica counted that the circuit does not know (yet)
         c[7], changed = seenOK, true
         if afterSuccess(c, seenOK) then event = 2 end
@@ -134,6 +145,9 @@ for k = 3, #KEYS do
   if ok[k - 1] then created = countHour(KEYS[k], now, 's', ok[k - 1]) end
   if failed[k - 1] then created = countHour(KEYS[k], now, 'f', failed[k - 1]) or created end
   if skipped[k - 1] then created = countHour(KEYS[k], now, 'k', skipped[k - 1]) or created end
+  if okAt[k - 1] and okAt[k - 1] > kept(k - 1, true) then
+    redis.call('HSET', KEYS[k], 'ok', string.format('%d', okAt[k - 1]))
+  end
   if created and not held(ids[k - 1]) then redis.call('DEL', KEYS[k]) end
 end
 return reply

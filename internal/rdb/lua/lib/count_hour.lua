@@ -6,7 +6,7 @@ local function countHour(key, now, outcome, n)
   if redis.call('HINCRBY', key, outcome .. string.format('%d', hour), n) == n then
     for _, f in ipairs(redis.call('HKEYS', key)) do
       local h = tonumber(string.sub(f, 2))
-      if not h or h <= hour - {{HourlySlots}} then redis.call('HDEL', key, f) end
+      if f ~= 'ok' and (not h or h <= hour - {{HourlySlots}}) then redis.call('HDEL', key, f) end
     end
     redis.call('PEXPIRE', key, {{HourlyTTLMs}})
     return true
