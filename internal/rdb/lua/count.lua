@@ -1,27 +1,28 @@
--- count.lua applies attempts' outcomes to their webhooks' circuits by the rule that reordering cannot
--- fool (docs/delivery.md, "Circuit breaker"). Each outcome carries two stamps its replica took: when
--- its request was sent and when its answer (or error) came. A success drops from the run every failure
--- sent at or before its answer (the receiver may have answered it after them); a failure is in the run
--- only if it was sent after the newest success counted so far was answered. The circuit keeps the
--- newest success's answer time (lastOK) and the send times of the failures sent after it (the newest
--- MaxBreakAfter, ascending), so the result does not depend on the order the counts reach Redis in; a
--- replica sends a failure's count only once the successes it sent before that failure was answered
--- are counted (breaker.Sends), and each failure carries the newest success that replica counted
--- (seenOK), applied first as a success. The newest success's answer is also kept in the webhook's
--- hourly hash (field "ok"), which outlives its circuit, and a failure that creates the circuit starts
--- from it: a success one replica counted while there was none still drops the failures sent at or
--- before its answer that another replica counts after it. A closed circuit opens when breakAfter failures are in the run (never when breakAfter is 0:
--- the breaker is off, the run is still kept for DisableAfter); an open one reopens for twice as long
+-- count.lua applies attempts' outcomes to their webhooks' circuits by the rule that reordering cannot fool
+-- (docs/delivery.md, "Circuit breaker"). Each outcome carries two stamps its replica took: when its
+-- request was sent and when its answer (or error) came. A success drops from the run every failure sent at
+-- or before its answer (the receiver may have answered it after them); a failure is in the run only if it
+-- was sent after the newest success counted so far was answered. The circuit keeps the newest success's
+-- answer time (lastOK) and the send times of the failures sent after it (the newest MaxBreakAfter,
+-- ascending), so the result does not depend on the order the counts reach Redis in; a replica sends a
+-- failure's count only once the successes it sent before that failure was answered are counted
+-- (breaker.Sends), and each failure carries the newest success that replica counted (seenOK), applied
+-- first as a success. The newest success's answer is also kept in the webhook's hourly hash (field "ok"),
+-- which outlives its circuit, and a failure that creates the circuit starts from it: a success one replica
+-- counted while there was none still drops the failures sent at or before its answer that another replica
+-- counts after it. A closed circuit opens when breakAfter failures are in the run (never when breakAfter
+-- is 0: the breaker is off, the run is still kept for DisableAfter); an open one reopens for twice as long
 -- (up to MaxBreakFor) on its probe's failure only, and closes on a success that leaves fewer than
 -- breakAfter failures in the run. since is when the run of failures began (the oldest send in it), for
 -- DisableAfter; a rejected attempt only starts it. A circuit with no failures is kept, for its lastOK,
--- until CircuitQuiet has passed since its last failure; then a success deletes it: on a healthy
--- webhook a count is one HGET. Each webhook's circuit is read once and written at most once per call,
--- however many of its outcomes the call carries (the calls of concurrent settles are merged into one:
--- breaker.MergeCounts). It also counts each webhook's attempts per hour by outcome (countHour, hourly.go): one
--- HINCRBY per webhook and outcome in the call. It creates no circuit, and no hourly counter, for a
--- webhook the registry no longer holds (deleted, or its tenant expunged, while its attempt was in
--- flight): one HEXISTS when a circuit or an hour's counter would be created.
+-- until CircuitQuiet has passed since its last failure; then a success deletes it: on a healthy webhook a
+-- count reads no circuit (one HGET) and keeps its newest success (an HGET and an HSET of "ok"). Each
+-- webhook's circuit is read once and written at most once per call, however many of its outcomes the call
+-- carries (the calls of concurrent settles are merged into one: breaker.MergeCounts). It also counts each
+-- webhook's attempts per hour by outcome (countHour, hourly.go): one HINCRBY per webhook and outcome in
+-- the call. It creates no circuit, and no hourly counter, for a webhook the registry no longer holds
+-- (deleted, or its tenant expunged, while its attempt was in flight): one HEXISTS when a circuit or an
+-- hour's counter would be created.
 --
 -- KEYS[1] -> {P:registry}:circuits
 -- KEYS[2] -> {P:registry}:webhooks
