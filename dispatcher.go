@@ -349,38 +349,41 @@ func (d *Dispatcher) claimAndAttemptFor(ctx context.Context, retention time.Dura
 	batch := worker.NewOutcomeBatch(shard, worker.SettleLinger(d.opts.Timeout), d.settle, d.leaser.RequeueInline)
 	batch.Add(len(attempts))
 	deferred := make([]string, len(targets)) // why an attempt was handed back to the worker
-	var wg sync.WaitGroup
-	for _, i := range attempts {
+	attemptOne := func(i int) {
 		t := targets[i]
-		wg.Go(func() {
-			defer d.flights.Release(t.ID)
-			handBack := func(o worker.Outcome, reason string) {
-				o.Inline, deferred[i] = true, reason
-				d.bodies.Put(bodyKey, body, time.Now()) // for this process's worker, as for a queued pair
-				batch.Ended(ctx, recs[i], o, &results[i].Err)
-			}
-			// A rate-limit slot and a MaxConcurrency slot are taken once the claim has leased a fresh
-			// pair: a duplicate costs neither, and a pair refused one goes back to its queue with its
-			// outcome.
-			if retryIn, ok := takeRateSlot(ctx, d.rdb, d.keys, t); !ok {
-				handBack(worker.HandBack(recs[i], d.now().Add(retryIn)), overRateLimit)
-				return
-			}
-			slot, ok := d.attempter.TakeConcurrencySlot(ctx, t)
-			if !ok {
-				handBack(worker.WaitForSlot(recs[i], d.now().Add(worker.ConcurrencyRecheck)), worker.AtMaxConcurrency)
-				return
-			}
-			res := d.send(ctx, t, recs[i], body)
-			d.attempter.ReleaseConcurrencySlot(ctx, t.ID, slot)
-			o := worker.Decide(recs[i], res, d.opts.RetrySchedule, d.lease, d.now())
-			o.Inline = true
-			if d.breaker.FailingNow(t.ID) {
-				d.countNow(ctx, recs[i], &o)
-			}
+		defer d.flights.Release(t.ID)
+		handBack := func(o worker.Outcome, reason string) {
+			o.Inline, deferred[i] = true, reason
+			d.bodies.Put(bodyKey, body, time.Now()) // for this process's worker, as for a queued pair
 			batch.Ended(ctx, recs[i], o, &results[i].Err)
-		})
+		}
+		// A rate-limit slot and a MaxConcurrency slot are taken once the claim has leased a fresh
+		// pair: a duplicate costs neither, and a pair refused one goes back to its queue with its
+		// outcome.
+		if retryIn, ok := takeRateSlot(ctx, d.rdb, d.keys, t); !ok {
+			handBack(worker.HandBack(recs[i], d.now().Add(retryIn)), overRateLimit)
+			return
+		}
+		slot, ok := d.attempter.TakeConcurrencySlot(ctx, t)
+		if !ok {
+			handBack(worker.WaitForSlot(recs[i], d.now().Add(worker.ConcurrencyRecheck)), worker.AtMaxConcurrency)
+			return
+		}
+		res := d.send(ctx, t, recs[i], body)
+		d.attempter.ReleaseConcurrencySlot(ctx, t.ID, slot)
+		o := worker.Decide(recs[i], res, d.opts.RetrySchedule, d.lease, d.now())
+		o.Inline = true
+		if d.breaker.FailingNow(t.ID) {
+			d.countNow(ctx, recs[i], &o)
+		}
+		batch.Ended(ctx, recs[i], o, &results[i].Err)
 	}
+	// One goroutine per attempt but the last, which the caller makes: its stack is grown already.
+	var wg sync.WaitGroup
+	for _, i := range attempts[:len(attempts)-1] {
+		wg.Go(func() { attemptOne(i) })
+	}
+	attemptOne(attempts[len(attempts)-1])
 	wg.Wait()
 	for i, reason := range deferred {
 		if reason != "" && results[i].Err == nil {

@@ -1,9 +1,14 @@
 package signing
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -99,4 +104,30 @@ func TestCanonicalHeaderNames(t *testing.T) {
 	for name, canonical := range map[string]string{"webhook-id": canonicalID, "webhook-timestamp": canonicalTimestamp, "webhook-signature": canonicalSignature} {
 		assert.Equal(t, http.CanonicalHeaderKey(name), canonical)
 	}
+}
+
+// TestOneKeySignsConcurrently: one v1 key (its HMAC states pooled) signing different messages from
+// many goroutines at once gives each message the signature of a fresh HMAC of its own content, the
+// spec vector included (run with -race).
+func TestOneKeySignsConcurrently(t *testing.T) {
+	t.Parallel()
+	key := mustSigningKey(t, specSecret)
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := range 100 {
+				msgID, body := specMsgID, []byte(specBody)
+				if (g+i)%3 != 0 {
+					msgID, body = fmt.Sprintf("msg_%d_%d", g, i), []byte(strings.Repeat("x", g*i%700))
+				}
+				mac := hmac.New(sha256.New, mustDecode(t, specSecret))
+				mac.Write([]byte(msgID + "." + strconv.Itoa(specTimestamp) + "."))
+				mac.Write(body)
+				want := "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+				assert.Equal(t, want, key.Sign(msgID, specTimestamp, body))
+			}
+		})
+	}
+	wg.Wait()
+	assert.Equal(t, specSignature, key.Sign(specMsgID, specTimestamp, []byte(specBody)))
 }

@@ -52,12 +52,10 @@ local function held(id)
   return heldCache[id]
 end
 
--- kept is the newest success's answer kept for webhook index k (0: none) and, unless storedOnly,
--- this call's successes' (read once per call).
-local function kept(k, storedOnly)
+-- kept is the newest success's answer stored for webhook index k (0: none), read once per call.
+local function kept(k)
   if keptOK[k] == nil then keptOK[k] = tonumber(redis.call('HGET', KEYS[k + 1], 'ok')) or 0 end
-  if storedOnly then return keptOK[k] end
-  return math.max(keptOK[k], okAt[k] or 0)
+  return keptOK[k]
 end
 
 -- afterSuccess drops from c the failures sent at or before at (a success's answer), and returns
@@ -111,7 +109,7 @@ for a = 5, #ARGV, 7 do
       end
     else
       failed[k] = (failed[k] or 0) + 1
-      c = c or {0, 0, 0, 0, 0, '', kept(k), 0, {}}
+      c = c or {0, 0, 0, 0, 0, '', math.max(kept(k), okAt[k] or 0), 0, {}}
       if seenOK > c[7] then -- a success its replica counted that the circuit does not know (yet)
         c[7], changed = seenOK, true
         if afterSuccess(c, seenOK) then event = 2 end
@@ -146,7 +144,7 @@ for k = 3, #KEYS do
   if ok[k - 1] then created = countHour(KEYS[k], now, 's', ok[k - 1]) end
   if failed[k - 1] then created = countHour(KEYS[k], now, 'f', failed[k - 1]) or created end
   if skipped[k - 1] then created = countHour(KEYS[k], now, 'k', skipped[k - 1]) or created end
-  if okAt[k - 1] and okAt[k - 1] > kept(k - 1, true) then
+  if okAt[k - 1] and okAt[k - 1] > kept(k - 1) then
     redis.call('HSET', KEYS[k], 'ok', string.format('%d', okAt[k - 1]))
   end
   if created and not held(ids[k - 1]) then redis.call('DEL', KEYS[k]) end
