@@ -264,14 +264,10 @@ func TestClaimIsTheRecord(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{d.keys.Delivery(s, res[0].Delivery.ID)}, named, "one key per pair: the record is the claim")
-	recordTTL, err := tr.rdb.PTTL(ctx, d.keys.Delivery(s, res[0].Delivery.ID)).Result()
-	require.NoError(t, err)
+	ttls := tr.pttls(t, d.keys.Delivery(s, res[0].Delivery.ID), d.keys.Event(s, "e-ttl"), d.keys.Index(s, w.ID))
+	recordTTL, evtTTL, idxTTL := ttls[0], ttls[1], ttls[2]
 	assert.Greater(t, recordTTL, 49*time.Hour)
-	evtTTL, err := tr.rdb.PTTL(ctx, d.keys.Event(s, "e-ttl")).Result()
-	require.NoError(t, err)
 	assert.InDelta(t, recordTTL.Milliseconds(), evtTTL.Milliseconds(), 50, "the body lives as long as the record")
-	idxTTL, err := tr.rdb.PTTL(ctx, d.keys.Index(s, w.ID)).Result()
-	require.NoError(t, err)
 	assert.GreaterOrEqual(t, idxTTL+50*time.Millisecond, recordTTL, "the index lives at least as long as the record")
 	assert.LessOrEqual(t, idxTTL, recordTTL+recordTTL/64+50*time.Millisecond, "and at most 1/64 longer")
 	assert.WithinDuration(t, time.Now().Add(50*time.Hour), res[0].Delivery.ExpiresAt, time.Minute)

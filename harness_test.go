@@ -101,6 +101,27 @@ func (tr *testRedis) deleteKeys(t testing.TB) {
 	}
 }
 
+// pttls reads the time to live of keys of one slot in one MULTI/EXEC, so that they are read at one
+// moment: read one after another, on a real Redis the later reads are lower by the time between them,
+// which a loaded machine stretches past any tolerance that still tells two expiries apart.
+func (tr *testRedis) pttls(t testing.TB, keys ...string) []time.Duration {
+	t.Helper()
+	ctx := context.Background()
+	cmds := make([]*redis.DurationCmd, len(keys))
+	_, err := tr.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
+		for i, k := range keys {
+			cmds[i] = p.PTTL(ctx, k)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	out := make([]time.Duration, len(keys))
+	for i, c := range cmds {
+		out[i] = c.Val()
+	}
+	return out
+}
+
 // keys lists the test's keys (all nodes of a cluster).
 func (tr *testRedis) keys(t testing.TB) []string {
 	t.Helper()

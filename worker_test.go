@@ -185,9 +185,9 @@ func TestRedeliverExtendsRecordAndBody(t *testing.T) {
 	require.NoError(t, tr.rdb.PExpire(ctx, d.keys.Event(s, "ext"), time.Hour).Err())
 	_, err = d.Redeliver(ctx, id)
 	require.NoError(t, err)
-	recTTL := tr.rdb.PTTL(ctx, d.keys.Delivery(s, id)).Val()
+	ttls := tr.pttls(t, d.keys.Delivery(s, id), d.keys.Event(s, "ext"))
+	recTTL, evtTTL := ttls[0], ttls[1]
 	assert.Greater(t, recTTL, DefaultRetention-time.Minute)
-	evtTTL := tr.rdb.PTTL(ctx, d.keys.Event(s, "ext")).Val()
 	assert.InDelta(t, recTTL.Milliseconds(), evtTTL.Milliseconds(), 50)
 }
 
