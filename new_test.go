@@ -28,17 +28,19 @@ func TestNewDoesNoIO(t *testing.T) {
 
 	client := redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DialTimeout: 200 * time.Millisecond})
 	t.Cleanup(func() { _ = client.Close() })
+	dials := &dialCounter{}
+	client.AddHook(dials)
 	var logs bytes.Buffer
-	start := time.Now()
 	d, err := New(client, Options{KeyPrefix: "wht_nonio_" + randomHex(3), AllowPrivateNetworks: true, Timeout: 2 * time.Second,
 		Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	require.NoError(t, err, "New fails for no Redis reason")
-	assert.Less(t, time.Since(start), 100*time.Millisecond, "New waits for nothing")
+	assert.Zero(t, dials.n.Load(), "New dials no connection")
 	assert.Empty(t, logs.String(), "New logs nothing")
 
 	ctx := context.Background()
 	_, err = d.Dispatch(ctx, Event{Type: "x", ID: "e1"})
 	require.ErrorIs(t, err, ErrNotAccepted, "Redis is down: nothing accepted")
+	assert.Positive(t, dials.n.Load(), "Dispatch dials (the counter sees dials)")
 
 	m := miniredis.NewMiniRedis()
 	require.NoError(t, m.StartAddr(addr), "a Redis on the closed port")
@@ -53,6 +55,19 @@ func TestNewDoesNoIO(t *testing.T) {
 	v, err := client.Get(ctx, d.keys.ShardCount()).Result()
 	require.NoError(t, err)
 	assert.Equal(t, rdb.FormatCount(64), v, "the shard count stored by the first call that needed it")
+}
+
+// dialCounter counts a client's attempts to open a connection.
+type dialCounter struct {
+	passHook
+	n atomic.Int32
+}
+
+func (c *dialCounter) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c.n.Add(1)
+		return next(ctx, network, addr)
+	}
 }
 
 // TestLoadingRedisIsReadLater: while Redis answers LOADING, the calls that need the shard count fail
