@@ -142,6 +142,9 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failed wait still frees the held request, so the receiver's Close does not wait on it
 	var first atomic.Bool
 	var mu sync.Mutex
 	var short []string // deliveries whose request came with less of their lease left than worker.LeaseLeftToAttempt
@@ -166,12 +169,13 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	}
 	leased := func() int { return leasedNow(t, tr, d, wh.ID, clock.Now()) }
 	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error)
+	t.Cleanup(stop)
+	done := make(chan error, 1)
 	go func() { done <- d.Run(runCtx) }()
 	eventually(t, 10*time.Second, func() bool { return rc.count() == 1 && leased() == events },
 		"one attempt hangs, the others are leased ahead")
 	clock.Advance(d.lease - worker.LeaseLeftToAttempt(d.lease, d.opts.Timeout) + time.Second) // too little of their leases is left now
-	close(release)
+	free()
 	eventually(t, 10*time.Second, func() bool { return rc.count() >= events }, "every delivery goes out, those that waited too long under a new lease")
 	stop()
 	require.NoError(t, <-done)
