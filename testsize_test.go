@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/smartdrop/webhooks/internal/testmain"
 )
 
 // longTestsEnv, when set to anything but "" or "0" (.ci/run sets it for the root package's miniredis,
@@ -48,7 +50,7 @@ func TestMain(m *testing.M) {
 		}
 	}
 	leanMiniredisLua()
-	os.Exit(m.Run())
+	testmain.Run(m)
 }
 
 // leanMiniredisLua shrinks the Lua state gopher-lua gives each script run. miniredis builds a new one
