@@ -127,6 +127,12 @@ func TestScarceSlotsAreSharedInTurn(t *testing.T) {
 	}
 }
 
+// heldTimeout is the attempt Timeout of the tests that hold an attempt while they look at the
+// deliveries leased behind it: were the held attempt to time out first, the others would go out at
+// once and the state the test waits for would have come and gone. At 5 s, a suite run with both cores
+// busy (two `yes` loops) missed it once: the worker then slept, nothing left due on the test's clock.
+const heldTimeout = time.Minute
+
 // TestLeasedAheadThatWaitedTooLongGoesBackAtOnce: a delivery leased ahead that waited for a slot until
 // its lease has less left than an attempt needs (worker.LeaseLeftToAttempt) goes back to its queue at once and
 // is attempted under a new lease, not left until its lease ends (the test's clock never gets there).
@@ -137,7 +143,7 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	const events = 3
-	d, clock := newClockedDispatcher(t, tr, Options{Concurrency: 1, Timeout: 5 * time.Second})
+	d, clock := newClockedDispatcher(t, tr, Options{Concurrency: 1, Timeout: heldTimeout})
 	setInFlightFloor(d, events) // the one webhook may hold the slot and every lease ahead
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
@@ -170,6 +176,11 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	leased := func() int { return leasedNow(t, tr, d, wh.ID, clock.Now()) }
 	runCtx, stop := context.WithCancel(ctx)
 	t.Cleanup(stop)
+	t.Cleanup(func() {
+		if t.Failed() { // runs first: the held request still held, Run still going
+			t.Logf("the receiver got %d requests (%v); %d deliveries leased", rc.count(), rc.perDelivery(), leased())
+		}
+	})
 	done := make(chan error, 1)
 	go func() { done <- d.Run(runCtx) }()
 	eventually(t, 10*time.Second, func() bool { return rc.count() == 1 && leased() == events },
@@ -193,7 +204,7 @@ func TestProbeHandedBackIsGivenBack(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	d, clock := newClockedDispatcher(t, tr, Options{Concurrency: 1, BreakAfter: 1, BreakFor: time.Minute,
-		RetrySchedule: []time.Duration{}, Timeout: 5 * time.Second})
+		RetrySchedule: []time.Duration{}, Timeout: heldTimeout})
 	a, b := newReceiver(t), newReceiver(t)
 	mustCreate(t, d, a, "a")
 	whB := mustCreate(t, d, b, "b")
