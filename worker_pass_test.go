@@ -70,16 +70,20 @@ func TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead(t *testing.T) {
 	ctx := context.Background()
 	tr := newTestRedis(t)
 	const slots, events = 4, 40
-	d := newTestDispatcher(t, tr, Options{Concurrency: slots, Timeout: 15 * time.Second})
+	d := newTestDispatcher(t, tr, Options{Concurrency: slots, Timeout: heldTimeout})
 	setInFlightFloor(d, events) // the one webhook may hold every slot and every lease ahead
 	rc := newReceiver(t)
 	release := make(chan struct{})
+	var releaseOnce sync.Once
+	free := func() { releaseOnce.Do(func() { close(release) }) }
+	t.Cleanup(free) // a failed wait still frees the held requests, so the receiver's Close does not wait on them
 	var c concurrency
 	hold(rc, release, &c)
 	wh := mustCreate(t, d, rc, "*")
 	leased := func() int { return leasedNow(t, tr, d, wh.ID, time.Now()) }
 	runCtx, stop := context.WithCancel(ctx)
-	done := make(chan error)
+	t.Cleanup(stop)
+	done := make(chan error, 1)
 	go func() { done <- d.Run(runCtx) }()
 	for i := range events { // each Enqueue pokes the worker
 		_, err := d.Enqueue(ctx, Event{Type: "e", ID: fmt.Sprintf("e-%d", i)})
@@ -90,7 +94,7 @@ func TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead(t *testing.T) {
 	time.Sleep(2 * worker.IdleWait) // both passes have polled again meanwhile
 	assert.Equal(t, 3*slots, leased(), "no more leased than Concurrency attempts and twice as many ahead")
 	assert.Equal(t, int32(slots), c.peak.Load(), "no more than Concurrency attempts")
-	close(release)
+	free()
 	eventually(t, 15*time.Second, func() bool { return rc.count() >= events }, "every delivery goes out once released")
 	stop()
 	require.NoError(t, <-done)
