@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 	"github.com/smartdrop/webhooks"
+	"github.com/smartdrop/webhooks/internal/testmain"
 	"github.com/smartdrop/webhooks/pgxoutbox"
 )
 
@@ -29,7 +30,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	testmain.Run(m)
 }
 
 // runRelayChild is a relay process: an Outbox's Run on the table, PostgreSQL and Redis its

@@ -33,6 +33,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/smartdrop/webhooks"
+	"github.com/smartdrop/webhooks/internal/testmain"
 )
 
 var (
@@ -60,7 +61,7 @@ func TestMain(m *testing.M) {
 		<-redisGone                                  // its Wait is startRedis's goroutine's
 	}
 	_ = os.RemoveAll(tmpDir)
-	os.Exit(code)
+	testmain.Exit(code)
 }
 
 // skipOutsideCI skips t, or fails it under CI, where everything must run.

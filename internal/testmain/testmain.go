@@ -1,5 +1,5 @@
-// Package testmain is the TestMain of the module's test binaries: `func TestMain(m *testing.M) {
-// testmain.Run(m) }`.
+// Package testmain is the TestMain of the test binaries of this module and of its nested modules:
+// `func TestMain(m *testing.M) { testmain.Run(m) }`.
 package testmain
 
 import (
@@ -16,8 +16,11 @@ import (
 // the process ends; m.Run has already failed a run whose race detector reported one outside its tests
 // ("race detected outside of test execution"), and each test fails on those during it. A coverage run
 // (-cover) ends through os.Exit, whose exit hooks write the counters.
-func Run(m *testing.M) {
-	code := m.Run()
+func Run(m *testing.M) { Exit(m.Run()) }
+
+// Exit ends the process with the exit code of a test binary's m.Run, as Run does: for a TestMain that
+// has work to do between the two.
+func Exit(code int) {
 	if code == 0 && testing.CoverMode() == "" {
 		syscall.Exit(0)
 	}

@@ -1,0 +1,9 @@
+package amqpdest
+
+import (
+	"testing"
+
+	"github.com/smartdrop/webhooks/internal/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }

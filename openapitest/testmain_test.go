@@ -1,0 +1,9 @@
+package openapitest
+
+import (
+	"testing"
+
+	"github.com/smartdrop/webhooks/internal/testmain"
+)
+
+func TestMain(m *testing.M) { testmain.Run(m) }
