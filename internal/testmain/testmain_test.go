@@ -13,9 +13,9 @@ import (
 
 func TestMain(m *testing.M) { Run(m) }
 
-// TestEveryTestBinaryEndsThroughRun: every directory of the repository (the root module and its nested
-// modules) with tests has a TestMain that ends through Run or Exit, so no test binary of `go test -race
-// ./...` sleeps the race detector's second on its way out.
+// TestEveryTestBinaryEndsThroughRun: every directory of the repository (the root module and its
+// nested modules) with tests has a TestMain that ends through Run or Exit, so no test binary of
+// `go test -race ./...` sleeps the race detector's second on its way out.
 func TestEveryTestBinaryEndsThroughRun(t *testing.T) {
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
@@ -27,7 +27,8 @@ func TestEveryTestBinaryEndsThroughRun(t *testing.T) {
 		if !e.IsDir() {
 			return nil
 		}
-		if name := e.Name(); path != root && (name == "testdata" || strings.HasPrefix(name, ".") || name == "node_modules") {
+		name := e.Name()
+		if path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".")) {
 			return filepath.SkipDir
 		}
 		tests, err := filepath.Glob(filepath.Join(path, "*_test.go"))
@@ -40,13 +41,16 @@ func TestEveryTestBinaryEndsThroughRun(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if s := string(b); strings.Contains(s, "func TestMain(") &&
-				(strings.Contains(s, "testmain.Run(m)") || strings.Contains(s, "testmain.Exit(") || strings.Contains(s, "{ Run(m) }")) {
+			s := string(b)
+			ends := strings.Contains(s, "testmain.Run(m)") || strings.Contains(s, "testmain.Exit(") ||
+				strings.Contains(s, "{ Run(m) }") // this package's own
+			if ends && strings.Contains(s, "func TestMain(") {
 				return nil
 			}
 		}
 		rel, _ := filepath.Rel(root, path)
-		t.Errorf("%s has tests but no TestMain ending through testmain.Run (or testmain.Exit): add func TestMain(m *testing.M) { testmain.Run(m) }", rel)
+		t.Errorf("%s has tests but no TestMain ending through testmain.Run (or testmain.Exit): "+
+			"add func TestMain(m *testing.M) { testmain.Run(m) }", rel)
 		return nil
 	})
 	require.NoError(t, err)
