@@ -74,8 +74,7 @@ func TestRunHoldsConcurrencyAttemptsAndTwiceAsManyLeasedAhead(t *testing.T) {
 	setInFlightFloor(d, events) // the one webhook may hold every slot and every lease ahead
 	rc := newReceiver(t)
 	release := make(chan struct{})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
+	free := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(free) // a failed wait still frees the held requests, so the receiver's Close does not wait on them
 	var c concurrency
 	hold(rc, release, &c)
@@ -135,6 +134,7 @@ func TestScarceSlotsAreSharedInTurn(t *testing.T) {
 // deliveries leased behind it: were the held attempt to time out first, the others would go out at
 // once and the state the test waits for would have come and gone. At 5 s, a suite run with both cores
 // busy (two `yes` loops) missed it once: the worker then slept, nothing left due on the test's clock.
+// (A request held by hold is let go after 20 s whatever the Timeout: the window of the tests using it.)
 const heldTimeout = time.Minute
 
 // TestLeasedAheadThatWaitedTooLongGoesBackAtOnce: a delivery leased ahead that waited for a slot until
@@ -152,8 +152,7 @@ func TestLeasedAheadThatWaitedTooLongGoesBackAtOnce(t *testing.T) {
 	rc := newReceiver(t)
 	wh := mustCreate(t, d, rc, "*")
 	release := make(chan struct{})
-	var releaseOnce sync.Once
-	free := func() { releaseOnce.Do(func() { close(release) }) }
+	free := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(free) // a failed wait still frees the held request, so the receiver's Close does not wait on it
 	var first atomic.Bool
 	var mu sync.Mutex
